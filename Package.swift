@@ -1,0 +1,96 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Attache",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Attache", targets: ["Attache"]),
+        .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        .executable(name: "attache", targets: ["attache"]),
+        .executable(name: "attache-server", targets: ["attache-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+    ],
+    targets: [
+        // C libraries: a module map and a shim header each, nothing else.
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(
+            name: "CWebP", pkgConfig: "libwebp",
+            providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CPNG", pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
+
+        .target(
+            name: "Attache",
+            dependencies: [
+                "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "attache",
+            dependencies: [
+                "Attache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "AttacheServer",
+            dependencies: [
+                "Attache",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "attache-server",
+            dependencies: [
+                "AttacheServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+
+        .testTarget(
+            name: "AttacheTests",
+            dependencies: ["Attache"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AttacheServerTests",
+            dependencies: [
+                "AttacheServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "Attache", "AttacheServer",
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            swiftSettings: swiftSettings),
+    ]
+)

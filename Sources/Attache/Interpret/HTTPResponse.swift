@@ -1,0 +1,38 @@
+import Foundation
+
+/// What the server answered to one attempt, as the uploader captured it.
+public struct HTTPResponse: Sendable {
+    /// The final HTTP status code (after any `100 Continue`).
+    public var status: Int
+    /// Response headers in order, names as sent.
+    public var headers: [(name: String, value: String)]
+    /// The body, at most the interpreter's size cap.
+    public var body: [UInt8]
+    /// True when the body was longer than the cap and the rest was not read.
+    public var bodyExceededCap: Bool
+    /// True when the connection ended before the declared body was complete.
+    public var bodyIncomplete: Bool
+
+    /// Creates a response.
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyExceededCap = bodyExceededCap
+        self.bodyIncomplete = bodyIncomplete
+    }
+
+    /// The last value of the header `name`, compared without regard to case.
+    public func header(_ name: String) -> String? {
+        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// The media type of the body, lower-cased, without parameters (`application/json`).
+    public var mediaType: String? {
+        guard let value = header("Content-Type") else { return nil }
+        return value.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+}

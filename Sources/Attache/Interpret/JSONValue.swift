@@ -1,0 +1,86 @@
+import Foundation
+
+/// A JSON value as the server sent it, kept whole so that no field of a receipt is lost.
+public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// Parses `bytes` as JSON.
+    /// - Throws: a `DecodingError` when the bytes are not valid JSON.
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    /// The member named `key` of an object, or nil.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    /// The value as a string: strings as they are, integral numbers without a fraction, else nil.
+    public var stringValue: String? {
+        switch self {
+        case .string(let value): return value
+        case .number(let value):
+            if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+            return String(value)
+        case .bool(let value): return String(value)
+        default: return nil
+        }
+    }
+
+    /// The value as an integer, from a number or a numeric string.
+    public var intValue: Int? {
+        switch self {
+        case .number(let value):
+            return value == value.rounded() && abs(value) < 9e15 ? Int(value) : nil
+        case .string(let value): return Int(value.trimmingCharacters(in: .whitespaces))
+        default: return nil
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value):
+            if value == value.rounded(), abs(value) < 9e15 {
+                try container.encode(Int64(value))
+            } else {
+                try container.encode(value)
+            }
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    public var description: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

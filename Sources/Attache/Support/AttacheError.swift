@@ -1,0 +1,142 @@
+import Foundation
+
+/// The one error type the library throws.
+///
+/// An `AttacheError` says which stage failed (``Stage``), what went wrong (``Code``), which file it
+/// concerns, and whether trying again could help. New codes can be added without breaking callers:
+/// `Code` is a struct with static members, not an enum, so switch over the codes you care about and
+/// keep a `default`.
+///
+/// ```swift
+/// do {
+///     let receipt = try await pipeline.send(Attachment(path: "photo.jpg"))
+/// } catch let error as AttacheError where error.code == .fileNotFound {
+///     print(error.message)
+/// }
+/// ```
+///
+/// Messages never contain key material or file contents.
+public struct AttacheError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// A stable identifier, used in JSON output and journals.
+        public let rawValue: String
+        /// Creates a code from its stable identifier.
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The caller passed something unusable (bad URL, bad field, bad option).
+        public static let invalidArgument = Code("invalid-argument")
+        /// The file does not exist.
+        public static let fileNotFound = Code("file-not-found")
+        /// The file exists but cannot be read.
+        public static let fileUnreadable = Code("file-unreadable")
+        /// The file changed size or contents while it was being sent.
+        public static let fileChanged = Code("file-changed")
+        /// A file could not be written.
+        public static let fileUnwritable = Code("file-unwritable")
+        /// The content is not what it claims to be or cannot be parsed.
+        public static let corruptInput = Code("corrupt-input")
+        /// The input is supported in principle but this variant is not.
+        public static let unsupportedInput = Code("unsupported-input")
+        /// The input exceeds a configured limit (pixels, size, scans).
+        public static let limitExceeded = Code("limit-exceeded")
+        /// A key is missing, malformed, or the wrong one.
+        public static let invalidKey = Code("invalid-key")
+        /// Authenticated decryption failed: the data was modified, truncated or reordered.
+        public static let authenticationFailed = Code("authentication-failed")
+        /// A native library reported an error.
+        public static let nativeLibrary = Code("native-library")
+        /// The server could not be reached (DNS, refused, TLS handshake).
+        public static let connectionFailed = Code("connection-failed")
+        /// The connection broke while sending or receiving.
+        public static let connectionLost = Code("connection-lost")
+        /// No progress within the connect or stall timeout, or the time budget ran out.
+        public static let timedOut = Code("timed-out")
+        /// TLS verification or public-key pinning failed.
+        public static let tlsFailure = Code("tls-failure")
+        /// The server answered something that cannot be interpreted.
+        public static let badResponse = Code("bad-response")
+        /// The server refused the upload (4xx or a business error); retrying will not help.
+        public static let rejected = Code("rejected")
+        /// The server kept asking to retry until attempts or the time budget ran out.
+        public static let retriesExhausted = Code("retries-exhausted")
+        /// The operation was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// The journal database failed.
+        public static let journal = Code("journal")
+        /// An internal invariant failed; a bug.
+        public static let internalError = Code("internal")
+    }
+
+    /// The pipeline stage in which the failure happened.
+    public enum Stage: String, Hashable, Sendable, Codable, CustomStringConvertible {
+        case configuration, read, detect, transform, seal, upload, interpret, download, batch
+        public var description: String { rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// Where it happened.
+    public var stage: Stage
+    /// One human sentence, no secrets.
+    public var message: String
+    /// The file the failure concerns, when there is one.
+    public var file: String?
+    /// Whether trying the same operation again may succeed.
+    public var isRetryable: Bool
+    /// The lower-level error, when there is one (a POSIX errno, a curl code, ...).
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, stage: Stage, _ message: String, file: String? = nil,
+        isRetryable: Bool = false, cause: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.stage = stage
+        self.message = message
+        self.file = file
+        self.isRetryable = isRetryable
+        self.cause = cause
+    }
+
+    /// A one-line rendering: `file: stage: message`.
+    public var description: String {
+        var text = ""
+        if let file { text += "\(file): " }
+        text += "\(stage): \(message)"
+        return text
+    }
+
+    /// Returns a copy that names `file`, unless a file is already named.
+    public func concerning(_ file: String) -> AttacheError {
+        var copy = self
+        if copy.file == nil { copy.file = file }
+        return copy
+    }
+}
+
+/// A native library's numeric error, kept as the `cause` of an ``AttacheError``.
+public struct NativeError: Error, Sendable, CustomStringConvertible {
+    /// The library that reported it (`curl`, `openssl`, `turbojpeg`, `webp`, `png`, `posix`).
+    public let library: String
+    /// The library's own code.
+    public let code: Int
+    /// The library's own text for it.
+    public let text: String
+
+    /// Creates a native error.
+    public init(library: String, code: Int, text: String) {
+        self.library = library
+        self.code = code
+        self.text = text
+    }
+
+    public var description: String { "\(library) error \(code): \(text)" }
+
+    /// The current `errno` as a native error.
+    static func posix(_ code: Int32 = errno) -> NativeError {
+        NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code)))
+    }
+}

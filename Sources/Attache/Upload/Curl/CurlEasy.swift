@@ -1,0 +1,175 @@
+internal import CCurl
+import Foundation
+import Synchronization
+
+/// Owns one libcurl easy handle: created in `init`, cleaned up in `deinit`.
+///
+/// Used by one thread at a time. Every setter checks curl's return code on the next line and throws
+/// an ``AttacheError`` carrying curl's own code and text.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    /// Keeps the header list alive for as long as curl may read it.
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Keeps option strings alive; curl copies most, not all (CURLOPT_POSTFIELDS, for instance).
+    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+    init() throws {
+        CurlGlobal.ensureInitialized()
+        guard let handle = curl_easy_init() else {
+            throw AttacheError(.nativeLibrary, stage: .upload, "curl_easy_init failed")
+        }
+        self.handle = handle
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        if let headerList { curl_slist_free_all(headerList) }
+    }
+
+    /// Resets every option but keeps the connection cache, so the next transfer can reuse a connection.
+    func reset() {
+        curl_easy_reset(handle)
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        for index in errorBuffer.indices { errorBuffer[index] = 0 }
+    }
+
+    func set(_ option: CURLoption, _ value: Int) throws {
+        try check(attache_curl_setopt_long(handle, option, value), option)
+    }
+
+    func set(_ option: CURLoption, _ value: Bool) throws {
+        try check(attache_curl_setopt_long(handle, option, value ? 1 : 0), option)
+    }
+
+    func set(_ option: CURLoption, size value: Int64) throws {
+        try check(attache_curl_setopt_off_t(handle, option, curl_off_t(value)), option)
+    }
+
+    func set(_ option: CURLoption, _ value: String) throws {
+        // curl copies string options (since 7.17) except the few the project never passes this way.
+        try check(attache_curl_setopt_string(handle, option, value), option)
+    }
+
+    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws {
+        try check(attache_curl_setopt_pointer(handle, option, value), option)
+    }
+
+    func setHeaders(_ lines: [String]) throws {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let appended = curl_slist_append(list, line) else {
+                if let list { curl_slist_free_all(list) }
+                throw AttacheError(.nativeLibrary, stage: .upload, "curl_slist_append failed")
+            }
+            list = appended
+        }
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = list
+        try check(attache_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
+    }
+
+    func setReadFunction(_ function: curl_read_callback) throws {
+        try check(attache_curl_setopt_read_function(handle, function), CURLOPT_READFUNCTION)
+    }
+
+    func setWriteFunction(_ function: curl_write_callback) throws {
+        try check(attache_curl_setopt_write_function(handle, function), CURLOPT_WRITEFUNCTION)
+    }
+
+    func setHeaderFunction(_ function: curl_write_callback) throws {
+        try check(attache_curl_setopt_header_function(handle, function), CURLOPT_HEADERFUNCTION)
+    }
+
+    func setProgressFunction(_ function: curl_xferinfo_callback) throws {
+        try check(attache_curl_setopt_xferinfo_function(handle, function), CURLOPT_XFERINFOFUNCTION)
+    }
+
+    /// Enables curl's detailed error text for the next transfer.
+    func captureErrorText() throws {
+        try errorBuffer.withUnsafeMutableBufferPointer { buffer in
+            try check(
+                attache_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, buffer.baseAddress),
+                CURLOPT_ERRORBUFFER)
+        }
+    }
+
+    /// Runs the transfer; blocks the calling thread until it ends.
+    func perform() -> (code: CURLcode, text: String) {
+        let code = curl_easy_perform(handle)
+        if code == CURLE_OK { return (code, "") }
+        let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return (code, detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+    }
+
+    func info(long info: CURLINFO) -> Int {
+        var value = 0
+        return attache_curl_getinfo_long(handle, info, &value) == CURLE_OK ? value : 0
+    }
+
+    func info(size info: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        return attache_curl_getinfo_off_t(handle, info, &value) == CURLE_OK ? Int64(value) : 0
+    }
+
+    func info(string info: CURLINFO) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard attache_curl_getinfo_string(handle, info, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    private func check(_ code: CURLcode, _ option: CURLoption) throws {
+        guard code == CURLE_OK else {
+            throw AttacheError(
+                code == CURLE_UNKNOWN_OPTION || code == CURLE_NOT_BUILT_IN ? .invalidArgument : .nativeLibrary,
+                stage: .upload,
+                "curl rejected option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))",
+                cause: NativeError(
+                    library: "curl", code: Int(code.rawValue), text: String(cString: curl_easy_strerror(code))))
+        }
+    }
+}
+
+/// `curl_global_init` must run once, before any other thread uses curl.
+enum CurlGlobal {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+    }()
+
+    static func ensureInitialized() { _ = initialized }
+
+    /// The libcurl version string, for the `User-Agent` and diagnostics.
+    static var version: String { String(cString: curl_version()) }
+}
+
+/// A small cache of idle easy handles, so consecutive uploads reuse connections (and their TLS
+/// sessions) instead of opening new ones.
+///
+/// `@unchecked Sendable` because `CurlEasy` is not `Sendable`: a handle in the cache belongs to nobody,
+/// every access to the array holds `lock`, and a handle leaves the cache whole, to one thread.
+final class CurlHandleCache: @unchecked Sendable {
+    static let shared = CurlHandleCache(capacity: 16)
+
+    private let capacity: Int
+    private let lock = NSLock()
+    private var idle: [CurlEasy] = []
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func take() throws -> CurlEasy {
+        lock.lock()
+        let easy = idle.popLast()
+        lock.unlock()
+        if let easy {
+            easy.reset()
+            return easy
+        }
+        return try CurlEasy()
+    }
+
+    func give(_ easy: CurlEasy) {
+        lock.lock()
+        defer { lock.unlock() }
+        if idle.count < capacity { idle.append(easy) }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// When and how often a failed upload is tried again.
+///
+/// Delays grow exponentially from `initialDelay` by `multiplier` up to `maximumDelay`, each one drawn at
+/// random from its upper `jitter` share so that many clients that failed together do not come back
+/// together. A `Retry-After` from the server replaces the computed delay (plus up to 10 % jitter). No new
+/// attempt starts once `budget` has passed since the first one began; a running attempt is not cut
+/// short by the budget (use the stall timeout for that).
+public struct RetryPolicy: Sendable, Hashable {
+    /// Attempts in all, the first one included.
+    public var maximumAttempts: Int
+    /// The delay before the second attempt.
+    public var initialDelay: Duration
+    /// The factor between consecutive delays.
+    public var multiplier: Double
+    /// The longest delay between attempts.
+    public var maximumDelay: Duration
+    /// The share (0...1) of each delay that is random.
+    public var jitter: Double
+    /// The longest time from the first attempt's start to the last attempt's start.
+    public var budget: Duration
+
+    /// Creates a policy.
+    public init(
+        maximumAttempts: Int = 6, initialDelay: Duration = .milliseconds(250), multiplier: Double = 2,
+        maximumDelay: Duration = .seconds(30), jitter: Double = 0.5, budget: Duration = .seconds(600)
+    ) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.initialDelay = initialDelay
+        self.multiplier = max(1, multiplier)
+        self.maximumDelay = maximumDelay
+        self.jitter = min(1, max(0, jitter))
+        self.budget = budget
+    }
+
+    /// Six attempts, 250 ms doubling to 30 s, half jitter, ten minutes in all.
+    public static let standard = RetryPolicy()
+    /// One attempt only.
+    public static let never = RetryPolicy(maximumAttempts: 1)
+
+    /// The delay after failed attempt number `attempt` (1-based), given the server's `Retry-After`.
+    public func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
+        var generator = SystemRandomNumberGenerator()
+        return delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
+    }
+
+    /// The delay after failed attempt number `attempt`, drawing jitter from `generator`.
+    public func delay(
+        afterAttempt attempt: Int, retryAfter: Duration?, using generator: inout some RandomNumberGenerator
+    ) -> Duration {
+        if let retryAfter {
+            let extra = Double.random(in: 0...0.1, using: &generator)
+            return retryAfter + retryAfter * extra
+        }
+        let base = initialDelay.seconds * pow(multiplier, Double(max(0, attempt - 1)))
+        let capped = min(base, maximumDelay.seconds)
+        let random = jitter > 0 ? Double.random(in: 0...jitter, using: &generator) : 0
+        return .milliseconds(Int64((capped * (1 - random)) * 1000))
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a floating-point number.
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}

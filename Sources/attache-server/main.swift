@@ -1,0 +1,2 @@
+import AttacheServer
+print(AttacheServerInfo.name)
