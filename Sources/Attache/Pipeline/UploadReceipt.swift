@@ -1,0 +1,55 @@
+/// What the pipeline reports for one attachment the server stored.
+///
+/// Encodes to the JSON objects `attache upload --json` prints, one per line.
+public struct UploadReceipt: Sendable, Codable {
+    /// The source file's path, as given.
+    public var path: String
+    /// The filename sent to the server.
+    public var filename: String
+    /// The message kind the attachment was sent as.
+    public var kind: MessageKind
+    /// The content type sent for the attachment part.
+    public var mimeType: String
+    /// The server's file id, when it named one.
+    public var fileId: String?
+    /// Where the server says the file can be fetched, when it said so.
+    public var url: String?
+    /// The source file's size in bytes.
+    public var originalByteCount: Int64
+    /// The attachment part's size as sent, in bytes.
+    public var sentByteCount: Int64
+    /// The whole multipart body's size, in bytes.
+    public var bodyByteCount: Int64
+    /// The `Idempotency-Key` sent with every attempt.
+    public var idempotencyKey: String
+    /// Attempts made.
+    public var attempts: Int
+    /// True when the server answered a receipt it had given before (a retried upload).
+    public var replayed: Bool
+    /// Seconds from the first stage's start to the server's answer.
+    public var seconds: Double
+    /// Every field of the server's `data` member.
+    public var server: JSONValue
+
+    /// Creates a receipt.
+    public init(
+        path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
+        originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
+        attempts: Int, replayed: Bool, seconds: Double, server: JSONValue
+    ) {
+        self.path = path
+        self.filename = filename
+        self.kind = kind
+        self.mimeType = mimeType
+        self.fileId = fileId
+        self.url = url
+        self.originalByteCount = originalByteCount
+        self.sentByteCount = sentByteCount
+        self.bodyByteCount = bodyByteCount
+        self.idempotencyKey = idempotencyKey
+        self.attempts = attempts
+        self.replayed = replayed
+        self.seconds = seconds
+        self.server = server
+    }
+}

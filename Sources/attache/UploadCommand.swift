@@ -1,0 +1,247 @@
+import ArgumentParser
+import Attache
+import Foundation
+import Logging
+import Synchronization
+
+/// `attache upload FILE... --url URL`
+struct UploadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Send files through the pipeline and print one receipt per file.",
+        discussion: """
+            Each file is detected, transformed, sealed and posted as multipart/form-data to --url, \
+            streamed from disk with an exact Content-Length. Temporary failures (connection lost, \
+            408/429/5xx) are retried with exponential backoff and jitter, honouring Retry-After, with \
+            the same Idempotency-Key on every attempt. Receipts are printed in the order the files \
+            were given; --json prints one JSON object per line (failures too, with "status":"error").
+
+            Exit status: 0 all files stored; otherwise the status of the first failed file: \
+            64 usage, 65 bad input, 66 cannot read a file, 69 server unreachable or TLS failure, \
+            75 temporary failure (retries exhausted, timed out), 76 unusable server answer, \
+            77 rejected by the server, 130 cancelled.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Files to send.", completion: .file())
+    var files: [String]
+
+    @Option(help: "The upload endpoint (http:// or https://). Default: $ATTACHE_URL.")
+    var url: String?
+
+    @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable (use name[] for lists).", valueName: "name=value"))
+    var fields: [String] = []
+
+    @Option(
+        help: "Declare the message kind (image, voice, video, sticker, file); checked against the content.",
+        transform: parseKind)
+    var kind: MessageKind?
+
+    @Option(help: ArgumentHelp("The form name of the attachment part.", valueName: "name"))
+    var fileField = "file"
+
+    @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
+    var concurrency = 4
+
+    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
+    var attempts = 6
+
+    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
+    var retryBudget: Double = 600
+
+    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
+    var stallTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
+    var pinnedPublicKey: String?
+
+    @Option(help: ArgumentHelp("Idempotency-Key to send (one file only); a random key per file otherwise.", valueName: "key"))
+    var idempotencyKey: String?
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    @Flag(help: "Do not show progress on the terminal.")
+    var noProgress = false
+
+    func validate() throws {
+        if resolvedURL == nil {
+            throw ValidationError("missing --url (or set ATTACHE_URL)")
+        }
+        for field in fields where !field.contains("=") || field.hasPrefix("=") {
+            throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
+        }
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
+        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
+            throw ValidationError("timeouts must be positive")
+        }
+        if idempotencyKey != nil, files.count != 1 {
+            throw ValidationError("--idempotency-key can be given for one file only")
+        }
+    }
+
+    private var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
+
+    func run() async throws {
+        let logger = global.bootstrapLogging()
+        var configuration = PipelineConfiguration(url: resolvedURL!)
+        configuration.fileFieldName = fileField
+        configuration.fields = fields.map { field in
+            let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), String(parts[1]))
+        }
+        configuration.upload.retry.maximumAttempts = attempts
+        configuration.upload.retry.budget = .milliseconds(Int64(retryBudget * 1000))
+        configuration.upload.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.upload.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
+        configuration.upload.caFile = caFile
+        configuration.upload.pinnedPublicKey = pinnedPublicKey
+        let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
+
+        let showProgress = !noProgress && !json && Console.stderrIsTerminal
+        let board = ProgressBoard(enabled: showProgress)
+        let outcomes = await sendAll(pipeline: pipeline, board: board)
+        board.finish()
+
+        var firstFailure: AttacheError?
+        for (path, outcome) in zip(files, outcomes) {
+            switch outcome {
+            case .success(let receipt):
+                Console.out(json ? Console.json(ReceiptLine(receipt)) : describe(receipt))
+            case .failure(let error):
+                if firstFailure == nil { firstFailure = error }
+                if json { Console.out(Console.json(FailureLine(path: path, error: error))) }
+                Console.err("attache: \(error)")
+            }
+        }
+        if let firstFailure {
+            throw ExitCode(ExitStatus.forError(firstFailure))
+        }
+    }
+
+    private func sendAll(pipeline: AttachmentPipeline, board: ProgressBoard) async -> [Result<UploadReceipt, AttacheError>] {
+        await withTaskGroup(of: (Int, Result<UploadReceipt, AttacheError>).self) { group in
+            var results = [Result<UploadReceipt, AttacheError>?](repeating: nil, count: files.count)
+            var next = 0
+            func start(_ index: Int) {
+                let attachment = Attachment(
+                    path: files[index], declaredKind: kind, idempotencyKey: idempotencyKey)
+                group.addTask {
+                    do {
+                        let receipt = try await pipeline.send(attachment) { event in
+                            if case .upload(let update) = event { board.update(index: index, path: attachment.path, update) }
+                        }
+                        board.done(index: index)
+                        return (index, .success(receipt))
+                    } catch let error as AttacheError {
+                        board.done(index: index)
+                        return (index, .failure(error))
+                    } catch {
+                        board.done(index: index)
+                        return (index, .failure(AttacheError(.internalError, stage: .upload, "\(error)", file: attachment.path)))
+                    }
+                }
+            }
+            while next < min(concurrency, files.count) {
+                start(next)
+                next += 1
+            }
+            for await (index, result) in group {
+                results[index] = result
+                if next < files.count {
+                    start(next)
+                    next += 1
+                }
+            }
+            return results.map { $0! }
+        }
+    }
+
+    private func describe(_ receipt: UploadReceipt) -> String {
+        var text = "\(receipt.path): stored"
+        if let fileId = receipt.fileId { text += " as \(fileId)" }
+        text += " (\(receipt.kind), \(receipt.mimeType), \(formatBytes(receipt.originalByteCount))"
+        if receipt.sentByteCount != receipt.originalByteCount {
+            text += " → \(formatBytes(receipt.sentByteCount))"
+        }
+        text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
+        if receipt.replayed { text += ", replayed" }
+        text += String(format: ", %.2f s)", receipt.seconds)
+        if let url = receipt.url { text += " \(url)" }
+        return text
+    }
+}
+
+/// The receipt plus `"status":"ok"`, as one JSON line.
+struct ReceiptLine: Encodable {
+    let receipt: UploadReceipt
+    init(_ receipt: UploadReceipt) { self.receipt = receipt }
+
+    func encode(to encoder: any Encoder) throws {
+        try receipt.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode("ok", forKey: Key(stringValue: "status")!)
+    }
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}
+
+/// A one-line live view of the uploads in flight, redrawn in place on a terminal.
+final class ProgressBoard: Sendable {
+    private struct Entry {
+        var path: String
+        var progress: UploadProgress
+    }
+    private struct State {
+        var entries: [Int: Entry] = [:]
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    private let enabled: Bool
+    private let state = Mutex(State())
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func update(index: Int, path: String, _ progress: UploadProgress) {
+        guard enabled else { return }
+        let line = state.withLock { state -> String? in
+            state.entries[index] = Entry(path: path, progress: progress)
+            let now = ContinuousClock.now
+            guard now - state.lastDraw > .milliseconds(100) || progress.fractionCompleted >= 1 else { return nil }
+            state.lastDraw = now
+            return Self.render(state.entries)
+        }
+        if let line { Console.status(line) }
+    }
+
+    func done(index: Int) {
+        guard enabled else { return }
+        _ = state.withLock { $0.entries.removeValue(forKey: index) }
+    }
+
+    func finish() {
+        if enabled { Console.clearStatus() }
+    }
+
+    private static func render(_ entries: [Int: Entry]) -> String {
+        entries.sorted { $0.key < $1.key }.prefix(3).map { _, entry in
+            let name = (entry.path as NSString).lastPathComponent
+            let percent = Int(entry.progress.fractionCompleted * 100)
+            let retry = entry.progress.attempt > 1 ? " try \(entry.progress.attempt)" : ""
+            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(retry)"
+        }.joined(separator: " | ")
+    }
+}
