@@ -75,7 +75,10 @@ let package = Package(
 
         .testTarget(
             name: "AttacheTests",
-            dependencies: ["Attache"],
+            dependencies: [
+                "Attache",
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",

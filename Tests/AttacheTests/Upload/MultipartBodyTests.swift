@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+@testable import Attache
+
+@Suite("MultipartBody")
+struct MultipartBodyTests {
+    /// A body with repeated fields, a binary file part and a second file part.
+    func sampleBody(file: [UInt8], filename: String = "photo.jpg") throws -> MultipartBody {
+        var body = MultipartBody()
+        try body.addField(name: "chatId", value: "42")
+        try body.addField(name: "tags[]", value: "a")
+        try body.addField(name: "tags[]", value: "b é")
+        try body.addFile(name: "file", filename: filename, contentType: "image/jpeg", source: DataSource(file))
+        try body.addFile(name: "thumbnail", filename: "thumb.jpg", contentType: "image/jpeg", source: DataSource([1, 2, 3]))
+        return body
+    }
+
+    static let payloads: [[UInt8]] = [
+        [],
+        [0x2D],
+        Array("--\r\n--boundary\r\n".utf8),
+        (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) },
+    ]
+
+    @Test("length is exact and MultipartKit reads the parts back", arguments: payloads)
+    func multipartKitRoundTrip(payload: [UInt8]) throws {
+        let body = try sampleBody(file: payload)
+        let bytes = try readAll(body)
+        #expect(Int64(bytes.count) == body.byteCount)
+
+        let parts = try parseWithMultipartKit(bytes, boundary: body.boundary)
+        try #require(parts.count == 5)
+        #expect(String(decoding: parts[0].bytes, as: UTF8.self) == "42")
+        #expect(parts[0].headers["content-disposition"] == "form-data; name=\"chatId\"")
+        #expect(String(decoding: parts[2].bytes, as: UTF8.self) == "b é")
+        #expect(parts[3].bytes == payload)
+        #expect(parts[3].headers["content-type"] == "image/jpeg")
+        #expect(parts[3].headers["content-disposition"] == "form-data; name=\"file\"; filename=\"photo.jpg\"")
+        #expect(parts[4].bytes == [1, 2, 3])
+    }
+
+    @Test("Werkzeug reads fields, repeated names and files back", arguments: payloads)
+    func werkzeugRoundTrip(payload: [UInt8]) throws {
+        let body = try sampleBody(file: payload)
+        let parsed = try parseWithWerkzeug(try readAll(body), contentType: body.contentType)
+        #expect(parsed.fields["chatId"] == ["42"])
+        #expect(parsed.fields["tags[]"] == ["a", "b é"])
+        try #require(parsed.files.count == 2)
+        #expect(parsed.files[0] == ParsedPart(
+            name: "file", filename: "photo.jpg", contentType: "image/jpeg", size: payload.count,
+            sha256: sha256Hex(payload)))
+        #expect(parsed.files[1].name == "thumbnail")
+        #expect(parsed.files[1].size == 3)
+    }
+
+    @Test("filenames are escaped as browsers and curl do", arguments: [
+        ("plain.txt", "plain.txt"),
+        ("say \"hi\".txt", "say %22hi%22.txt"),
+        ("two\r\nlines.txt", "two%0D%0Alines.txt"),
+        ("résumé 履歴書.pdf", "résumé 履歴書.pdf"),
+        ("semi;colon, back\\slash.txt", "semi;colon, back\\slash.txt"),
+    ])
+    func escaping(filename: String, expected: String) throws {
+        var body = MultipartBody()
+        try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
+        let text = String(decoding: try readAll(body), as: UTF8.self)
+        #expect(text.contains("filename=\"\(expected)\"\r\n"))
+        // Werkzeug must still see exactly one file part with the escaped name.
+        let parsed = try parseWithWerkzeug(try readAll(body), contentType: body.contentType)
+        try #require(parsed.files.count == 1)
+        #expect(parsed.files[0].size == 1)
+    }
+
+    @Test("a 300-character non-ASCII filename survives", arguments: [300])
+    func longFilename(length: Int) throws {
+        let filename = String(repeating: "é", count: length - 4) + ".txt"
+        var body = MultipartBody()
+        try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
+        let parts = try parseWithMultipartKit(try readAll(body), boundary: body.boundary)
+        #expect(parts.first?.headers["content-disposition"]?.contains(filename) == true)
+    }
+
+    @Test("other control characters are refused", arguments: ["tab\there", "nul\u{0}", "bell\u{7}", "del\u{7F}"])
+    func controlCharactersRefused(filename: String) throws {
+        var body = MultipartBody()
+        let error = #expect(throws: AttacheError.self) {
+            try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.stage == .upload)
+        #expect(body.parts.isEmpty)
+    }
+
+    @Test("boundaries are random, at most 70 characters, and never repeat")
+    func boundaries() {
+        let boundaries = (0..<200).map { _ in MultipartBody().boundary }
+        #expect(Set(boundaries).count == boundaries.count)
+        for boundary in boundaries {
+            #expect((1...70).contains(boundary.count))
+            #expect(boundary.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        }
+        #expect(throws: AttacheError.self) { try MultipartBody(boundary: String(repeating: "a", count: 71)) }
+        #expect(throws: AttacheError.self) { try MultipartBody(boundary: "bad\"quote") }
+    }
+
+    @Test("the body streams a file from disk in the reader's chunk size")
+    func streamsFromDisk() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("attache-mp-\(UUID().uuidString)").path
+        let content = (0..<1_000_003).map { UInt8(truncatingIfNeeded: $0 &* 131) }
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var body = MultipartBody()
+        try body.addFile(name: "file", filename: "big.bin", contentType: "application/octet-stream", source: try FileSource(path: path))
+        let bytes = try readAll(body, chunk: 65_536)
+        #expect(Int64(bytes.count) == body.byteCount)
+        let parts = try parseWithMultipartKit(bytes, boundary: body.boundary)
+        #expect(parts.first?.bytes == content)
+    }
+}
