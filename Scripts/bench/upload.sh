@@ -13,6 +13,7 @@
 #   BENCH_URL              post to this server instead of starting attache-server (nothing is cleaned
 #                          up on that server between runs)
 set -euo pipefail
+# shellcheck source=Scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 runs=${RUNS:-5}
