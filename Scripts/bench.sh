@@ -65,7 +65,12 @@ for name in "${names[@]}"; do
 done
 
 if ((bootstrap)); then
-    "$root/Scripts/bootstrap.sh" --with-bench
+    # Prebuilt binaries need no toolchain, so --no-build does not insist on one.
+    if ((build)); then
+        "$root/Scripts/bootstrap.sh" --with-bench
+    else
+        "$root/Scripts/bootstrap.sh" --with-bench --no-swift-check
+    fi
 fi
 
 export ATTACHE_ROOT="$root"
