@@ -11,6 +11,7 @@
 #   bench_free_port                   a TCP port on 127.0.0.1 that nothing listens on right now
 #   bench_start_server STORE [ARG...] start $ATTACHE_SERVER_BIN on port 0, export BENCH_URL and
 #                                     BENCH_SERVER_PID; the server is stopped when the script exits
+#   bench_stop_process PID            SIGTERM, then SIGKILL if PID is still alive after 10 s
 #   bench_on_exit CMD                 run CMD (a string for eval) when the script exits, last added first
 #   bench_die MSG                     print MSG on stderr and exit 1
 #   bench_log MSG                     print MSG on stderr (progress lines, kept out of the result tables)
@@ -102,6 +103,22 @@ print(s.getsockname()[1])
 s.close()'
 }
 
+# Asks a process to stop (SIGTERM), and kills it if it is still there after 10 s: a server whose graceful
+# shutdown waits on an upload that was cut off must not hang the benchmark's exit.
+bench_stop_process() {
+    local pid=$1 i
+    kill "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        bench_log "process $pid did not stop within 10 s of SIGTERM; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
 # Starts the reference server on a kernel-chosen port and waits for its first stdout line,
 #   attache-server listening on http://HOST:PORT
 # then keeps draining its output into a log so a chatty server never blocks on a full pipe.
@@ -118,7 +135,7 @@ bench_start_server() {
     pid=$!
     BENCH_SERVER_PID=$pid
     export BENCH_SERVER_PID
-    bench_on_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f '$log' '$log.err'"
+    bench_on_exit "bench_stop_process $pid; rm -f '$log' '$log.err'"
 
     if ! IFS= read -r -t 60 -u "$fd" line; then
         tail -n 20 "$log.err" >&2 2>/dev/null || true

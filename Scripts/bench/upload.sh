@@ -76,8 +76,9 @@ done
 # seconds and RSS per (tool, size), as space-separated lists
 declare -A secs=() rss=()
 
+# Removes stored uploads but keeps the server's own folder layout (it keeps files/, tmp/ and so on open).
 clear_store() {
-    [[ -n "$store" && -d "$store" ]] && find "$store" -mindepth 1 -delete
+    [[ -n "$store" && -d "$store" ]] && find "$store" -mindepth 1 ! -type d -delete
     return 0
 }
 
