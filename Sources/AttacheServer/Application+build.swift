@@ -2,6 +2,7 @@ public import Hummingbird
 import Attache
 import Logging
 internal import NIOCore
+import ServiceLifecycle
 
 /// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`.
 ///
@@ -60,11 +61,14 @@ public func withReferenceServer<T: Sendable>(
         portContinuation.yield(port)
         portContinuation.finish()
     }
+    // A graceful shutdown rather than cancellation: connections are closed in order and a stalled
+    // request's sleep ends at once (see FaultInjector), without error logs from torn-down channels.
+    let services = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             // Ends the port stream also when the server stops before listening.
             defer { portContinuation.finish() }
-            try await app.run()
+            try await services.run()
         }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {
@@ -74,14 +78,15 @@ public func withReferenceServer<T: Sendable>(
                 .connectionFailed, stage: .configuration,
                 "the reference server could not listen on \(configuration.host):\(configuration.port)", cause: cause)
         }
+        let result: Result<T, any Error>
         do {
-            let result = try await body(port)
-            group.cancelAll()
-            return result
+            result = .success(try await body(port))
         } catch {
-            group.cancelAll()
-            throw error
+            result = .failure(error)
         }
+        await services.triggerGracefulShutdown()
+        try? await group.waitForAll()
+        return try result.get()
     }
 }
 

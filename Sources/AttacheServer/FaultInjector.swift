@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 internal import NIOCore
+import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,8 +31,8 @@ struct FaultInjector {
             return earlyRejection(status: .contentTooLarge, message: "injected fault: request body too large")
 
         case .stall(let seconds):
-            // Cancelled when the server shuts down, so a stalled request does not hold up a test.
-            try? await Task.sleep(for: .seconds(seconds))
+            // Ends early when the server shuts down, so a stalled request does not hold up a test.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(seconds)) }
             try? await channel.close().get()
             throw ConnectionAbandoned()
 
