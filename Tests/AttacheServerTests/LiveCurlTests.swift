@@ -131,14 +131,15 @@ struct LiveCurlTests {
 
     /// The part is written to `tmp/` while the request is still arriving, i.e. it is streamed, not
     /// collected in memory first. (Peak memory itself is not asserted.)
-    @Test func filePartIsSpooledToDiskWhileUploading() async throws {
+    @Test func filePartIsSpooledToDiskWhileUploadingAndItsKeyIsBusy() async throws {
         let store = try TemporaryStore()
         let size = 1_000_000
         let bytes = sampleBytes(count: size)
         let path = try sampleFile(store, bytes)
         let temporary = store.path + "/tmp"
         try await withReferenceServer(configuration: store.configuration()) { port in
-            async let upload = curl(["--limit-rate", "200k", "-H", "Expect:", "-F", "file=@\(path)", "http://127.0.0.1:\(port)/upload"])
+            let url = "http://127.0.0.1:\(port)/upload"
+            async let upload = curl(["--limit-rate", "200k", "-H", "Expect:", "-H", "Idempotency-Key: slow-1", "-F", "file=@\(path)", url])
             var partial: Int?
             for _ in 0..<400 where partial == nil {
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
@@ -148,6 +149,11 @@ struct LiveCurlTests {
                 }
                 if partial == nil { try await Task.sleep(for: .milliseconds(20)) }
             }
+            // While the first upload is in flight, its key is taken.
+            let concurrent = try await curl(["-D", "-", "-H", "Idempotency-Key: slow-1", "-F", "file=@\(path)", url])
+            #expect(concurrent.stdout.hasPrefix("HTTP/1.1 409"))
+            #expect(concurrent.stdout.lowercased().contains("retry-after: 1"))
+            #expect(concurrent.stdout.contains("upload with this key in progress"))
             let result = try await upload
             #expect(result.exitCode == 0)
             let written = try #require(partial, "no part file appeared in tmp/ during the upload")
