@@ -28,6 +28,15 @@ struct FileController: Sendable {
         var headers: HTTPFields = [
             .contentType: part.contentType, .acceptRanges: "bytes", .eTag: "\"\(part.sha256)\"",
         ]
+        guard size > 0 else {
+            // An empty file has no byte to range over: any Range is unsatisfiable, no Range gets 200.
+            if request.headers[.range] != nil {
+                headers[.contentRange] = "bytes */0"
+                return errorResponse(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
+            }
+            headers[.contentLength] = "0"
+            return Response(status: .ok, headers: headers, body: .init())
+        }
         var status = HTTPResponse.Status.ok
         var range: ClosedRange<Int64> = 0...(size - 1)
         switch ByteRange.parse(request.headers[.range], size: size) {
@@ -41,7 +50,7 @@ struct FileController: Sendable {
             range = requested
             headers[.contentRange] = "bytes \(requested.lowerBound)-\(requested.upperBound)/\(size)"
         }
-        let length = size == 0 ? 0 : range.upperBound - range.lowerBound + 1
+        let length = range.upperBound - range.lowerBound + 1
         headers[.contentLength] = "\(length)"
         guard includeBody, length > 0 else { return Response(status: status, headers: headers, body: .init()) }
         let body = try await fileIO.loadFile(
