@@ -79,7 +79,7 @@ final class SignalSealProducer: ChunkProducer {
     deinit { input.deallocate() }
 
     var maximumChunkSize: Int {
-        SignalAttachment.ivCount + SignalAttachment.chunkCount + 16 + SignalAttachment.macCount
+        SignalAttachment.ivCount + SignalAttachment.chunkCount + 32 + SignalAttachment.macCount
     }
 
     func produce(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {

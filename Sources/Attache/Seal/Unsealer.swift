@@ -79,9 +79,11 @@ enum StreamingFileWriter {
 
     /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever the reader throws.
     static func write(_ reader: any ByteReader, to path: String, mode: mode_t = 0o644) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        var template = Array(((directory.isEmpty ? "." : directory) + "/.\(name).XXXXXX").utf8CString)
+        // Split by hand: the temporary file must be in the same directory so that rename is atomic.
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? "./"
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var template = Array((directory + ".\(name).XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw unwritable(path, "cannot create a temporary file beside it") }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }

@@ -72,7 +72,7 @@ import Testing
         #expect(!"\(gcm)".contains(gcm.base64EncodedString))
         let sealed = try seal(patternBytes(100), Sealer(scheme: .streamGCM, key: gcm))
         do {
-            _ = try unseal(sealed, Unsealer(scheme: .streamGCM, key: key(patternBytes(32))))
+            _ = try unseal(sealed, Unsealer(scheme: .streamGCM, key: rawKey(patternBytes(32))))
             Issue.record("a wrong key must fail")
         } catch let error as AttacheError {
             #expect(!error.description.contains(gcm.base64EncodedString))

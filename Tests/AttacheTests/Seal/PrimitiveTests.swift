@@ -33,8 +33,11 @@ import Testing
             }
         }
         let n = try output.withUnsafeMutableBytes { out in
-            var n = plaintext.isEmpty ? 0 : try plaintext.withUnsafeBytes {
-                try cipher.update($0.baseAddress!, count: plaintext.count, output: out.baseAddress!)
+            var n = 0
+            if !plaintext.isEmpty {
+                n = try plaintext.withUnsafeBytes {
+                    try cipher.update($0.baseAddress!, count: plaintext.count, output: out.baseAddress!)
+                }
             }
             let final = cipher.finish(output: out.baseAddress! + n)
             #expect(final.ok)

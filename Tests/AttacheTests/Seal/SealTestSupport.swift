@@ -31,7 +31,7 @@ func readAll(_ reader: any ByteReader, chunk: Int = 1 << 20) throws -> [UInt8] {
     }
 }
 
-func key(_ bytes: [UInt8]) -> AttachmentKey { AttachmentKey(bytes: SecureBytes(bytes)) }
+func rawKey(_ bytes: [UInt8]) -> AttachmentKey { AttachmentKey(bytes: SecureBytes(bytes)) }
 
 func seal(_ plaintext: [UInt8], _ sealer: Sealer) throws -> [UInt8] {
     try readAll(try sealer.seal(DataSource(plaintext)).makeReader())

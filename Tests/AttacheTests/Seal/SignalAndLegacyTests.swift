@@ -4,7 +4,7 @@ import Testing
 @Suite struct SignalAttachmentTests {
     // Key = AES key 00..1f ‖ HMAC key 20..3f, IV 40..4f, plaintext "signal attachment". The expected blob
     // digest was computed with the openssl command-line tool (enc -aes-256-cbc, dgst -mac HMAC).
-    static let vectorKey = key((0..<64).map { UInt8($0) })
+    static let vectorKey = rawKey((0..<64).map { UInt8($0) })
     static let vectorIV = (0x40..<0x50).map { UInt8($0) }
 
     @Test func matchesAnIndependentlyComputedBlob() throws {
