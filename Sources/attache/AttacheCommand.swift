@@ -10,5 +10,7 @@ struct AttacheCommand: AsyncParsableCommand {
         version: Attache.version,
         subcommands: [
             UploadCommand.self,
+            EncryptCommand.self,
+            DecryptCommand.self,
         ])
 }
