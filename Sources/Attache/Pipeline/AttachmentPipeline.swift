@@ -38,12 +38,38 @@ public struct PipelineConfiguration: Sendable {
     public var fields: [(name: String, value: String)] = []
     /// Send the message kind as a form field named `kind`.
     public var sendKindField = true
+    /// How attachments are encrypted on their way to the server.
+    public var seal = SealConfiguration()
     /// How to talk to the server.
     public var upload = UploadConfiguration()
 
     /// Creates a configuration for `url` with the defaults.
     public init(url: String) {
         self.url = url
+    }
+}
+
+/// How the Seal stage encrypts attachments.
+///
+/// The default is `stream-gcm` with a fresh random key per attachment, returned in the receipt
+/// (``UploadReceipt/key``) for the message that carries the attachment, as Signal and Telegram do. With a
+/// fixed `key`, every attachment is sealed with it and no key is put in receipts.
+public struct SealConfiguration: Sendable {
+    /// The encryption scheme; `.none` sends the bytes as they are.
+    public var scheme: SealScheme = .streamGCM
+    /// Binary or base64 on the wire.
+    public var transferEncoding: TransferEncoding = .binary
+    /// One key for every attachment; `nil` makes a fresh random key per attachment.
+    public var key: AttachmentKey?
+
+    /// `stream-gcm`, binary, a fresh key per attachment.
+    public init() {}
+
+    /// No encryption, binary.
+    public static var none: SealConfiguration {
+        var configuration = SealConfiguration()
+        configuration.scheme = .none
+        return configuration
     }
 }
 
@@ -112,8 +138,14 @@ public struct AttachmentPipeline: Sendable {
         progress?(.stage(.transform))
         let payload: any ByteSource = original
 
-        // Seal: encryption plugs in here; the payload goes as it is until then.
+        // Seal: encryption and transfer encoding, streamed (nothing is read until the upload pulls).
         progress?(.stage(.seal))
+        let seal = configuration.seal
+        let key = seal.key ?? (seal.scheme == .none ? nil : AttachmentKey.random(for: seal.scheme))
+        let sealer = Sealer(
+            scheme: seal.scheme, key: key ?? AttachmentKey.random(for: .none), transferEncoding: seal.transferEncoding)
+        let sealed = try sealer.seal(payload)
+        let isPlain = seal.scheme == .none && seal.transferEncoding == .binary
 
         // Upload + Interpret.
         progress?(.stage(.upload))
@@ -124,8 +156,17 @@ public struct AttachmentPipeline: Sendable {
         if configuration.sendKindField {
             try body.addField(name: "kind", value: kind.rawValue)
         }
+        if !isPlain {
+            // What the receiver needs to open the part; the key itself never goes to the server.
+            try body.addField(name: "scheme", value: seal.scheme.rawValue)
+            try body.addField(name: "encoding", value: seal.transferEncoding.rawValue)
+            try body.addField(name: "mimeType", value: mimeType)
+            try body.addField(name: "plaintextSize", value: String(sealed.plaintextByteCount))
+        }
         try body.addFile(
-            name: configuration.fileFieldName, filename: filename, contentType: mimeType, source: payload)
+            name: configuration.fileFieldName, filename: filename,
+            contentType: isPlain ? mimeType : (seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain"),
+            source: sealed)
         let request = UploadRequest(
             url: configuration.url, body: body, idempotencyKey: attachment.idempotencyKey)
         let result = try await uploader.upload(request) { update in progress?(.upload(update)) }
@@ -135,9 +176,13 @@ public struct AttachmentPipeline: Sendable {
             return UploadReceipt(
                 path: attachment.path, filename: filename, kind: kind, mimeType: mimeType,
                 fileId: receipt.fileId, url: receipt.url, originalByteCount: original.byteCount,
-                sentByteCount: payload.byteCount, bodyByteCount: result.bodyByteCount,
+                sentByteCount: sealed.byteCount, bodyByteCount: result.bodyByteCount,
                 idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
-                seconds: (clock.now - start).seconds, server: receipt.data)
+                seconds: (clock.now - start).seconds, server: receipt.data,
+                seal: SealReceipt(
+                    scheme: seal.scheme, transferEncoding: seal.transferEncoding,
+                    plaintextByteCount: sealed.plaintextByteCount, digest: sealed.digest,
+                    key: seal.key == nil ? key?.base64EncodedString : nil))
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,

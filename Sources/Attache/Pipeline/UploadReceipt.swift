@@ -30,12 +30,14 @@ public struct UploadReceipt: Sendable, Codable {
     public var seconds: Double
     /// Every field of the server's `data` member.
     public var server: JSONValue
+    /// How the attachment was sealed.
+    public var seal: SealReceipt
 
     /// Creates a receipt.
     public init(
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
-        attempts: Int, replayed: Bool, seconds: Double, server: JSONValue
+        attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt
     ) {
         self.path = path
         self.filename = filename
@@ -51,5 +53,21 @@ public struct UploadReceipt: Sendable, Codable {
         self.replayed = replayed
         self.seconds = seconds
         self.server = server
+        self.seal = seal
     }
+}
+
+/// What the Seal stage did to one attachment: what a receiver needs to open it.
+public struct SealReceipt: Sendable, Codable, Hashable {
+    /// The scheme.
+    public var scheme: SealScheme
+    /// Binary or base64 on the wire.
+    public var transferEncoding: TransferEncoding
+    /// The size of what was sealed (after Transform).
+    public var plaintextByteCount: Int64
+    /// The scheme's digest of the sealed bytes (`signal`: SHA-256 hex), when it has one.
+    public var digest: String?
+    /// The attachment's fresh key, base64, when the pipeline made one (no fixed key configured).
+    /// It belongs in the message that carries the attachment; it is never sent to the upload server.
+    public var key: String?
 }
