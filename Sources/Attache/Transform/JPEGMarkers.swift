@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a walk over a JPEG's marker segments found, without decoding any pixels.
 ///
 /// The walk follows the whole stream (segments, entropy-coded data, segments between progressive
@@ -68,17 +70,7 @@ struct JPEGMarkers {
             if marker == 0xDA {
                 scanCount += 1
                 if scanCount > scanLimit { break walk }
-                // Skip entropy-coded data: stop at a marker that is neither stuffing (FF00) nor a restart.
-                while i + 1 < n {
-                    if bytes[i] == 0xFF {
-                        let next = bytes[i + 1]
-                        if next != 0 && next != 0xFF && !(0xD0...0xD7).contains(next) { break }
-                        if next == 0xFF { i += 1; continue }
-                        i += 2
-                    } else {
-                        i += 1
-                    }
-                }
+                i = Self.endOfEntropyData(bytes, from: i)
             }
         }
     }
@@ -117,16 +109,7 @@ struct JPEGMarkers {
             i = segmentEnd
             if marker == 0xDA {
                 let dataStart = i
-                while i + 1 < n {
-                    if bytes[i] == 0xFF {
-                        let next = bytes[i + 1]
-                        if next != 0 && next != 0xFF && !(0xD0...0xD7).contains(next) { break }
-                        if next == 0xFF { i += 1; continue }
-                        i += 2
-                    } else {
-                        i += 1
-                    }
-                }
+                i = endOfEntropyData(bytes, from: i)
                 out += bytes[dataStart..<min(i, n)]
             }
         }
@@ -160,6 +143,26 @@ struct JPEGMarkers {
         let body = Array("Exif\0\0".utf8) + tiff
         let length = body.count + 2
         return [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + body
+    }
+
+    /// Skips entropy-coded data from `start` and returns the index of the next real marker (or the end):
+    /// FF00 is a stuffed byte and FFD0–FFD7 are restart markers, both part of the data. Uses `memchr`
+    /// because this runs over the whole file, megabytes for a photo.
+    static func endOfEntropyData(_ bytes: [UInt8], from start: Int) -> Int {
+        bytes.withUnsafeBufferPointer { buffer in
+            let n = buffer.count
+            var i = start
+            while i + 1 < n {
+                guard let found = memchr(buffer.baseAddress! + i, 0xFF, n - i) else { return n }
+                i = buffer.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                guard i + 1 < n else { return n }
+                let next = buffer[i + 1]
+                if next == 0xFF { i += 1; continue }
+                if next == 0 || (0xD0...0xD7).contains(next) { i += 2; continue }
+                return i
+            }
+            return n
+        }
     }
 
     private static func hasPrefix(_ bytes: [UInt8], _ body: Range<Int>, _ prefix: String) -> Bool {

@@ -85,6 +85,7 @@ enum LanczosResampler {
                                 let w = v.weights[y * v.taps + k]
                                 if w == 0 { continue }
                                 let line = s + (start + k) * srcRow
+                                // Contiguous multiply-add over a whole row: vectorised by the compiler.
                                 for x in 0..<srcRow { a[x] += w * Float(line[x]) }
                             }
                         } else {
@@ -95,25 +96,9 @@ enum LanczosResampler {
                         let o = dst.baseAddress! + y * dstRow
                         if let h = horizontal {
                             h.weights.withUnsafeBufferPointer { hw in
-                                let taps = h.taps
-                                if c == 1 {
-                                    for x in 0..<width {
-                                        let base = a + h.starts[x]
-                                        let wp = hw.baseAddress! + x * taps
-                                        var sum: Float = 0
-                                        for k in 0..<taps { sum += wp[k] * base[k] }
-                                        o[x] = clampToByte(sum)
-                                    }
-                                } else {
-                                    for x in 0..<width {
-                                        let wp = hw.baseAddress! + x * taps
-                                        for ch in 0..<c {
-                                            let base = a + h.starts[x] * c + ch
-                                            var sum: Float = 0
-                                            for k in 0..<taps { sum += wp[k] * base[k * c] }
-                                            o[x * c + ch] = clampToByte(sum)
-                                        }
-                                    }
+                                h.starts.withUnsafeBufferPointer { hs in
+                                    horizontalPass(from: a, to: o, weights: hw.baseAddress!, starts: hs.baseAddress!,
+                                                   taps: h.taps, width: width, channels: c)
                                 }
                             }
                         } else {
@@ -124,6 +109,34 @@ enum LanczosResampler {
             }
         }
         return Raster(width: width, height: height, channels: c, pixels: out)
+    }
+
+    /// One output row of the horizontal pass; the one-channel case (JPEG planes, the hot path) gets a
+    /// loop of its own so the compiler can keep everything in registers.
+    @inline(__always)
+    private static func horizontalPass(from a: UnsafeMutablePointer<Float>, to o: UnsafeMutablePointer<UInt8>,
+                                       weights: UnsafePointer<Float>, starts: UnsafePointer<Int>,
+                                       taps: Int, width: Int, channels c: Int) {
+        if c == 1 {
+            for x in 0..<width {
+                let base = a + starts[x]
+                let wp = weights + x * taps
+                var sum: Float = 0
+                for k in 0..<taps { sum += wp[k] * base[k] }
+                o[x] = clampToByte(sum)
+            }
+        } else {
+            for x in 0..<width {
+                let wp = weights + x * taps
+                let pixel = a + starts[x] * c
+                for ch in 0..<c {
+                    let base = pixel + ch
+                    var sum: Float = 0
+                    for k in 0..<taps { sum += wp[k] * base[k * c] }
+                    o[x * c + ch] = clampToByte(sum)
+                }
+            }
+        }
     }
 
     @inline(__always)

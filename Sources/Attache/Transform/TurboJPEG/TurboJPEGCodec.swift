@@ -157,8 +157,9 @@ final class TurboJPEGEncoder {
         var strides = planes.map { Int32($0.width) }
         var buffer: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
+        let planeCount = planes.count
         let status = withPlanePointers(&planes) { pointers in
-            pointers.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: planes.count) { constPointers in
+            pointers.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: planeCount) { constPointers in
                 tjCompressFromYUVPlanes(handle, constPointers, Int32(width), &strides, Int32(height), subsampling,
                                         &buffer, &size, Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0)
             }
@@ -168,10 +169,16 @@ final class TurboJPEGEncoder {
         return Array(UnsafeBufferPointer(start: buffer, count: Int(size)))
     }
 
-    /// Encodes packed RGB or grey pixels with 4:2:0 chroma subsampling.
-    func encode(packed raster: Raster, quality: Int, progressive: Bool) throws -> [UInt8] {
-        let format: PackedFormat = raster.channels == 1 ? .gray : (raster.channels == 3 ? .rgb : .rgba)
-        let subsampling = raster.channels == 1 ? Int32(TJSAMP_GRAY.rawValue) : Int32(TJSAMP_420.rawValue)
+    /// Encodes packed grey, RGB or RGBA pixels with 4:2:0 chroma subsampling, or CMYK (stored as
+    /// YCCK with an Adobe marker, as Photoshop does) when `format` is `.cmyk`.
+    func encode(packed raster: Raster, quality: Int, progressive: Bool, format: PackedFormat? = nil) throws -> [UInt8] {
+        let format = format ?? (raster.channels == 1 ? .gray : (raster.channels == 3 ? .rgb : .rgba))
+        precondition(format.channels == raster.channels)
+        let subsampling: Int32 = switch format {
+        case .gray: Int32(TJSAMP_GRAY.rawValue)
+        case .cmyk: Int32(TJSAMP_444.rawValue)
+        case .rgb, .rgba: Int32(TJSAMP_420.rawValue)
+        }
         var buffer: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
         let status = raster.pixels.withUnsafeBufferPointer { src in
