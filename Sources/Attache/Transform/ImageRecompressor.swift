@@ -43,6 +43,10 @@ public struct ImageRecompressor: Sendable {
         public var maxProgressiveScans = 64
         /// Whether a JPEG that is already small enough is sent as it is (metadata stripped).
         public var passThroughSmallJPEG = true
+        /// How much larger than the output a JPEG's DCT-scaled decode must be, at least. 1 (the default)
+        /// is the cheapest; 2 decodes a 12 MP photo bound for 1280 px at 3/4 instead of 1/2 scale, which
+        /// matches a full decode's sharpness for about 1.5× the CPU time.
+        public var decodeOversampling = 1.0
         /// The largest input file read, in bytes.
         public var maxInputByteCount = 200 << 20
         /// The side of a sticker (the longer side is made exactly this long).
@@ -149,7 +153,8 @@ public struct ImageRecompressor: Sendable {
         }
 
         let rendered = try ImageRenderer.render(image, width: width, height: height,
-                                                planar: options.format == .jpeg, keepAlpha: options.format == .webp)
+                                                planar: options.format == .jpeg, keepAlpha: options.format == .webp,
+                                                oversampling: options.decodeOversampling)
         var bytes = try encode(rendered, format: options.format, quality: options.quality,
                                progressive: options.progressive)
         if options.format == .jpeg, let icc = image.markers?.iccSegments, !icc.isEmpty {

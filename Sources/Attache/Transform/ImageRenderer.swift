@@ -104,9 +104,11 @@ enum ImageRenderer {
     /// to `width` × `height` (displayed orientation) and applies the EXIF orientation.
     ///
     /// - Parameters:
+    ///   - oversampling: how much larger than the target the DCT-scaled decode must be (1 = cheapest).
     ///   - planar: a YCbCr JPEG may come back as `.planes` (the cheapest path to a JPEG).
     ///   - keepAlpha: images with alpha come back as RGBA; otherwise alpha is composited onto white.
-    static func render(_ image: InspectedImage, width: Int, height: Int, planar: Bool, keepAlpha: Bool) throws -> RenderedImage {
+    static func render(_ image: InspectedImage, width: Int, height: Int, planar: Bool, keepAlpha: Bool,
+                       oversampling: Double = 1) throws -> RenderedImage {
         // The size to produce before orientation turns it.
         let swaps = image.orientation >= 5
         let storedWidth = swaps ? height : width
@@ -116,8 +118,10 @@ enum ImageRenderer {
         case .jpeg:
             let header = image.jpeg!
             let decoder = try TurboJPEGDecoder()
-            let factor = TurboJPEGDecoder.scalingFactor(width: header.width, height: header.height,
-                                                        minWidth: storedWidth, minHeight: storedHeight)
+            let factor = TurboJPEGDecoder.scalingFactor(
+                width: header.width, height: header.height,
+                minWidth: min(header.width, Int((Double(storedWidth) * max(oversampling, 1)).rounded(.up))),
+                minHeight: min(header.height, Int((Double(storedHeight) * max(oversampling, 1)).rounded(.up))))
             let scaledWidth = TurboJPEGDecoder.scaled(header.width, factor)
             let scaledHeight = TurboJPEGDecoder.scaled(header.height, factor)
             let flags = TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT

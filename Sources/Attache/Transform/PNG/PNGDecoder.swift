@@ -14,6 +14,7 @@ final class PNGDecoder {
     let hasAlpha: Bool
 
     init(_ data: [UInt8]) throws {
+        let data = Self.assumingSRGBWhenUntagged(data)
         self.data = .allocate(byteCount: max(data.count, 1), alignment: 16)
         _ = self.data.initializeMemory(as: UInt8.self, from: data)
         image = .allocate(capacity: 1)
@@ -59,6 +60,25 @@ final class PNGDecoder {
                                cause: NativeError(library: "png", code: Int(image.pointee.warning_or_error), text: text))
         }
         return raster
+    }
+
+    /// libpng's simplified API takes a 16-bit PNG without gAMA, sRGB, iCCP or cHRM to be linear light,
+    /// which brightens mid-grey 0x8080 to 186; browsers and image tools take such a file to be sRGB. An
+    /// sRGB chunk (perceptual intent) is inserted after IHDR in that case so that the decoder agrees
+    /// with what people see.
+    static func assumingSRGBWhenUntagged(_ data: [UInt8]) -> [UInt8] {
+        guard data.count > 33, data[24] == 16 else { return data }
+        var i = 8
+        while i + 8 <= data.count {
+            let length = Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3])
+            let type = String(decoding: data[(i + 4)..<(i + 8)], as: UTF8.self)
+            if ["gAMA", "sRGB", "iCCP", "cHRM"].contains(type) { return data }
+            if type == "IDAT" || type == "IEND" { break }
+            guard length >= 0, length <= data.count else { return data }
+            i += 12 + length
+        }
+        let chunk: [UInt8] = [0, 0, 0, 1] + Array("sRGB".utf8) + [0, 0xAE, 0xCE, 0x1C, 0xE9]
+        return Array(data[..<33]) + chunk + data[33...]
     }
 
     private static func message(of image: UnsafeMutablePointer<png_image>) -> String {

