@@ -82,6 +82,24 @@ extension Raster {
         return Raster(width: width, height: height, channels: 3, pixels: out)
     }
 
+    /// Composites RGBA onto white into RGB, reusing the same storage (each RGB pixel is written at or
+    /// before the RGBA pixel it comes from).
+    mutating func compositeOnWhiteInPlace() {
+        precondition(channels == 4)
+        let count = width * height
+        pixels.withUnsafeMutableBufferPointer { p in
+            for i in 0..<count {
+                let a = UInt32(p[i * 4 + 3])
+                let r = p[i * 4], g = p[i * 4 + 1], b = p[i * 4 + 2]
+                p[i * 3] = UInt8((UInt32(r) * a + 255 * (255 - a) + 127) / 255)
+                p[i * 3 + 1] = UInt8((UInt32(g) * a + 255 * (255 - a) + 127) / 255)
+                p[i * 3 + 2] = UInt8((UInt32(b) * a + 255 * (255 - a) + 127) / 255)
+            }
+        }
+        pixels.removeLast(count)
+        channels = 3
+    }
+
     /// Multiplies colour by alpha, so that resampling does not bleed the colour of invisible pixels.
     mutating func premultiplyAlpha() {
         precondition(channels == 4)

@@ -41,8 +41,8 @@ public struct Transformer: Sendable {
     /// Decides from `mimeType` and `kind` what to do with the file at `path`.
     ///
     /// Images are recompressed (or passed through, when already small, with metadata stripped); stickers
-    /// in PNG/JPEG/WebP/BMP become 512 px WebP; animated WebP stickers, GIFs, voice, video, files and
-    /// unknown formats pass through unchanged. Any new file is written into `workDirectory`, which the
+    /// in PNG/JPEG/WebP/BMP become 512 px WebP; animated WebP, GIFs, voice, video, files and unknown
+    /// formats pass through unchanged. Any new file is written into `workDirectory`, which the
     /// caller creates and deletes.
     ///
     /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput` for a broken image,
@@ -80,8 +80,9 @@ public struct Transformer: Sendable {
                 outcome = kind == .sticker
                     ? try recompressor.makeSticker(data, thumbnailSides: sides)
                     : try recompressor.recompress(data, thumbnailSides: sides)
-            } catch let error as AttacheError where error.code == .unsupportedInput && kind == .sticker {
-                // An animated sticker is already in a sticker format: send it as it is.
+            } catch let error as AttacheError where error.code == .unsupportedInput {
+                // An animated WebP (or a BMP variant the decoder does not handle) is a valid file that this
+                // stage cannot improve: send it as it is rather than fail the upload.
                 return try passThrough(path: path, mimeType: mimeType)
             }
             let result = outcome.result

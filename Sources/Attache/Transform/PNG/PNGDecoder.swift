@@ -41,24 +41,27 @@ final class PNGDecoder {
     }
 
     /// Decodes to 8-bit RGBA, or to RGB composited onto white when `onWhite` is set.
+    ///
+    /// The compositing is done here on the sRGB values, as browsers and chat clients draw a PNG on a
+    /// white page, not by libpng (which composites in linear light and so makes half-transparent areas
+    /// visibly lighter than anyone expects). It happens in place, so an opaque result costs no second
+    /// buffer.
     func decode(onWhite: Bool) throws -> Raster {
+        let opaque = onWhite && !hasAlpha
         // PNG_FORMAT_RGBA is a compound macro that Swift does not import.
-        image.pointee.format = onWhite ? PNG_FORMAT_FLAG_COLOR : (PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
-        let channels = onWhite ? 3 : 4
+        image.pointee.format = opaque ? PNG_FORMAT_FLAG_COLOR : (PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+        let channels = opaque ? 3 : 4
         var raster = Raster(width: width, height: height, channels: channels)
-        var white = png_color(red: 255, green: 255, blue: 255)
         let image = image
-        let ok = withUnsafePointer(to: &white) { background in
-            raster.pixels.withUnsafeMutableBytes { buffer in
-                png_image_finish_read(image, onWhite ? background : nil, buffer.baseAddress,
-                                      Int32(width * channels), nil)
-            }
+        let ok = raster.pixels.withUnsafeMutableBytes { buffer in
+            png_image_finish_read(image, nil, buffer.baseAddress, Int32(width * channels), nil)
         }
         guard ok != 0 else {
             let text = Self.message(of: image)
             throw AttacheError(.corruptInput, stage: .transform, "cannot decode the PNG image: \(text)",
                                cause: NativeError(library: "png", code: Int(image.pointee.warning_or_error), text: text))
         }
+        if onWhite && channels == 4 { raster.compositeOnWhiteInPlace() }
         return raster
     }
 
