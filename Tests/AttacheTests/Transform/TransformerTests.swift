@@ -32,6 +32,18 @@ import Testing
         }
     }
 
+    @Test func smallCleanJPEGIsSentAsItIsWithThumbnails() async throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let jpeg = try TestImages.jpeg(TestImages.photo(width: 400, height: 300), quality: 60)
+        let input = try TestImages.write(jpeg, "small.jpg", in: dir)
+        let output = try await Transformer().transform(fileAt: input, mimeType: "image/jpeg", kind: .image, workDirectory: dir)
+        #expect(output.path == input && !output.didTransform)
+        #expect(output.width == 400 && output.height == 300)
+        #expect(output.thumbnails.map { [$0.width, $0.height] } == [[320, 240], [40, 30]])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["small.jpg"])
+    }
+
     @Test func pngImageChangesFormat() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
