@@ -29,7 +29,8 @@ enum BMPDecoder {
                 throw AttacheError(.unsupportedInput, stage: .transform,
                                    "only uncompressed 24- and 32-bit BMP images are supported")
             }
-            hasAlpha = bitsPerPixel == 32 && u32(14) >= 56 && compression == 3 && u32(54 + 12) == 0xFF00_0000
+            hasAlpha = bitsPerPixel == 32 && u32(14) >= 56 && compression == 3 && data.count >= 70
+                && u32(54 + 12) == 0xFF00_0000
             guard width > 0, height > 0 else {
                 throw AttacheError(.corruptInput, stage: .transform, "the BMP header declares no pixels")
             }
