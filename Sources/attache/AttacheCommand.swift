@@ -10,6 +10,8 @@ struct AttacheCommand: AsyncParsableCommand {
         version: Attache.version,
         subcommands: [
             UploadCommand.self,
+            BatchCommand.self,
+            RecompressCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
         ])

@@ -1,0 +1,290 @@
+/// Recompresses photos to small, clean JPEGs (or WebP), and turns pictures into stickers.
+///
+/// A photo is decoded with the TurboJPEG DCT scaling factor that lands on the smallest size still at
+/// least as large as the target (so a 12 MP photo bound for 1280 px is decoded at 3/8 scale), resampled
+/// with a separable Lanczos-3 filter, turned upright according to its EXIF orientation, and encoded as
+/// 4:2:0 JPEG. YCbCr JPEGs go through as Y/Cb/Cr planes without ever being converted to RGB.
+///
+/// What leaves is only pixels: EXIF (GPS included), XMP, IPTC, comments, maker notes and data appended
+/// after the image are all dropped. An ICC profile of a JPEG source is kept as it is (it changes how
+/// colours look, not who took the picture); PNG, WebP and BMP colour profiles are dropped, which treats
+/// those images as sRGB.
+///
+/// A JPEG that is already small enough (not larger than the target, upright, at most `w·h/2` bytes —
+/// Telegram Desktop's rule) is passed through: byte for byte when it carries no metadata, otherwise with
+/// the metadata segments cut out and the compressed data copied unchanged. A recompressed JPEG that would
+/// come out larger than that stripped original is replaced by it.
+///
+/// Memory: the pixel limit is checked from the header before anything is allocated. A baseline 12 MP
+/// JPEG to 1280 px needs about 6 MB of pixels (the 3/8-scale planes and the output), plus the file and
+/// libjpeg's own buffers; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample
+/// (about 36 MB at 12 MP, 4:2:0). PNG, WebP and BMP are decoded whole: 3–4 bytes per pixel.
+///
+/// ```swift
+/// let recompressor = ImageRecompressor(options: .standard)
+/// let result = try recompressor.recompress(fileAt: "IMG_0001.HEIC.jpg", to: "out.jpg")
+/// print(result.outputWidth, result.outputByteCount)
+/// ```
+public struct ImageRecompressor: Sendable {
+    /// How images are recompressed.
+    public struct Options: Sendable, Codable, Equatable {
+        /// The longest side of the output, in pixels; smaller images are not enlarged.
+        public var maxSide = 1280
+        /// The encoder quality, 1–100.
+        public var quality = 82
+        /// The output format.
+        public var format: ImageFormat = .jpeg
+        /// Whether JPEG output is progressive.
+        public var progressive = false
+        /// The largest width × height accepted, checked from the header before decoding.
+        public var pixelLimit = 100_000_000
+        /// The most scans a progressive JPEG may have; each scan is a full pass over the coefficients,
+        /// so a crafted file with thousands of tiny scans costs minutes of CPU.
+        public var maxProgressiveScans = 64
+        /// Whether a JPEG that is already small enough is sent as it is (metadata stripped).
+        public var passThroughSmallJPEG = true
+        /// How much larger than the output a JPEG's DCT-scaled decode must be, at least. 1 (the default)
+        /// is the cheapest; 2 decodes a 12 MP photo bound for 1280 px at 3/4 instead of 1/2 scale, which
+        /// matches a full decode's sharpness for about 1.5× the CPU time.
+        public var decodeOversampling = 1.0
+        /// The largest input file read, in bytes.
+        public var maxInputByteCount = 200 << 20
+        /// The side of a sticker (the longer side is made exactly this long).
+        public var stickerSide = 512
+        /// The most bytes a sticker may have; quality is stepped down until it fits.
+        public var stickerByteLimit = 512 * 1024
+
+        /// Photos at 1280 px, quality 82.
+        public static let standard = Options()
+        /// "HD" photos at 2560 px, quality 85.
+        public static let hd: Options = {
+            var options = Options()
+            options.maxSide = 2560
+            options.quality = 85
+            return options
+        }()
+
+        /// Creates the standard options.
+        public init() {}
+    }
+
+    /// The options this recompressor applies.
+    public let options: Options
+
+    /// Creates a recompressor.
+    public init(options: Options = .standard) {
+        self.options = options
+    }
+
+    /// Recompresses the image at `input` into a new file at `output`.
+    ///
+    /// Runs on the calling thread and blocks it for the codec work (tens of milliseconds for a 12 MP
+    /// photo); from async code call it inside `BlockingPool.shared.run`, as ``Transformer`` does.
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform`, naming `input`: `.fileNotFound`/`.fileUnreadable`,
+    ///   `.unsupportedInput` (not an image, animated WebP, GIF), `.corruptInput`, `.limitExceeded` (pixel,
+    ///   scan or file size limit), `.fileUnwritable`.
+    ///
+    /// ```swift
+    /// let result = try ImageRecompressor().recompress(fileAt: "photo.jpg", to: "photo-small.jpg")
+    /// ```
+    public func recompress(fileAt input: String, to output: String) throws -> RecompressionResult {
+        do {
+            let data = try ImageFile.read(input, limit: options.maxInputByteCount)
+            let outcome = try recompress(data, thumbnailSides: [])
+            try ImageFile.write(outcome.bytes ?? data, to: output)
+            return outcome.result
+        } catch let error as AttacheError {
+            throw error.concerning(input)
+        }
+    }
+
+    /// Makes a sticker from the image at `input`: WebP with alpha, the longer side exactly
+    /// ``Options/stickerSide`` (enlarging if needed), at most ``Options/stickerByteLimit`` bytes.
+    ///
+    /// - Throws: ``AttacheError`` as ``recompress(fileAt:to:)`` does; `.limitExceeded` also when no quality
+    ///   fits the byte limit.
+    ///
+    /// ```swift
+    /// try ImageRecompressor().makeSticker(fileAt: "cat.png", to: "cat.webp")
+    /// ```
+    public func makeSticker(fileAt input: String, to output: String) throws -> RecompressionResult {
+        do {
+            let data = try ImageFile.read(input, limit: options.maxInputByteCount)
+            let outcome = try makeSticker(data, thumbnailSides: [])
+            try ImageFile.write(outcome.bytes ?? data, to: output)
+            return outcome.result
+        } catch let error as AttacheError {
+            throw error.concerning(input)
+        }
+    }
+
+    // MARK: - In memory
+
+    /// The result of one image: new bytes (nil when the input passes through unchanged), the summary, and
+    /// any thumbnails asked for.
+    struct Outcome {
+        var bytes: [UInt8]?
+        var result: RecompressionResult
+        var thumbnails: [Thumbnail]
+    }
+
+    /// Recompresses a photo held in memory.
+    func recompress(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
+        let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
+                                                          maxSide: options.maxSide)
+        let downscaled = width != image.displayedWidth || height != image.displayedHeight
+
+        // A JPEG that can go as it is, minus metadata.
+        var strippedOriginal: [UInt8]?
+        if options.format == .jpeg, options.passThroughSmallJPEG, let header = image.jpeg, let markers = image.markers,
+           header.isYCbCrOrGray, !downscaled, image.orientation == 1
+        {
+            let original = markers.hasRemovableMetadata ? JPEGMarkers.stripped(data) : data
+            if data.count <= image.width * image.height / 2 {
+                return Outcome(bytes: markers.hasRemovableMetadata ? original : nil,
+                               result: result(image, width: width, height: height, outputCount: original.count,
+                                              passedThrough: true, format: .jpeg),
+                               thumbnails: try thumbnails(of: image, sides: thumbnailSides))
+            }
+            strippedOriginal = markers.hasRemovableMetadata ? original : nil
+            if strippedOriginal == nil { strippedOriginal = data }
+        }
+
+        let rendered = try ImageRenderer.render(image, width: width, height: height,
+                                                planar: options.format == .jpeg, keepAlpha: options.format == .webp,
+                                                oversampling: options.decodeOversampling)
+        var bytes = try encode(rendered, format: options.format, quality: options.quality,
+                               progressive: options.progressive)
+        if options.format == .jpeg, let icc = image.markers?.iccSegments, !icc.isEmpty {
+            bytes = JPEGMarkers.inserting(icc.map { Array(data[$0.range]) }, into: bytes)
+        }
+        let thumbs = try thumbnails(of: rendered, sides: thumbnailSides)
+        // Never send a bigger file than the (stripped) original without a reason to.
+        if let original = strippedOriginal, original.count <= bytes.count {
+            return Outcome(bytes: original == data ? nil : original,
+                           result: result(image, width: width, height: height, outputCount: original.count,
+                                          passedThrough: true, format: .jpeg),
+                           thumbnails: thumbs)
+        }
+        return Outcome(bytes: bytes,
+                       result: result(image, width: width, height: height, outputCount: bytes.count,
+                                      passedThrough: false, format: options.format),
+                       thumbnails: thumbs)
+    }
+
+    /// Makes a sticker from an image held in memory.
+    func makeSticker(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
+        let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
+                                                          maxSide: options.stickerSide, allowUpscale: true)
+        let rendered = try ImageRenderer.render(image, width: width, height: height, planar: false, keepAlpha: true)
+        guard case .packed(let raster) = rendered else {
+            throw AttacheError(.internalError, stage: .transform, "a sticker was rendered as planes")
+        }
+        let encoder = try WebPEncoder()
+        var quality = min(max(options.quality, 10), 90)
+        var bytes = try encoder.encode(raster, quality: quality)
+        while bytes.count > options.stickerByteLimit {
+            guard quality > 10 else {
+                throw AttacheError(.limitExceeded, stage: .transform,
+                                   "the sticker does not fit in \(options.stickerByteLimit) bytes even at the lowest quality")
+            }
+            quality = max(10, quality - 15)
+            bytes = try encoder.encode(raster, quality: quality)
+        }
+        return Outcome(bytes: bytes,
+                       result: result(image, width: width, height: height, outputCount: bytes.count,
+                                      passedThrough: false, format: .webp),
+                       thumbnails: try thumbnails(of: rendered, sides: thumbnailSides))
+    }
+
+    // MARK: - Helpers
+
+    private func result(_ image: InspectedImage, width: Int, height: Int, outputCount: Int,
+                        passedThrough: Bool, format: ImageFormat) -> RecompressionResult {
+        RecompressionResult(inputWidth: image.displayedWidth, inputHeight: image.displayedHeight,
+                            outputWidth: width, outputHeight: height,
+                            inputByteCount: Int64(image.data.count), outputByteCount: Int64(outputCount),
+                            passedThrough: passedThrough, mimeType: format.mimeType)
+    }
+
+    func encode(_ rendered: RenderedImage, format: ImageFormat, quality: Int, progressive: Bool) throws -> [UInt8] {
+        let quality = min(max(quality, 1), 100)
+        switch (rendered, format) {
+        case (.planes(let planes, let width, let height), .jpeg):
+            return try TurboJPEGEncoder().encode(planes: planes, width: width, height: height,
+                                                 quality: quality, progressive: progressive)
+        case (.packed(let raster), .jpeg):
+            let opaque = raster.channels == 4 ? raster.compositedOnWhite() : raster
+            return try TurboJPEGEncoder().encode(packed: opaque, quality: quality, progressive: progressive)
+        case (.packed(let raster), .webp):
+            return try WebPEncoder().encode(raster.channels == 1 ? raster.expandedToRGBA() : raster, quality: quality)
+        case (.planes, .webp):
+            throw AttacheError(.internalError, stage: .transform, "planes cannot be encoded as WebP")
+        }
+    }
+
+    /// JPEG previews of already rendered pixels, one per side in `sides` (e.g. 320 and 40).
+    func thumbnails(of rendered: RenderedImage, sides: [Int]) throws -> [Thumbnail] {
+        try sides.map { side in
+            let (width, height) = LanczosResampler.fittedSize(width: rendered.width, height: rendered.height, maxSide: side)
+            let small: RenderedImage
+            switch rendered {
+            case .planes(let planes, _, _):
+                small = .planes(planes.enumerated().map { index, plane in
+                    index == 0
+                        ? LanczosResampler.resample(plane, width: width, height: height)
+                        : LanczosResampler.resample(plane, width: (width + 1) / 2, height: (height + 1) / 2)
+                }, width: width, height: height)
+            case .packed(var raster):
+                if raster.channels == 4 { raster = raster.compositedOnWhite() }
+                small = .packed(LanczosResampler.resample(raster, width: width, height: height))
+            }
+            let bytes = try encode(small, format: .jpeg, quality: side <= 64 ? 60 : 75, progressive: false)
+            return Thumbnail(side: side, bytes: bytes, width: width, height: height)
+        }
+    }
+
+    private func thumbnails(of image: InspectedImage, sides: [Int]) throws -> [Thumbnail] {
+        guard let largest = sides.max() else { return [] }
+        let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
+                                                          maxSide: largest)
+        let rendered = try ImageRenderer.render(image, width: width, height: height, planar: true, keepAlpha: false)
+        return try thumbnails(of: rendered, sides: sides)
+    }
+}
+
+/// What recompressing one image did.
+public struct RecompressionResult: Sendable, Codable, Equatable {
+    /// The input's width as displayed (after EXIF orientation).
+    public var inputWidth: Int
+    /// The input's height as displayed.
+    public var inputHeight: Int
+    /// The output's width.
+    public var outputWidth: Int
+    /// The output's height.
+    public var outputHeight: Int
+    /// The input file's size.
+    public var inputByteCount: Int64
+    /// The output file's size.
+    public var outputByteCount: Int64
+    /// Whether the input's compressed data was kept (byte for byte, or with only metadata removed).
+    public var passedThrough: Bool
+    /// The output's media type.
+    public var mimeType: String
+
+    /// Creates a result.
+    public init(inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int,
+                inputByteCount: Int64, outputByteCount: Int64, passedThrough: Bool, mimeType: String) {
+        self.inputWidth = inputWidth
+        self.inputHeight = inputHeight
+        self.outputWidth = outputWidth
+        self.outputHeight = outputHeight
+        self.inputByteCount = inputByteCount
+        self.outputByteCount = outputByteCount
+        self.passedThrough = passedThrough
+        self.mimeType = mimeType
+    }
+}

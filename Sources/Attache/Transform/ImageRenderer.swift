@@ -1,0 +1,211 @@
+internal import CTurboJPEG
+
+/// An image whose header has been read and checked against the limits, pixels not yet decoded.
+struct InspectedImage {
+    var format: SniffedImageFormat
+    var data: [UInt8]
+    /// As stored, before orientation.
+    var width: Int
+    var height: Int
+    /// EXIF orientation, 1 when there is none.
+    var orientation: Int
+    var hasAlpha: Bool
+    var jpeg: JPEGHeader?
+    var markers: JPEGMarkers?
+
+    /// The size as the image is meant to be seen, after orientation.
+    var displayedWidth: Int { orientation >= 5 ? height : width }
+    var displayedHeight: Int { orientation >= 5 ? width : height }
+}
+
+/// Pixels after decoding, resampling and orientation, ready for an encoder.
+enum RenderedImage {
+    /// Y, Cb, Cr planes sized for 4:2:0 (or just Y for greyscale), from a JPEG decoded without colour
+    /// conversion.
+    case planes([Raster], width: Int, height: Int)
+    /// Grey, RGB, or straight (not premultiplied) RGBA.
+    case packed(Raster)
+
+    var width: Int {
+        switch self {
+        case .planes(_, let width, _): width
+        case .packed(let raster): raster.width
+        }
+    }
+
+    var height: Int {
+        switch self {
+        case .planes(_, _, let height): height
+        case .packed(let raster): raster.height
+        }
+    }
+}
+
+/// The decode → resample → orient part of the Transform stage, shared by photos, stickers and thumbnails.
+enum ImageRenderer {
+    /// Reads the header of `data` and enforces the pixel and scan limits before anything is allocated.
+    static func inspect(_ data: [UInt8], pixelLimit: Int, scanLimit: Int) throws -> InspectedImage {
+        guard let format = SniffedImageFormat(data) else {
+            throw AttacheError(.unsupportedInput, stage: .transform, "not a JPEG, PNG, WebP, GIF or BMP image")
+        }
+        var image = InspectedImage(format: format, data: data, width: 0, height: 0, orientation: 1, hasAlpha: false)
+        switch format {
+        case .jpeg:
+            let header = try TurboJPEGDecoder().header(data)
+            image.width = header.width
+            image.height = header.height
+            image.jpeg = header
+        case .png:
+            let png = try PNGDecoder(data)
+            image.width = png.width
+            image.height = png.height
+            image.hasAlpha = png.hasAlpha
+        case .webp:
+            let header = try WebPHeader(data)
+            guard !header.isAnimated else {
+                throw AttacheError(.unsupportedInput, stage: .transform, "animated WebP images are not recompressed")
+            }
+            image.width = header.width
+            image.height = header.height
+            image.hasAlpha = header.hasAlpha
+        case .bmp:
+            let header = try BMPDecoder.Header(data)
+            image.width = header.width
+            image.height = header.height
+            image.hasAlpha = header.hasAlpha
+        case .gif:
+            throw AttacheError(.unsupportedInput, stage: .transform, "GIF images are not recompressed")
+        }
+        guard image.width > 0, image.height > 0 else {
+            throw AttacheError(.corruptInput, stage: .transform, "the image declares no pixels")
+        }
+        // Checked in 64-bit arithmetic from the header alone: a 50000 × 50000 PNG stops here.
+        guard image.width.multipliedReportingOverflow(by: image.height).partialValue <= pixelLimit,
+              image.width <= 65_535, image.height <= 65_535
+        else {
+            throw AttacheError(.limitExceeded, stage: .transform,
+                               "the image declares \(image.width)×\(image.height) pixels, over the limit of \(pixelLimit)")
+        }
+        if format == .jpeg {
+            guard let markers = JPEGMarkers(data, scanLimit: scanLimit) else {
+                throw AttacheError(.corruptInput, stage: .transform, "the JPEG marker structure is broken")
+            }
+            guard markers.scanCount <= scanLimit else {
+                throw AttacheError(.limitExceeded, stage: .transform,
+                                   "the JPEG has more than \(scanLimit) progressive scans")
+            }
+            image.markers = markers
+            image.orientation = markers.orientation
+        }
+        return image
+    }
+
+    /// Decodes `image` at the cheapest DCT scale that still covers the target, resamples it with Lanczos-3
+    /// to `width` × `height` (displayed orientation) and applies the EXIF orientation.
+    ///
+    /// - Parameters:
+    ///   - oversampling: how much larger than the target the DCT-scaled decode must be (1 = cheapest).
+    ///   - planar: a YCbCr JPEG may come back as `.planes` (the cheapest path to a JPEG).
+    ///   - keepAlpha: images with alpha come back as RGBA; otherwise alpha is composited onto white.
+    static func render(_ image: InspectedImage, width: Int, height: Int, planar: Bool, keepAlpha: Bool,
+                       oversampling: Double = 1) throws -> RenderedImage {
+        // The size to produce before orientation turns it.
+        let swaps = image.orientation >= 5
+        let storedWidth = swaps ? height : width
+        let storedHeight = swaps ? width : height
+
+        switch image.format {
+        case .jpeg:
+            let header = image.jpeg!
+            let decoder = try TurboJPEGDecoder()
+            let factor = TurboJPEGDecoder.scalingFactor(
+                width: header.width, height: header.height,
+                minWidth: min(header.width, Int((Double(storedWidth) * max(oversampling, 1)).rounded(.up))),
+                minHeight: min(header.height, Int((Double(storedHeight) * max(oversampling, 1)).rounded(.up))))
+            let scaledWidth = TurboJPEGDecoder.scaled(header.width, factor)
+            let scaledHeight = TurboJPEGDecoder.scaled(header.height, factor)
+            let flags = TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT
+            if planar, header.isYCbCrOrGray, header.subsampling >= 0 {
+                let planes = try decoder.decodePlanes(image.data, header: header, scaledWidth: scaledWidth,
+                                                      scaledHeight: scaledHeight, flags: flags)
+                let chromaWidth = (storedWidth + 1) / 2, chromaHeight = (storedHeight + 1) / 2
+                let out = planes.enumerated().map { index, plane in
+                    let resized = index == 0
+                        ? LanczosResampler.resample(plane, width: storedWidth, height: storedHeight)
+                        : LanczosResampler.resample(plane, width: chromaWidth, height: chromaHeight)
+                    return resized.applyingOrientation(image.orientation)
+                }
+                return .planes(out, width: width, height: height)
+            }
+            var raster: Raster
+            if header.isCMYK {
+                let cmyk = try decoder.decodePacked(image.data, scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+                                                    format: .cmyk, flags: flags)
+                raster = convertCMYK(cmyk, inverted: image.markers?.hasAdobeMarker ?? true)
+            } else {
+                raster = try decoder.decodePacked(image.data, scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+                                                  format: header.isGray ? .gray : .rgb, flags: flags)
+            }
+            raster = LanczosResampler.resample(raster, width: storedWidth, height: storedHeight)
+            return .packed(raster.applyingOrientation(image.orientation))
+
+        case .png:
+            let decoder = try PNGDecoder(image.data)
+            let withAlpha = keepAlpha && image.hasAlpha
+            let raster = try decoder.decode(onWhite: !withAlpha)
+            return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
+                                        orientation: image.orientation, keepAlpha: withAlpha))
+
+        case .webp:
+            let raster = try WebPDecoder.decodeRGBA(image.data, header: WebPHeader(image.data))
+            return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
+                                        orientation: image.orientation, keepAlpha: keepAlpha && image.hasAlpha))
+
+        case .bmp:
+            let raster = try BMPDecoder.decode(image.data)
+            return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
+                                        orientation: image.orientation, keepAlpha: keepAlpha && image.hasAlpha))
+
+        case .gif:
+            throw AttacheError(.unsupportedInput, stage: .transform, "GIF images are not recompressed")
+        }
+    }
+
+    /// Resamples packed pixels, premultiplying alpha around the resampling so transparent colour does
+    /// not bleed into visible edges, then drops alpha onto white unless it is kept.
+    static func finishPacked(_ input: Raster, width: Int, height: Int, orientation: Int, keepAlpha: Bool) -> Raster {
+        var raster = input
+        if raster.channels == 4 {
+            raster.premultiplyAlpha()
+            raster = LanczosResampler.resample(raster, width: width, height: height)
+            raster.unpremultiplyAlpha()
+            if !keepAlpha { raster = raster.compositedOnWhite() }
+        } else {
+            raster = LanczosResampler.resample(raster, width: width, height: height)
+        }
+        return raster.applyingOrientation(orientation)
+    }
+
+    /// Converts decoded CMYK to RGB.
+    ///
+    /// TurboJPEG 2.1.5 hands back the stored ink values without converting them. Files with an Adobe
+    /// APP14 marker (Photoshop, ImageMagick, nearly every CMYK JPEG) store them inverted (255 = no ink).
+    /// A naive conversion without an ICC transform: channel = (1 − C)(1 − K).
+    static func convertCMYK(_ cmyk: Raster, inverted: Bool) -> Raster {
+        var out = [UInt8](repeating: 0, count: cmyk.width * cmyk.height * 3)
+        cmyk.pixels.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                for i in 0..<(cmyk.width * cmyk.height) {
+                    var k = UInt32(src[i * 4 + 3])
+                    if !inverted { k = 255 - k }
+                    for c in 0..<3 {
+                        var v = UInt32(src[i * 4 + c])
+                        if !inverted { v = 255 - v }
+                        dst[i * 3 + c] = UInt8((v * k + 127) / 255)
+                    }
+                }
+            }
+        }
+        return Raster(width: cmyk.width, height: cmyk.height, channels: 3, pixels: out)
+    }
+}

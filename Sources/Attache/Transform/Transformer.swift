@@ -1,0 +1,184 @@
+import Foundation
+
+/// The pipeline's Transform stage: recompresses images, makes stickers, and adds thumbnails; passes
+/// everything else through unchanged.
+///
+/// A `Transformer` holds only its configuration. The codec work runs on ``BlockingPool/shared``, never on
+/// the cooperative thread pool.
+///
+/// ```swift
+/// let transformer = Transformer()
+/// let output = try await transformer.transform(fileAt: "IMG_0001.jpg", mimeType: "image/jpeg",
+///                                              kind: .image, workDirectory: scratch)
+/// // send output.path as output.mimeType, plus output.thumbnails as extra parts
+/// ```
+public struct Transformer: Sendable {
+    /// What the stage does.
+    public struct Configuration: Sendable {
+        /// Whether images (kind `.image`) are recompressed; when false they pass through unchanged.
+        public var recompressImages = true
+        /// How photos are recompressed.
+        public var image: ImageRecompressor.Options = .standard
+        /// Whether stickers (kind `.sticker`) in a still image format are converted to the sticker format.
+        public var makeStickers = true
+        /// Whether images and stickers get JPEG previews.
+        public var makeThumbnails = true
+        /// The longest side of each preview, largest first: `thumbnail`, then `thumbnailTiny`.
+        public var thumbnailSides = [320, 40]
+
+        /// Creates the default configuration.
+        public init() {}
+    }
+
+    /// The stage's configuration.
+    public let configuration: Configuration
+
+    /// Creates the stage.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+    }
+
+    /// Decides from `mimeType` and `kind` what to do with the file at `path`.
+    ///
+    /// Images are recompressed (or passed through, when already small, with metadata stripped); stickers
+    /// in PNG/JPEG/WebP/BMP become 512 px WebP; animated WebP, GIFs, voice, video, files and unknown
+    /// formats pass through unchanged. Any new file is written into `workDirectory`, which the
+    /// caller creates and deletes.
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput` for a broken image,
+    ///   `.limitExceeded` for one over the pixel or scan limit, `.fileNotFound`/`.fileUnreadable`,
+    ///   `.fileUnwritable` for the work directory.
+    public func transform(fileAt path: String, mimeType: String, kind: MessageKind,
+                          workDirectory: String) async throws -> TransformOutput {
+        let configuration = configuration
+        return try await BlockingPool.shared.run {
+            try Self.transformBlocking(path: path, mimeType: mimeType, kind: kind, workDirectory: workDirectory,
+                                       configuration: configuration)
+        }
+    }
+
+    static let recompressibleTypes: Set<String> = ["image/jpeg", "image/pjpeg", "image/png", "image/webp", "image/bmp",
+                                                   "image/x-ms-bmp"]
+
+    static func transformBlocking(path: String, mimeType: String, kind: MessageKind, workDirectory: String,
+                                  configuration: Configuration) throws -> TransformOutput {
+        let type = mimeType.lowercased()
+        let wanted: Bool
+        switch kind {
+        case .image: wanted = configuration.recompressImages && recompressibleTypes.contains(type)
+        case .sticker: wanted = configuration.makeStickers && recompressibleTypes.contains(type)
+        case .voice, .video, .file: wanted = false
+        }
+        guard wanted else { return try passThrough(path: path, mimeType: mimeType) }
+
+        let recompressor = ImageRecompressor(options: configuration.image)
+        do {
+            let data = try ImageFile.read(path, limit: configuration.image.maxInputByteCount)
+            let sides = configuration.makeThumbnails ? configuration.thumbnailSides : []
+            let outcome: ImageRecompressor.Outcome
+            do {
+                outcome = kind == .sticker
+                    ? try recompressor.makeSticker(data, thumbnailSides: sides)
+                    : try recompressor.recompress(data, thumbnailSides: sides)
+            } catch let error as AttacheError where error.code == .unsupportedInput {
+                // An animated WebP (or a BMP variant the decoder does not handle) is a valid file that this
+                // stage cannot improve: send it as it is rather than fail the upload.
+                return try passThrough(path: path, mimeType: mimeType)
+            }
+            let result = outcome.result
+            let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
+            var output = TransformOutput(
+                path: path, mimeType: result.mimeType,
+                filenameExtension: format.mimeType == type ? nil : format.filenameExtension,
+                didTransform: outcome.bytes != nil,
+                originalByteCount: result.inputByteCount, outputByteCount: result.outputByteCount,
+                width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+            if let bytes = outcome.bytes {
+                let name = (path as NSString).lastPathComponent
+                let stem = (name as NSString).deletingPathExtension
+                let target = (workDirectory as NSString)
+                    .appendingPathComponent("\(stem.isEmpty ? "image" : stem)-transformed.\(format.filenameExtension)")
+                try ImageFile.write(bytes, to: target)
+                output.path = target
+            }
+            return output
+        } catch let error as AttacheError {
+            throw error.concerning(path)
+        }
+    }
+
+    private static func passThrough(path: String, mimeType: String) throws -> TransformOutput {
+        let size = try FileSource(path: path).byteCount
+        return TransformOutput(path: path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
+                               originalByteCount: size, outputByteCount: size, width: nil, height: nil, thumbnails: [])
+    }
+}
+
+/// What the Transform stage hands to the next stage.
+public struct TransformOutput: Sendable {
+    /// The file to send: the input path when it passed through unchanged.
+    public var path: String
+    /// The media type of what is sent.
+    public var mimeType: String
+    /// `"jpg"` or `"webp"` when the format changed, so the upload can rename the file; otherwise nil.
+    public var filenameExtension: String?
+    /// Whether a new file was made.
+    public var didTransform: Bool
+    /// The input file's size.
+    public var originalByteCount: Int64
+    /// The size of the file at ``path``.
+    public var outputByteCount: Int64
+    /// The output's width, for images and stickers.
+    public var width: Int?
+    /// The output's height, for images and stickers.
+    public var height: Int?
+    /// JPEG previews, sent as extra multipart parts.
+    public var thumbnails: [Thumbnail]
+
+    /// Creates an output.
+    public init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,
+                originalByteCount: Int64, outputByteCount: Int64, width: Int?, height: Int?,
+                thumbnails: [Thumbnail]) {
+        self.path = path
+        self.mimeType = mimeType
+        self.filenameExtension = filenameExtension
+        self.didTransform = didTransform
+        self.originalByteCount = originalByteCount
+        self.outputByteCount = outputByteCount
+        self.width = width
+        self.height = height
+        self.thumbnails = thumbnails
+    }
+}
+
+/// A small JPEG preview of an image or sticker, sent as its own multipart part.
+public struct Thumbnail: Sendable {
+    /// The part name: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px).
+    public var name: String
+    /// The part's filename.
+    public var filename: String
+    /// Always `image/jpeg`.
+    public var mimeType: String
+    /// The JPEG bytes.
+    public var bytes: [UInt8]
+    /// The preview's width.
+    public var width: Int
+    /// The preview's height.
+    public var height: Int
+
+    /// Creates a thumbnail.
+    public init(name: String, filename: String, mimeType: String, bytes: [UInt8], width: Int, height: Int) {
+        self.name = name
+        self.filename = filename
+        self.mimeType = mimeType
+        self.bytes = bytes
+        self.width = width
+        self.height = height
+    }
+
+    init(side: Int, bytes: [UInt8], width: Int, height: Int) {
+        let tiny = side <= 64
+        self.init(name: tiny ? "thumbnailTiny" : "thumbnail", filename: tiny ? "thumbnail-tiny.jpg" : "thumbnail.jpg",
+                  mimeType: "image/jpeg", bytes: bytes, width: width, height: height)
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Attache
+import Foundation
+
+/// `attache recompress`: one image to a small clean JPEG, WebP, or a sticker.
+struct RecompressCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recompress",
+        abstract: "Recompress an image the way uploads do: resized, upright, metadata stripped.",
+        discussion: """
+            Reads a JPEG, PNG, WebP or BMP image and writes a JPEG (default) or WebP. With --sticker, writes \
+            a WebP sticker whose longer side is exactly 512 px and that fits in 512 KB.
+            """)
+
+    @Argument(help: "The image to read.")
+    var input: String
+
+    @Option(name: .shortAndLong, help: "Where to write the result.")
+    var output: String
+
+    @Option(name: .long, help: "The longest side of the result, in pixels (default 1280).")
+    var maxSide: Int?
+
+    @Option(name: .long, help: "Encoder quality, 1–100 (default 82).")
+    var quality: Int?
+
+    @Option(name: .long, help: "Output format: jpeg or webp.")
+    var format: String = "jpeg"
+
+    @Flag(name: .long, help: "Make a sticker (WebP, 512 px, ≤ 512 KB) instead of a photo.")
+    var sticker = false
+
+    @Flag(name: .long, help: "Write a progressive JPEG.")
+    var progressive = false
+
+    @Flag(name: .long, help: "Print the result as one JSON object.")
+    var json = false
+
+    func validate() throws {
+        if let maxSide, !(16...16384).contains(maxSide) {
+            throw ValidationError("--max-side must be between 16 and 16384")
+        }
+        if let quality, !(1...100).contains(quality) {
+            throw ValidationError("--quality must be between 1 and 100")
+        }
+        guard ImageFormat(rawValue: format) != nil else {
+            throw ValidationError("--format must be jpeg or webp")
+        }
+    }
+
+    func run() async throws {
+        var options = ImageRecompressor.Options.standard
+        if let maxSide { options.maxSide = maxSide }
+        if let quality { options.quality = quality }
+        options.format = ImageFormat(rawValue: format) ?? .jpeg
+        options.progressive = progressive
+        let recompressor = ImageRecompressor(options: options)
+        let (input, output, sticker) = (input, output, sticker)
+        do {
+            let result = try await BlockingPool.shared.run {
+                sticker
+                    ? try recompressor.makeSticker(fileAt: input, to: output)
+                    : try recompressor.recompress(fileAt: input, to: output)
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            } else {
+                print("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
+                      + "\(result.outputWidth)×\(result.outputHeight) \(result.outputByteCount) B \(result.mimeType)"
+                      + (result.passedThrough ? " (passed through)" : ""))
+            }
+        } catch let error as AttacheError {
+            FileHandle.standardError.write(Data("attache: \(error)\n".utf8))
+            throw ExitCode(Self.exitCode(for: error.code))
+        }
+    }
+
+    /// sysexits-style codes, so scripts can tell bad input from a broken disk.
+    static func exitCode(for code: AttacheError.Code) -> Int32 {
+        switch code {
+        case .corruptInput, .unsupportedInput, .limitExceeded: 65  // EX_DATAERR
+        case .fileNotFound, .fileUnreadable: 66  // EX_NOINPUT
+        case .fileUnwritable: 73  // EX_CANTCREAT
+        default: 1
+        }
+    }
+}
