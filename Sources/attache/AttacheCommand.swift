@@ -10,5 +10,6 @@ struct AttacheCommand: AsyncParsableCommand {
         version: Attache.version,
         subcommands: [
             UploadCommand.self,
+            BatchCommand.self,
         ])
 }
