@@ -185,20 +185,26 @@ func shellQuoted(_ word: String) -> String {
 
 /// Turns the first SIGINT into a cancellation of the run; a second one exits at once (the journal is
 /// consistent at every commit, so nothing is lost but the in-flight files' pending marks).
-final class InterruptHandler: Sendable {
+final class InterruptHandler {
+    private final class Count: Sendable {
+        let value = Mutex(0)
+        func increment() -> Int {
+            value.withLock { value in
+                value += 1
+                return value
+            }
+        }
+    }
+
     private let source: any DispatchSourceSignal
-    private let count = Mutex(0)
+    private let count = Count()
 
     init(onInterrupt: @escaping @Sendable () -> Void) {
         signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         self.source = source
         source.setEventHandler { [count] in
-            let n = count.withLock { value -> Int in
-                value += 1
-                return value
-            }
-            if n == 1 {
+            if count.increment() == 1 {
                 Console.clearStatus()
                 Console.err("attache: stopping: no new files; cancelling the ones in flight (Ctrl-C again to quit now)")
                 onInterrupt()
@@ -211,7 +217,7 @@ final class InterruptHandler: Sendable {
         source.resume()
     }
 
-    var wasTriggered: Bool { count.withLock { $0 > 0 } }
+    var wasTriggered: Bool { count.value.withLock { $0 > 0 } }
 
     func stop() {
         source.cancel()

@@ -192,14 +192,14 @@ private struct BatchDriver: Sendable {
     func run(_ paths: [String]) async {
         let clock = ContinuousClock()
         let start = clock.now
-        let journal: UploadJournal?
-        let runID: Int64
+        let opened: (UploadJournal?, Int64)
         do {
-            (journal, runID) = try await openJournal()
+            opened = try await openJournal()
         } catch {
             events.finish(throwing: error)
             return
         }
+        let (journal, runID) = opened
 
         let journalPath = UploadJournal.absolute(configuration.journalPath)
         let walker = FileWalker(

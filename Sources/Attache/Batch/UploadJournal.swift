@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 
 /// The durable record of a batch: one row per file with its identity, state, idempotency key, receipt or
@@ -363,12 +363,12 @@ public final class UploadJournal: Sendable {
         let key = Self.absolute(path)
         try access("update the journal") {
             try database.write { db in
-                var arguments = StatementArguments([state.rawValue, Self.now()])
-                arguments += StatementArguments(values)
-                arguments += [key]
+                var arguments: [(any DatabaseValueConvertible)?] = [state.rawValue, Self.now()]
+                arguments += values
+                arguments.append(key)
                 try db.execute(
                     sql: "UPDATE file SET state = ?, updatedAt = ?\(set.isEmpty ? "" : ", " + set) WHERE path = ?",
-                    arguments: arguments)
+                    arguments: StatementArguments(arguments))
             }
         }
     }
