@@ -59,7 +59,7 @@ let package = Package(
         .target(
             name: "AttacheServer",
             dependencies: [
-                "Attache",
+                "Attache", "COpenSSL",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),

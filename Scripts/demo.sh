@@ -10,14 +10,8 @@ cd "$(dirname "$0")/.."
 Scripts/bootstrap.sh
 
 echo "==> building attache and attache-server"
-set +o pipefail
-swift build --product attache 2>&1 | grep --line-buffered -v -E "^\[[0-9]+/[0-9]+\] |unhandled; explicitly declare them"
-status=${PIPESTATUS[0]}
-[ "$status" -eq 0 ] || { echo "build failed (exit $status)" >&2; exit "$status"; }
-swift build --product attache-server 2>&1 | grep --line-buffered -v -E "^\[[0-9]+/[0-9]+\] |unhandled; explicitly declare them"
-status=${PIPESTATUS[0]}
-[ "$status" -eq 0 ] || { echo "build failed (exit $status)" >&2; exit "$status"; }
-set -o pipefail
+Scripts/swift-build-quiet.sh --product attache
+Scripts/swift-build-quiet.sh --product attache-server
 bin=$(swift build --show-bin-path)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attache-demo.XXXXXX")

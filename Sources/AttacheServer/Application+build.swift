@@ -1,6 +1,120 @@
-import Hummingbird
+public import Hummingbird
+import Attache
+import Logging
+internal import NIOCore
+import ServiceLifecycle
 
-/// Placeholder until the reference server lands.
-public enum AttacheServerInfo {
-    public static let name = "attache-server"
+/// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`.
+///
+/// The store directory is created (and its `tmp/` emptied) before this returns. Run the result with
+/// `runService()` in an executable (SIGINT/SIGTERM shut it down), or use
+/// ``withReferenceServer(configuration:_:)`` in tests, which also tells you the bound port.
+///
+/// ```swift
+/// let app = try await buildApplication(configuration: .init(storeDirectory: "./attache-store"))
+/// try await app.runService()
+/// ```
+///
+/// - Parameters:
+///   - configuration: where to listen and store, which faults to inject.
+///   - onServerRunning: called once with the bound port when the server listens.
+/// - Throws: ``AttacheError/Code/fileUnwritable`` when the store cannot be created.
+public func buildApplication(
+    configuration: ReferenceServerConfiguration,
+    onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    var logger = Logger(label: "attache-server")
+    logger.logLevel = configuration.logLevel
+    let root = configuration.storeDirectory
+    let store = try await BlockingPool.shared.run { try UploadStore(root: root) }
+    let router = makeRouter(configuration: configuration, store: store)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attache-server"),
+        onServerRunning: { channel in
+            await onServerRunning(channel.localAddress?.port ?? configuration.port)
+        },
+        logger: logger)
+}
+
+/// Starts a reference server, waits until it listens, runs `body` with the bound port, then shuts
+/// the server down, also when `body` throws.
+///
+/// Set `port` to 0 in the configuration to get a free port. This is what in-process tests,
+/// benchmarks and demos use.
+///
+/// ```swift
+/// let stats = try await withReferenceServer(configuration: .init(storeDirectory: dir, port: 0)) { port in
+///     try await upload(to: "http://127.0.0.1:\(port)/upload")
+/// }
+/// ```
+///
+/// - Throws: whatever `body` throws; ``AttacheError/Code/connectionFailed`` when the server cannot
+///   listen (port in use, bad host); ``AttacheError/Code/fileUnwritable`` when the store cannot be
+///   created.
+public func withReferenceServer<T: Sendable>(
+    configuration: ReferenceServerConfiguration,
+    _ body: @Sendable (_ port: Int) async throws -> T
+) async throws -> T {
+    let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+    let app = try await buildApplication(configuration: configuration) { port in
+        portContinuation.yield(port)
+        portContinuation.finish()
+    }
+    // A graceful shutdown rather than cancellation: connections are closed in order and a stalled
+    // request's sleep ends at once (see FaultInjector), without error logs from torn-down channels.
+    let services = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+            // Ends the port stream also when the server stops before listening.
+            defer { portContinuation.finish() }
+            try await services.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            var cause: (any Error & Sendable)?
+            do { try await group.next() } catch { cause = error }
+            throw AttacheError(
+                .connectionFailed, stage: .configuration,
+                "the reference server could not listen on \(configuration.host):\(configuration.port)", cause: cause)
+        }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(port))
+        } catch {
+            result = .failure(error)
+        }
+        await services.triggerGracefulShutdown()
+        try? await group.waitForAll()
+        return try result.get()
+    }
+}
+
+func makeRouter(configuration: ReferenceServerConfiguration, store: UploadStore) -> Router<ServerRequestContext> {
+    let router = Router(context: ServerRequestContext.self)
+    router.add(middleware: LogRequestsMiddleware(.info))
+    let uploads = UploadController(configuration: configuration, store: store)
+    let files = FileController(store: store)
+    router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
+    router.get("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: true) }
+    router.head("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: false) }
+    router.get("/stats") { _, _ in
+        jsonResponse(.ok, (try? ServerJSON.encoder.encode(store.statistics)).map { Array($0) } ?? [])
+    }
+    router.get("/health") { _, _ in
+        Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "ok")))
+    }
+    return router
+}
+
+/// A complete JSON response.
+func jsonResponse(_ status: HTTPResponse.Status, _ bytes: [UInt8], headers extra: HTTPFields = [:]) -> Response {
+    var headers = extra
+    headers[.contentType] = "application/json"
+    return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+}
+
+/// A JSON error response `{"errorCode":status,"message":message}`.
+func errorResponse(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
+    jsonResponse(status, ServerJSON.error(code: status.code, message: message), headers: headers)
 }

@@ -1,0 +1,153 @@
+# Shared helpers for the benchmark scripts in Scripts/bench/. Source it, do not run it:
+#   . "$(dirname "$0")/lib.sh"
+#
+# Functions:
+#   bench_median N...                 median of the numbers (mean of the middle two for an even count)
+#   bench_peak_rss_kb CMD...          run CMD, print its peak RSS in KiB; returns CMD's exit status
+#   bench_measure CMD...              run CMD, print "SECONDS PEAK_RSS_KIB"; returns CMD's exit status
+#                                     (both send CMD's stdout to $BENCH_STDOUT, default /dev/null, so
+#                                     only the figures reach the caller; CMD's stderr is left alone)
+#   bench_ratio A B                   A/B with two decimals ("n/a" when B is zero or empty)
+#   bench_free_port                   a TCP port on 127.0.0.1 that nothing listens on right now
+#   bench_start_server STORE [ARG...] start $ATTACHE_SERVER_BIN on port 0, export BENCH_URL and
+#                                     BENCH_SERVER_PID; the server is stopped when the script exits
+#   bench_stop_process PID            SIGTERM, then SIGKILL if PID is still alive after 10 s
+#   bench_on_exit CMD                 run CMD (a string for eval) when the script exits, last added first
+#   bench_die MSG                     print MSG on stderr and exit 1
+#   bench_log MSG                     print MSG on stderr (progress lines, kept out of the result tables)
+
+bench_die() {
+    printf 'bench: error: %s\n' "$*" >&2
+    exit 1
+}
+
+bench_log() {
+    printf 'bench: %s\n' "$*" >&2
+}
+
+[[ -x /usr/bin/time ]] || bench_die "/usr/bin/time not found (package 'time'; run Scripts/bootstrap.sh)"
+
+# --- Exit hooks: one EXIT trap for every helper that needs cleaning up ---------------------------------
+
+_bench_exit_hooks=()
+
+bench_on_exit() {
+    _bench_exit_hooks+=("$1")
+}
+
+_bench_run_exit_hooks() {
+    local i
+    for ((i = ${#_bench_exit_hooks[@]} - 1; i >= 0; i--)); do
+        eval "${_bench_exit_hooks[$i]}" || true
+    done
+    _bench_exit_hooks=()
+}
+
+trap _bench_run_exit_hooks EXIT
+# An interrupted run still stops its server and removes its gigabyte files.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- Statistics ------------------------------------------------------------------------------------------
+
+bench_median() {
+    (($# > 0)) || { echo "n/a"; return; }
+    printf '%s\n' "$@" | LC_ALL=C sort -g | awk '
+        { v[NR] = $1 }
+        END {
+            if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+            s = sprintf("%.6f", m); sub(/0+$/, "", s); sub(/\.$/, "", s); print s
+        }'
+}
+
+bench_ratio() {
+    awk -v a="${1:-}" -v b="${2:-}" 'BEGIN {
+        if (b == "" || a == "" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'
+}
+
+# --- Measuring one command -------------------------------------------------------------------------------
+
+bench_peak_rss_kb() {
+    local out status
+    out=$(mktemp)
+    /usr/bin/time -f '%M' -o "$out" "$@" >"${BENCH_STDOUT:-/dev/null}" && status=0 || status=$?
+    tail -n 1 "$out"
+    rm -f "$out"
+    return "$status"
+}
+
+# Wall time comes from the shell's microsecond clock rather than time's %e, whose 10 ms steps are too
+# coarse for the small files; /usr/bin/time still supplies the peak RSS of the measured process.
+bench_measure() {
+    local out status start end rss
+    out=$(mktemp)
+    start=$EPOCHREALTIME
+    /usr/bin/time -f '%M' -o "$out" "$@" >"${BENCH_STDOUT:-/dev/null}" && status=0 || status=$?
+    end=$EPOCHREALTIME
+    rss=$(tail -n 1 "$out")
+    rm -f "$out"
+    awk -v s="$start" -v e="$end" -v r="$rss" 'BEGIN { printf "%.6f %s\n", e - s, r }'
+    return "$status"
+}
+
+# --- Network ---------------------------------------------------------------------------------------------
+
+bench_free_port() {
+    # Binding to port 0 lets the kernel pick; the port is free when printed (another process could still
+    # take it before the caller binds, which is why bench_start_server uses --port 0 instead).
+    /usr/bin/python3 -c '
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# Asks a process to stop (SIGTERM), and kills it if it is still there after 10 s: a server whose graceful
+# shutdown waits on an upload that was cut off must not hang the benchmark's exit.
+bench_stop_process() {
+    local pid=$1 i
+    kill "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        bench_log "process $pid did not stop within 10 s of SIGTERM; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+# Starts the reference server on a kernel-chosen port and waits for its first stdout line,
+#   attache-server listening on http://HOST:PORT
+# then keeps draining its output into a log so a chatty server never blocks on a full pipe.
+bench_start_server() {
+    local store=${1:?bench_start_server: store directory required}
+    shift
+    [[ -n "${ATTACHE_SERVER_BIN:-}" && -x "${ATTACHE_SERVER_BIN}" ]] \
+        || bench_die "ATTACHE_SERVER_BIN is not set to an executable (run through Scripts/bench.sh)"
+    mkdir -p "$store"
+
+    local log fd line pid
+    log=$(mktemp "${TMPDIR:-/tmp}/attache-server.XXXXXX")
+    exec {fd}< <(exec "$ATTACHE_SERVER_BIN" --host 127.0.0.1 --port 0 --store "$store" "$@" 2>"$log.err")
+    pid=$!
+    BENCH_SERVER_PID=$pid
+    export BENCH_SERVER_PID
+    bench_on_exit "bench_stop_process $pid; rm -f '$log' '$log.err'"
+
+    if ! IFS= read -r -t 60 -u "$fd" line; then
+        tail -n 20 "$log.err" >&2 2>/dev/null || true
+        bench_die "attache-server did not print its listening line within 60 s (or exited)"
+    fi
+    if [[ "$line" =~ ^attache-server\ listening\ on\ (https?://[^[:space:]]+) ]]; then
+        BENCH_URL=${BASH_REMATCH[1]%/}
+        export BENCH_URL
+    else
+        bench_die "unexpected first line from attache-server: $line"
+    fi
+    cat <&"$fd" >"$log" &
+    exec {fd}<&-
+    bench_log "attache-server (pid $pid) listening on $BENCH_URL, log: $log"
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Installs the system packages Attache needs to build, test and run the demo, on Debian 12 and Ubuntu
+# 22.04/24.04. It does not install Swift; it only checks that a Swift 6 toolchain is on PATH.
+#
+# Usage: Scripts/bootstrap.sh [--with-bench] [--with-samples] [--no-swift-check] [--dry-run] [--verbose]
+#
+# Idempotent: when everything is already installed it only asks dpkg and exits (well under a second).
+# apt-get update/install run only when a package is missing.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: Scripts/bootstrap.sh [OPTIONS]
+
+Installs the Debian/Ubuntu packages needed to build and test Attache.
+
+Options:
+  --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, nginx, cwebp,
+                     ffmpeg, numpy, scipy, Pillow)
+  --with-samples     also install the tools Scripts/make-samples.sh uses
+  --no-swift-check   do not fail when no Swift 6 toolchain is on PATH (e.g. while building an image)
+  --dry-run          print what would be installed, change nothing
+  --verbose          show apt-get output instead of keeping it in a log file
+  -h, --help         show this help
+EOF
+}
+
+with_bench=0
+with_samples=0
+swift_check=1
+dry_run=0
+verbose=0
+for arg in "$@"; do
+    case "$arg" in
+        --with-bench) with_bench=1 ;;
+        --with-samples) with_samples=1 ;;
+        --no-swift-check) swift_check=0 ;;
+        --dry-run) dry_run=1 ;;
+        --verbose) verbose=1 ;;
+        -h | --help) usage; exit 0 ;;
+        *) printf 'bootstrap: unknown option: %s\n' "$arg" >&2; usage >&2; exit 64 ;;
+    esac
+done
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
+
+# --- Which system is this? ------------------------------------------------------------------------------
+
+[[ -r /etc/os-release ]] || die "/etc/os-release not found: only Debian and Ubuntu are supported"
+os_id=$(. /etc/os-release && printf '%s' "${ID:-}")
+os_like=$(. /etc/os-release && printf '%s' "${ID_LIKE:-}")
+os_version=$(. /etc/os-release && printf '%s' "${VERSION_ID:-}")
+case " $os_id $os_like " in
+    *" debian "* | *" ubuntu "*) ;;
+    *) die "unsupported system '$os_id $os_version': this script needs Debian or Ubuntu (apt and dpkg)" ;;
+esac
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: is this really a Debian-based system?"
+
+# --- What it needs --------------------------------------------------------------------------------------
+# Each entry is one requirement; "a|b" means either package satisfies it. The order of the alternatives
+# only matters when none is installed: the first one apt can install wins.
+
+if [[ " $os_id $os_like " == *" ubuntu "* ]]; then
+    jpeg_dev="libjpeg-turbo8-dev|libjpeg62-turbo-dev"
+else
+    jpeg_dev="libjpeg62-turbo-dev|libjpeg-turbo8-dev"
+fi
+
+required=(
+    "pkg-config|pkgconf"      # SwiftPM finds the C libraries through pkg-config
+    git ca-certificates       # SwiftPM clones the Swift package dependencies over https
+    libcurl4-openssl-dev      # Upload (CCurl)
+    libturbojpeg0-dev         # Transform (CTurboJPEG)
+    "$jpeg_dev"
+    libwebp-dev               # Transform (CWebP)
+    libssl-dev                # Seal (COpenSSL)
+    libpng-dev                # Transform (CPNG)
+    libsqlite3-dev            # GRDB links the system SQLite (batch journal)
+    zlib1g-dev                # swift-nio-extras, pulled in by Hummingbird, links zlib
+    python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
+    file                      # libmagic, for detection comparisons
+    time                      # /usr/bin/time for peak memory figures
+)
+bench=(libvips-tools imagemagick hyperfine nginx webp ffmpeg python3-numpy python3-scipy python3-pil)
+samples=(
+    imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
+    ffmpeg sox espeak-ng                                       # audio and video
+    ghostscript pandoc                                         # PDF and DOCX
+    python3
+)
+
+wanted=("${required[@]}")
+((with_bench)) && wanted+=("${bench[@]}")
+((with_samples)) && wanted+=("${samples[@]}")
+
+# Drop duplicates while keeping order.
+declare -A seen=()
+requirements=()
+for req in "${wanted[@]}"; do
+    [[ -n "${seen[$req]:-}" ]] && continue
+    seen[$req]=1
+    requirements+=("$req")
+done
+
+# --- What is already there (one dpkg-query call) -------------------------------------------------------
+
+all_names=()
+for req in "${requirements[@]}"; do
+    IFS='|' read -r -a alts <<<"$req"
+    all_names+=("${alts[@]}")
+done
+declare -A installed=()
+while read -r name status; do
+    [[ "$status" == "install ok installed" ]] && installed[${name%%:*}]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${all_names[@]}" 2>/dev/null || true)
+
+missing=()
+for req in "${requirements[@]}"; do
+    IFS='|' read -r -a alts <<<"$req"
+    ok=0
+    for alt in "${alts[@]}"; do
+        [[ -n "${installed[$alt]:-}" ]] && { ok=1; break; }
+    done
+    ((ok)) || missing+=("$req")
+done
+
+# --- Install what is missing ---------------------------------------------------------------------------
+
+run_apt() {
+    # Keeps apt's chatter out of the way unless asked for; shows its tail when it fails.
+    local log
+    if ((verbose)); then
+        "${privileged[@]}" env DEBIAN_FRONTEND=noninteractive "$@"
+        return
+    fi
+    log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
+    if ! "${privileged[@]}" env DEBIAN_FRONTEND=noninteractive "$@" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        die "'$*' failed (full log: $log)"
+    fi
+    rm -f "$log"
+}
+
+# Prints the first alternative that apt has a candidate for, or nothing.
+pick_installable() {
+    local alt candidate
+    local -a alts
+    IFS='|' read -r -a alts <<<"$1"
+    for alt in "${alts[@]}"; do
+        candidate=$(apt-cache policy "$alt" 2>/dev/null | awk '/Candidate:/ { print $2; exit }')
+        if [[ -n "$candidate" && "$candidate" != "(none)" ]]; then
+            printf '%s' "$alt"
+            return
+        fi
+    done
+}
+
+if ((${#missing[@]} == 0)); then
+    say "all ${#requirements[@]} required packages already installed"
+else
+    say "missing: ${missing[*]}"
+    if ((dry_run)); then
+        say "dry run: would run apt-get update and install the packages above"
+    else
+        if [[ $(id -u) -eq 0 ]]; then
+            privileged=()
+        elif command -v sudo >/dev/null 2>&1; then
+            privileged=(sudo)
+            say "not root: using sudo for apt-get"
+        else
+            die "packages are missing and this script is neither root nor able to use sudo; run it as root"
+        fi
+        command -v apt-get >/dev/null 2>&1 || die "apt-get not found"
+
+        say "apt-get update"
+        run_apt apt-get update -q
+
+        to_install=()
+        unavailable=()
+        for req in "${missing[@]}"; do
+            pick=$(pick_installable "$req")
+            if [[ -n "$pick" ]]; then to_install+=("$pick"); else unavailable+=("$req"); fi
+        done
+        if ((${#unavailable[@]} > 0)); then
+            hint=""
+            [[ " $os_id $os_like " == *" ubuntu "* ]] && hint=" (on Ubuntu, enable the 'universe' component)"
+            die "no installable candidate for: ${unavailable[*]}$hint"
+        fi
+
+        say "apt-get install ${to_install[*]}"
+        run_apt apt-get install -y -q --no-install-recommends "${to_install[@]}"
+        say "installed ${#to_install[@]} packages"
+    fi
+fi
+
+# --- Checks that the tests and tools really work -------------------------------------------------------
+
+if ((!dry_run)); then
+    # The tests call the system interpreter explicitly, whatever python3 comes first on PATH.
+    # A full import costs half a second, so the fast path only asks whether the module can be found.
+    if ((${#missing[@]} > 0)); then
+        py_check='import werkzeug'
+    else
+        py_check='import importlib.util, sys; sys.exit(importlib.util.find_spec("werkzeug") is None)'
+    fi
+    if ! /usr/bin/python3 -c "$py_check" 2>/dev/null; then
+        die "/usr/bin/python3 cannot import werkzeug (package python3-werkzeug)"
+    fi
+    say "python: /usr/bin/python3 has werkzeug"
+    if ((with_bench && ${#missing[@]} > 0)); then
+        /usr/bin/python3 -c 'import numpy, scipy, PIL' 2>/dev/null \
+            || die "/usr/bin/python3 cannot import numpy, scipy and PIL"
+        say "python: /usr/bin/python3 imports numpy, scipy, PIL"
+    fi
+fi
+
+if command -v swift >/dev/null 2>&1; then
+    swift_version=$(swift --version 2>&1 | grep -m1 -o 'Swift version [0-9][0-9.]*' || true)
+    major=${swift_version#Swift version }
+    major=${major%%.*}
+    if [[ -z "$swift_version" ]]; then
+        say "swift: found at $(command -v swift), version unknown"
+    elif ((major < 6)); then
+        msg="$swift_version is too old: Attache needs Swift 6.0 or later (https://www.swift.org/install/linux/)"
+        if ((swift_check)); then die "$msg"; else say "warning: $msg"; fi
+    else
+        say "swift: $swift_version"
+    fi
+else
+    msg="swift is not on PATH: install a Swift 6 toolchain for $os_id $os_version from https://www.swift.org/install/linux/ (e.g. with swiftly) and put its usr/bin on PATH"
+    if ((swift_check)); then die "$msg"; else say "warning: $msg"; fi
+fi

@@ -1,0 +1,395 @@
+import Attache
+import Foundation
+import MultipartKit
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One part of a received multipart body: a file part spooled to a temporary file, or a text field
+/// kept in memory.
+struct SpooledPart: Sendable {
+    /// The `name` parameter, exactly as received (still percent-escaped if the client escaped it).
+    var name: String
+    /// The `filename` parameter as received; `nil` for a text field.
+    var filename: String?
+    /// The part's `Content-Type` header, if it had one.
+    var contentType: String?
+    /// The number of body bytes.
+    var size: Int64
+    /// Lowercase hex SHA-256 of the body (file parts only).
+    var sha256: String?
+    /// Where the body was spooled (file parts only).
+    var temporaryPath: String?
+    /// The value (text fields only).
+    var value: String?
+
+    var isFile: Bool { filename != nil }
+}
+
+/// Why a multipart body was refused.
+enum MultipartRejection: Error, Sendable {
+    /// The body is not valid multipart: bad syntax, no boundary, or no closing delimiter.
+    case malformed(String)
+    /// A text field exceeded the in-memory limit.
+    case fieldTooLarge(name: String, limit: Int)
+}
+
+/// Streams a multipart body through MultipartKit's `MultipartParser` into temporary files.
+///
+/// File parts go to disk chunk by chunk while their SHA-256 is computed, so no part is ever held in
+/// memory whole; text fields are kept in memory up to a limit. All work happens in ``consume(_:)``
+/// and ``finish()``, which do blocking file I/O and are meant to run on `BlockingPool`. The parser
+/// and the open files are not thread-safe; the mutex serialises callers (in practice one request's
+/// task, one call at a time) and is what makes the type `Sendable`.
+final class MultipartSpool: Sendable {
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - boundary: the boundary from the request's `Content-Type`.
+    ///   - temporaryDirectory: where file parts are spooled.
+    ///   - fieldLimit: the largest text field kept in memory.
+    init(boundary: String, temporaryDirectory: String, fieldLimit: Int) {
+        state = Mutex(State(boundary: boundary, temporaryDirectory: temporaryDirectory, fieldLimit: fieldLimit))
+    }
+
+    /// Feeds the next bytes of the body.
+    /// - Throws: ``MultipartRejection`` for bad input, ``AttacheError`` when a temporary file fails.
+    func consume(_ buffers: [ByteBuffer]) throws {
+        try state.withLock { state in
+            for buffer in buffers { try state.consume(buffer) }
+        }
+    }
+
+    /// Checks that the body ended properly and returns its parts, file parts still in their
+    /// temporary files (the caller moves or deletes them).
+    /// - Throws: ``MultipartRejection/malformed(_:)`` when the closing delimiter never came.
+    func finish() throws -> [SpooledPart] {
+        try state.withLock { state in try state.finish() }
+    }
+
+    /// Deletes every temporary file this spool created.
+    func discard() {
+        state.withLock { state in state.discard() }
+    }
+
+    private struct State: ~Copyable {
+        let parser: MultipartParser
+        let collector: PartCollector
+        let closingDelimiter: [UInt8]
+        /// The last bytes seen, so a closing delimiter split across two chunks is still found.
+        var tail: [UInt8] = []
+        var sawClosingDelimiter = false
+
+        init(boundary: String, temporaryDirectory: String, fieldLimit: Int) {
+            parser = MultipartParser(boundary: boundary)
+            collector = PartCollector(temporaryDirectory: temporaryDirectory, fieldLimit: fieldLimit)
+            closingDelimiter = Array("\r\n--\(boundary)--".utf8)
+            let collector = self.collector
+            parser.onHeader = { name, value in collector.header(name: name, value: value) }
+            parser.onBody = { buffer in collector.body(&buffer) }
+            parser.onPartComplete = { collector.complete() }
+        }
+
+        mutating func consume(_ buffer: ByteBuffer) throws {
+            if !sawClosingDelimiter { scanForClosingDelimiter(buffer) }
+            do {
+                try parser.execute(buffer)
+            } catch {
+                throw MultipartRejection.malformed("malformed multipart body")
+            }
+            if let error = collector.error { throw error }
+        }
+
+        /// The parser ignores everything after the closing delimiter and does not report whether it
+        /// saw one, so a body cut short would look complete; this finds the delimiter itself. Part
+        /// bodies cannot contain `CRLF--boundary`, so its first occurrence with `--` is the end.
+        mutating func scanForClosingDelimiter(_ buffer: ByteBuffer) {
+            let window = closingDelimiter.count
+            var bytes = tail
+            buffer.withUnsafeReadableBytes { raw in
+                if raw.count >= window {
+                    // Search the seam plus the start, then the chunk itself, without copying it all.
+                    bytes.append(contentsOf: raw.prefix(window - 1))
+                    if contains(bytes) {
+                        sawClosingDelimiter = true
+                    } else if containsDelimiter(raw) {
+                        sawClosingDelimiter = true
+                    }
+                    tail = Array(raw.suffix(window - 1))
+                } else {
+                    bytes.append(contentsOf: raw)
+                    if contains(bytes) { sawClosingDelimiter = true }
+                    tail = Array(bytes.suffix(window - 1))
+                }
+            }
+        }
+
+        func contains(_ bytes: [UInt8]) -> Bool {
+            guard bytes.count >= closingDelimiter.count else { return false }
+            return bytes.withUnsafeBytes { containsDelimiter($0) }
+        }
+
+        /// Whether `raw` contains the closing delimiter: `memchr` finds candidates for its first
+        /// byte, `memcmp` checks them (glibc's `memmem` is not visible to Swift).
+        func containsDelimiter(_ raw: UnsafeRawBufferPointer) -> Bool {
+            let length = closingDelimiter.count
+            guard let base = raw.baseAddress, raw.count >= length else { return false }
+            return closingDelimiter.withUnsafeBytes { pattern in
+                var offset = 0
+                while offset <= raw.count - length {
+                    guard let hit = memchr(base + offset, Int32(pattern[0]), raw.count - length + 1 - offset) else {
+                        return false
+                    }
+                    if memcmp(hit, pattern.baseAddress!, length) == 0 { return true }
+                    offset = base.distance(to: UnsafeRawPointer(hit)) + 1
+                }
+                return false
+            }
+        }
+
+        func finish() throws -> [SpooledPart] {
+            if let error = collector.error { throw error }
+            guard sawClosingDelimiter, !collector.hasOpenPart else {
+                throw MultipartRejection.malformed(
+                    collector.parts.isEmpty && !collector.hasOpenPart
+                        ? "malformed multipart body: no part found for the declared boundary"
+                        : "malformed multipart body: it ends before the closing boundary")
+            }
+            return collector.parts
+        }
+
+        func discard() { collector.discard() }
+    }
+}
+
+/// Receives the parser's callbacks and turns them into spooled parts.
+///
+/// The callbacks cannot throw, so the first failure is kept in ``error`` and every later callback is
+/// ignored; the spool rethrows it after the parser returns.
+private final class PartCollector {
+    private let temporaryDirectory: String
+    private let fieldLimit: Int
+    private(set) var parts: [SpooledPart] = []
+    private(set) var error: (any Error)?
+    private var headers: [(String, String)] = []
+    private var current: OpenPart?
+    private var temporaryPaths: [String] = []
+
+    private enum Sink {
+        case file(SpoolFile, SHA256Hasher)
+        case field([UInt8])
+    }
+
+    private struct OpenPart {
+        var part: SpooledPart
+        var sink: Sink
+    }
+
+    init(temporaryDirectory: String, fieldLimit: Int) {
+        self.temporaryDirectory = temporaryDirectory
+        self.fieldLimit = fieldLimit
+    }
+
+    /// Whether a part has started (headers or bytes seen) but not completed.
+    var hasOpenPart: Bool { current != nil || !headers.isEmpty }
+
+    func header(name: String, value: String) {
+        guard error == nil else { return }
+        headers.append((name, value))
+    }
+
+    func body(_ buffer: inout ByteBuffer) {
+        guard error == nil else { return }
+        do {
+            if current == nil { current = try open() }
+            try buffer.withUnsafeReadableBytes { bytes in
+                switch current!.sink {
+                case .file(let file, _):
+                    try file.write(bytes)
+                case .field(var value):
+                    guard value.count + bytes.count <= fieldLimit else {
+                        throw MultipartRejection.fieldTooLarge(name: current!.part.name, limit: fieldLimit)
+                    }
+                    current!.sink = .field([])  // keep the buffer uniquely referenced while appending
+                    value.append(contentsOf: bytes)
+                    current!.sink = .field(value)
+                }
+                current!.part.size += Int64(bytes.count)
+            }
+        } catch {
+            self.error = error
+        }
+    }
+
+    func complete() {
+        guard error == nil else { return }
+        do {
+            if current == nil { current = try open() }
+            var part = current!.part
+            switch current!.sink {
+            case .file(let file, let hasher):
+                try file.close()
+                part.sha256 = try hasher.finalizeHex()
+            case .field(let value):
+                part.value = String(decoding: value, as: UTF8.self)
+            }
+            parts.append(part)
+            current = nil
+            headers = []
+        } catch {
+            self.error = error
+        }
+    }
+
+    func discard() {
+        current = nil
+        for path in temporaryPaths { unlink(path) }
+        temporaryPaths = []
+    }
+
+    /// Starts a part from the headers collected since the last one.
+    private func open() throws -> OpenPart {
+        var disposition: [String: String]?
+        var contentType: String?
+        for (name, value) in headers {
+            switch name.lowercased() {
+            case "content-disposition": disposition = ContentDisposition.parameters(of: value)
+            case "content-type": contentType = value
+            default: break
+            }
+        }
+        guard let disposition, let name = disposition["name"] else {
+            throw MultipartRejection.malformed("malformed multipart body: a part has no Content-Disposition name")
+        }
+        var part = SpooledPart(name: name, filename: disposition["filename"], contentType: contentType, size: 0)
+        if part.isFile {
+            let path = temporaryDirectory + "/" + randomIdentifier() + ".part"
+            let hasher = try SHA256Hasher()
+            let file = try SpoolFile(creating: path, hasher: hasher)
+            temporaryPaths.append(path)
+            part.temporaryPath = path
+            return OpenPart(part: part, sink: .file(file, hasher))
+        }
+        return OpenPart(part: part, sink: .field([]))
+    }
+}
+
+/// Parsing of `Content-Disposition: form-data; name="a"; filename="b"`.
+enum ContentDisposition {
+    /// The parameters, names lowercased, values as received: quoted strings lose their quotes (and
+    /// backslash escapes their backslash) but percent escapes are kept.
+    static func parameters(of value: String) -> [String: String] {
+        var result: [String: String] = [:]
+        var characters = Substring(value)
+        // Skip the disposition type.
+        guard let firstSemicolon = characters.firstIndex(of: ";") else { return result }
+        characters = characters[characters.index(after: firstSemicolon)...]
+        while !characters.isEmpty {
+            characters = characters.drop(while: { $0 == " " || $0 == "\t" || $0 == ";" })
+            guard let equals = characters.firstIndex(of: "=") else { break }
+            let key = characters[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+            characters = characters[characters.index(after: equals)...].drop(while: { $0 == " " })
+            var parameter = ""
+            if characters.first == "\"" {
+                characters = characters.dropFirst()
+                var escaped = false
+                while let next = characters.first {
+                    characters = characters.dropFirst()
+                    if escaped {
+                        parameter.append(next)
+                        escaped = false
+                    } else if next == "\\" {
+                        escaped = true
+                    } else if next == "\"" {
+                        break
+                    } else {
+                        parameter.append(next)
+                    }
+                }
+            } else {
+                let end = characters.firstIndex(of: ";") ?? characters.endIndex
+                parameter = characters[..<end].trimmingCharacters(in: .whitespaces)
+                characters = characters[end...]
+            }
+            if result[key] == nil { result[key] = parameter }
+        }
+        return result
+    }
+}
+
+/// A temporary file being written; owns its descriptor.
+///
+/// Writes are gathered into a buffer first: the multipart parser hands over a body in pieces as
+/// small as one byte (it splits at every CR), and a syscall and a digest update per piece made a
+/// 50 MB upload take minutes. When given a hasher, it sees exactly the bytes that reach the disk.
+final class SpoolFile {
+    private var descriptor: Int32
+    private let path: String
+    private let hasher: SHA256Hasher?
+    private var pending: [UInt8] = []
+    private static let bufferSize = 256 * 1024
+
+    /// - Throws: ``AttacheError/Code/fileUnwritable``.
+    init(creating path: String, hasher: SHA256Hasher? = nil) throws {
+        self.path = path
+        self.hasher = hasher
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Self.failure("cannot create a temporary file", path) }
+        pending.reserveCapacity(Self.bufferSize)
+    }
+
+    deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        if pending.count + bytes.count > Self.bufferSize { try flush() }
+        if bytes.count >= Self.bufferSize {
+            try hasher?.update(bytes)
+            try writeFully(bytes)
+        } else {
+            pending.append(contentsOf: bytes)
+        }
+    }
+
+    private func flush() throws {
+        guard !pending.isEmpty else { return }
+        try pending.withUnsafeBytes { bytes in
+            try hasher?.update(bytes)
+            try writeFully(bytes)
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    private func writeFully(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Self.failure("cannot write a temporary file", path)
+            }
+            offset += written
+        }
+    }
+
+    func close() throws {
+        try flush()
+        let status = Glibc.close(descriptor)
+        descriptor = -1
+        guard status == 0 else { throw Self.failure("cannot close a temporary file", path) }
+    }
+
+    private static func failure(_ message: String, _ path: String) -> AttacheError {
+        let code = errno
+        return AttacheError(
+            .fileUnwritable, stage: .upload, message, file: path,
+            cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+    }
+}
+
+/// 26 characters of lowercase RFC 4648 base32 (130 random bits): file ids and temporary names.
+func randomIdentifier() -> String {
+    let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+    var generator = SystemRandomNumberGenerator()
+    return String(decoding: (0..<26).map { _ in alphabet[Int(generator.next() & 31)] }, as: UTF8.self)
+}

@@ -1,0 +1,47 @@
+public import Logging
+
+/// How to run the reference server: where it listens, where it stores uploads, and which faults it
+/// injects.
+///
+/// ```swift
+/// var configuration = ReferenceServerConfiguration(storeDirectory: "/tmp/attache-store", port: 0)
+/// configuration.faults = try FaultPlan(parsing: "503@1")
+/// ```
+public struct ReferenceServerConfiguration: Sendable {
+    /// The address to bind; loopback by default so a test server is never reachable from outside.
+    public var host: String = "127.0.0.1"
+    /// The TCP port; 0 picks a free port (read it from ``withReferenceServer(configuration:_:)``).
+    public var port: Int = 8080
+    /// The store: `files/` (bytes and receipts), `keys/` (idempotency keys), `tmp/` (uploads in
+    /// progress). Created if missing.
+    public var storeDirectory: String
+    /// Faults injected into `POST /upload` for the whole run; see ``FaultPlan``.
+    public var faults: FaultPlan = .none
+    /// Uploads whose `Content-Length` exceeds this many bytes are answered 413 before their body is
+    /// read; streamed bodies without a length are cut off at this size. `nil` means no limit.
+    public var maxBodySize: Int64? = nil
+    /// The largest text field (a part without a filename) kept in memory; larger ones are rejected
+    /// with 413.
+    public var maxFieldSize: Int = 64 * 1024
+    /// The level of the request log.
+    public var logLevel: Logger.Level = .info
+    /// A key file for decrypting and verifying sealed uploads.
+    ///
+    /// Accepted and kept, but not used yet: the server stores uploads exactly as received. The
+    /// file is never read or printed by this version.
+    public var keyFile: String? = nil
+
+    /// Creates a configuration.
+    public init(
+        storeDirectory: String, host: String = "127.0.0.1", port: Int = 8080, faults: FaultPlan = .none,
+        maxBodySize: Int64? = nil, logLevel: Logger.Level = .info, keyFile: String? = nil
+    ) {
+        self.storeDirectory = storeDirectory
+        self.host = host
+        self.port = port
+        self.faults = faults
+        self.maxBodySize = maxBodySize
+        self.logLevel = logLevel
+        self.keyFile = keyFile
+    }
+}

@@ -1,0 +1,145 @@
+import Attache
+import HTTPTypes
+import Hummingbird
+import Logging
+
+extension HTTPField.Name {
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+    static let idempotentReplayed = HTTPField.Name("Idempotent-Replayed")!
+    static let attacheFault = HTTPField.Name("X-Attache-Fault")!
+}
+
+/// `POST /upload`: faults first, then the idempotency check, then the multipart body streamed to
+/// disk, then the commit into the store.
+struct UploadController: Sendable {
+    let configuration: ReferenceServerConfiguration
+    let store: UploadStore
+
+    /// Bodies are handed to the spool in batches of about this size, so a pool hop is paid per
+    /// quarter megabyte rather than per socket read.
+    private static let batchSize = 256 * 1024
+
+    func upload(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let key = request.headers[.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
+        var requestPlan = FaultPlan.none
+        if let spec = request.headers[.attacheFault] {
+            do {
+                requestPlan = try FaultPlan(parsing: spec)
+            } catch let error as AttacheError {
+                _ = store.countRequest(key: key)
+                return errorResponse(.badRequest, error.message)
+            }
+        }
+        let ticket = store.countRequest(key: key)
+        if let fault = requestPlan.fault(forRequest: ticket.attempt) ?? configuration.faults.fault(forRequest: ticket.number) {
+            context.logger.info("injecting fault", metadata: ["fault": "\(fault.name)", "request": "\(ticket.number)"])
+            return try await FaultInjector(context: context).inject(fault, into: request)
+        }
+
+        if let limit = configuration.maxBodySize, let length = request.headers[.contentLength].flatMap(Int64.init),
+            length > limit
+        {
+            return FaultInjector(context: context).earlyRejection(
+                status: .contentTooLarge, message: "request body of \(length) bytes exceeds the limit of \(limit)")
+        }
+        guard let boundary = Self.boundary(of: request.headers[.contentType]) else {
+            return errorResponse(.unsupportedMediaType, "expected multipart/form-data with a boundary")
+        }
+
+        if let key {
+            switch try store.claim(key: key) {
+            case .replay(let fileId):
+                guard let receipt = await readReceipt(fileId) else {
+                    return errorResponse(.internalServerError, "the receipt of a completed upload is missing")
+                }
+                return jsonResponse(.ok, receipt, headers: [.idempotentReplayed: "true"])
+            case .inProgress:
+                return errorResponse(.conflict, "upload with this key in progress", headers: [.retryAfter: "1"])
+            case .claimed:
+                break
+            }
+        }
+
+        var committedId: String?
+        defer { if let key { store.finish(key: key, fileId: committedId) } }
+
+        let spool = MultipartSpool(
+            boundary: boundary, temporaryDirectory: store.temporaryDirectory, fieldLimit: configuration.maxFieldSize)
+        do {
+            let parts = try await receive(request.body, into: spool)
+            guard parts.contains(where: \.isFile) else {
+                await discard(spool)
+                return errorResponse(.badRequest, "no file part")
+            }
+            let store = self.store
+            let committed = try await BlockingPool.shared.run { try store.commit(parts: parts, key: key) }
+            committedId = committed.fileId
+            return jsonResponse(.ok, committed.receipt)
+        } catch let rejection as MultipartRejection {
+            await discard(spool)
+            switch rejection {
+            case .malformed(let message):
+                return errorResponse(.badRequest, message)
+            case .fieldTooLarge(let name, let limit):
+                return errorResponse(.contentTooLarge, "field '\(name)' exceeds \(limit) bytes")
+            }
+        } catch let tooLarge as BodyTooLarge {
+            await discard(spool)
+            return errorResponse(.contentTooLarge, "request body exceeds the limit of \(tooLarge.limit) bytes")
+        } catch let error as AttacheError {
+            await discard(spool)
+            context.logger.error("upload failed", metadata: ["error": "\(error)"])
+            return errorResponse(.internalServerError, "the upload could not be stored")
+        } catch {
+            // The connection broke mid-body: nobody to answer, nothing to keep.
+            await discard(spool)
+            throw error
+        }
+    }
+
+    private struct BodyTooLarge: Error { let limit: Int64 }
+
+    /// Streams the body through the spool, a batch at a time, off the cooperative pool.
+    private func receive(_ body: RequestBody, into spool: MultipartSpool) async throws -> [SpooledPart] {
+        var batch: [ByteBuffer] = []
+        var batched = 0
+        var received: Int64 = 0
+        for try await buffer in body {
+            received += Int64(buffer.readableBytes)
+            if let limit = configuration.maxBodySize, received > limit { throw BodyTooLarge(limit: limit) }
+            batch.append(buffer)
+            batched += buffer.readableBytes
+            if batched >= Self.batchSize {
+                let full = batch
+                try await BlockingPool.shared.run { try spool.consume(full) }
+                batch = []
+                batched = 0
+            }
+        }
+        let rest = batch
+        return try await BlockingPool.shared.run {
+            try spool.consume(rest)
+            return try spool.finish()
+        }
+    }
+
+    private func discard(_ spool: MultipartSpool) async {
+        _ = try? await BlockingPool.shared.run { spool.discard() }
+    }
+
+    private func readReceipt(_ fileId: String) async -> [UInt8]? {
+        let store = self.store
+        return try? await BlockingPool.shared.run { store.receiptBytes(fileId: fileId) }
+    }
+
+    /// The boundary of a `multipart/form-data` content type, or `nil` when it is not one.
+    static func boundary(of contentType: String?) -> String? {
+        guard let contentType else { return nil }
+        let type = contentType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "multipart/form-data" else { return nil }
+        guard let boundary = ContentDisposition.parameters(of: contentType)["boundary"],
+            (1...70).contains(boundary.utf8.count)
+        else { return nil }
+        return boundary
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import AttacheServer
+import Foundation
+import Logging
+
+/// `attache-server`: the reference upload server of the Attache project.
+@main
+struct AttacheServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache-server",
+        abstract: "Reference server for Attache uploads: multipart POST /upload, GET /files/{id}, fault injection.",
+        discussion: """
+            Fault rules (--fault, repeatable or comma-separated; or per request in the X-Attache-Fault header):
+              KIND[@WHEN][:key=value...]  KIND = 500|502|503|504|408|429|413|stall|drop|garbage|empty|truncated|business
+              WHEN = N | N-M | * | P%   (default *)
+            Examples: --fault 503@1-2:retry-after=1   --fault drop@3:after=4096   --fault business:code=1002
+            """)
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port = 8080
+
+    @Option(help: "Directory for stored uploads (created if missing).")
+    var store = "./attache-store"
+
+    @Option(name: .customLong("key-file"), help: "Key file for verifying sealed uploads (accepted, not used yet).")
+    var keyFile: String?
+
+    @Option(help: "Fault rules to inject into POST /upload (repeatable).")
+    var fault: [String] = []
+
+    @Option(name: .customLong("max-body"), help: "Answer 413 early to bodies larger than this many bytes.")
+    var maxBody: Int64?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let maxBody, maxBody < 0 { throw ValidationError("--max-body must not be negative") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        _ = try faultPlan()
+    }
+
+    private func faultPlan() throws -> FaultPlan {
+        var plan = FaultPlan.none
+        for spec in fault {
+            do {
+                plan.append(try FaultPlan(parsing: spec))
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
+        return plan
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let configuration = ReferenceServerConfiguration(
+            storeDirectory: store, host: host, port: port, faults: try faultPlan(), maxBodySize: maxBody,
+            logLevel: level, keyFile: keyFile)
+        let host = self.host
+        let app = try await buildApplication(configuration: configuration) { port in
+            // Unbuffered, so a script waiting for this line sees it at once.
+            FileHandle.standardOutput.write(Data("attache-server listening on http://\(host):\(port)\n".utf8))
+        }
+        try await app.runService()
+    }
+}

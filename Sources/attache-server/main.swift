@@ -1,2 +1,0 @@
-import AttacheServer
-print(AttacheServerInfo.name)

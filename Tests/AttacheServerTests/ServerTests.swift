@@ -1,6 +1,0 @@
-import Testing
-import AttacheServer
-
-@Suite struct ServerPlaceholderTests {
-    @Test func nameIsSet() { #expect(AttacheServerInfo.name == "attache-server") }
-}

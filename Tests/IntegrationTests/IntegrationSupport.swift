@@ -1,0 +1,114 @@
+import Attache
+import AttacheServer
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// A reference server on 127.0.0.1 with a fresh store, for one test.
+struct LiveServer: Sendable {
+    let port: Int
+    let store: String
+
+    var uploadURL: String { "http://127.0.0.1:\(port)/upload" }
+
+    /// Runs `body` against a new server with its own temporary store, then stops it and deletes the store.
+    static func with<T: Sendable>(
+        faults: String? = nil, maxBodySize: Int64? = nil,
+        _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
+        let store = FileManager.default.temporaryDirectory
+            .appendingPathComponent("attache-it-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: store) }
+        var configuration = ReferenceServerConfiguration(storeDirectory: store)
+        configuration.port = 0
+        configuration.logLevel = .critical
+        if let faults { configuration.faults = try FaultPlan(parsing: faults) }
+        configuration.maxBodySize = maxBodySize
+        return try await withReferenceServer(configuration: configuration) { port in
+            try await body(LiveServer(port: port, store: store))
+        }
+    }
+
+    struct Stats: Decodable {
+        var files: Int
+        var uploads: Int
+        var idempotencyKeys: Int
+        var requests: Int
+        var replays: Int
+    }
+
+    func stats() async throws -> Stats {
+        let (data, _) = try await get("/stats")
+        return try JSONDecoder().decode(Stats.self, from: data)
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> (Data, HTTPURLResponse) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return (data, response as! HTTPURLResponse)
+    }
+
+    /// A pipeline for this server that retries quickly.
+    func pipeline(
+        headers: [(name: String, value: String)] = [], attempts: Int = 4,
+        stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
+    ) -> AttachmentPipeline {
+        var configuration = PipelineConfiguration(url: uploadURL)
+        configuration.upload.defaultHeaders = headers
+        configuration.upload.retry = RetryPolicy(
+            maximumAttempts: attempts, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200),
+            budget: .seconds(60))
+        configuration.upload.stallTimeout = stallTimeout
+        configure(&configuration)
+        return AttachmentPipeline(configuration: configuration)
+    }
+}
+
+/// A file in a fresh temporary directory, deleted with it.
+struct TemporaryFile {
+    let directory: String
+    let path: String
+
+    init(name: String = "file.bin", bytes: [UInt8]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-tf-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        path = (directory as NSString).appendingPathComponent(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = [UInt8](repeating: 0, count: count)
+    var index = 0
+    while index < count {
+        var word = generator.next() as UInt64
+        for _ in 0..<8 where index < count {
+            bytes[index] = UInt8(truncatingIfNeeded: word)
+            word >>= 8
+            index += 1
+        }
+    }
+    return bytes
+}
+
+func sha256Hex(_ bytes: [UInt8]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["sha256sum"]
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(bytes))
+    try input.fileHandleForWriting.close()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return String(text.prefix(64))
+}
