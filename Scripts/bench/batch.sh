@@ -7,7 +7,7 @@
 #   BENCH_DIR       work folder (default $TMPDIR/attache-bench-batch)
 #   BENCH_CONCURRENCY  attache --concurrency (default 8)
 #   BENCH_LARGE_MB  size of each large file in MB (default 40); 1 in 200 files is large
-#   BENCH_SKIP_BUILD=1 to use the binaries already built in .build/release
+#   ATTACHE_BIN, ATTACHE_SERVER_BIN  binaries to use (Scripts/bench.sh exports them); built here otherwise
 #
 # Prints, per run: wall time, files/s, MB/s, CPU utilisation of the client (user+sys / wall; 200 % =
 # both cores), peak RSS of the client, and the ratio to the curl loop. Needs: swift, curl, ImageMagick
@@ -26,13 +26,16 @@ need() { command -v "$1" >/dev/null || { echo "bench batch: $1 is required" >&2;
 need curl; need convert; need sox
 [ -x /usr/bin/time ] || { echo "bench batch: GNU time (/usr/bin/time) is required (apt-get install time)" >&2; exit 69; }
 
-if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+if [ -n "${ATTACHE_BIN:-}" ] && [ -n "${ATTACHE_SERVER_BIN:-}" ]; then
+    ATTACHE=$ATTACHE_BIN
+    SERVER=$ATTACHE_SERVER_BIN
+else
     swift build -c release --product attache >&2
     swift build -c release --product attache-server >&2
+    BIN=$(swift build -c release --show-bin-path)
+    ATTACHE=$BIN/attache
+    SERVER=$BIN/attache-server
 fi
-BIN=$(swift build -c release --show-bin-path)
-ATTACHE=$BIN/attache
-SERVER=$BIN/attache-server
 
 # --- The file set -----------------------------------------------------------------------------------
 make_files() {
