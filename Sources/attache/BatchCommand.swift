@@ -244,6 +244,7 @@ final class BatchOutput {
     private var sentBytes: Int64 = 0
     private var failures = 0
     private var inFlight: [BatchFileID: (byteCount: Int64, fraction: Double)] = [:]
+    private var waiting: Set<BatchFileID> = []
 
     init(mode: Mode, dryRun: Bool) {
         self.mode = mode
@@ -286,6 +287,7 @@ final class BatchOutput {
         case .discovered(let file):
             discoveredFiles += 1
             discoveredBytes += file.byteCount
+            waiting.insert(file.id)
         case .discoveryFinished:
             discoveryDone = true
         case .started(let file, _, _):
@@ -293,27 +295,25 @@ final class BatchOutput {
         case .progress(let file, let progress):
             inFlight[file.id] = (file.byteCount, progress.fractionCompleted)
         case .succeeded(let file, let receipt):
-            inFlight[file.id] = nil
-            finishedFiles += 1
-            finishedBytes += file.byteCount
             sentBytes += receipt.originalByteCount
-        case .skipped(let file, let reason):
-            if case .notSent = reason { return }
-            finishedFiles += 1
-            finishedBytes += file.byteCount
-        case .wouldSend(let file, _):
-            finishedFiles += 1
-            finishedBytes += file.byteCount
+            finish(file)
+        case .skipped(let file, _), .wouldSend(let file, _):
+            finish(file)
         case .failed(let file, _):
-            inFlight[file.id] = nil
             failures += 1
-            if file.byteCount > 0 || discoveredFiles > 0 {
-                finishedFiles += 1
-                finishedBytes += file.byteCount
-            }
+            finish(file)
         case .retried, .finished:
             break
         }
+    }
+
+    /// Counts a file as done with, once; paths the walk reported without discovering them (a dangling
+    /// link, a device) are not part of the totals.
+    private func finish(_ file: BatchFile) {
+        inFlight[file.id] = nil
+        guard waiting.remove(file.id) != nil else { return }
+        finishedFiles += 1
+        finishedBytes += file.byteCount
     }
 
     private func line(for event: BatchEvent) -> String? {

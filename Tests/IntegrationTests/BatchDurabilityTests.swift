@@ -15,11 +15,12 @@ struct BatchDurabilityTests {
     @Test func killedAtRandomMomentsAndReRunEveryFileIsStoredExactlyOnce() async throws {
         let scratch = try Scratch(files: 40)
         defer { scratch.remove() }
-        var generator = SeededGenerator(seed: UInt64.random(in: 1...UInt64.max))
-        print("batch kill test seed: \(generator.seed)")
+        let seed = UInt64.random(in: 1...UInt64.max)
+        print("batch kill test seed: \(seed)")
         // Retry-After delays stretch the run over a few seconds, so that the kills land mid-run.
         let configuration = scratch.serverConfiguration(faults: try FaultPlan(parsing: "429@15%:retry-after=1"))
         try await withReferenceServer(configuration: configuration) { port in
+            var generator = SeededGenerator(seed: seed)
             var kills = 0
             for _ in 0..<6 {
                 let process = try scratch.startBatch(port: port, extra: ["--concurrency", "3", "--attempts", "20"])
