@@ -49,9 +49,16 @@ struct BatchDurabilityTests {
         let plan = try FaultPlan(parsing: "503@20%,429@10%:retry-after=1,drop@10%")
         try await withReferenceServer(configuration: scratch.serverConfiguration(faults: plan)) { port in
             // 40 % of attempts fail: 20 attempts make a file's failure (0.4^20) practically impossible.
-            let process = try scratch.startBatch(port: port, extra: ["--concurrency", "4", "--attempts", "20"])
+            let process = try scratch.startBatch(port: port, extra: ["--concurrency", "4", "--attempts", "20", "--json"])
             let status = try await process.wait(upTo: 60)
             #expect(status == 0, "\(process.standardError)")
+            let events = try process.standardOutput.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            let succeeded = events.filter { $0["event"] as? String == "succeeded" }.compactMap { $0["path"] as? String }
+            #expect(succeeded.count == 40)
+            #expect(Set(succeeded).count == 40)
+            #expect(events.contains { $0["event"] as? String == "retried" }, "the faults should have caused retries")
             let stats = try await serverStats(port: port)
             #expect(stats.files == 40)
             #expect(stats.idempotencyKeys == 40)
