@@ -59,6 +59,9 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(help: "Send again the files that failed in an earlier run.")
     var retryFailed = false
 
+    @Flag(help: "Sync every journal commit to disk, so that even a power loss cannot cause a second copy.")
+    var durable = false
+
     @Flag(help: "Follow symbolic links wherever they point.")
     var followSymlinks = false
 
@@ -129,6 +132,7 @@ struct BatchCommand: AsyncParsableCommand {
         configuration.retryFailed = retryFailed
         configuration.dryRun = dryRun
         configuration.followSymlinks = followSymlinks
+        configuration.durableJournal = durable
         configuration.declaredKind = kind
 
         let batch = BatchUploader(configuration: configuration)

@@ -12,6 +12,9 @@ public struct BatchConfiguration: Sendable {
     public var concurrency = 4
     /// The journal database; created when missing. Relative paths are relative to the current directory.
     public var journalPath = BatchConfiguration.defaultJournalPath
+    /// Sync every journal commit to disk (one fsync per commit): without it the journal survives the
+    /// process being killed, but an operating-system crash or power loss may forget the last commits.
+    public var durableJournal = false
     /// Send files again whose earlier send failed (by default they are skipped and reported).
     public var retryFailed = false
     /// Walk, hash and compare with the journal, but send nothing and write nothing.

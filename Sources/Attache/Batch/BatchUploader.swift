@@ -313,7 +313,8 @@ private struct BatchDriver: Sendable {
             guard FileManager.default.fileExists(atPath: path) else { return (nil, 0) }
             return (try await pool.run { try UploadJournal(path: path, readOnly: true) }, 0)
         }
-        let journal = try await pool.run { try UploadJournal(path: path) }
+        let durable = configuration.durableJournal
+        let journal = try await pool.run { try UploadJournal(path: path, durable: durable) }
         let runID = try await pool.run { try journal.beginRun() }
         return (journal, runID)
     }

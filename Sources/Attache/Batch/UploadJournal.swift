@@ -14,8 +14,9 @@ import GRDB
 /// A file's identity is its absolute path, size, modification time and SHA-256. When any of those
 /// differ from the row, the file counts as changed and is sent again under a new key.
 ///
-/// Commits use `synchronous = NORMAL` in WAL mode: they survive the process being killed at any point;
-/// an operating-system crash or power loss can lose the last few commits (see `docs/BATCH.md`).
+/// By default commits use `synchronous = NORMAL` in WAL mode: they survive the process being killed at
+/// any point, but an operating-system crash or power loss can lose the last few commits. Open with
+/// `durable: true` (`synchronous = FULL`, one fsync per commit) to survive those too.
 ///
 /// ```swift
 /// let journal = try UploadJournal(path: "attache-journal.sqlite")
@@ -46,9 +47,11 @@ public final class UploadJournal: Sendable {
 
     /// Opens the journal at `path`, creating it and its schema when missing and migrating an older one.
     ///
-    /// - Parameter readOnly: open without writing (for dry runs); the file must exist.
+    /// - Parameters:
+    ///   - readOnly: open without writing (for dry runs); the file must exist.
+    ///   - durable: sync every commit to disk, so that not even a power loss forgets a stored key.
     /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
-    public init(path: String, readOnly: Bool = false) throws {
+    public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
         var configuration = Configuration()
         configuration.readonly = readOnly
@@ -58,7 +61,7 @@ public final class UploadJournal: Sendable {
         configuration.label = "attache.journal"
         if !readOnly {
             configuration.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             }
         }
         do {

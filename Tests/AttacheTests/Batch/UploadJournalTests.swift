@@ -20,9 +20,10 @@ struct UploadJournalTests {
             replayed: false, seconds: 0.1, server: .object(["fileId": .string("f1")]))
     }
 
-    @Test func theKeyIsCommittedBeforeTheSendAndSurvivesAReopen() throws {
+    @Test(arguments: [false, true])
+    func theKeyIsCommittedBeforeTheSendAndSurvivesAReopen(durable: Bool) throws {
         defer { folder.remove() }
-        let journal = try UploadJournal(path: journalPath)
+        let journal = try UploadJournal(path: journalPath, durable: durable)
         let run = try journal.beginRun()
         let decision = try journal.claim(path: folder.path + "/a.txt", identity: identity, retryFailed: false, runID: run)
         guard case .send(let key, let resumed) = decision else {
