@@ -81,6 +81,7 @@ required=(
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
+    openssl                   # TLS tests make a throwaway certificate with the openssl CLI
 )
 bench=(libvips-tools imagemagick hyperfine nginx webp ffmpeg python3-numpy python3-scipy python3-pil)
 samples=(

@@ -2,6 +2,9 @@ public import Hummingbird
 import Attache
 import Logging
 internal import NIOCore
+import HummingbirdCore
+import HummingbirdTLS
+internal import NIOSSL
 import ServiceLifecycle
 
 /// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`.
@@ -28,8 +31,15 @@ public func buildApplication(
     let root = configuration.storeDirectory
     let store = try await BlockingPool.shared.run { try UploadStore(root: root) }
     let router = makeRouter(configuration: configuration, store: store)
+    let server: HTTPServerBuilder
+    if let tls = configuration.tls {
+        server = try .tls(.http1(), tlsConfiguration: try makeTLSConfiguration(tls))
+    } else {
+        server = .http1()
+    }
     return Application(
         router: router,
+        server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attache-server"),
         onServerRunning: { channel in
             await onServerRunning(channel.localAddress?.port ?? configuration.port)
@@ -88,6 +98,24 @@ public func withReferenceServer<T: Sendable>(
         try? await group.waitForAll()
         return try result.get()
     }
+}
+
+/// Loads the PEM certificate chain and key for HTTPS.
+func makeTLSConfiguration(_ files: ReferenceServerConfiguration.TLSFiles) throws -> TLSConfiguration {
+    do {
+        let chain = try NIOSSLCertificate.fromPEMFile(files.certificateChain).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: files.privateKey, format: .pem)
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    } catch {
+        throw AttacheError(
+            .invalidArgument, stage: .configuration,
+            "cannot load the TLS certificate or key: \(error)", cause: ServerTLSError(description: "\(error)"))
+    }
+}
+
+/// A TLS setup failure, kept as the cause of an ``AttacheError``.
+struct ServerTLSError: Error, Sendable, CustomStringConvertible {
+    let description: String
 }
 
 func makeRouter(configuration: ReferenceServerConfiguration, store: UploadStore) -> Router<ServerRequestContext> {

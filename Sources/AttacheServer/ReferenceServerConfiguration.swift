@@ -30,6 +30,26 @@ public struct ReferenceServerConfiguration: Sendable {
     /// Accepted and kept, but not used yet: the server stores uploads exactly as received. The
     /// file is never read or printed by this version.
     public var keyFile: String? = nil
+    /// A PEM certificate chain and private key: when both are set the server speaks HTTPS only. Tests
+    /// use a throwaway self-signed certificate to check the client's TLS verification and pinning.
+    public var tls: TLSFiles? = nil
+
+    /// The files for serving HTTPS.
+    public struct TLSFiles: Sendable, Hashable {
+        /// The PEM certificate chain, leaf first.
+        public var certificateChain: String
+        /// The PEM private key of the leaf certificate.
+        public var privateKey: String
+
+        /// Creates the pair.
+        public init(certificateChain: String, privateKey: String) {
+            self.certificateChain = certificateChain
+            self.privateKey = privateKey
+        }
+    }
+
+    /// `https` when TLS files are set, else `http`.
+    public var scheme: String { tls == nil ? "http" : "https" }
 
     /// Creates a configuration.
     public init(

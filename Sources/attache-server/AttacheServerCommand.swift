@@ -28,6 +28,12 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-file"), help: "Key file for verifying sealed uploads (accepted, not used yet).")
     var keyFile: String?
 
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS (with --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert.")
+    var tlsKey: String?
+
     @Option(help: "Fault rules to inject into POST /upload (repeatable).")
     var fault: [String] = []
 
@@ -42,6 +48,9 @@ struct AttacheServerCommand: AsyncParsableCommand {
         if let maxBody, maxBody < 0 { throw ValidationError("--max-body must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         _ = try faultPlan()
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
     }
 
     private func faultPlan() throws -> FaultPlan {
@@ -63,13 +72,17 @@ struct AttacheServerCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let configuration = ReferenceServerConfiguration(
+        var configuration = ReferenceServerConfiguration(
             storeDirectory: store, host: host, port: port, faults: try faultPlan(), maxBodySize: maxBody,
             logLevel: level, keyFile: keyFile)
+        if let tlsCertificate, let tlsKey {
+            configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
+        }
         let host = self.host
+        let scheme = configuration.scheme
         let app = try await buildApplication(configuration: configuration) { port in
             // Unbuffered, so a script waiting for this line sees it at once.
-            FileHandle.standardOutput.write(Data("attache-server listening on http://\(host):\(port)\n".utf8))
+            FileHandle.standardOutput.write(Data("attache-server listening on \(scheme)://\(host):\(port)\n".utf8))
         }
         try await app.runService()
     }

@@ -10,6 +10,8 @@ struct AttacheCommand: AsyncParsableCommand {
         version: Attache.version,
         subcommands: [
             UploadCommand.self,
+            EncryptCommand.self,
+            DecryptCommand.self,
             BatchCommand.self,
         ])
 }

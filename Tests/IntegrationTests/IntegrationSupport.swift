@@ -10,12 +10,13 @@ import Testing
 struct LiveServer: Sendable {
     let port: Int
     let store: String
+    var scheme = "http"
 
-    var uploadURL: String { "http://127.0.0.1:\(port)/upload" }
+    var uploadURL: String { "\(scheme)://127.0.0.1:\(port)/upload" }
 
     /// Runs `body` against a new server with its own temporary store, then stops it and deletes the store.
     static func with<T: Sendable>(
-        faults: String? = nil, maxBodySize: Int64? = nil,
+        faults: String? = nil, maxBodySize: Int64? = nil, tls: ReferenceServerConfiguration.TLSFiles? = nil,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let store = FileManager.default.temporaryDirectory
@@ -26,8 +27,10 @@ struct LiveServer: Sendable {
         configuration.logLevel = .critical
         if let faults { configuration.faults = try FaultPlan(parsing: faults) }
         configuration.maxBodySize = maxBodySize
+        configuration.tls = tls
+        let scheme = configuration.scheme
         return try await withReferenceServer(configuration: configuration) { port in
-            try await body(LiveServer(port: port, store: store))
+            try await body(LiveServer(port: port, store: store, scheme: scheme))
         }
     }
 
@@ -111,4 +114,26 @@ func sha256Hex(_ bytes: [UInt8]) throws -> String {
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     return String(text.prefix(64))
+}
+
+/// Runs a command and returns its standard output; fails the test when it exits non-zero.
+@discardableResult
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [executable] + arguments
+    let output = Pipe()
+    let errors = Pipe()
+    let stdin = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(input) }
+    try stdin.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "\(executable) failed: \(message)")
+    return data
 }

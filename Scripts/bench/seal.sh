@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Seal stage benchmark: `attache encrypt` against OpenSSL and coreutils on the same data, same run.
+#   Scripts/bench.sh seal            (1 GiB)
+#   SIZE_MB=256 Scripts/bench/seal.sh
+# Prints GB/s per command (best of RUNS), the ratios the acceptance criteria name, peak RSS of
+# `attache encrypt`, and the in-process cost of sealing a 1 KiB attachment.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SIZE_MB=${SIZE_MB:-1024}
+RUNS=${RUNS:-3}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/attache-bench-seal.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+echo "== building attache (release)"
+swift build -c release --product attache >/dev/null
+BIN=$(swift build -c release --show-bin-path)/attache
+
+echo "== $SIZE_MB MiB of random data in $WORK"
+head -c $((SIZE_MB * 1024 * 1024)) /dev/urandom >"$WORK/plain"
+BYTES=$(stat -c %s "$WORK/plain")
+"$BIN" encrypt "$WORK/plain" -o "$WORK/warm" --key-file "$WORK/key" --new-key >/dev/null
+"$BIN" encrypt "$WORK/plain" -o "$WORK/warm" --key-file "$WORK/key64" --new-key --scheme signal >/dev/null
+printf 'benchmark passphrase\n' >"$WORK/pass"
+rm -f "$WORK/warm"
+
+# best_seconds CMD... : the fastest of RUNS wall-clock runs, in seconds.
+best_seconds() {
+    local best="" start end t
+    for _ in $(seq "$RUNS"); do
+        start=$(date +%s.%N)
+        "$@" >/dev/null
+        end=$(date +%s.%N)
+        t=$(echo "$end - $start" | bc -l)
+        if [[ -z $best ]] || (($(echo "$t < $best" | bc -l))); then best=$t; fi
+    done
+    echo "$best"
+}
+gbps() { echo "scale=3; $BYTES / $1 / 1000000000" | bc -l; }
+row() { printf '  %-44s %7.3f GB/s\n' "$1" "$2"; }
+
+declare -A R
+echo "== throughput over $BYTES bytes (best of $RUNS; output to a file on the same disk)"
+t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/key"); R[gcm]=$(gbps "$t"); row "attache encrypt (stream-gcm)" "${R[gcm]}"
+t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/key" --base64); R[gcm64]=$(gbps "$t"); row "attache encrypt --base64 (stream-gcm)" "${R[gcm64]}"
+t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/key64" --scheme signal); R[signal]=$(gbps "$t"); row "attache encrypt --scheme signal" "${R[signal]}"
+t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/pass" --scheme legacy-cbc); R[cbc]=$(gbps "$t"); row "attache encrypt --scheme legacy-cbc" "${R[cbc]}"
+t=$(best_seconds "$BIN" decrypt "$WORK/out" -o "$WORK/back" --key-file "$WORK/pass" --scheme legacy-cbc); row "attache decrypt --scheme legacy-cbc" "$(gbps "$t")"
+"$BIN" encrypt "$WORK/plain" -o "$WORK/sealed" --key-file "$WORK/key" >/dev/null
+t=$(best_seconds "$BIN" decrypt "$WORK/sealed" -o "$WORK/back" --key-file "$WORK/key"); row "attache decrypt (stream-gcm)" "$(gbps "$t")"
+cmp -s "$WORK/plain" "$WORK/back" || { echo "round trip FAILED"; exit 1; }
+rm -f "$WORK/sealed" "$WORK/back"
+
+t=$(best_seconds sh -c "base64 -w0 '$WORK/plain' >'$WORK/out'"); R[b64]=$(gbps "$t"); row "base64 -w0 (coreutils)" "${R[b64]}"
+HEXKEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+t=$(best_seconds openssl enc -aes-256-ctr -K "$HEXKEY" -iv 00000000000000000000000000000000 -in "$WORK/plain" -out "$WORK/out"); row "openssl enc -aes-256-ctr (file to file)" "$(gbps "$t")"
+t=$(best_seconds openssl enc -aes-256-cbc -K "$HEXKEY" -iv 00000000000000000000000000000000 -in "$WORK/plain" -out "$WORK/out"); row "openssl enc -aes-256-cbc (file to file)" "$(gbps "$t")"
+t=$(best_seconds sh -c "openssl enc -aes-256-ctr -K $HEXKEY -iv 00000000000000000000000000000000 -in '$WORK/plain' | base64 -w0 >'$WORK/out'"); row "openssl enc -aes-256-ctr | base64 -w0" "$(gbps "$t")"
+rm -f "$WORK/out"
+
+# openssl speed reports k bytes per second (1000s) per block size; take the 16384-byte column.
+SPEED=$(openssl speed -evp aes-256-gcm -seconds 2 -bytes 16384 2>/dev/null | awk '/^AES-256-GCM|^aes-256-gcm/ {v=$NF} END {sub("k","",v); print v}')
+R[speed]=$(echo "scale=3; $SPEED * 1000 / 1000000000" | bc -l)
+row "openssl speed -evp aes-256-gcm (16 KiB)" "${R[speed]}"
+
+echo "== ratios (acceptance: ≥ 0.70 and ≥ 1.00)"
+printf '  stream-gcm / openssl speed aes-256-gcm   %5.2f\n' "$(echo "${R[gcm]} / ${R[speed]}" | bc -l)"
+printf '  stream-gcm+base64 / base64 -w0          %5.2f\n' "$(echo "${R[gcm64]} / ${R[b64]}" | bc -l)"
+
+echo "== peak RSS of attache encrypt (acceptance: ≤ 16 MB)"
+for args in "" "--base64" "--scheme signal"; do
+    key="$WORK/key"; [[ $args == *signal* ]] && key="$WORK/key64"
+    # shellcheck disable=SC2086
+    rss=$(/usr/bin/time -f %M "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$key" $args 2>&1 >/dev/null | tail -1)
+    printf '  attache encrypt %-18s %6.1f MB\n' "$args" "$(echo "$rss / 1000" | bc -l)"
+done
+rm -f "$WORK/out"
+
+echo "== in-process cost per 1 KiB attachment (acceptance: ≤ 20 µs)"
+head -c 1024 /dev/urandom >"$WORK/small"
+for args in "" "--base64" "--scheme signal"; do
+    key="$WORK/key"; [[ $args == *signal* ]] && key="$WORK/key64"
+    # shellcheck disable=SC2086
+    "$BIN" encrypt "$WORK/small" -o "$WORK/small.out" --key-file "$key" $args --repeat-in-memory 20000 | sed -n 's/^in-process: /  /p' | sed "s/^/  ${args:-stream-gcm} /"
+done

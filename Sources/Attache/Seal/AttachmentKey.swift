@@ -1,0 +1,244 @@
+internal import COpenSSL
+import Foundation
+
+/// The secret for one attachment: 32 bytes (`stream-gcm`), 64 bytes (`signal`: AES key ‖ HMAC key), or
+/// a passphrase (`legacy-*`).
+///
+/// Keys come from a file, an environment variable or the CSPRNG — never from command-line arguments,
+/// which other users of the machine can read. The bytes live in ``SecureBytes`` and are wiped when the
+/// last copy of the key is released. `description` never shows them.
+///
+/// ```swift
+/// let key = AttachmentKey.random(for: .streamGCM)
+/// try key.write(toNewFile: "photo.key")
+/// let again = try AttachmentKey(contentsOfFile: "photo.key")
+/// ```
+public struct AttachmentKey: Sendable, CustomStringConvertible {
+    /// The key bytes (for a passphrase: its UTF-8 bytes).
+    public let bytes: SecureBytes
+    /// Whether the bytes are a passphrase of the `legacy-*` schemes rather than raw key bytes.
+    public let isPassphrase: Bool
+
+    /// Wraps raw key bytes (32 or 64) or passphrase bytes.
+    public init(bytes: SecureBytes, isPassphrase: Bool = false) {
+        self.bytes = bytes
+        self.isPassphrase = isPassphrase
+    }
+
+    /// A legacy passphrase, used as UTF-8 bytes zero-padded or cut to the cipher's key size.
+    public init(passphrase: String) {
+        self.init(bytes: SecureBytes(passphrase.utf8), isPassphrase: true)
+    }
+
+    /// A fresh key from OpenSSL's CSPRNG, of the size `scheme` needs.
+    ///
+    /// For the `legacy-*` schemes this is a 32-character passphrase of base64url characters (192
+    /// random bits), because their receivers expect a printable string key.
+    public static func random(for scheme: SealScheme) -> AttachmentKey {
+        switch scheme {
+        case .signal:
+            return AttachmentKey(bytes: SecureBytes(randomCount: 64))
+        case .legacyCBC, .legacyECB:
+            let random = SecureBytes(randomCount: 24)
+            let text = SecureBytes(zeroedCount: 32)
+            random.withUnsafeBytes { source in
+                _ = Base64.encode(source, into: text.mutableBytes, alphabet: .url, padded: false)
+            }
+            return AttachmentKey(bytes: text, isPassphrase: true)
+        case .streamGCM, .none:
+            return AttachmentKey(bytes: SecureBytes(randomCount: 32))
+        }
+    }
+
+    /// Reads a key file: exactly 32 or 64 raw bytes, or the base64 (or base64url) text of 32 or 64
+    /// bytes, surrounding whitespace ignored.
+    /// - Throws: ``AttacheError`` `.fileNotFound`, `.fileUnreadable` or `.invalidKey` (stage `.seal`).
+    public init(contentsOfFile path: String) throws {
+        let contents = try Self.readSmallFile(path)
+        if contents.count == 32 || contents.count == 64 {
+            self.init(bytes: SecureBytes(contents.contents))
+            return
+        }
+        guard let decoded = Self.decodeText(contents) else {
+            throw AttacheError(
+                .invalidKey, stage: .seal,
+                "the key file must hold 32 or 64 raw bytes or their base64 text", file: path)
+        }
+        self.init(bytes: decoded)
+    }
+
+    /// Reads a legacy passphrase file: its UTF-8 text without one trailing line break.
+    /// - Throws: ``AttacheError`` `.fileNotFound`, `.fileUnreadable` or `.invalidKey`.
+    public init(passphraseFile path: String) throws {
+        let contents = try Self.readSmallFile(path)
+        var end = contents.count
+        if end > 0, contents.bytes[end - 1] == 0x0A { end -= 1 }
+        if end > 0, contents.bytes[end - 1] == 0x0D { end -= 1 }
+        guard end > 0 else {
+            throw AttacheError(.invalidKey, stage: .seal, "the passphrase file is empty", file: path)
+        }
+        self.init(bytes: SecureBytes(contents.bytes[..<end]), isPassphrase: true)
+    }
+
+    /// Reads the base64 (or base64url) text of a 32- or 64-byte key from an environment variable; for
+    /// a legacy passphrase use ``init(passphraseEnvironmentVariable:)``.
+    /// - Throws: ``AttacheError`` `.invalidKey` when the variable is unset or not such text.
+    public init(environmentVariable name: String) throws {
+        guard let value = getenv(name) else {
+            throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set")
+        }
+        let text = ScratchBytes(UnsafeRawBufferPointer(start: value, count: strlen(value)))
+        guard let decoded = Self.decodeText(text) else {
+            throw AttacheError(
+                .invalidKey, stage: .seal,
+                "the environment variable \(name) must hold the base64 text of a 32- or 64-byte key")
+        }
+        self.init(bytes: decoded)
+    }
+
+    /// Reads a legacy passphrase from an environment variable.
+    /// - Throws: ``AttacheError`` `.invalidKey` when the variable is unset or empty.
+    public init(passphraseEnvironmentVariable name: String) throws {
+        guard let value = getenv(name), strlen(value) > 0 else {
+            throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set or empty")
+        }
+        self.init(bytes: SecureBytes(UnsafeRawBufferPointer(start: value, count: strlen(value))), isPassphrase: true)
+    }
+
+    /// Writes the key to a new file with mode 0600: base64 text and a line break (a passphrase as its
+    /// text). Never overwrites: an existing file may hold the only copy of another key.
+    /// - Throws: ``AttacheError`` `.fileUnwritable` when the file exists or cannot be written.
+    public func write(toNewFile path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw AttacheError(
+                .fileUnwritable, stage: .seal,
+                code == EEXIST
+                    ? "refusing to overwrite an existing key file"
+                    : "cannot create the key file: \(String(cString: strerror(code)))",
+                file: path, cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+        }
+        defer { close(fd) }
+        let text = textForm()
+        var offset = 0
+        while offset < text.count {
+            let n = text.bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, text.count - offset) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                let code = errno
+                unlink(path)
+                throw AttacheError(
+                    .fileUnwritable, stage: .seal, "cannot write the key file: \(String(cString: strerror(code)))",
+                    file: path)
+            }
+            offset += n
+        }
+        guard fsync(fd) == 0 else {
+            throw AttacheError(.fileUnwritable, stage: .seal, "cannot sync the key file", file: path)
+        }
+    }
+
+    /// The key as base64 text (a passphrase as itself), for a receipt the caller asked to carry it.
+    public var base64EncodedString: String {
+        if isPassphrase { return bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+        return bytes.withUnsafeBytes { Base64.encode($0, alphabet: .standard) }
+    }
+
+    /// Never the key itself.
+    public var description: String {
+        isPassphrase ? "AttachmentKey(passphrase, \(bytes.count) bytes)" : "AttachmentKey(\(bytes.count) bytes)"
+    }
+
+    private func textForm() -> ScratchBytes {
+        bytes.withUnsafeBytes { raw in
+            if isPassphrase {
+                let copy = ScratchBytes(count: raw.count + 1)
+                copy.bytes.withUnsafeMutableBytes { out in
+                    out.copyMemory(from: raw)
+                    out[raw.count] = 0x0A
+                }
+                return copy
+            }
+            let text = ScratchBytes(count: Base64.encodedCount(raw.count, padded: true) + 1)
+            text.bytes.withUnsafeMutableBytes { out in
+                _ = Base64.encode(raw, into: out, alphabet: .standard, padded: true)
+                out[out.count - 1] = 0x0A
+            }
+            return text
+        }
+    }
+
+    private static func readSmallFile(_ path: String) throws -> ScratchBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw AttacheError(
+                code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .seal,
+                code == ENOENT ? "no such key file" : "cannot open the key file: \(String(cString: strerror(code)))",
+                file: path)
+        }
+        defer { close(fd) }
+        // A key file is tiny; anything bigger is the wrong file, and is not read into memory.
+        let limit = 4096
+        let contents = ScratchBytes(count: limit + 1)
+        var filled = 0
+        while filled <= limit {
+            let n = contents.bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, limit + 1 - filled) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 {
+                throw AttacheError(.fileUnreadable, stage: .seal, "cannot read the key file", file: path)
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        guard filled <= limit else {
+            throw AttacheError(.invalidKey, stage: .seal, "the key file is too large to be a key", file: path)
+        }
+        contents.count = filled
+        return contents
+    }
+
+    private static func decodeText(_ text: ScratchBytes) -> SecureBytes? {
+        let whitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        var start = 0
+        var end = text.count
+        while start < end, whitespace.contains(text.bytes[start]) { start += 1 }
+        while end > start, whitespace.contains(text.bytes[end - 1]) { end -= 1 }
+        return text.bytes.withUnsafeBytes { raw -> SecureBytes? in
+            let trimmed = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+            for alphabet in [Base64.Alphabet.standard, .url] {
+                let out = SecureBytes(zeroedCount: Base64.maximumDecodedCount(trimmed.count))
+                if let n = try? Base64.decodeFinal(trimmed, into: out.mutableBytes, alphabet: alphabet),
+                   n == 32 || n == 64
+                {
+                    return SecureBytes(UnsafeRawBufferPointer(rebasing: out.mutableBytes[..<n]))
+                }
+            }
+            return nil
+        }
+    }
+}
+
+/// A short-lived buffer of secret bytes, wiped when released.
+final class ScratchBytes {
+    var bytes: [UInt8]
+    var count: Int
+
+    init(count: Int) {
+        bytes = [UInt8](repeating: 0, count: count)
+        self.count = count
+    }
+
+    init(_ raw: UnsafeRawBufferPointer) {
+        bytes = Array(raw)
+        count = raw.count
+    }
+
+    /// The valid prefix.
+    var contents: ArraySlice<UInt8> { bytes[..<count] }
+
+    deinit {
+        bytes.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) }
+    }
+}
