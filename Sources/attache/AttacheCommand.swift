@@ -14,5 +14,6 @@ struct AttacheCommand: AsyncParsableCommand {
             RecompressCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
+            BatchCommand.self,
         ])
 }

@@ -1,0 +1,43 @@
+import Foundation
+
+/// Everything a ``BatchUploader`` needs: the pipeline that sends each file, how many at once, and where
+/// the journal lives.
+public struct BatchConfiguration: Sendable {
+    /// The journal's file name when none is given: `attache-journal.sqlite` in the current directory.
+    public static let defaultJournalPath = "attache-journal.sqlite"
+
+    /// The pipeline every file goes through.
+    public var pipeline: AttachmentPipeline
+    /// Files sent at the same time (at least 1).
+    public var concurrency = 4
+    /// The journal database; created when missing. Relative paths are relative to the current directory.
+    public var journalPath = BatchConfiguration.defaultJournalPath
+    /// Sync every journal commit to disk (one fsync per commit): without it the journal survives the
+    /// process being killed, but an operating-system crash or power loss may forget the last commits.
+    public var durableJournal = false
+    /// Send files again whose earlier send failed (by default they are skipped and reported).
+    public var retryFailed = false
+    /// Walk, hash and compare with the journal, but send nothing and write nothing.
+    public var dryRun = false
+    /// Follow symbolic links wherever they point (by default only links that stay inside the folder
+    /// being walked, and never links to folders).
+    public var followSymlinks = false
+    /// The kind every file is declared as; detected from the content when nil.
+    public var declaredKind: MessageKind?
+    /// How many found files may wait for a free slot: the walk runs this far ahead of the uploads, so
+    /// totals are known early while memory stays bounded.
+    public var discoveryLookahead = 10_000
+    /// The threads that hash files, walk folders and write the journal.
+    public var pool: BlockingPool = .shared
+
+    /// Creates a configuration around an existing pipeline.
+    public init(pipeline: AttachmentPipeline, journalPath: String = BatchConfiguration.defaultJournalPath) {
+        self.pipeline = pipeline
+        self.journalPath = journalPath
+    }
+
+    /// Creates a configuration with a pipeline made from `configuration`.
+    public init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) {
+        self.init(pipeline: AttachmentPipeline(configuration: configuration), journalPath: journalPath)
+    }
+}

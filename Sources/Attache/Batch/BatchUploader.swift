@@ -1,0 +1,468 @@
+import Foundation
+import Synchronization
+
+/// Sends many files through an ``AttachmentPipeline`` with bounded concurrency, recording every step in
+/// an ``UploadJournal`` so that a run killed at any point resumes where it stopped and every file reaches
+/// the server exactly once.
+///
+/// For each file the batch reads its identity (size, modification time, SHA-256), asks the journal what
+/// to do, commits the idempotency key as `inFlight` *before* the first byte is sent, sends the file with
+/// that key, and commits `done` with the receipt or `failed` with the error. The server deduplicates by
+/// the key, so a file whose upload reached the server just before a crash is answered with its first
+/// receipt on the next run instead of being stored twice.
+///
+/// The walk is lazy: files are discovered a page at a time, at most
+/// ``BatchConfiguration/discoveryLookahead`` ahead of the uploads. Cancel the task that iterates the run
+/// (or call ``BatchRun/cancel()``) to stop: no new file starts, the ones in flight are cancelled and go
+/// back to `pending` in the journal with their keys, and a `finished` event closes the run.
+///
+/// ```swift
+/// let pipeline = AttachmentPipeline(configuration: PipelineConfiguration(url: "http://127.0.0.1:8080/upload"))
+/// let batch = BatchUploader(configuration: BatchConfiguration(pipeline: pipeline, journalPath: "photos.journal"))
+/// for try await event in batch.run(["Photos/"]) {
+///     switch event {
+///     case .succeeded(let file, let receipt): print(file.path, receipt.fileId ?? "-")
+///     case .failed(let file, let error): print(file.path, error.message)
+///     case .finished(let summary): print("\(summary.succeeded) sent, \(summary.failed) failed")
+///     default: break
+///     }
+/// }
+/// ```
+public struct BatchUploader: Sendable {
+    /// The configuration in use.
+    public let configuration: BatchConfiguration
+
+    /// Creates a batch uploader.
+    public init(configuration: BatchConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Starts sending the files under `paths` (files and folders) and returns the run's events.
+    ///
+    /// The work starts at once and runs until every file is handled, the run is cancelled, or the
+    /// consumer stops iterating (which cancels it). Events are buffered, progress events are limited to
+    /// about ten per second per file.
+    ///
+    /// The sequence throws ``AttacheError`` `.journal` when the journal cannot be opened or written: a
+    /// batch that cannot record what it sends stops rather than risk sending twice. Failures of single
+    /// files are `failed` events, never thrown.
+    public func run(_ paths: [String]) -> BatchRun {
+        let control = BatchControl()
+        let (stream, continuation) = AsyncThrowingStream<BatchEvent, any Error>.makeStream()
+        let driver = BatchDriver(configuration: configuration, control: control, events: continuation)
+        let task = Task { await driver.run(paths) }
+        control.setDriver(task)
+        continuation.onTermination = { _ in task.cancel() }
+        return BatchRun(stream: stream, control: control)
+    }
+}
+
+/// The events of one batch run, and its controls.
+///
+/// Iterate it once. Cancelling the iterating task, or calling ``cancel()``, stops the whole run;
+/// ``cancel(_:)`` stops one file.
+public struct BatchRun: AsyncSequence, Sendable {
+    public typealias Element = BatchEvent
+
+    private let stream: AsyncThrowingStream<BatchEvent, any Error>
+    private let control: BatchControl
+
+    init(stream: AsyncThrowingStream<BatchEvent, any Error>, control: BatchControl) {
+        self.stream = stream
+        self.control = control
+    }
+
+    public func makeAsyncIterator() -> AsyncThrowingStream<BatchEvent, any Error>.AsyncIterator {
+        stream.makeAsyncIterator()
+    }
+
+    /// Stops the run: no new file starts, files in flight are cancelled (and left `pending` in the
+    /// journal, keys kept), then `finished` arrives with `cancelled` set.
+    public func cancel() {
+        control.cancelAll()
+    }
+
+    /// Cancels one file, whether it is in flight or still waiting; it ends with a `failed` event whose
+    /// code is `.cancelled` and stays `pending` in the journal, so the next run sends it.
+    public func cancel(_ file: BatchFileID) {
+        control.cancel(file)
+    }
+}
+
+/// The run's task and the tasks of the files in flight, so that one file or all can be cancelled.
+final class BatchControl: Sendable {
+    private struct State {
+        var driver: Task<Void, Never>?
+        var cancelAllRequested = false
+        var files: [BatchFileID: Task<UploadReceipt, any Error>] = [:]
+        var cancelled: Set<BatchFileID> = []
+    }
+
+    private let state = Mutex(State())
+
+    func setDriver(_ task: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.driver = task
+            return state.cancelAllRequested
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func cancelAll() {
+        let driver = state.withLock { state -> Task<Void, Never>? in
+            state.cancelAllRequested = true
+            return state.driver
+        }
+        driver?.cancel()
+    }
+
+    func cancel(_ id: BatchFileID) {
+        let task = state.withLock { state -> Task<UploadReceipt, any Error>? in
+            if let task = state.files[id] { return task }
+            state.cancelled.insert(id)
+            return nil
+        }
+        task?.cancel()
+    }
+
+    /// Registers a file's send; cancels it at once when its cancellation was asked for earlier.
+    func register(_ id: BatchFileID, _ task: Task<UploadReceipt, any Error>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.files[id] = task
+            return state.cancelled.remove(id) != nil
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func unregister(_ id: BatchFileID) {
+        _ = state.withLock { $0.files.removeValue(forKey: id) }
+    }
+
+    func isCancelled(_ id: BatchFileID) -> Bool {
+        state.withLock { $0.cancelled.contains(id) }
+    }
+}
+
+/// Lets through the first progress report of each attempt and then at most one per 100 ms, and notices
+/// when a new attempt begins.
+private final class ProgressThrottle: Sendable {
+    private struct State {
+        var attempt = 1
+        var last = ContinuousClock.now - .seconds(1)
+    }
+
+    private let state = Mutex(State())
+
+    /// Returns whether to emit `progress`, and the new attempt number when a retry began.
+    func filter(_ progress: UploadProgress) -> (emit: Bool, retry: Int?) {
+        state.withLock { state in
+            let now = ContinuousClock.now
+            var retry: Int?
+            if progress.attempt > state.attempt {
+                state.attempt = progress.attempt
+                retry = progress.attempt
+            }
+            let emit = retry != nil || progress.fractionCompleted >= 1 || now - state.last >= .milliseconds(100)
+            if emit { state.last = now }
+            return (emit, retry)
+        }
+    }
+}
+
+/// One run: the walk, the slots, the journal steps of every file.
+private struct BatchDriver: Sendable {
+    let configuration: BatchConfiguration
+    let control: BatchControl
+    let events: AsyncThrowingStream<BatchEvent, any Error>.Continuation
+
+    private var pool: BlockingPool { configuration.pool }
+
+    /// What became of one file, for the summary.
+    enum Outcome: Sendable {
+        case succeeded(UploadReceipt, resumed: Bool)
+        case skipped(BatchSkipReason)
+        case failed(BatchFile, AttacheError)
+        case wouldSend
+        /// Cancelled before anything was recorded or sent.
+        case notStarted
+        /// The journal failed: the run must stop.
+        case fatal(AttacheError)
+    }
+
+    func run(_ paths: [String]) async {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let opened: (UploadJournal?, Int64)
+        do {
+            opened = try await openJournal()
+        } catch {
+            events.finish(throwing: error)
+            return
+        }
+        let (journal, runID) = opened
+
+        let journalPath = UploadJournal.absolute(configuration.journalPath)
+        let walker = FileWalker(
+            roots: paths, followSymlinks: configuration.followSymlinks,
+            excluding: [journalPath, journalPath + "-wal", journalPath + "-shm", journalPath + "-journal"])
+        var summary = BatchSummary()
+        var fatal: AttacheError?
+
+        await withTaskGroup(of: Outcome.self) { group in
+            var queue: [BatchFile] = []
+            var head = 0
+            var nextID = 1
+            var walkDone = false
+            var discoveredBytes: Int64 = 0
+            var running = 0
+            let concurrency = max(1, configuration.concurrency)
+            let lookahead = max(concurrency, configuration.discoveryLookahead)
+
+            while true {
+                let stopping = Task.isCancelled || fatal != nil
+                if !stopping, !walkDone, queue.count - head < lookahead {
+                    let items = (try? await pool.run { walker.next(limit: 256) }) ?? []
+                    if items.isEmpty {
+                        walkDone = true
+                        events.yield(.discoveryFinished(files: summary.discovered, bytes: discoveredBytes))
+                    }
+                    for item in items {
+                        switch item {
+                        case .file(let path, let byteCount):
+                            let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: byteCount)
+                            nextID += 1
+                            summary.discovered += 1
+                            discoveredBytes += byteCount
+                            events.yield(.discovered(file))
+                            queue.append(file)
+                        case .skipped(let path, let reason):
+                            let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: 0)
+                            nextID += 1
+                            if let journal, !configuration.dryRun {
+                                do {
+                                    try await pool.run { try journal.markSkipped(path: path, reason: reason, runID: runID) }
+                                } catch {
+                                    fatal = error as? AttacheError
+                                }
+                            }
+                            summary.skipped += 1
+                            events.yield(.skipped(file, .notSent(reason)))
+                        case .failed(let path, let code, let message):
+                            let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: 0)
+                            nextID += 1
+                            let error = AttacheError(code, stage: .read, message, file: path)
+                            if let journal, !configuration.dryRun {
+                                do {
+                                    try await pool.run { try journal.markFailed(path: path, error: error, runID: runID) }
+                                } catch {
+                                    fatal = error as? AttacheError
+                                }
+                            }
+                            record(.failed(file, error), in: &summary)
+                            events.yield(.failed(file, error))
+                        }
+                    }
+                    if head > 1024, head * 2 > queue.count {
+                        queue.removeFirst(head)
+                        head = 0
+                    }
+                }
+                while !stopping, running < concurrency, head < queue.count {
+                    let file = queue[head]
+                    head += 1
+                    running += 1
+                    group.addTask { await process(file, journal: journal, runID: runID) }
+                }
+                if running == 0, stopping || (walkDone && head == queue.count) {
+                    break
+                }
+                let mustWait = stopping || running == concurrency || walkDone || queue.count - head >= lookahead
+                if mustWait, let outcome = await group.next() {
+                    running -= 1
+                    if case .fatal(let error) = outcome {
+                        if fatal == nil { fatal = error }
+                        group.cancelAll()
+                    } else {
+                        record(outcome, in: &summary)
+                    }
+                }
+            }
+        }
+
+        summary.seconds = (clock.now - start).seconds
+        summary.cancelled = Task.isCancelled
+        if let journal, !configuration.dryRun {
+            let outcome = fatal != nil ? "journal-error" : summary.cancelled ? "cancelled" : "finished"
+            do {
+                try await pool.run { try journal.finishRun(runID, outcome: outcome) }
+            } catch {
+                if fatal == nil { fatal = error as? AttacheError }
+            }
+        }
+        if let fatal {
+            events.finish(throwing: fatal)
+            return
+        }
+        events.yield(.finished(summary))
+        events.finish()
+    }
+
+    private func openJournal() async throws -> (UploadJournal?, Int64) {
+        let path = configuration.journalPath
+        if configuration.dryRun {
+            guard FileManager.default.fileExists(atPath: path) else { return (nil, 0) }
+            return (try await pool.run { try UploadJournal(path: path, readOnly: true) }, 0)
+        }
+        let durable = configuration.durableJournal
+        let journal = try await pool.run { try UploadJournal(path: path, durable: durable) }
+        let runID = try await pool.run { try journal.beginRun() }
+        return (journal, runID)
+    }
+
+    private func record(_ outcome: Outcome, in summary: inout BatchSummary) {
+        switch outcome {
+        case .succeeded(let receipt, let resumed):
+            summary.succeeded += 1
+            if resumed { summary.resumed += 1 }
+            if receipt.replayed { summary.replayed += 1 }
+            summary.originalBytes += receipt.originalByteCount
+            summary.sentBytes += receipt.sentByteCount
+        case .skipped(.alreadyDone):
+            summary.alreadyDone += 1
+        case .skipped(let reason):
+            summary.skipped += 1
+            if case .previouslyFailed = reason { summary.previouslyFailed += 1 }
+        case .failed(let file, let error):
+            summary.failed += 1
+            if error.code == .cancelled { summary.interrupted += 1 }
+            if summary.failures.count < 100 {
+                summary.failures.append(
+                    .init(path: file.path, code: error.code.rawValue, stage: error.stage.rawValue, message: error.message))
+            }
+        case .wouldSend:
+            summary.wouldSend += 1
+        case .notStarted, .fatal:
+            break
+        }
+    }
+
+    /// One file: identity, journal decision, send, journal result.
+    private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
+        if Task.isCancelled { return .notStarted }
+        let identity: FileIdentity
+        do {
+            identity = try await pool.run {
+                let source = try FileSource(path: file.path)
+                let sha256 = try ContentHasher.sha256(of: source)
+                return FileIdentity(
+                    byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
+            }
+        } catch {
+            let failure = Self.attacheError(error, file: file.path)
+            if let journal, !configuration.dryRun {
+                do {
+                    try await pool.run { try journal.markFailed(path: file.path, error: failure, runID: runID) }
+                } catch {
+                    return .fatal(Self.attacheError(error, file: file.path))
+                }
+            }
+            events.yield(.failed(file, failure))
+            return .failed(file, failure)
+        }
+        if Task.isCancelled { return .notStarted }
+
+        let decision: UploadJournal.Decision
+        do {
+            if configuration.dryRun {
+                decision =
+                    try await pool.run {
+                        try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
+                    } ?? .send(idempotencyKey: "", resumed: false)
+            } else if let journal {
+                decision = try await pool.run {
+                    try journal.claim(
+                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID)
+                }
+            } else {
+                return .fatal(AttacheError(.internalError, stage: .batch, "no journal"))
+            }
+        } catch {
+            return .fatal(Self.attacheError(error, file: file.path))
+        }
+
+        let key: String
+        let resumed: Bool
+        switch decision {
+        case .alreadyDone:
+            events.yield(.skipped(file, .alreadyDone))
+            return .skipped(.alreadyDone)
+        case .previouslyFailed(let code, let message):
+            let reason = BatchSkipReason.previouslyFailed(code: code, message: message)
+            events.yield(.skipped(file, reason))
+            return .skipped(reason)
+        case .duplicate:
+            events.yield(.skipped(file, .duplicate))
+            return .skipped(.duplicate)
+        case .send(let idempotencyKey, let wasResumed):
+            if configuration.dryRun {
+                events.yield(.wouldSend(file, resumed: wasResumed))
+                return .wouldSend
+            }
+            key = idempotencyKey
+            resumed = wasResumed
+        }
+        guard let journal else { return .fatal(AttacheError(.internalError, stage: .batch, "no journal")) }
+
+        events.yield(.started(file, idempotencyKey: key, resumed: resumed))
+        let attachment = Attachment(path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key)
+        let pipeline = configuration.pipeline
+        let throttle = ProgressThrottle()
+        let events = self.events
+        let send = Task {
+            try await pipeline.send(attachment) { update in
+                guard case .upload(let progress) = update else { return }
+                let (emit, retry) = throttle.filter(progress)
+                if let retry { events.yield(.retried(file, attempt: retry)) }
+                if emit { events.yield(.progress(file, progress)) }
+            }
+        }
+        control.register(file.id, send)
+        let result = await withTaskCancellationHandler {
+            await send.result
+        } onCancel: {
+            send.cancel()
+        }
+        control.unregister(file.id)
+
+        do {
+            switch result {
+            case .success(let receipt):
+                try await pool.run { try journal.markDone(path: file.path, receipt: receipt) }
+                events.yield(.succeeded(file, receipt))
+                return .succeeded(receipt, resumed: resumed)
+            case .failure(let error):
+                let failure = Self.attacheError(error, file: file.path)
+                if failure.code == .cancelled {
+                    // Unknown whether the server got it: keep the key so the next run resumes it.
+                    try await pool.run { try journal.markPending(path: file.path) }
+                } else {
+                    try await pool.run {
+                        try journal.markFailed(path: file.path, error: failure, runID: runID, identity: identity)
+                    }
+                }
+                events.yield(.failed(file, failure))
+                return .failed(file, failure)
+            }
+        } catch {
+            return .fatal(Self.attacheError(error, file: file.path))
+        }
+    }
+
+    private static func attacheError(_ error: any Error, file: String) -> AttacheError {
+        if let error = error as? AttacheError { return error.concerning(file) }
+        if error is CancellationError {
+            return AttacheError(.cancelled, stage: .batch, "cancelled", file: file)
+        }
+        return AttacheError(.internalError, stage: .batch, "\(error)", file: file)
+    }
+}

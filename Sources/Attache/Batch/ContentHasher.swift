@@ -1,0 +1,27 @@
+import Foundation
+
+/// SHA-256 of a file's content, the hash in a journal row's identity.
+///
+/// Uses the Seal stage's OpenSSL digest; the batch hashes the source bytes itself so that the journal's
+/// identity does not depend on how (or whether) an attachment is sealed.
+enum ContentHasher {
+    /// Reads `source` once, in 256 KiB chunks, and returns its SHA-256 as lower-case hex. Blocking: call
+    /// it from a ``BlockingPool`` thread.
+    /// - Throws: ``AttacheError`` from reading (`.fileNotFound`, `.fileUnreadable`, `.fileChanged`) or
+    ///   from OpenSSL.
+    static func sha256(of source: any ByteSource) throws -> String {
+        let digest = try SHA256Digest()
+        let reader = try source.makeReader()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            try digest.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+        return try digest.finish().map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+}

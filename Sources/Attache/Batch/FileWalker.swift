@@ -1,0 +1,171 @@
+import Foundation
+import Synchronization
+
+/// Walks files and folders lazily, a page at a time, so that a batch over 100,000 files starts at once
+/// and holds only the names of the directories it is inside (sorted, for a stable order).
+///
+/// Symbolic links inside a folder are followed only when their target stays inside the folder given on
+/// the command line (a link to a folder is then skipped, since the folder itself is walked), unless
+/// `followSymlinks` is set; a path named on the command line is always followed. Blocking: call
+/// ``next(limit:)`` from a ``BlockingPool`` thread.
+final class FileWalker: Sendable {
+    /// One thing the walk found.
+    enum Item: Sendable, Equatable {
+        /// A regular file to send, with its size.
+        case file(path: String, byteCount: Int64)
+        /// A path that is not sent, and why.
+        case skipped(path: String, reason: String)
+        /// A path that could not be examined (a dangling link, an unreadable folder).
+        case failed(path: String, code: AttacheError.Code, message: String)
+    }
+
+    private struct Frame {
+        var directory: String
+        var names: [String]
+        var index = 0
+        /// The real path of the command-line folder this one is under.
+        var rootReal: String
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    // The walk state is only touched under the lock; the lock makes the walker Sendable so that pages
+    // can be fetched from pool threads one after another.
+    private struct State {
+        var roots: [String]
+        var nextRoot = 0
+        var stack: [Frame] = []
+    }
+
+    private let followSymlinks: Bool
+    private let excluded: Set<String>
+    private let state: Mutex<State>
+
+    /// Creates a walker over `roots`, never yielding the absolute paths in `excluding`.
+    init(roots: [String], followSymlinks: Bool, excluding: Set<String> = []) {
+        self.followSymlinks = followSymlinks
+        self.excluded = excluding
+        self.state = Mutex(State(roots: roots))
+    }
+
+    /// Returns up to `limit` items; an empty array means the walk is over.
+    func next(limit: Int) -> [Item] {
+        state.withLock { state in
+            var items: [Item] = []
+            while items.count < limit {
+                if var frame = state.stack.popLast() {
+                    guard frame.index < frame.names.count else { continue }
+                    let name = frame.names[frame.index]
+                    frame.index += 1
+                    let path = frame.directory == "/" ? "/" + name : frame.directory + "/" + name
+                    let rootReal = frame.rootReal
+                    let ancestors = state.stack.map { ($0.device, $0.inode) } + [(frame.device, frame.inode)]
+                    state.stack.append(frame)
+                    if let item = visit(path, rootReal: rootReal, ancestors: ancestors, push: { state.stack.append($0) }) {
+                        items.append(item)
+                    }
+                } else if state.nextRoot < state.roots.count {
+                    let root = state.roots[state.nextRoot]
+                    state.nextRoot += 1
+                    if let item = visitRoot(root, push: { state.stack.append($0) }) {
+                        items.append(item)
+                    }
+                } else {
+                    break
+                }
+            }
+            return items
+        }
+    }
+
+    private func visitRoot(_ path: String, push: (Frame) -> Void) -> Item? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            return .failed(
+                path: path, code: code == ENOENT ? .fileNotFound : .fileUnreadable,
+                message: code == ENOENT ? "no such file or folder" : String(cString: strerror(code)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return isExcluded(path) ? nil : .file(path: path, byteCount: Int64(info.st_size))
+        case S_IFDIR:
+            let real = Self.realPath(path) ?? path
+            return enter(path, info: info, rootReal: real, push: push)
+        default:
+            return .skipped(path: path, reason: "not a regular file")
+        }
+    }
+
+    private func visit(
+        _ path: String, rootReal: String, ancestors: [(UInt64, UInt64)], push: (Frame) -> Void
+    ) -> Item? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            let code = errno
+            // Gone between listing and looking: nothing to send, nothing to report.
+            if code == ENOENT { return nil }
+            return .failed(path: path, code: .fileUnreadable, message: String(cString: strerror(code)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return isExcluded(path) ? nil : .file(path: path, byteCount: Int64(info.st_size))
+        case S_IFDIR:
+            return enter(path, info: info, rootReal: rootReal, push: push)
+        case S_IFLNK:
+            var target = stat()
+            guard stat(path, &target) == 0, let real = Self.realPath(path) else {
+                return .failed(path: path, code: .fileNotFound, message: "the symbolic link's target does not exist")
+            }
+            let inside = real == rootReal || real.hasPrefix(rootReal == "/" ? "/" : rootReal + "/")
+            let isDirectory = (target.st_mode & S_IFMT) == S_IFDIR
+            if !followSymlinks {
+                guard inside else {
+                    return .skipped(path: path, reason: "symbolic link leaves the folder (use --follow-symlinks)")
+                }
+                if isDirectory {
+                    return .skipped(path: path, reason: "symbolic link to a folder inside the walk")
+                }
+            }
+            if isDirectory {
+                let id = (UInt64(target.st_dev), UInt64(target.st_ino))
+                if ancestors.contains(where: { $0 == id }) {
+                    return .skipped(path: path, reason: "symbolic link loop")
+                }
+                return enter(path, info: target, rootReal: rootReal, push: push)
+            }
+            guard (target.st_mode & S_IFMT) == S_IFREG else {
+                return .skipped(path: path, reason: "not a regular file")
+            }
+            if isExcluded(real) || isExcluded(path) { return nil }
+            return .file(path: path, byteCount: Int64(target.st_size))
+        default:
+            return .skipped(path: path, reason: "not a regular file")
+        }
+    }
+
+    private func enter(_ path: String, info: stat, rootReal: String, push: (Frame) -> Void) -> Item? {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+        } catch {
+            return .failed(path: path, code: .fileUnreadable, message: "cannot list the folder")
+        }
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        push(
+            Frame(
+                directory: trimmed, names: names, rootReal: rootReal, device: UInt64(info.st_dev),
+                inode: UInt64(info.st_ino)))
+        return nil
+    }
+
+    private func isExcluded(_ path: String) -> Bool {
+        !excluded.isEmpty && excluded.contains(UploadJournal.absolute(path))
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

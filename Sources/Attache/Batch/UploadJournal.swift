@@ -1,0 +1,467 @@
+public import Foundation
+import GRDB
+
+/// The durable record of a batch: one row per file with its identity, state, idempotency key, receipt or
+/// error, in an SQLite database (WAL mode) through GRDB.
+///
+/// The journal is what makes a batch resumable and exactly-once. Before the first byte of a file is sent,
+/// its row is committed as `inFlight` with the idempotency key the upload will carry; after the server
+/// answers, the row is committed as `done` (with the receipt) or `failed` (with the error). A run killed
+/// at any point leaves rows that the next run reads back: `done` files are skipped, `inFlight` and
+/// `pending` ones are sent again with the key already stored, so the server deduplicates an upload that
+/// reached it before the crash.
+///
+/// A file's identity is its absolute path, size, modification time and SHA-256. When any of those
+/// differ from the row, the file counts as changed and is sent again under a new key.
+///
+/// By default commits use `synchronous = NORMAL` in WAL mode: they survive the process being killed at
+/// any point, but an operating-system crash or power loss can lose the last few commits. Open with
+/// `durable: true` (`synchronous = FULL`, one fsync per commit) to survive those too.
+///
+/// ```swift
+/// let journal = try UploadJournal(path: "attache-journal.sqlite")
+/// for entry in try journal.entries(in: .failed) {
+///     print(entry.path, entry.errorCode ?? "-", entry.errorMessage ?? "")
+/// }
+/// ```
+public final class UploadJournal: Sendable {
+    /// The state of one file in the journal.
+    public enum State: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+        /// Known, has a key, not being sent: interrupted by a cancellation, to be sent by the next run.
+        case pending
+        /// Being sent, or being sent when the process died; resumed with the same key.
+        case inFlight
+        /// Stored by the server; the receipt is kept.
+        case done
+        /// Failed; the error is kept. Sent again only with `retryFailed`.
+        case failed
+        /// Not a file the batch sends (a symlink leaving the tree, a device, a socket); the reason is kept.
+        case skipped
+
+        public var description: String { rawValue }
+    }
+
+    /// The database file.
+    public let path: String
+    private let database: DatabaseQueue
+
+    /// Opens the journal at `path`, creating it and its schema when missing and migrating an older one.
+    ///
+    /// - Parameters:
+    ///   - readOnly: open without writing (for dry runs); the file must exist.
+    ///   - durable: sync every commit to disk, so that not even a power loss forgets a stored key.
+    /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
+    public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.readonly = readOnly
+        configuration.journalMode = readOnly ? .default : .wal
+        // Another process (a reader, a second batch) may hold the lock for a moment.
+        configuration.busyMode = .timeout(10)
+        configuration.label = "attache.journal"
+        if !readOnly {
+            configuration.prepareDatabase { db in
+                try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            }
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            if !readOnly {
+                try Self.migrator.migrate(database)
+            } else {
+                let ready = try database.read { db in try db.tableExists("file") }
+                guard ready else {
+                    throw AttacheError(.journal, stage: .batch, "not an attache journal", file: path)
+                }
+            }
+        } catch let error as AttacheError {
+            throw error
+        } catch {
+            throw Self.wrap(error, "cannot open the journal", file: path)
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE run (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        startedAt REAL NOT NULL,
+                        finishedAt REAL,
+                        outcome TEXT
+                    );
+                    CREATE TABLE file (
+                        path TEXT PRIMARY KEY NOT NULL,
+                        size INTEGER,
+                        mtime INTEGER,
+                        sha256 TEXT,
+                        state TEXT NOT NULL
+                            CHECK (state IN ('pending', 'inFlight', 'done', 'failed', 'skipped')),
+                        idempotencyKey TEXT,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        receipt TEXT,
+                        errorCode TEXT,
+                        errorStage TEXT,
+                        errorMessage TEXT,
+                        runId INTEGER REFERENCES run(id),
+                        createdAt REAL NOT NULL,
+                        updatedAt REAL NOT NULL,
+                        startedAt REAL,
+                        finishedAt REAL
+                    );
+                    CREATE INDEX file_state ON file(state);
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: Reading
+
+    /// The row for `path` (made absolute), if the journal has one.
+    /// - Throws: ``AttacheError`` `.journal`.
+    public func entry(for path: String) throws -> JournalEntry? {
+        let key = Self.absolute(path)
+        return try access("read the journal") {
+            try database.read { db in
+                try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key])
+                    .map(JournalEntry.init(row:))
+            }
+        }
+    }
+
+    /// Every row, or the rows in `state`, ordered by path.
+    ///
+    /// Loads the rows into memory; for very large journals prefer ``counts()``.
+    /// - Throws: ``AttacheError`` `.journal`.
+    public func entries(in state: State? = nil) throws -> [JournalEntry] {
+        try access("read the journal") {
+            try database.read { db in
+                let rows: [Row]
+                if let state {
+                    rows = try Row.fetchAll(
+                        db, sql: "SELECT * FROM file WHERE state = ? ORDER BY path", arguments: [state.rawValue])
+                } else {
+                    rows = try Row.fetchAll(db, sql: "SELECT * FROM file ORDER BY path")
+                }
+                return rows.map(JournalEntry.init(row:))
+            }
+        }
+    }
+
+    /// How many rows are in each state (states without rows are absent).
+    /// - Throws: ``AttacheError`` `.journal`.
+    public func counts() throws -> [State: Int] {
+        try access("read the journal") {
+            try database.read { db in
+                var counts: [State: Int] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM file GROUP BY state") {
+                    if let state = State(rawValue: row["state"]) { counts[state] = row["n"] }
+                }
+                return counts
+            }
+        }
+    }
+
+    // MARK: Writing (the batch's steps; each one is its own committed transaction)
+
+    /// Records the start of a run and returns its id.
+    func beginRun() throws -> Int64 {
+        try access("start a run in the journal") {
+            try database.write { db in
+                try db.execute(sql: "INSERT INTO run (startedAt) VALUES (?)", arguments: [Self.now()])
+                return db.lastInsertedRowID
+            }
+        }
+    }
+
+    /// Records the end of a run.
+    func finishRun(_ id: Int64, outcome: String) throws {
+        try access("finish a run in the journal") {
+            try database.write { db in
+                try db.execute(
+                    sql: "UPDATE run SET finishedAt = ?, outcome = ? WHERE id = ?",
+                    arguments: [Self.now(), outcome, id])
+            }
+        }
+    }
+
+    /// What the batch should do with a file, decided against its row.
+    enum Decision: Sendable, Equatable {
+        /// Send it with this key (already committed as `inFlight`); `resumed` when the key came from an
+        /// earlier, unfinished send.
+        case send(idempotencyKey: String, resumed: Bool)
+        /// Unchanged and stored before.
+        case alreadyDone
+        /// Unchanged and failed before; the earlier error's code and message.
+        case previouslyFailed(code: String, message: String)
+        /// This run has already handled the same path (given twice).
+        case duplicate
+    }
+
+    /// What a row says about a file with a given identity.
+    private enum Verdict {
+        case changed
+        case done
+        case failed(code: String, message: String)
+        /// Send it, with the stored key when there is one.
+        case send(storedKey: String?, resumed: Bool)
+    }
+
+    private static func verdict(row: Row, identity: FileIdentity, retryFailed: Bool) -> Verdict {
+        let same =
+            (row["size"] as Int64?) == identity.byteCount
+            && (row["mtime"] as Int64?) == identity.modificationTime
+            && (row["sha256"] as String?) == identity.sha256
+        guard same else { return .changed }
+        let state = State(rawValue: row["state"]) ?? .pending
+        switch state {
+        case .done:
+            return .done
+        case .failed where !retryFailed:
+            return .failed(code: row["errorCode"] ?? "unknown", message: row["errorMessage"] ?? "")
+        default:
+            let stored: String? = row["idempotencyKey"]
+            return .send(storedKey: stored, resumed: stored != nil && (state == .inFlight || state == .pending))
+        }
+    }
+
+    /// Decides, without writing, what ``claim(path:identity:retryFailed:runID:)`` would do (dry runs).
+    /// The key of a file that would get a new one is empty.
+    func decide(path: String, identity: FileIdentity, retryFailed: Bool) throws -> Decision {
+        let key = Self.absolute(path)
+        return try access("read the journal") {
+            try database.read { db in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key]) else {
+                    return .send(idempotencyKey: "", resumed: false)
+                }
+                switch Self.verdict(row: row, identity: identity, retryFailed: retryFailed) {
+                case .changed: return .send(idempotencyKey: "", resumed: false)
+                case .done: return .alreadyDone
+                case .failed(let code, let message): return .previouslyFailed(code: code, message: message)
+                case .send(let stored, let resumed): return .send(idempotencyKey: stored ?? "", resumed: resumed)
+                }
+            }
+        }
+    }
+
+    /// Decides what to do with the file at `path` with `identity`; when it is to be sent, commits it as
+    /// `inFlight` with its idempotency key before returning (the key of an unfinished send is kept).
+    func claim(path: String, identity: FileIdentity, retryFailed: Bool, runID: Int64) throws -> Decision {
+        let key = Self.absolute(path)
+        return try access("record a file in the journal") {
+            try database.write { db in
+                let row = try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key])
+                let now = Self.now()
+                if let row {
+                    let runId: Int64? = row["runId"]
+                    let state = State(rawValue: row["state"]) ?? .pending
+                    if runId == runID, state != .pending {
+                        return .duplicate
+                    }
+                    switch Self.verdict(row: row, identity: identity, retryFailed: retryFailed) {
+                    case .changed:
+                        break
+                    case .done:
+                        return .alreadyDone
+                    case .failed(let code, let message):
+                        return .previouslyFailed(code: code, message: message)
+                    case .send(let stored, let resumed):
+                        let idempotencyKey = stored ?? Uploader.makeIdempotencyKey()
+                        try db.execute(
+                            sql: """
+                                UPDATE file SET state = 'inFlight', idempotencyKey = ?, attempts = attempts + 1,
+                                    errorCode = NULL, errorStage = NULL, errorMessage = NULL,
+                                    runId = ?, updatedAt = ?, startedAt = ?, finishedAt = NULL
+                                WHERE path = ?
+                                """,
+                            arguments: [idempotencyKey, runID, now, now, key])
+                        return .send(idempotencyKey: idempotencyKey, resumed: resumed)
+                    }
+                }
+                // New or changed: a new upload under a new key.
+                let idempotencyKey = Uploader.makeIdempotencyKey()
+                try db.execute(
+                    sql: """
+                        INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, attempts,
+                                          runId, createdAt, updatedAt, startedAt)
+                        VALUES (?, ?, ?, ?, 'inFlight', ?, 1, ?, ?, ?, ?)
+                        ON CONFLICT(path) DO UPDATE SET
+                            size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
+                            state = 'inFlight', idempotencyKey = excluded.idempotencyKey, attempts = 1,
+                            receipt = NULL, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
+                            runId = excluded.runId, updatedAt = excluded.updatedAt,
+                            startedAt = excluded.startedAt, finishedAt = NULL
+                        """,
+                    arguments: [
+                        key, identity.byteCount, identity.modificationTime, identity.sha256, idempotencyKey,
+                        runID, now, now, now,
+                    ])
+                return .send(idempotencyKey: idempotencyKey, resumed: false)
+            }
+        }
+    }
+
+    /// Commits a file as stored, with its receipt.
+    func markDone(path: String, receipt: UploadReceipt) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: (try? encoder.encode(receipt)) ?? Data("{}".utf8), as: UTF8.self)
+        try update(path: path, state: .done, set: "receipt = ?, finishedAt = ?", [json, Self.now()])
+    }
+
+    /// Commits a file as failed, with its error. Creates the row when the file failed before it was
+    /// claimed (it vanished, could not be read or hashed).
+    func markFailed(path: String, error: AttacheError, runID: Int64, identity: FileIdentity? = nil) throws {
+        let key = Self.absolute(path)
+        try access("record a failure in the journal") {
+            try database.write { db in
+                let now = Self.now()
+                try db.execute(
+                    sql: """
+                        INSERT INTO file (path, size, mtime, sha256, state, errorCode, errorStage, errorMessage,
+                                          runId, createdAt, updatedAt, finishedAt)
+                        VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(path) DO UPDATE SET
+                            state = 'failed', errorCode = excluded.errorCode, errorStage = excluded.errorStage,
+                            errorMessage = excluded.errorMessage, runId = excluded.runId,
+                            updatedAt = excluded.updatedAt, finishedAt = excluded.finishedAt,
+                            size = COALESCE(excluded.size, size), mtime = COALESCE(excluded.mtime, mtime),
+                            sha256 = COALESCE(excluded.sha256, sha256)
+                        """,
+                    arguments: [
+                        key, identity?.byteCount, identity?.modificationTime, identity?.sha256,
+                        error.code.rawValue, error.stage.rawValue, error.message, runID, now, now, now,
+                    ])
+            }
+        }
+    }
+
+    /// Puts an interrupted file back to `pending`, keeping its key for the next run.
+    func markPending(path: String) throws {
+        try update(path: path, state: .pending, set: "finishedAt = NULL", [])
+    }
+
+    /// Records a path the walk does not send, with the reason.
+    func markSkipped(path: String, reason: String, runID: Int64) throws {
+        let key = Self.absolute(path)
+        try access("record a skipped path in the journal") {
+            try database.write { db in
+                let now = Self.now()
+                try db.execute(
+                    sql: """
+                        INSERT INTO file (path, state, errorCode, errorStage, errorMessage, runId, createdAt, updatedAt)
+                        VALUES (?, 'skipped', 'skipped', 'batch', ?, ?, ?, ?)
+                        ON CONFLICT(path) DO UPDATE SET
+                            state = 'skipped', errorCode = 'skipped', errorStage = 'batch',
+                            errorMessage = excluded.errorMessage, runId = excluded.runId, updatedAt = excluded.updatedAt
+                        """,
+                    arguments: [key, reason, runID, now, now])
+            }
+        }
+    }
+
+    private func update(path: String, state: State, set: String, _ values: [(any DatabaseValueConvertible)?]) throws {
+        let key = Self.absolute(path)
+        try access("update the journal") {
+            try database.write { db in
+                var arguments: [(any DatabaseValueConvertible)?] = [state.rawValue, Self.now()]
+                arguments += values
+                arguments.append(key)
+                try db.execute(
+                    sql: "UPDATE file SET state = ?, updatedAt = ?\(set.isEmpty ? "" : ", " + set) WHERE path = ?",
+                    arguments: StatementArguments(arguments))
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as AttacheError {
+            throw error
+        } catch {
+            throw Self.wrap(error, "cannot \(what)", file: path)
+        }
+    }
+
+    private static func wrap(_ error: any Error, _ message: String, file: String) -> AttacheError {
+        if let error = error as? DatabaseError {
+            return AttacheError(
+                .journal, stage: .batch, "\(message): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")",
+                file: file,
+                cause: NativeError(
+                    library: "sqlite", code: Int(error.extendedResultCode.rawValue), text: error.message ?? ""))
+        }
+        return AttacheError(.journal, stage: .batch, "\(message): \(error)", file: file)
+    }
+
+    private static func now() -> Double { Date().timeIntervalSince1970 }
+
+    /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
+    static func absolute(_ path: String) -> String {
+        let url =
+            path.hasPrefix("/")
+            ? URL(fileURLWithPath: path) : URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+                .appendingPathComponent(path)
+        return url.standardized.path
+    }
+}
+
+/// What makes a file "the same file" for the journal (with its absolute path).
+struct FileIdentity: Sendable, Hashable {
+    var byteCount: Int64
+    /// Nanoseconds since the epoch.
+    var modificationTime: Int64
+    /// Lower-case hex SHA-256 of the content.
+    var sha256: String
+}
+
+/// One file's row in an ``UploadJournal``.
+public struct JournalEntry: Sendable {
+    /// The absolute path.
+    public var path: String
+    /// The size recorded with the file's identity, when it was read.
+    public var byteCount: Int64?
+    /// The modification time recorded with the identity, in nanoseconds since the epoch.
+    public var modificationTime: Int64?
+    /// The SHA-256 of the content (hex), when it was read.
+    public var sha256: String?
+    /// The state.
+    public var state: UploadJournal.State
+    /// The `Idempotency-Key` every attempt of the current upload carries.
+    public var idempotencyKey: String?
+    /// How many times a run started sending this file (each may have made several HTTP attempts; the
+    /// receipt says how many the successful one made).
+    public var attempts: Int
+    /// The server's receipt, for `done` files.
+    public var receipt: UploadReceipt?
+    /// The error code of the last failure (or `skipped`), for `failed` and `skipped` files.
+    public var errorCode: String?
+    /// The stage of the last failure.
+    public var errorStage: String?
+    /// The message of the last failure or the reason for skipping.
+    public var errorMessage: String?
+    /// When the row last changed.
+    public var updatedAt: Date
+
+    init(row: Row) {
+        path = row["path"]
+        byteCount = row["size"]
+        modificationTime = row["mtime"]
+        sha256 = row["sha256"]
+        state = UploadJournal.State(rawValue: row["state"]) ?? .pending
+        idempotencyKey = row["idempotencyKey"]
+        attempts = row["attempts"]
+        if let json: String = row["receipt"] {
+            receipt = try? JSONDecoder().decode(UploadReceipt.self, from: Data(json.utf8))
+        }
+        errorCode = row["errorCode"]
+        errorStage = row["errorStage"]
+        errorMessage = row["errorMessage"]
+        updatedAt = Date(timeIntervalSince1970: row["updatedAt"])
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+@testable import Attache
+
+/// A fresh temporary folder, removed by `remove()`.
+struct ScratchFolder {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("attache-batch-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// Writes `contents` to `name` (intermediate folders created) and returns the full path.
+    @discardableResult
+    func write(_ name: String, _ contents: String) throws -> String {
+        let full = path + "/" + name
+        try FileManager.default.createDirectory(
+            atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: full))
+        return full
+    }
+
+    func link(_ name: String, to target: String) throws {
+        try FileManager.default.createSymbolicLink(atPath: path + "/" + name, withDestinationPath: target)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// A TCP port on 127.0.0.1 that accepts connections into its backlog and never answers, so that an
+/// upload to it stays in flight until it is cancelled.
+final class SilentListener {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+}
+
+/// A port on 127.0.0.1 with nothing listening (connections are refused).
+func refusedPort() throws -> Int {
+    // Bind a port and close it again: nothing listens there afterwards.
+    let listener = try SilentListener()
+    return listener.port
+}
+
+/// A batch over `url` with one attempt per file and short timeouts.
+func makeBatch(url: String, journal: String, concurrency: Int = 2, configure: (inout BatchConfiguration) -> Void = { _ in })
+    -> BatchUploader
+{
+    var pipeline = PipelineConfiguration(url: url)
+    pipeline.upload.retry = .never
+    pipeline.upload.connectTimeout = .seconds(2)
+    var configuration = BatchConfiguration(pipeline: pipeline, journalPath: journal)
+    configuration.concurrency = concurrency
+    configure(&configuration)
+    return BatchUploader(configuration: configuration)
+}
+
+/// Collects every event of a run.
+func collect(_ run: BatchRun) async throws -> [BatchEvent] {
+    var events: [BatchEvent] = []
+    for try await event in run { events.append(event) }
+    return events
+}
+
+extension BatchEvent {
+    /// The file's path for per-file events.
+    var path: String? {
+        switch self {
+        case .discovered(let f), .skipped(let f, _), .wouldSend(let f, _), .started(let f, _, _),
+            .progress(let f, _), .retried(let f, _), .succeeded(let f, _), .failed(let f, _):
+            return f.path
+        case .discoveryFinished, .finished:
+            return nil
+        }
+    }
+
+    var summary: BatchSummary? {
+        if case .finished(let summary) = self { return summary }
+        return nil
+    }
+
+    /// True for the events that end a file: skipped, wouldSend, succeeded, failed.
+    var isTerminal: Bool {
+        switch self {
+        case .skipped, .wouldSend, .succeeded, .failed: return true
+        default: return false
+        }
+    }
+}
