@@ -14,6 +14,5 @@ struct AttacheCommand: AsyncParsableCommand {
             RecompressCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
-            BatchCommand.self,
         ])
 }

@@ -70,4 +70,16 @@ public struct SealReceipt: Sendable, Codable, Hashable {
     /// The attachment's fresh key, base64, when the pipeline made one (no fixed key configured).
     /// It belongs in the message that carries the attachment; it is never sent to the upload server.
     public var key: String?
+
+    /// Creates a seal receipt.
+    public init(
+        scheme: SealScheme, transferEncoding: TransferEncoding, plaintextByteCount: Int64, digest: String? = nil,
+        key: String? = nil
+    ) {
+        self.scheme = scheme
+        self.transferEncoding = transferEncoding
+        self.plaintextByteCount = plaintextByteCount
+        self.digest = digest
+        self.key = key
+    }
 }

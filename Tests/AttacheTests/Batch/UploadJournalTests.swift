@@ -17,7 +17,8 @@ struct UploadJournalTests {
         UploadReceipt(
             path: "a.txt", filename: "a.txt", kind: .file, mimeType: "text/plain", fileId: "f1", url: "/files/f1",
             originalByteCount: 5, sentByteCount: 5, bodyByteCount: 300, idempotencyKey: key, attempts: 1,
-            replayed: false, seconds: 0.1, server: .object(["fileId": .string("f1")]))
+            replayed: false, seconds: 0.1, server: .object(["fileId": .string("f1")]),
+            seal: SealReceipt(scheme: .none, transferEncoding: .binary, plaintextByteCount: 5))
     }
 
     @Test(arguments: [false, true])
