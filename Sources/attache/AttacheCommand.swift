@@ -8,5 +8,5 @@ struct AttacheCommand: AsyncParsableCommand {
         commandName: "attache",
         abstract: "Detect, recompress, encrypt and upload chat attachments.",
         version: Attache.version,
-        subcommands: [])
+        subcommands: [DetectCommand.self])
 }
