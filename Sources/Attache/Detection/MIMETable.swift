@@ -120,6 +120,8 @@ enum MIMETable {
         "application/rss+xml": "rss", "application/atom+xml": "atom",
         "application/vnd.google-earth.kml+xml": "kml", "application/gpx+xml": "gpx",
         "text/x-typescript": "ts", "application/x-subrip": "srt", "text/vtt": "vtt",
+        "application/toml": "toml", "application/sql": "sql", "audio/x-ms-wma": "wma",
+        "video/x-ms-wmv": "wmv",
     ]
 
     /// Child → parent in the detection tree: a file of the child type is also a valid file of the
