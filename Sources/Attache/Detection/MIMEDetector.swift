@@ -63,9 +63,52 @@ public struct MIMEDetector: Sendable {
     /// The rules in use.
     public let configuration: Configuration
 
+    /// What the rules say about each known type, computed once so that a detection costs one
+    /// dictionary lookup here instead of one per rule.
+    private let facts: [String: TypeFacts]
+
+    private enum KindRule: Sendable {
+        case fixed(MessageKind)
+        case voiceUnlessLossless
+        case webp, webm, gif
+    }
+
+    private struct TypeFacts: Sendable {
+        var rule: KindRule
+        var isTextual: Bool
+        var preferredExtension: String?
+    }
+
     /// Creates a detector.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
+        var facts: [String: TypeFacts] = [:]
+        var types = Set(MIMETable.byExtension.values).union(MIMETable.preferredExtension.keys).union(MIMETable.parent.keys)
+        types.formUnion(configuration.imageTypes)
+        types.formUnion(configuration.voiceTypes)
+        types.formUnion(configuration.videoTypes)
+        for type in types {
+            let rule: KindRule
+            switch type {
+            case "application/x-tgsticker": rule = .fixed(.sticker)
+            case "image/webp": rule = .webp
+            case "video/webm": rule = .webm
+            case "image/gif": rule = .gif
+            default:
+                if configuration.imageTypes.contains(type) {
+                    rule = .fixed(.image)
+                } else if configuration.voiceTypes.contains(type) {
+                    rule = .voiceUnlessLossless
+                } else if configuration.videoTypes.contains(type) {
+                    rule = .fixed(.video)
+                } else {
+                    rule = .fixed(.file)
+                }
+            }
+            facts[type] = TypeFacts(
+                rule: rule, isTextual: MIMETable.isTextual(type), preferredExtension: MIMETable.preferredExtension[type])
+        }
+        self.facts = facts
     }
 
     /// Detects the file at `path` with blocking, bounded reads.
@@ -162,29 +205,32 @@ public struct MIMEDetector: Sendable {
         _ sniffed: Sniffed, source: SniffSource, filename: String?, declaredKind: MessageKind?, file: String?
     ) throws -> Detection {
         var mimeType = sniffed.mimeType
-        let fileExtension = filename.flatMap(Self.fileExtension)
-        var extensionType = fileExtension.flatMap { MIMETable.byExtension[$0] }
-        if MIMETable.isTextual(mimeType), let fileExtension, let alternative = MIMETable.textAlternatives[fileExtension] {
-            extensionType = alternative
-        }
+        var facts = self.facts[mimeType]
+        var extensionType: String?
         var mismatch = false
-        if let extensionType, mimeType != "application/x-empty" {
-            if mimeType == "application/octet-stream" {
-                // The content says nothing only when there was too little of it to recognise anything.
-                if source.head.count < 16 && source.size == nil || source.head.count < 4 {
+        if let filename, let fileExtension = Self.fileExtension(filename) {
+            let contentIsTextual = facts?.isTextual ?? mimeType.hasPrefix("text/")
+            extensionType = MIMETable.byExtension[fileExtension]
+            if contentIsTextual, let alternative = MIMETable.textAlternatives[fileExtension] { extensionType = alternative }
+            if let extensionType, mimeType != "application/x-empty" {
+                if mimeType == "application/octet-stream" {
+                    // The content says nothing only when there was too little of it to recognise anything.
+                    if source.head.count < 16 && source.size == nil || source.head.count < 4 {
+                        mimeType = extensionType
+                    } else {
+                        mismatch = true
+                    }
+                } else if MIMETable.isDescendant(extensionType, of: mimeType),
+                    sniffed.inconclusive || contentIsTextual, !extensionType.hasPrefix("image/")
+                {
                     mimeType = extensionType
                 } else {
-                    mismatch = true
+                    mismatch = !MIMETable.isCompatible(content: mimeType, claimed: extensionType)
                 }
-            } else if MIMETable.isDescendant(extensionType, of: mimeType),
-                sniffed.inconclusive || MIMETable.isTextual(mimeType), !extensionType.hasPrefix("image/")
-            {
-                mimeType = extensionType
-            } else {
-                mismatch = !MIMETable.isCompatible(content: mimeType, claimed: extensionType)
+                if mimeType == extensionType { facts = self.facts[mimeType] }
             }
         }
-        let contentKind = kind(mimeType, sniffed.metadata)
+        let contentKind = kind(facts?.rule ?? .fixed(.file), sniffed.metadata)
         var kind = contentKind
         var accepted = true
         if let declaredKind {
@@ -202,7 +248,7 @@ public struct MIMEDetector: Sendable {
         return Detection(
             mimeType: mimeType, kind: kind, extensionMIMEType: extensionType, mismatch: mismatch,
             declaredKind: declaredKind, declaredKindAccepted: accepted, metadata: sniffed.metadata,
-            preferredFilenameExtension: MIMETable.preferredExtension[mimeType])
+            preferredFilenameExtension: facts?.preferredExtension)
     }
 
     /// The lower-case extension of the last path component, if it has one (`.bashrc` has none).
@@ -215,29 +261,24 @@ public struct MIMEDetector: Sendable {
     }
 
     /// The kind the content alone implies.
-    func kind(_ mimeType: String, _ metadata: MediaMetadata) -> MessageKind {
+    private func kind(_ rule: KindRule, _ metadata: MediaMetadata) -> MessageKind {
         let maxSide = configuration.stickerMaxSide
         let small = metadata.width.map { $0 <= maxSide } == true && metadata.height.map { $0 <= maxSide } == true
-        switch mimeType {
-        case "application/x-tgsticker":
-            return .sticker
-        case "image/webp" where small:
-            return .sticker
-        case "video/webm" where small && metadata.audioCodec == nil
-            && ["vp8", "vp9", "av1"].contains(metadata.videoCodec ?? "")
-            && (metadata.duration ?? 0) <= configuration.stickerMaxDuration:
-            return .sticker
-        case "image/gif" where metadata.isAnimated == true:
-            return configuration.animatedGIFKind
-        default:
-            break
-        }
-        if configuration.imageTypes.contains(mimeType) { return .image }
-        if configuration.voiceTypes.contains(mimeType) {
+        switch rule {
+        case .fixed(let kind):
+            return kind
+        case .voiceUnlessLossless:
             return configuration.nonVoiceCodecs.contains(metadata.audioCodec ?? "") ? .file : .voice
+        case .webp:
+            return small ? .sticker : configuration.imageTypes.contains("image/webp") ? .image : .file
+        case .webm:
+            let silentClip = metadata.audioCodec == nil && ["vp8", "vp9", "av1"].contains(metadata.videoCodec ?? "")
+            if small && silentClip && (metadata.duration ?? 0) <= configuration.stickerMaxDuration { return .sticker }
+            return configuration.videoTypes.contains("video/webm") ? .video : .file
+        case .gif:
+            if metadata.isAnimated == true { return configuration.animatedGIFKind }
+            return configuration.imageTypes.contains("image/gif") ? .image : .file
         }
-        if configuration.videoTypes.contains(mimeType) { return .video }
-        return .file
     }
 
     /// Whether the content can honestly be sent as `declared`.

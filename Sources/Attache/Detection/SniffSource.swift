@@ -88,16 +88,23 @@ extension Array where Element == UInt8 {
     func firstIndex(of needle: StaticString, in range: Range<Int>) -> Int? {
         let length = needle.utf8CodeUnitCount
         guard length > 0 else { return nil }
-        let first = needle.utf8Start[0]
         let lower = Swift.max(0, range.lowerBound)
-        let upper = Swift.min(count, range.upperBound) - length
-        guard lower <= upper else { return nil }
-        var index = lower
-        while index <= upper {
-            if self[index] == first && matches(needle, at: index) { return index }
-            index += 1
+        let upper = Swift.min(count, range.upperBound)
+        guard upper - lower >= length else { return nil }
+        return withUnsafeBufferPointer { buffer -> Int? in
+            let base = buffer.baseAddress!
+            let first = Int32(needle.utf8Start[0])
+            var start = lower
+            // memchr finds candidates for the first byte far faster than a Swift loop.
+            while start <= upper - length,
+                let hit = memchr(base + start, first, upper - length + 1 - start)
+            {
+                let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if memcmp(base + index, needle.utf8Start, length) == 0 { return index }
+                start = index + 1
+            }
+            return nil
         }
-        return nil
     }
 }
 

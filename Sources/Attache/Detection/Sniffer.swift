@@ -30,7 +30,7 @@ enum Sniffer {
         switch first {
         case 0xFF:
             if let found = ImageHeaders.jpeg(source) ?? ImageHeaders.jpegXL(source) { return found }
-            if h.matches(bytes: [0xFF, 0xFE]), let text = TextSniffer.sniff(source) { return text }
+            if h.be16(0) == 0xFFFE, let text = TextSniffer.sniff(source) { return text }
             return AudioHeaders.adts(source, at: 0) ?? AudioHeaders.mpegAudio(source, at: 0)
         case 0x89: return ImageHeaders.png(source)
         case 0x47:  // G
@@ -52,7 +52,7 @@ enum Sniffer {
             return nil
         case 0x42:  // B
             if h.matches("BZh"), let level = h.u8(3), (0x31...0x39).contains(level),
-                h.matches(bytes: [0x31, 0x41, 0x59, 0x26, 0x53, 0x59], at: 4) || h.matches(bytes: [0x17, 0x72, 0x45, 0x38, 0x50, 0x90], at: 4)
+                (h.be32(4) == 0x3141_5926 && h.be16(8) == 0x5359) || (h.be32(4) == 0x1772_4538 && h.be16(8) == 0x5090)
             {
                 return Sniffed(mimeType: "application/x-bzip2")
             }
@@ -60,8 +60,8 @@ enum Sniffer {
         case 0x00:
             if let found = ImageHeaders.ico(source) ?? ImageHeaders.jpegXL(source) { return found }
             if h.matches("\0asm") { return Sniffed(mimeType: "application/wasm") }
-            if h.matches(bytes: [0, 1, 0, 0, 0]) && h.count >= 12 { return Sniffed(mimeType: "font/ttf") }
-            if h.matches(bytes: [0, 0, 1, 0xBA]) || h.matches(bytes: [0, 0, 1, 0xB3]) { return Sniffed(mimeType: "video/mpeg") }
+            if h.be32(0) == 0x0001_0000 && h.u8(4) == 0 && h.count >= 12 { return Sniffed(mimeType: "font/ttf") }
+            if h.be32(0) == 0x0000_01BA || h.be32(0) == 0x0000_01B3 { return Sniffed(mimeType: "video/mpeg") }
             return nil
         case 0x1A: return EBML.sniff(source)
         case 0x4F:  // O
@@ -83,14 +83,14 @@ enum Sniffer {
             return Containers.zip(source)
         case 0xD0: return Containers.ole(source)
         case 0x37:
-            return h.matches(bytes: [0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C]) ? Sniffed(mimeType: "application/x-7z-compressed") : nil
+            return h.be32(0) == 0x377A_BCAF && h.be16(4) == 0x271C ? Sniffed(mimeType: "application/x-7z-compressed") : nil
         case 0x1F: return Containers.gzip(source)
         case 0xFD:
-            return h.matches(bytes: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) ? Sniffed(mimeType: "application/x-xz") : nil
+            return h.be32(0) == 0xFD37_7A58 && h.be16(4) == 0x5A00 ? Sniffed(mimeType: "application/x-xz") : nil
         case 0x28:
-            return h.matches(bytes: [0x28, 0xB5, 0x2F, 0xFD]) ? Sniffed(mimeType: "application/zstd") : nil
+            return h.be32(0) == 0x28B5_2FFD ? Sniffed(mimeType: "application/zstd") : nil
         case 0x04:
-            return h.matches(bytes: [0x04, 0x22, 0x4D, 0x18]) ? Sniffed(mimeType: "application/x-lz4") : nil
+            return h.be32(0) == 0x0422_4D18 ? Sniffed(mimeType: "application/x-lz4") : nil
         case 0x7F: return elf(h)
         case 0xFE, 0xCE, 0xCF, 0xCA: return machO(h)
         case 0x53:  // S
@@ -99,8 +99,8 @@ enum Sniffer {
             if h.matches("FLV\u{01}") { return Sniffed(mimeType: "video/x-flv") }
             return AudioHeaders.aiff(source)
         case 0x30:
-            let asf: [UInt8] = [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11, 0xA6, 0xD9, 0x00, 0xAA, 0x00, 0x62, 0xCE, 0x6C]
-            return h.matches(bytes: asf) ? Sniffed(mimeType: "video/x-ms-asf") : nil
+            let asf = h.be64(0) == 0x3026_B275_8E66_CF11 && h.be64(8) == 0xA6D9_00AA_0062_CE6C
+            return asf ? Sniffed(mimeType: "video/x-ms-asf") : nil
         case 0x77:  // w
             if h.matches("wOFF") { return Sniffed(mimeType: "font/woff") }
             if h.matches("wOF2") { return Sniffed(mimeType: "font/woff2") }
@@ -113,7 +113,7 @@ enum Sniffer {
             }
             return nil
         case 0xED:
-            return h.matches(bytes: [0xED, 0xAB, 0xEE, 0xDB]) ? Sniffed(mimeType: "application/x-rpm") : nil
+            return h.be32(0) == 0xEDAB_EEDB ? Sniffed(mimeType: "application/x-rpm") : nil
         case 0x4C:  // L
             return h.matches("LZIP") ? Sniffed(mimeType: "application/x-lzip") : nil
         default:
@@ -134,9 +134,11 @@ enum Sniffer {
     }
 
     private static func machO(_ h: [UInt8]) -> Sniffed? {
-        let thin: [[UInt8]] = [[0xFE, 0xED, 0xFA, 0xCE], [0xFE, 0xED, 0xFA, 0xCF], [0xCE, 0xFA, 0xED, 0xFE], [0xCF, 0xFA, 0xED, 0xFE]]
-        if thin.contains(where: { h.matches(bytes: $0) }) { return Sniffed(mimeType: "application/x-mach-binary") }
-        guard h.matches(bytes: [0xCA, 0xFE, 0xBA, 0xBE]), let count = h.be32(4) else { return nil }
+        switch h.be32(0) {
+        case 0xFEED_FACE, 0xFEED_FACF, 0xCEFA_EDFE, 0xCFFA_EDFE: return Sniffed(mimeType: "application/x-mach-binary")
+        default: break
+        }
+        guard h.be32(0) == 0xCAFE_BABE, let count = h.be32(4) else { return nil }
         // Universal binaries and Java class files share a magic: a class file's next word is its
         // version (45 or more), a universal binary's is a small architecture count.
         if count > 0 && count < 30 { return Sniffed(mimeType: "application/x-mach-binary") }
@@ -146,7 +148,9 @@ enum Sniffer {
 
     /// MPEG transport streams: a 0x47 sync byte every 188 bytes (or 192 with a timecode prefix).
     private static func transportStream(_ h: [UInt8]) -> Sniffed? {
-        for (offset, stride) in [(0, 188), (4, 192)] {
+        for variant in 0..<2 {
+            let offset = variant * 4
+            let stride = 188 + variant * 4
             var packets = 0
             var position = offset
             while position < h.count, h[position] == 0x47 {

@@ -68,7 +68,7 @@ enum Containers {
     /// The content of a stored `mimetype` entry at `localHeader`, when it names ODF or EPUB.
     private static func declaredType(_ source: SniffSource, localHeader: Int64) -> String? {
         let header = source.bytes(at: localHeader, count: 30 + 8)
-        guard header.matches(bytes: [0x50, 0x4B, 0x03, 0x04]), header.le16(8) == 0,
+        guard header.be32(0) == 0x504B_0304, header.le16(8) == 0,
             header.le16(26) == 8, header.matches("mimetype", at: 30),
             let size = header.le32(18), size > 0, size <= 128, let extra = header.le16(28)
         else { return nil }
@@ -90,7 +90,7 @@ enum Containers {
         var index = tail.count - 22
         var end: Int?
         while index >= 0 {
-            if tail[index] == 0x50, tail.matches(bytes: [0x50, 0x4B, 0x05, 0x06], at: index) {
+            if tail[index] == 0x50, tail.be32(index) == 0x504B_0506 {
                 end = index
                 break
             }
@@ -102,11 +102,11 @@ enum Containers {
         let endOffset = tailStart + Int64(end)
         if directoryOffset == 0xFFFF_FFFF || directorySize == 0xFFFF_FFFF {
             // Zip64: a locator just before the end record points at the zip64 end record.
-            guard tail.matches(bytes: [0x50, 0x4B, 0x06, 0x07], at: end - 20), let at = tail.le64(end - 12),
+            guard tail.be32(end - 20) == 0x504B_0607, let at = tail.le64(end - 12),
                 at < UInt64(size)
             else { return false }
             let record = source.bytes(at: Int64(at), count: 56)
-            guard record.matches(bytes: [0x50, 0x4B, 0x06, 0x06]), let s = record.le64(40), let o = record.le64(48),
+            guard record.be32(0) == 0x504B_0606, let s = record.le64(40), let o = record.le64(48),
                 s < UInt64(size), o < UInt64(size)
             else { return false }
             directorySize = Int64(s)
@@ -118,7 +118,7 @@ enum Containers {
         _ = directoryOffset
         let directory = source.bytes(at: start, count: Int(min(directorySize, 2 << 20)))
         var offset = 0
-        while names.count < 20_000, directory.matches(bytes: [0x50, 0x4B, 0x01, 0x02], at: offset),
+        while names.count < 20_000, directory.be32(offset) == 0x504B_0102,
             let nameLength = directory.le16(offset + 28), let extra = directory.le16(offset + 30),
             let comment = directory.le16(offset + 32), let local = directory.le32(offset + 42),
             directory.has(nameLength, at: offset + 46)
@@ -135,7 +135,7 @@ enum Containers {
         var offset: Int64 = 0
         for _ in 0..<256 {
             let header = source.bytes(at: offset, count: 30 + 64)
-            guard header.matches(bytes: [0x50, 0x4B, 0x03, 0x04]), let flags = header.le16(6),
+            guard header.be32(0) == 0x504B_0304, let flags = header.le16(6),
                 let compressed = header.le32(18), let nameLength = header.le16(26), let extra = header.le16(28)
             else { return }
             let name = source.bytes(at: offset + 30, count: nameLength)
@@ -149,7 +149,7 @@ enum Containers {
 
     static func ole(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) else { return nil }
+        guard head.be64(0) == 0xD0CF_11E0_A1B1_1AE1 else { return nil }
         var result = Sniffed(mimeType: "application/x-ole-storage")
         guard let shift = head.le16(30), shift == 9 || shift == 12, var sector = head.le32(48) else {
             result.inconclusive = true
@@ -249,7 +249,7 @@ enum Containers {
     /// gzip; a TGS sticker when the compressed payload is Lottie JSON.
     static func gzip(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0x1F, 0x8B, 0x08]), let flags = head.u8(3), flags & 0xE0 == 0 else { return nil }
+        guard head.be24(0) == 0x1F8B08, let flags = head.u8(3), flags & 0xE0 == 0 else { return nil }
         var result = Sniffed(mimeType: "application/gzip")
         var offset = 10
         if flags & 0x04 != 0 { offset += 2 + (head.le16(10) ?? 0) }
@@ -259,7 +259,7 @@ enum Containers {
         }
         if flags & 0x02 != 0 { offset += 2 }
         guard offset < head.count else { return result }
-        let text = Inflater.inflate(head, from: offset, limit: 512)
+        let text = Inflater.inflate(head, from: offset, limit: 256)
         if let lottie = Lottie(text) {
             result.mimeType = "application/x-tgsticker"
             result.metadata.setSize(lottie.width, lottie.height)
@@ -282,19 +282,25 @@ enum Containers {
             var index = 0
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D { index += 1 }
             guard bytes.u8(index) == 0x7B else { return nil }
-            let text = String(decoding: bytes, as: UTF8.self)
-            func number(_ key: String) -> Double? {
-                guard let range = text.range(of: "\"\(key)\":") else { return nil }
-                let digits = text[range.upperBound...].prefix { $0.isNumber || $0 == "." || $0 == "-" }
-                return Double(digits)
+            /// The number after `"key":` among the first bytes, read without building strings.
+            func number(_ key: StaticString) -> Double? {
+                guard let at = bytes.firstIndex(of: key, in: index..<bytes.count) else { return nil }
+                var end = at + key.utf8CodeUnitCount
+                let start = end
+                while end < bytes.count, (0x30...0x39).contains(bytes[end]) || bytes[end] == 0x2E || bytes[end] == 0x2D {
+                    end += 1
+                }
+                guard end > start, end - start < 24 else { return nil }
+                return Double(String(decoding: bytes[start..<end], as: UTF8.self))
             }
-            let hasTGS = text.contains("\"tgs\":")
-            let hasVersion = text.contains("\"v\":\"")
-            frameRate = number("fr")
-            guard hasTGS || (hasVersion && frameRate != nil && text.contains("\"ip\":")) else { return nil }
-            width = number("w").map { Int($0) }
-            height = number("h").map { Int($0) }
-            if let start = number("ip"), let end = number("op"), end > start, end - start < 1e7 {
+            let hasTGS = bytes.firstIndex(of: "\"tgs\":", in: index..<bytes.count) != nil
+            let hasVersion = bytes.firstIndex(of: "\"v\":\"", in: index..<bytes.count) != nil
+            frameRate = number("\"fr\":")
+            guard hasTGS || (hasVersion && frameRate != nil && bytes.firstIndex(of: "\"ip\":", in: index..<bytes.count) != nil)
+            else { return nil }
+            width = number("\"w\":").map { Int($0) }
+            height = number("\"h\":").map { Int($0) }
+            if let start = number("\"ip\":"), let end = number("\"op\":"), end > start, end - start < 1e7 {
                 frames = Int(end - start)
             }
         }

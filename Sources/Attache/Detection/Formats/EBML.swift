@@ -36,14 +36,14 @@ enum EBML {
 
     /// The children of the element whose data is `b[range]`, as (id, data range) pairs.
     private static func children(_ b: [UInt8], _ range: Range<Int>) -> [(id: Int, data: Range<Int>)] {
-        var result: [(Int, Range<Int>)] = []
+        var result: [(id: Int, data: Range<Int>)] = []
         var offset = range.lowerBound
         while offset < range.upperBound, result.count < 4096, let h = header(b, at: offset) {
             let dataStart = offset + h.length
             let available = Int64(range.upperBound - dataStart)
             guard available >= 0 else { break }
             let size = Int(min(h.size ?? available, available))
-            result.append((h.id, dataStart..<dataStart + size))
+            result.append((id: h.id, data: dataStart..<dataStart + size))
             offset = dataStart + size
         }
         return result
@@ -69,7 +69,7 @@ enum EBML {
 
     static func sniff(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0x1A, 0x45, 0xDF, 0xA3]), let ebml = header(head, at: 0) else { return nil }
+        guard head.be32(0) == 0x1A45_DFA3, let ebml = header(head, at: 0) else { return nil }
         let ebmlEnd = min(head.count, ebml.length + Int(min(ebml.size ?? 0, 4096)))
         var docType = ""
         for child in children(head, ebml.length..<ebmlEnd) where child.id == 0x4282 {

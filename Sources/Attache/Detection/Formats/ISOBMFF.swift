@@ -137,13 +137,18 @@ enum ISOBMFF {
     /// QuickTime files from before `ftyp` start directly with `moov`, `mdat`, `wide`, `free` or
     /// `skip`; the first two boxes must both be such boxes with sane sizes.
     private static func isLegacyQuickTime(_ source: SniffSource) -> Bool {
-        let known: Set<String> = ["moov", "mdat", "wide", "free", "skip", "pnot"]
         let head = source.head
-        guard let type = head.fourCC(4), known.contains(type), let size = head.be32(0), size >= 8 else { return false }
-        if type == "moov" { return head.fourCC(12).map { ["mvhd", "cmov", "trak"].contains($0) } ?? false }
+        guard isTopLevelQuickTimeBox(head, at: 4), let size = head.be32(0), size >= 8 else { return false }
+        if head.matches("moov", at: 4) {
+            return head.matches("mvhd", at: 12) || head.matches("cmov", at: 12) || head.matches("trak", at: 12)
+        }
         guard Int64(size) < source.length else { return false }
-        let next = source.bytes(at: Int64(size), count: 8)
-        return next.fourCC(4).map { known.contains($0) } ?? false
+        return isTopLevelQuickTimeBox(source.bytes(at: Int64(size), count: 8), at: 4)
+    }
+
+    private static func isTopLevelQuickTimeBox(_ b: [UInt8], at offset: Int) -> Bool {
+        b.matches("moov", at: offset) || b.matches("mdat", at: offset) || b.matches("wide", at: offset)
+            || b.matches("free", at: offset) || b.matches("skip", at: offset) || b.matches("pnot", at: offset)
     }
 
     private struct Family {

@@ -41,7 +41,7 @@ enum ImageHeaders {
 
     static func png(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) else { return nil }
+        guard head.be64(0) == 0x8950_4E47_0D0A_1A0A else { return nil }
         var result = Sniffed(mimeType: "image/png")
         guard head.matches("IHDR", at: 12) else { return result }
         result.metadata.setSize(head.be32(16), head.be32(20))
@@ -132,7 +132,7 @@ enum ImageHeaders {
         result.metadata.isAnimated = false
         switch head.fourCC(12) {
         case "VP8 ":
-            if head.matches(bytes: [0x9D, 0x01, 0x2A], at: 23) {
+            if head.be24(23) == 0x9D012A {
                 result.metadata.setSize(head.le16(26).map { $0 & 0x3FFF }, head.le16(28).map { $0 & 0x3FFF })
             }
             result.metadata.hasAlpha = false
@@ -197,7 +197,7 @@ enum ImageHeaders {
 
     static func ico(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0, 0, 1, 0]), let count = head.le16(4), count > 0,
+        guard head.be32(0) == 0x0000_0100, let count = head.le16(4), count > 0,
             head.u8(9) == 0, let planes = head.le16(10), planes <= 1,
             let firstOffset = head.le32(18), firstOffset >= 6 + 16 * count
         else { return nil }
@@ -226,7 +226,7 @@ enum ImageHeaders {
 
     static func tiff(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        guard head.matches(bytes: [0x49, 0x49, 0x2A, 0x00]) || head.matches(bytes: [0x4D, 0x4D, 0x00, 0x2A])
+        guard head.be32(0) == 0x4949_2A00 || head.be32(0) == 0x4D4D_002A
         else { return nil }
         var result = Sniffed(mimeType: "image/tiff")
         // The first IFD may be anywhere; read the header and that IFD (at most 64 KiB in all).
@@ -249,13 +249,10 @@ enum ImageHeaders {
 
     static func jpegXL(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        if head.matches(bytes: [0xFF, 0x0A]) && head.count > 2 { return Sniffed(mimeType: "image/jxl") }
-        if head.matches(bytes: [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
-            return Sniffed(mimeType: "image/jxl")
-        }
-        if head.matches(bytes: [0, 0, 0, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
-            return Sniffed(mimeType: "image/jp2")
-        }
+        if head.be16(0) == 0xFF0A && head.count > 2 { return Sniffed(mimeType: "image/jxl") }
+        guard head.be32(0) == 0x0000_000C, head.be32(8) == 0x0D0A_870A else { return nil }
+        if head.be32(4) == 0x4A58_4C20 { return Sniffed(mimeType: "image/jxl") }
+        if head.be32(4) == 0x6A50_2020 { return Sniffed(mimeType: "image/jp2") }
         return nil
     }
 }
@@ -271,9 +268,9 @@ struct TIFFHeader {
 
     init?(_ bytes: [UInt8]) {
         let little: Bool
-        if bytes.matches(bytes: [0x49, 0x49, 0x2A, 0x00]) {
+        if bytes.be32(0) == 0x4949_2A00 {
             little = true
-        } else if bytes.matches(bytes: [0x4D, 0x4D, 0x00, 0x2A]) {
+        } else if bytes.be32(0) == 0x4D4D_002A {
             little = false
         } else {
             return nil

@@ -33,6 +33,15 @@ struct Inflater {
         }
     }
 
+    /// The fixed code of block type 1, built once.
+    private static let fixedLiterals: Huffman? = {
+        var lengths = [Int](repeating: 8, count: 288)
+        for index in 144..<256 { lengths[index] = 9 }
+        for index in 256..<280 { lengths[index] = 7 }
+        return Huffman(lengths: lengths[...])
+    }()
+    private static let fixedDistances = Huffman(lengths: [Int](repeating: 5, count: 30)[...])
+
     private static let lengthBase = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258]
     private static let lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
     private static let distanceBase = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577]
@@ -98,11 +107,7 @@ struct Inflater {
                 output += input[position..<end].prefix(limit - output.count)
                 position = end
             case 1:
-                var lengths = [Int](repeating: 8, count: 288)
-                for index in 144..<256 { lengths[index] = 9 }
-                for index in 256..<280 { lengths[index] = 7 }
-                guard let literals = Huffman(lengths: lengths[...]),
-                    let distances = Huffman(lengths: [Int](repeating: 5, count: 30)[...]),
+                guard let literals = Self.fixedLiterals, let distances = Self.fixedDistances,
                     block(literals, distances)
                 else { return }
             case 2:

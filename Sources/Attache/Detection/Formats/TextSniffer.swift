@@ -7,16 +7,16 @@ enum TextSniffer {
         var encoding: String
         var view: [UInt8]
         var start = 0
-        if head.matches(bytes: [0xFF, 0xFE, 0, 0]) {
+        if head.be32(0) == 0xFFFE_0000 {
             (encoding, view) = ("utf-32le", narrow(head, from: 4, width: 4, little: true))
-        } else if head.matches(bytes: [0, 0, 0xFE, 0xFF]) {
+        } else if head.be32(0) == 0x0000_FEFF {
             (encoding, view) = ("utf-32be", narrow(head, from: 4, width: 4, little: false))
-        } else if head.matches(bytes: [0xEF, 0xBB, 0xBF]) {
+        } else if head.be24(0) == 0xEFBBBF {
             (encoding, view) = ("utf-8", head)
             start = 3
-        } else if head.matches(bytes: [0xFF, 0xFE]) {
+        } else if head.be16(0) == 0xFFFE {
             (encoding, view) = ("utf-16le", narrow(head, from: 2, width: 2, little: true))
-        } else if head.matches(bytes: [0xFE, 0xFF]) {
+        } else if head.be16(0) == 0xFEFF {
             (encoding, view) = ("utf-16be", narrow(head, from: 2, width: 2, little: false))
         } else if let wide = unmarkedWide(head) {
             encoding = wide.encoding
