@@ -134,6 +134,12 @@ final class SniffSource {
     /// Whether `head` is the whole content.
     var headIsWhole: Bool { size.map { Int64(head.count) >= $0 } ?? false }
 
+    /// The big-endian 32-bit value at `offset`, read in place when it lies in the head.
+    func be32(at offset: Int64) -> Int? {
+        if offset >= 0, offset <= Int64(head.count) - 4 { return head.be32(Int(offset)) }
+        return bytes(at: offset, count: 4).be32(0)
+    }
+
     /// Up to `count` bytes at `offset`; fewer at the end of the content, or when the read budget is
     /// spent, or when the bytes lie beyond a prefix. Never more than 4 MiB per call.
     func bytes(at offset: Int64, count requested: Int) -> [UInt8] {

@@ -36,12 +36,12 @@ enum ISOBMFF {
             var offset = start
             while offset <= end - 8, visited < 2000 {
                 visited += 1
-                let header = source.bytes(at: offset, count: 16)
-                guard let size32 = header.be32(0), let type = header.fourCC(4) else { break }
+                guard let size32 = source.be32(at: offset), let typeCode = source.be32(at: offset + 4) else { break }
+                let type = ISOBMFF.fourCC(typeCode)
                 var size = Int64(size32)
                 var headerLength: Int64 = 8
                 if size32 == 1 {
-                    guard let large = header.be64(8), large <= UInt64(Int64.max) else { break }
+                    guard let large = source.bytes(at: offset + 8, count: 8).be64(0), large <= UInt64(Int64.max) else { break }
                     size = Int64(large)
                     headerLength = 16
                 } else if size32 == 0 {
@@ -59,6 +59,12 @@ enum ISOBMFF {
         func read(_ box: Box, count: Int) -> [UInt8] {
             source.bytes(at: box.payload, count: Int(min(Int64(count), box.end - box.payload)))
         }
+    }
+
+    /// Box types as text, without a heap allocation for the common ASCII case.
+    private static func fourCC(_ code: Int) -> String {
+        let bigEndian = UInt32(truncatingIfNeeded: code).bigEndian
+        return withUnsafeBytes(of: bigEndian) { String(decoding: $0, as: UTF8.self) }
     }
 
     static func sniff(_ source: SniffSource) -> Sniffed? {
