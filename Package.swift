@@ -56,6 +56,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
+        // The detector's libFuzzer target (Scripts/fuzz.sh); a plain build replays inputs given as files.
+        .executableTarget(
+            name: "attache-fuzz",
+            dependencies: ["Attache"],
+            swiftSettings: swiftSettings),
         .target(
             name: "AttacheServer",
             dependencies: [

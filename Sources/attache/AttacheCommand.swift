@@ -11,6 +11,7 @@ struct AttacheCommand: AsyncParsableCommand {
         subcommands: [
             UploadCommand.self,
             BatchCommand.self,
+            DetectCommand.self,
             RecompressCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,

@@ -1,0 +1,430 @@
+import Foundation
+
+/// ISO base media files (`ftyp` first): MP4, M4A, MOV, 3GP/3G2, HEIC/HEIF, AVIF.
+///
+/// The brands give the family; the `moov` box's track handlers decide audio versus video, because a
+/// voice note recorded into an MP4 or 3GP container carries only a sound track. Boxes are read one
+/// header at a time, so a large `mdat` before `moov` costs one 16-byte read, not a scan.
+enum ISOBMFF {
+    private struct Box {
+        var type: String
+        var start: Int64
+        var payload: Int64
+        var end: Int64
+    }
+
+    private struct Track {
+        var handler = ""
+        var codec: String?
+        var width: Int?
+        var height: Int?
+        var rotation = 0
+        var timescale = 0
+        var duration: Int64 = 0
+        var sampleRate: Int?
+        var channels: Int?
+    }
+
+    private final class Walker {
+        let source: SniffSource
+        var visited = 0
+        init(_ source: SniffSource) { self.source = source }
+
+        /// The boxes directly inside `range`, at most a few hundred in all per file.
+        func children(_ start: Int64, _ end: Int64) -> [Box] {
+            var boxes: [Box] = []
+            var offset = start
+            while offset <= end - 8, visited < 2000 {
+                visited += 1
+                guard let size32 = source.be32(at: offset), let typeCode = source.be32(at: offset + 4) else { break }
+                let type = ISOBMFF.fourCC(typeCode)
+                var size = Int64(size32)
+                var headerLength: Int64 = 8
+                if size32 == 1 {
+                    guard let large = source.bytes(at: offset + 8, count: 8).be64(0), large <= UInt64(Int64.max) else { break }
+                    size = Int64(large)
+                    headerLength = 16
+                } else if size32 == 0 {
+                    size = end - offset
+                }
+                guard size >= headerLength else { break }
+                // A box that claims to run past its parent is cut at the parent's end (truncated file).
+                let boxEnd = size > end - offset ? end : offset + size
+                boxes.append(Box(type: type, start: offset, payload: offset + headerLength, end: boxEnd))
+                offset = boxEnd
+            }
+            return boxes
+        }
+
+        func read(_ box: Box, count: Int) -> [UInt8] {
+            source.bytes(at: box.payload, count: Int(min(Int64(count), box.end - box.payload)))
+        }
+    }
+
+    /// Box types as text, without a heap allocation for the common ASCII case.
+    private static func fourCC(_ code: Int) -> String {
+        let bigEndian = UInt32(truncatingIfNeeded: code).bigEndian
+        return withUnsafeBytes(of: bigEndian) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func sniff(_ source: SniffSource) -> Sniffed? {
+        let head = source.head
+        var brands: [String] = []
+        if head.matches("ftyp", at: 4), let ftypSize = head.be32(0), ftypSize >= 8 {
+            if let major = head.fourCC(8) { brands.append(major) }
+            var index = 16
+            while index + 4 <= min(ftypSize, head.count), brands.count < 64 {
+                if let brand = head.fourCC(index) { brands.append(brand) }
+                index += 4
+            }
+        } else if isLegacyQuickTime(source) {
+            brands = ["qt  "]
+        } else {
+            return nil
+        }
+        let family = Self.family(brands)
+        var result = Sniffed(mimeType: family.video)
+
+        let walker = Walker(source)
+        let top = walker.children(0, source.length)
+        var tracks: [Track] = []
+        var movieDuration: Double?
+        var sawMovie = false
+        for box in top {
+            switch box.type {
+            case "moov":
+                sawMovie = true
+                movieDuration = movie(walker, box, tracks: &tracks)
+            case "meta":
+                item(walker, box, into: &result.metadata)
+            default:
+                break
+            }
+        }
+
+        let video = tracks.first { $0.handler == "vide" }
+        let audio = tracks.first { $0.handler == "soun" }
+        if family.isImage {
+            result.mimeType = family.video
+            let sequence = family.video.hasSuffix("-sequence") || brands.first == "avis"
+            result.metadata.isAnimated = sequence && video != nil
+            if let video, result.metadata.width == nil { result.metadata.setSize(video.width, video.height) }
+            if sequence, video != nil { result.metadata.setDuration(movieDuration) }
+            return result
+        }
+        if video != nil {
+            result.mimeType = family.video
+        } else if audio != nil {
+            result.mimeType = family.audio
+        } else {
+            result.mimeType = family.audioByBrand ? family.audio : family.video
+            if !sawMovie { result.inconclusive = true }
+        }
+        if let video {
+            let turned = video.rotation == 90 || video.rotation == 270
+            result.metadata.setSize(turned ? video.height : video.width, turned ? video.width : video.height)
+            if video.rotation != 0 { result.metadata.rotation = video.rotation }
+            result.metadata.videoCodec = video.codec
+        }
+        if let audio {
+            result.metadata.audioCodec = audio.codec
+            result.metadata.sampleRate = audio.sampleRate
+            result.metadata.channels = audio.channels
+        }
+        let trackDuration = tracks.compactMap { $0.timescale > 0 ? Double($0.duration) / Double($0.timescale) : nil }.max()
+        if let movieDuration, movieDuration > 0 {
+            result.metadata.setDuration(movieDuration)
+        } else if let trackDuration, trackDuration > 0 {
+            result.metadata.setDuration(trackDuration)
+        }
+        return result
+    }
+
+    /// QuickTime files from before `ftyp` start directly with `moov`, `mdat`, `wide`, `free` or
+    /// `skip`; the first two boxes must both be such boxes with sane sizes.
+    private static func isLegacyQuickTime(_ source: SniffSource) -> Bool {
+        let head = source.head
+        guard isTopLevelQuickTimeBox(head, at: 4), let size = head.be32(0), size >= 8 else { return false }
+        if head.matches("moov", at: 4) {
+            return head.matches("mvhd", at: 12) || head.matches("cmov", at: 12) || head.matches("trak", at: 12)
+        }
+        guard Int64(size) < source.length else { return false }
+        return isTopLevelQuickTimeBox(source.bytes(at: Int64(size), count: 8), at: 4)
+    }
+
+    private static func isTopLevelQuickTimeBox(_ b: [UInt8], at offset: Int) -> Bool {
+        b.matches("moov", at: offset) || b.matches("mdat", at: offset) || b.matches("wide", at: offset)
+            || b.matches("free", at: offset) || b.matches("skip", at: offset) || b.matches("pnot", at: offset)
+    }
+
+    private struct Family {
+        var video: String
+        var audio: String
+        var audioByBrand = false
+        var isImage = false
+    }
+
+    private static func family(_ brands: [String]) -> Family {
+        let major = brands.first ?? ""
+        let image: [String: String] = [
+            "avif": "image/avif", "avis": "image/avif", "heic": "image/heic", "heix": "image/heic",
+            "heim": "image/heic", "heis": "image/heic", "hevc": "image/heic-sequence",
+            "hevx": "image/heic-sequence", "mif1": "image/heif", "msf1": "image/heif-sequence",
+        ]
+        // The major brand decides; a generic image brand defers to a more specific compatible one.
+        if let type = image[major] {
+            if major == "mif1" || major == "msf1" {
+                for brand in brands.dropFirst() {
+                    if let specific = image[brand], brand != "mif1", brand != "msf1" {
+                        return Family(video: specific, audio: specific, isImage: true)
+                    }
+                }
+            }
+            return Family(video: type, audio: type, isImage: true)
+        }
+        if major.hasPrefix("M4A") || major.hasPrefix("M4B") || major.hasPrefix("M4P") {
+            return Family(video: "video/mp4", audio: "audio/mp4", audioByBrand: true)
+        }
+        if major == "qt  " { return Family(video: "video/quicktime", audio: "audio/mp4") }
+        if major.hasPrefix("3g2") || major.hasPrefix("kddi") { return Family(video: "video/3gpp2", audio: "audio/3gpp2") }
+        if major.hasPrefix("3g") { return Family(video: "video/3gpp", audio: "audio/3gpp") }
+        if major.hasPrefix("mif") || brands.contains("mif1") && !brands.contains(where: { $0.hasPrefix("mp4") || $0.hasPrefix("iso") }) {
+            return Family(video: "image/heif", audio: "image/heif", isImage: true)
+        }
+        return Family(video: "video/mp4", audio: "audio/mp4")
+    }
+
+    /// Reads `mvhd`, `mvex/mehd` and each `trak`; returns the movie duration in seconds.
+    private static func movie(_ walker: Walker, _ moov: Box, tracks: inout [Track]) -> Double? {
+        var timescale = 0
+        var duration: Int64 = 0
+        for box in walker.children(moov.payload, moov.end) {
+            switch box.type {
+            case "mvhd":
+                let b = walker.read(box, count: 32)
+                (timescale, duration) = timing(b)
+            case "mvex":
+                for child in walker.children(box.payload, box.end) where child.type == "mehd" && duration == 0 {
+                    let b = walker.read(child, count: 12)
+                    duration = Int64(b.u8(0) == 1 ? Int64(clamping: b.be64(4) ?? 0) : Int64(b.be32(4) ?? 0))
+                }
+            case "trak":
+                if tracks.count < 32 { tracks.append(track(walker, box)) }
+            default:
+                break
+            }
+        }
+        guard timescale > 0, duration > 0 else { return nil }
+        return Double(duration) / Double(timescale)
+    }
+
+    /// Timescale and duration from an `mvhd` or `mdhd` payload (version 0 or 1).
+    private static func timing(_ b: [UInt8]) -> (Int, Int64) {
+        if b.u8(0) == 1 {
+            return (b.be32(20) ?? 0, Int64(clamping: b.be64(24) ?? 0))
+        }
+        let duration = b.be32(16) ?? 0
+        return (b.be32(12) ?? 0, duration == 0xFFFF_FFFF ? 0 : Int64(duration))
+    }
+
+    private static func track(_ walker: Walker, _ trak: Box) -> Track {
+        var track = Track()
+        for box in walker.children(trak.payload, trak.end) {
+            if box.type == "tkhd" {
+                let b = walker.read(box, count: 96)
+                let base = b.u8(0) == 1 ? 52 : 40
+                if let w = b.be32(base + 36), let h = b.be32(base + 40) {
+                    track.width = w >> 16
+                    track.height = h >> 16
+                }
+                if let a = b.be32(base), let bb = b.be32(base + 4), let c = b.be32(base + 12), let d = b.be32(base + 16) {
+                    let fixed = { (v: Int) in Int(Int32(truncatingIfNeeded: v)) >> 16 }
+                    switch (fixed(a), fixed(bb), fixed(c), fixed(d)) {
+                    case (0, 1, -1, 0): track.rotation = 90
+                    case (-1, 0, 0, -1): track.rotation = 180
+                    case (0, -1, 1, 0): track.rotation = 270
+                    default: break
+                    }
+                }
+            } else if box.type == "mdia" {
+                for child in walker.children(box.payload, box.end) {
+                    switch child.type {
+                    case "mdhd":
+                        let b = walker.read(child, count: 32)
+                        (track.timescale, track.duration) = timing(b)
+                    case "hdlr":
+                        track.handler = walker.read(child, count: 12).fourCC(8) ?? ""
+                    case "minf":
+                        sampleDescription(walker, child, into: &track)
+                    default:
+                        break
+                    }
+                }
+            }
+        }
+        return track
+    }
+
+    private static func sampleDescription(_ walker: Walker, _ minf: Box, into track: inout Track) {
+        guard let stbl = walker.children(minf.payload, minf.end).first(where: { $0.type == "stbl" }),
+            let stsd = walker.children(stbl.payload, stbl.end).first(where: { $0.type == "stsd" })
+        else { return }
+        let b = walker.read(stsd, count: 64)
+        // Full box header (4) and entry count (4), then the first sample entry.
+        guard let format = b.fourCC(12) else { return }
+        track.codec = codecName(format)
+        if track.handler == "soun" {
+            // Sound sample entry: 8 reserved/reference bytes, 8 version/vendor bytes, then channels.
+            track.channels = b.be16(32)
+            if let rate = b.be32(40) { track.sampleRate = rate >> 16 > 0 ? rate >> 16 : nil }
+            if format == "mp4a", let size = b.be32(8) {
+                // The entry's child boxes follow its 28-byte body; `esds` has the real channel count.
+                let entry = walker.source.bytes(at: stsd.payload + 8, count: min(size, 4096))
+                var offset = 36
+                while let childSize = entry.be32(offset), childSize >= 8, let type = entry.fourCC(offset + 4) {
+                    if type == "esds", entry.has(childSize, at: offset),
+                        let channels = esdsChannels(Array(entry[offset + 8..<offset + childSize]))
+                    {
+                        track.channels = channels
+                    }
+                    offset += childSize
+                }
+            }
+        } else if track.width == nil || track.width == 0 {
+            track.width = b.be16(40)
+            track.height = b.be16(42)
+        }
+    }
+
+    private static func codecName(_ format: String) -> String {
+        switch format {
+        case "avc1", "avc3": return "h264"
+        case "hvc1", "hev1": return "hevc"
+        case "av01": return "av1"
+        case "vp09": return "vp9"
+        case "vp08": return "vp8"
+        case "mp4v": return "mpeg4"
+        case "s263", "h263": return "h263"
+        case "mp4a": return "aac"
+        case "Opus": return "opus"
+        case "fLaC": return "flac"
+        case "alac": return "alac"
+        case "samr": return "amr_nb"
+        case "sawb": return "amr_wb"
+        case "ac-3": return "ac3"
+        case "ec-3": return "eac3"
+        case ".mp3": return "mp3"
+        case "sowt", "twos", "lpcm", "ipcm": return "pcm"
+        case "jpeg", "mjpa", "mjpb": return "mjpeg"
+        case "apcn", "apch", "apcs", "apco", "ap4h": return "prores"
+        default: return format.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+    }
+
+    /// HEIF item properties: the primary item's (`pitm`) `ispe` is the image size and its `irot` the
+    /// rotation, found through the `ipma` associations; an `auxC` alpha plane means transparency.
+    /// Without associations the largest `ispe` is taken (tiles and thumbnails are smaller).
+    private static func item(_ walker: Walker, _ meta: Box, into metadata: inout MediaMetadata) {
+        // ISO `meta` is a full box (4 bytes of version and flags before its children); QuickTime's is not.
+        let peek = walker.source.bytes(at: meta.payload, count: 12)
+        let start = peek.matches("hdlr", at: 8) ? meta.payload + 4 : meta.payload
+        let children = walker.children(start, meta.end)
+        var primary: Int?
+        if let pitm = children.first(where: { $0.type == "pitm" }) {
+            let b = walker.read(pitm, count: 8)
+            primary = b.u8(0) == 0 ? b.be16(4) : b.be32(4)
+        }
+        guard let iprp = children.first(where: { $0.type == "iprp" }) else { return }
+        let iprpChildren = walker.children(iprp.payload, iprp.end)
+        guard let ipco = iprpChildren.first(where: { $0.type == "ipco" }) else { return }
+        let properties = walker.children(ipco.payload, ipco.end)
+        var associated: Set<Int>?
+        if let primary, let ipma = iprpChildren.first(where: { $0.type == "ipma" }) {
+            associated = associations(walker.read(ipma, count: 64 << 10), item: primary)
+        }
+        var bestArea = 0
+        for (index, property) in properties.enumerated() {
+            let belongs = associated?.contains(index + 1) ?? true
+            switch property.type {
+            case "ispe" where belongs:
+                let b = walker.read(property, count: 12)
+                if let w = b.be32(4), let h = b.be32(8), w * h > bestArea {
+                    bestArea = w * h
+                    metadata.setSize(w, h)
+                }
+            case "irot" where belongs:
+                if let angle = walker.read(property, count: 1).u8(0) {
+                    // Counter-clockwise quarter turns, as EXIF orientation values.
+                    metadata.orientation = [1, 8, 3, 6][angle & 3]
+                }
+            case "auxC":
+                let b = walker.read(property, count: 64)
+                if b.firstIndex(of: "alpha", in: 0..<b.count) != nil { metadata.hasAlpha = true }
+            default:
+                break
+            }
+        }
+        if metadata.hasAlpha == nil, bestArea > 0 { metadata.hasAlpha = false }
+    }
+
+    /// The 1-based property indices `ipma` associates with `item`.
+    private static func associations(_ b: [UInt8], item: Int) -> Set<Int>? {
+        guard let version = b.u8(0), let flags = b.be24(1), let count = b.be32(4) else { return nil }
+        var offset = 8
+        for _ in 0..<min(count, 65536) {
+            guard let id = version < 1 ? b.be16(offset) : b.be32(offset) else { return nil }
+            offset += version < 1 ? 2 : 4
+            guard let n = b.u8(offset) else { return nil }
+            offset += 1
+            var indices: Set<Int> = []
+            for _ in 0..<n {
+                if flags & 1 != 0 {
+                    guard let value = b.be16(offset) else { return nil }
+                    indices.insert(value & 0x7FFF)
+                    offset += 2
+                } else {
+                    guard let value = b.u8(offset) else { return nil }
+                    indices.insert(value & 0x7F)
+                    offset += 1
+                }
+            }
+            if id == item { return indices }
+        }
+        return nil
+    }
+
+    /// The channel count from an `esds` AudioSpecificConfig, which ISO files must use instead of the
+    /// sample entry's fixed value of 2.
+    static func esdsChannels(_ b: [UInt8]) -> Int? {
+        // Descriptors: tag byte, then a length of up to four 7-bit groups.
+        func descriptor(_ offset: Int) -> (tag: Int, body: Int, length: Int)? {
+            guard let tag = b.u8(offset) else { return nil }
+            var length = 0
+            var position = offset + 1
+            for _ in 0..<4 {
+                guard let byte = b.u8(position) else { return nil }
+                position += 1
+                length = length << 7 | (byte & 0x7F)
+                if byte & 0x80 == 0 { break }
+            }
+            return (tag, position, length)
+        }
+        guard let es = descriptor(4), es.tag == 3, let flags = b.u8(es.body + 2) else { return nil }
+        var offset = es.body + 3
+        if flags & 0x80 != 0 { offset += 2 }
+        if flags & 0x40 != 0 { offset += 1 + (b.u8(offset) ?? 0) }
+        if flags & 0x20 != 0 { offset += 2 }
+        guard let config = descriptor(offset), config.tag == 4,
+            let specific = descriptor(config.body + 13), specific.tag == 5,
+            let high = b.u8(specific.body), let low = b.u8(specific.body + 1)
+        else { return nil }
+        // 5 bits object type, 4 bits frequency index (15: 24 explicit bits follow), 4 bits channels.
+        let frequencyIndex = (high & 0x07) << 1 | low >> 7
+        if frequencyIndex == 15 {
+            guard let bits = b.be32(specific.body + 1) else { return nil }
+            return (bits >> 3) & 0x0F
+        }
+        let channels = (low >> 3) & 0x0F
+        return channels > 0 ? channels : nil
+    }
+}

@@ -1,0 +1,302 @@
+import Foundation
+
+/// Decides what a file is from its content: the IANA media type, the message kind it is sent as,
+/// whether its extension lies, and the metadata its headers state.
+///
+/// Detection reads the first 4 KiB and reads further only when a container needs it (a zip's
+/// central directory, an MP4's `moov` box, a Matroska track list, an Ogg stream's last page), with a
+/// hard cap on the bytes read per file. The extension is used only when the content says nothing,
+/// or to refine a generic answer (text that is Markdown by name). See docs/DETECTION.md for the
+/// type tree and the kind rules.
+///
+/// ```swift
+/// let detector = MIMEDetector()
+/// let detection = try detector.detect(fileAt: "voice.m4a", declaredKind: .voice)
+/// // detection.mimeType == "audio/mp4", detection.kind == .voice, detection.metadata.duration == 3.52
+/// ```
+public struct MIMEDetector: Sendable {
+    /// What happens when a caller declares a kind the content contradicts.
+    public enum DeclaredKindPolicy: String, Sendable, Hashable, Codable {
+        /// Send it as a file and report the lie (``Detection/declaredKindAccepted`` is false).
+        case downgradeToFile
+        /// Throw ``AttacheError/Code/kindMismatch``.
+        case reject
+    }
+
+    /// Tunable rules for classification.
+    public struct Configuration: Sendable {
+        /// A WebP, or a WebM without audio, no wider and no taller than this is a sticker.
+        public var stickerMaxSide = 512
+        /// A WebM longer than this many seconds is a video, not a sticker.
+        public var stickerMaxDuration = 3.0
+        /// The kind an animated GIF is sent as (`.image`, or `.video` to have it converted).
+        public var animatedGIFKind: MessageKind = .image
+        /// What a contradicted declared kind leads to.
+        public var declaredKindPolicy: DeclaredKindPolicy = .downgradeToFile
+        /// Image types shown inline as pictures; other images (TIFF, SVG, PSD, ICO) are files.
+        public var imageTypes: Set<String> = [
+            "image/jpeg", "image/png", "image/apng", "image/gif", "image/webp", "image/bmp",
+            "image/heic", "image/heif", "image/avif",
+        ]
+        /// Audio types sent as voice notes; other audio (FLAC, MIDI, AIFF) is a file.
+        public var voiceTypes: Set<String> = [
+            "audio/ogg", "audio/mp4", "audio/mpeg", "audio/aac", "audio/amr", "audio/amr-wb",
+            "audio/wav", "audio/x-caf", "audio/webm", "audio/matroska", "audio/3gpp", "audio/3gpp2",
+        ]
+        /// Audio codecs that never make a voice note, whatever the container (lossless music).
+        public var nonVoiceCodecs: Set<String> = ["flac", "alac"]
+        /// Video types sent as videos.
+        public var videoTypes: Set<String> = [
+            "video/mp4", "video/quicktime", "video/3gpp", "video/3gpp2", "video/webm", "video/matroska",
+            "video/x-msvideo", "video/mp2t", "video/x-flv", "video/ogg", "video/mpeg", "video/x-ms-asf",
+        ]
+        /// The most bytes one detection may read beyond the first 4 KiB.
+        public var readBudget = 8 << 20
+
+        /// The default rules.
+        public init() {}
+    }
+
+    /// How many bytes every detection reads first.
+    public static let headSize = 4096
+
+    /// The rules in use.
+    public let configuration: Configuration
+
+    /// What the rules say about each known type, computed once so that a detection costs one
+    /// dictionary lookup here instead of one per rule.
+    private let facts: [String: TypeFacts]
+
+    private enum KindRule: Sendable {
+        case fixed(MessageKind)
+        case voiceUnlessLossless
+        case webp, webm, gif
+    }
+
+    private struct TypeFacts: Sendable {
+        var rule: KindRule
+        var isTextual: Bool
+        var preferredExtension: String?
+    }
+
+    /// Creates a detector.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        var facts: [String: TypeFacts] = [:]
+        var types = Set(MIMETable.byExtension.values).union(MIMETable.preferredExtension.keys).union(MIMETable.parent.keys)
+        types.formUnion(configuration.imageTypes)
+        types.formUnion(configuration.voiceTypes)
+        types.formUnion(configuration.videoTypes)
+        for type in types {
+            let rule: KindRule
+            switch type {
+            case "application/x-tgsticker": rule = .fixed(.sticker)
+            case "image/webp": rule = .webp
+            case "video/webm": rule = .webm
+            case "image/gif": rule = .gif
+            default:
+                if configuration.imageTypes.contains(type) {
+                    rule = .fixed(.image)
+                } else if configuration.voiceTypes.contains(type) {
+                    rule = .voiceUnlessLossless
+                } else if configuration.videoTypes.contains(type) {
+                    rule = .fixed(.video)
+                } else {
+                    rule = .fixed(.file)
+                }
+            }
+            facts[type] = TypeFacts(
+                rule: rule, isTextual: MIMETable.isTextual(type), preferredExtension: MIMETable.preferredExtension[type])
+        }
+        self.facts = facts
+    }
+
+    /// Detects the file at `path` with blocking, bounded reads.
+    ///
+    /// An empty file is `application/x-empty` of kind `.file` and is not an error: an empty
+    /// attachment is unusual but valid, and the content cannot contradict its extension.
+    ///
+    /// - Parameters:
+    ///   - path: the file to read.
+    ///   - declaredKind: the kind the caller wants to send it as; checked against the content.
+    /// - Throws: ``AttacheError`` at stage `.detect` naming the file: `.fileNotFound`,
+    ///   `.fileUnreadable` (also for directories and other non-regular files), or `.kindMismatch`
+    ///   when `declaredKind` contradicts the content and the policy is ``DeclaredKindPolicy/reject``.
+    public func detect(fileAt path: String, declaredKind: MessageKind? = nil) throws -> Detection {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw AttacheError(
+                code == ENOENT || code == ENOTDIR ? .fileNotFound : .fileUnreadable, stage: .detect,
+                code == ENOENT || code == ENOTDIR ? "no such file" : "cannot open the file: \(String(cString: strerror(code)))",
+                file: path, cause: NativeError.posix(code))
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let code = errno
+            throw AttacheError(
+                .fileUnreadable, stage: .detect, "cannot stat the file: \(String(cString: strerror(code)))",
+                file: path, cause: NativeError.posix(code))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path)
+        }
+        let size = Int64(info.st_size)
+        var head = [UInt8](repeating: 0, count: Int(min(Int64(Self.headSize), size)))
+        var filled = 0
+        while filled < head.count {
+            let n = head.withUnsafeMutableBytes { raw in
+                pread(descriptor, raw.baseAddress! + filled, raw.count - filled, off_t(filled))
+            }
+            if n > 0 {
+                filled += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n == 0 {
+                break
+            } else {
+                let code = errno
+                throw AttacheError(
+                    .fileUnreadable, stage: .detect, "read failed: \(String(cString: strerror(code)))",
+                    file: path, cause: NativeError.posix(code))
+            }
+        }
+        if filled < head.count { head.removeSubrange(filled...) }
+        let source = SniffSource(
+            head: head, size: max(size, Int64(filled)), descriptor: descriptor, budget: configuration.readBudget)
+        return try finish(Sniffer.sniff(source), source: source, filename: path, declaredKind: declaredKind, file: path)
+    }
+
+    /// Detects the file at `path` on `pool`, off the cooperative thread pool.
+    ///
+    /// ```swift
+    /// let detection = try await MIMEDetector().detect(fileAt: path, declaredKind: .image, on: .shared)
+    /// ```
+    /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
+    public func detect(fileAt path: String, declaredKind: MessageKind? = nil, on pool: BlockingPool) async throws -> Detection {
+        try await pool.run { try self.detect(fileAt: path, declaredKind: declaredKind) }
+    }
+
+    /// Detects from the first bytes of some content whose full length is unknown (an upload being
+    /// received, a buffer). Nothing beyond `prefix` is read, so durations that need the file's size
+    /// or its end are absent. Give at least ``headSize`` bytes when there are that many.
+    ///
+    /// ```swift
+    /// let detection = MIMEDetector().detect(prefix: Array(data.prefix(4096)), filename: "a.png")
+    /// ```
+    public func detect(prefix: [UInt8], filename: String?) -> Detection {
+        let source = SniffSource(head: prefix, size: nil)
+        // Without a declared kind, finishing cannot throw.
+        return (try? finish(Sniffer.sniff(source), source: source, filename: filename, declaredKind: nil, file: filename))
+            ?? Detection(mimeType: "application/octet-stream", kind: .file)
+    }
+
+    /// Detects content held whole in memory, exactly as a file with these bytes would be detected.
+    /// - Throws: ``AttacheError`` `.kindMismatch` under the ``DeclaredKindPolicy/reject`` policy.
+    public func detect(contents: [UInt8], filename: String?, declaredKind: MessageKind? = nil) throws -> Detection {
+        let source = SniffSource(head: contents, size: Int64(contents.count))
+        return try finish(Sniffer.sniff(source), source: source, filename: filename, declaredKind: declaredKind, file: filename)
+    }
+
+    // MARK: Extension, kind and declared kind
+
+    private func finish(
+        _ sniffed: Sniffed, source: SniffSource, filename: String?, declaredKind: MessageKind?, file: String?
+    ) throws -> Detection {
+        var mimeType = sniffed.mimeType
+        var facts = self.facts[mimeType]
+        var extensionType: String?
+        var mismatch = false
+        if let filename, let fileExtension = Self.fileExtension(filename) {
+            let contentIsTextual = facts?.isTextual ?? mimeType.hasPrefix("text/")
+            extensionType = MIMETable.byExtension[fileExtension]
+            if contentIsTextual, let alternative = MIMETable.textAlternatives[fileExtension] { extensionType = alternative }
+            if let extensionType, mimeType != "application/x-empty" {
+                if mimeType == "application/octet-stream" {
+                    // The content says nothing only when there was too little of it to recognise anything.
+                    if source.head.count < 16 && source.size == nil || source.head.count < 4 {
+                        mimeType = extensionType
+                    } else {
+                        mismatch = true
+                    }
+                } else if MIMETable.isDescendant(extensionType, of: mimeType),
+                    sniffed.inconclusive || contentIsTextual, !extensionType.hasPrefix("image/")
+                {
+                    mimeType = extensionType
+                } else {
+                    mismatch = !MIMETable.isCompatible(content: mimeType, claimed: extensionType)
+                }
+                if mimeType == extensionType { facts = self.facts[mimeType] }
+            }
+        }
+        let contentKind = kind(facts?.rule ?? .fixed(.file), sniffed.metadata)
+        var kind = contentKind
+        var accepted = true
+        if let declaredKind {
+            accepted = accepts(declaredKind, contentKind: contentKind, mimeType: mimeType, metadata: sniffed.metadata)
+            if accepted {
+                kind = declaredKind
+            } else if configuration.declaredKindPolicy == .reject {
+                throw AttacheError(
+                    .kindMismatch, stage: .detect,
+                    "declared as \(declaredKind) but the content is \(mimeType) (\(contentKind))", file: file)
+            } else {
+                kind = .file
+            }
+        }
+        return Detection(
+            mimeType: mimeType, kind: kind, extensionMIMEType: extensionType, mismatch: mismatch,
+            declaredKind: declaredKind, declaredKindAccepted: accepted, metadata: sniffed.metadata,
+            preferredFilenameExtension: facts?.preferredExtension)
+    }
+
+    /// The lower-case extension of the last path component, if it has one (`.bashrc` has none).
+    static func fileExtension(_ filename: String) -> String? {
+        let name = filename.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
+        let ext = name[name.index(after: dot)...]
+        guard !ext.isEmpty, ext.count <= 16 else { return nil }
+        return ext.lowercased()
+    }
+
+    /// The kind the content alone implies.
+    private func kind(_ rule: KindRule, _ metadata: MediaMetadata) -> MessageKind {
+        let maxSide = configuration.stickerMaxSide
+        let small = metadata.width.map { $0 <= maxSide } == true && metadata.height.map { $0 <= maxSide } == true
+        switch rule {
+        case .fixed(let kind):
+            return kind
+        case .voiceUnlessLossless:
+            return configuration.nonVoiceCodecs.contains(metadata.audioCodec ?? "") ? .file : .voice
+        case .webp:
+            return small ? .sticker : configuration.imageTypes.contains("image/webp") ? .image : .file
+        case .webm:
+            let silentClip = metadata.audioCodec == nil && ["vp8", "vp9", "av1"].contains(metadata.videoCodec ?? "")
+            if small && silentClip && (metadata.duration ?? 0) <= configuration.stickerMaxDuration { return .sticker }
+            return configuration.videoTypes.contains("video/webm") ? .video : .file
+        case .gif:
+            if metadata.isAnimated == true { return configuration.animatedGIFKind }
+            return configuration.imageTypes.contains("image/gif") ? .image : .file
+        }
+    }
+
+    /// Whether the content can honestly be sent as `declared`.
+    private func accepts(_ declared: MessageKind, contentKind: MessageKind, mimeType: String, metadata: MediaMetadata) -> Bool {
+        if declared == contentKind || declared == .file { return true }
+        switch declared {
+        case .image:
+            // A sticker-sized WebP is still a picture.
+            return configuration.imageTypes.contains(mimeType)
+        case .sticker:
+            // Stickers are made from pictures and short silent clips as well as sent as they are.
+            return configuration.imageTypes.contains(mimeType) || mimeType == "video/webm" || mimeType == "application/x-tgsticker"
+        case .video:
+            return configuration.videoTypes.contains(mimeType) || (mimeType == "image/gif" && metadata.isAnimated == true)
+        case .voice:
+            return contentKind == .voice
+        case .file:
+            return true
+        }
+    }
+}
