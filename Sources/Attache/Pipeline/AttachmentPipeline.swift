@@ -36,8 +36,13 @@ public struct PipelineConfiguration: Sendable {
     public var fileFieldName = "file"
     /// "System parameters": form fields sent with every upload, before the attachment's own.
     public var fields: [(name: String, value: String)] = []
-    /// Send the message kind as a form field named `kind`.
-    public var sendKindField = true
+    /// Send the detected type and metadata as form fields (`mimeType`, `kind`, `width`, `height`,
+    /// `duration`, … see ``Detection/uploadFields``).
+    public var sendMetadataFields = true
+    /// How content is detected and classified.
+    public var detection = MIMEDetector.Configuration()
+    /// What is recompressed, and how; thumbnails.
+    public var transform = Transformer.Configuration()
     /// How attachments are encrypted on their way to the server.
     public var seal = SealConfiguration()
     /// How to talk to the server.
@@ -95,12 +100,16 @@ public struct AttachmentPipeline: Sendable {
     public let configuration: PipelineConfiguration
     /// Where the pipeline logs.
     public let logger: Logger
+    private let detector: MIMEDetector
+    private let transformer: Transformer
     private let uploader: Uploader
 
     /// Creates a pipeline.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) {
         self.configuration = configuration
         self.logger = logger
+        self.detector = MIMEDetector(configuration: configuration.detection)
+        self.transformer = Transformer(configuration: configuration.transform)
         self.uploader = Uploader(configuration: configuration.upload, logger: logger)
     }
 
@@ -127,16 +136,32 @@ public struct AttachmentPipeline: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         let original = try FileSource(path: attachment.path)
-        let filename = attachment.filename ?? (attachment.path as NSString).lastPathComponent
+        var filename = attachment.filename ?? (attachment.path as NSString).lastPathComponent
 
-        // Detect: content type and message kind. (Content-based detection plugs in here.)
+        // Detect: type, kind and metadata from the content (the caller's declared kind is checked).
         progress?(.stage(.detect))
-        let mimeType = "application/octet-stream"
-        let kind = attachment.declaredKind ?? .file
+        let detection = try await detector.detect(
+            fileAt: attachment.path, declaredKind: attachment.declaredKind, on: .shared)
+        if detection.mismatch {
+            logger.notice(
+                "extension and content disagree",
+                metadata: [
+                    "file": "\(attachment.path)", "content": "\(detection.mimeType)",
+                    "extension": "\(detection.extensionMIMEType ?? "-")",
+                ])
+        }
 
-        // Transform: recompression of images and stickers plugs in here; other kinds pass through.
+        // Transform: images and stickers recompressed, thumbnails made; other kinds pass through.
         progress?(.stage(.transform))
-        let payload: any ByteSource = original
+        let workDirectory = try Self.makeWorkDirectory()
+        defer { try? FileManager.default.removeItem(atPath: workDirectory) }
+        let transformed = try await transformer.transform(
+            fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
+            workDirectory: workDirectory)
+        let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
+        if let newExtension = transformed.filenameExtension {
+            filename = Self.replacingExtension(of: filename, with: newExtension)
+        }
 
         // Seal: encryption and transfer encoding, streamed (nothing is read until the upload pulls).
         progress?(.stage(.seal))
@@ -146,27 +171,34 @@ public struct AttachmentPipeline: Sendable {
             scheme: seal.scheme, key: key ?? AttachmentKey.random(for: .none), transferEncoding: seal.transferEncoding)
         let sealed = try sealer.seal(payload)
         let isPlain = seal.scheme == .none && seal.transferEncoding == .binary
+        let sealedContentType =
+            isPlain ? transformed.mimeType : (seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain")
 
-        // Upload + Interpret.
+        // Upload + Interpret: system fields, the attachment's fields, metadata, the part, thumbnails.
         progress?(.stage(.upload))
         var body = MultipartBody()
         for field in configuration.fields + attachment.fields {
             try body.addField(name: field.name, value: field.value)
         }
-        if configuration.sendKindField {
-            try body.addField(name: "kind", value: kind.rawValue)
+        if configuration.sendMetadataFields {
+            for field in Self.metadataFields(detection: detection, transformed: transformed) {
+                try body.addField(name: field.name, value: field.value)
+            }
         }
         if !isPlain {
             // What the receiver needs to open the part; the key itself never goes to the server.
             try body.addField(name: "scheme", value: seal.scheme.rawValue)
             try body.addField(name: "encoding", value: seal.transferEncoding.rawValue)
-            try body.addField(name: "mimeType", value: mimeType)
             try body.addField(name: "plaintextSize", value: String(sealed.plaintextByteCount))
         }
         try body.addFile(
-            name: configuration.fileFieldName, filename: filename,
-            contentType: isPlain ? mimeType : (seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain"),
-            source: sealed)
+            name: configuration.fileFieldName, filename: filename, contentType: sealedContentType, source: sealed)
+        for thumbnail in transformed.thumbnails {
+            let thumbnailSource = try sealer.seal(DataSource(thumbnail.bytes))
+            try body.addFile(
+                name: thumbnail.name, filename: thumbnail.filename,
+                contentType: isPlain ? thumbnail.mimeType : sealedContentType, source: thumbnailSource)
+        }
         let request = UploadRequest(
             url: configuration.url, body: body, idempotencyKey: attachment.idempotencyKey)
         let result = try await uploader.upload(request) { update in progress?(.upload(update)) }
@@ -174,7 +206,7 @@ public struct AttachmentPipeline: Sendable {
         switch result.outcome {
         case .stored(let receipt):
             return UploadReceipt(
-                path: attachment.path, filename: filename, kind: kind, mimeType: mimeType,
+                path: attachment.path, filename: filename, kind: detection.kind, mimeType: transformed.mimeType,
                 fileId: receipt.fileId, url: receipt.url, originalByteCount: original.byteCount,
                 sentByteCount: sealed.byteCount, bodyByteCount: result.bodyByteCount,
                 idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
@@ -182,13 +214,51 @@ public struct AttachmentPipeline: Sendable {
                 seal: SealReceipt(
                     scheme: seal.scheme, transferEncoding: seal.transferEncoding,
                     plaintextByteCount: sealed.plaintextByteCount, digest: sealed.digest,
-                    key: seal.key == nil ? key?.base64EncodedString : nil))
+                    key: seal.key == nil ? key?.base64EncodedString : nil),
+                detection: detection,
+                transform: TransformReceipt(
+                    recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
+                    width: transformed.width, height: transformed.height,
+                    thumbnails: transformed.thumbnails.map(\.name)))
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
                 "the server refused the upload: \(rejection)", file: attachment.path,
                 cause: RejectionError(rejection: rejection))
         }
+    }
+
+    /// The detected metadata as form fields, with what Transform changed (type, size, orientation).
+    static func metadataFields(detection: Detection, transformed: TransformOutput) -> [UploadField] {
+        var fields = detection.uploadFields.filter { field in
+            switch field.name {
+            case "mimeType": return false
+            case "width", "height", "orientation", "rotation": return !transformed.didTransform
+            default: return true
+            }
+        }
+        fields.insert(UploadField(name: "mimeType", value: transformed.mimeType), at: 0)
+        if transformed.didTransform {
+            if let width = transformed.width { fields.append(UploadField(name: "width", value: String(width))) }
+            if let height = transformed.height { fields.append(UploadField(name: "height", value: String(height))) }
+        }
+        return fields
+    }
+
+    static func replacingExtension(of filename: String, with newExtension: String) -> String {
+        let stem = (filename as NSString).deletingPathExtension
+        return (stem.isEmpty ? filename : stem) + "." + newExtension
+    }
+
+    /// A private directory for this attachment's transformed files, removed when it is sent.
+    static func makeWorkDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/attache-XXXXXX").utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw AttacheError(
+                .fileUnwritable, stage: .transform, "cannot create a temporary directory",
+                cause: NativeError.posix())
+        }
+        return String(cString: created)
     }
 }
 

@@ -32,12 +32,17 @@ public struct UploadReceipt: Sendable, Codable {
     public var server: JSONValue
     /// How the attachment was sealed.
     public var seal: SealReceipt
+    /// What the Detect stage found in the source file.
+    public var detection: Detection
+    /// What the Transform stage did.
+    public var transform: TransformReceipt
 
     /// Creates a receipt.
     public init(
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
-        attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt
+        attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt,
+        detection: Detection, transform: TransformReceipt
     ) {
         self.path = path
         self.filename = filename
@@ -54,6 +59,31 @@ public struct UploadReceipt: Sendable, Codable {
         self.seconds = seconds
         self.server = server
         self.seal = seal
+        self.detection = detection
+        self.transform = transform
+    }
+}
+
+/// What the Transform stage did to one attachment.
+public struct TransformReceipt: Sendable, Codable, Hashable {
+    /// True when the file was recompressed (or made a sticker); false when it went as it was.
+    public var recompressed: Bool
+    /// The size after Transform, before sealing.
+    public var byteCount: Int64
+    /// The image's width after Transform, for images and stickers.
+    public var width: Int?
+    /// The image's height after Transform.
+    public var height: Int?
+    /// The form names of the thumbnail parts sent with the attachment.
+    public var thumbnails: [String]
+
+    /// Creates a transform receipt.
+    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = []) {
+        self.recompressed = recompressed
+        self.byteCount = byteCount
+        self.width = width
+        self.height = height
+        self.thumbnails = thumbnails
     }
 }
 

@@ -18,7 +18,9 @@ struct UploadJournalTests {
             path: "a.txt", filename: "a.txt", kind: .file, mimeType: "text/plain", fileId: "f1", url: "/files/f1",
             originalByteCount: 5, sentByteCount: 5, bodyByteCount: 300, idempotencyKey: key, attempts: 1,
             replayed: false, seconds: 0.1, server: .object(["fileId": .string("f1")]),
-            seal: SealReceipt(scheme: .none, transferEncoding: .binary, plaintextByteCount: 5))
+            seal: SealReceipt(scheme: .none, transferEncoding: .binary, plaintextByteCount: 5),
+            detection: MIMEDetector().detect(prefix: Array("hello".utf8), filename: "a.txt"),
+            transform: TransformReceipt(recompressed: false, byteCount: 5))
     }
 
     @Test(arguments: [false, true])
