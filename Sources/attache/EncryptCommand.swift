@@ -104,6 +104,13 @@ struct SealKeyOptions: ParsableArguments {
     }
 
     func load(for scheme: SealScheme) throws -> AttachmentKey {
+        try Self.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme)
+    }
+
+    /// Reads a key (or, for the legacy schemes, a passphrase) from a file or an environment variable.
+    static func loadKey(file keyFile: String?, environmentVariable keyEnv: String?, for scheme: SealScheme) throws
+        -> AttachmentKey
+    {
         switch (keyFile, scheme.usesPassphrase) {
         case (let path?, false): try AttachmentKey(contentsOfFile: path)
         case (let path?, true): try AttachmentKey(passphraseFile: path)
@@ -127,6 +134,6 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         try await body()
     } catch let error as AttacheError {
         FileHandle.standardError.write(Data("attache: \(error) [\(error.code)]\n".utf8))
-        throw ExitCode(error.code == .invalidArgument ? 64 : 1)
+        throw ExitCode(ExitStatus.forError(error))
     }
 }

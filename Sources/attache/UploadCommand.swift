@@ -65,6 +65,34 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Idempotency-Key to send (one file only); a random key per file otherwise.", valueName: "key"))
     var idempotencyKey: String?
 
+    @Option(help: ArgumentHelp(
+        "Encryption: stream-gcm (a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
+        valueName: "scheme"))
+    var scheme = SealScheme.streamGCM.rawValue
+
+    @Flag(help: "Send the sealed bytes as base64 text (RFC 4648, no line breaks).")
+    var base64 = false
+
+    @Option(help: ArgumentHelp(
+        "Seal every file with the key in this file instead of a fresh key per file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
+        valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
+    var keyEnv: String?
+
+    @Flag(help: "Send files as they are: no recompression, no thumbnails.")
+    var noTransform = false
+
+    @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
+    var maxSide = 1280
+
+    @Option(help: ArgumentHelp("JPEG quality of recompressed photos (1-100).", valueName: "q"))
+    var quality = 82
+
+    @Flag(help: "Do not send thumbnails with images and stickers.")
+    var noThumbnails = false
+
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
@@ -86,6 +114,13 @@ struct UploadCommand: AsyncParsableCommand {
         if idempotencyKey != nil, files.count != 1 {
             throw ValidationError("--idempotency-key can be given for one file only")
         }
+        let sealScheme = try SealKeyOptions.parseScheme(scheme)
+        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil {
+            throw ValidationError("\(scheme) needs a passphrase from --key-file or --key-env")
+        }
+        guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
     }
 
     private var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
@@ -104,6 +139,22 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.upload.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.upload.caFile = caFile
         configuration.upload.pinnedPublicKey = pinnedPublicKey
+        configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
+        configuration.seal.transferEncoding = base64 ? .base64 : .binary
+        if keyFile != nil || keyEnv != nil {
+            do {
+                configuration.seal.key = try SealKeyOptions.loadKey(
+                    file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme)
+            } catch let error as AttacheError {
+                Console.err("attache: \(error)")
+                throw ExitCode(ExitStatus.forError(error))
+            }
+        }
+        configuration.transform.recompressImages = !noTransform
+        configuration.transform.makeStickers = !noTransform
+        configuration.transform.makeThumbnails = !noTransform && !noThumbnails
+        configuration.transform.image.maxSide = maxSide
+        configuration.transform.image.quality = quality
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
         let showProgress = !noProgress && !json && Console.stderrIsTerminal
@@ -169,13 +220,20 @@ struct UploadCommand: AsyncParsableCommand {
         var text = "\(receipt.path): stored"
         if let fileId = receipt.fileId { text += " as \(fileId)" }
         text += " (\(receipt.kind), \(receipt.mimeType), \(formatBytes(receipt.originalByteCount))"
-        if receipt.sentByteCount != receipt.originalByteCount {
-            text += " → \(formatBytes(receipt.sentByteCount))"
+        if receipt.transform.recompressed {
+            text += " → \(formatBytes(receipt.transform.byteCount))"
+            if let width = receipt.transform.width, let height = receipt.transform.height { text += " \(width)×\(height)" }
         }
+        if receipt.seal.scheme != .none { text += ", \(receipt.seal.scheme)" }
+        if receipt.seal.transferEncoding != .binary { text += "+\(receipt.seal.transferEncoding)" }
         text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
         if receipt.replayed { text += ", replayed" }
         text += String(format: ", %.2f s)", receipt.seconds)
         if let url = receipt.url { text += " \(url)" }
+        if let key = receipt.seal.key { text += " key=\(key)" }
+        if receipt.detection.mismatch, let claimed = receipt.detection.extensionMIMEType {
+            text += " [extension says \(claimed)]"
+        }
         return text
     }
 }
