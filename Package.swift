@@ -79,6 +79,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // The README's library example, compiled with every build so that it stays true.
+        .executableTarget(
+            name: "attache-example",
+            dependencies: ["Attache"],
+            path: "Samples/Examples/SendAttachments",
+            swiftSettings: swiftSettings),
+
         .testTarget(
             name: "AttacheTests",
             dependencies: [

@@ -44,7 +44,7 @@ fi
 base_url=${first_line##* }
 echo "    $first_line"
 
-mapfile -t samples < <(find Samples -type f ! -name 'README.md' ! -path '*/hostile/*' | sort)
+mapfile -t samples < <(find Samples -maxdepth 1 -type f ! -name 'README.md' | sort)
 echo "==> sending ${#samples[@]} sample files to $base_url/upload"
 status=0
 "$bin/attache" upload "${samples[@]}" --url "$base_url/upload" --field "chatId=demo" "$@" || status=$?

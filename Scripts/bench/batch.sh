@@ -30,9 +30,9 @@ if [ -n "${ATTACHE_BIN:-}" ] && [ -n "${ATTACHE_SERVER_BIN:-}" ]; then
     ATTACHE=$ATTACHE_BIN
     SERVER=$ATTACHE_SERVER_BIN
 else
-    swift build -c release --product attache >&2
-    swift build -c release --product attache-server >&2
-    BIN=$(swift build -c release --show-bin-path)
+    swift build -c release --static-swift-stdlib --product attache >&2
+    swift build -c release --static-swift-stdlib --product attache-server >&2
+    BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
     ATTACHE=$BIN/attache
     SERVER=$BIN/attache-server
 fi

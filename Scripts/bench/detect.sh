@@ -11,9 +11,9 @@ copies="${1:-4}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --product attache > /dev/null
-swift build -c release --product attache-fuzz > /dev/null
-bin="$(swift build -c release --show-bin-path)"
+swift build -c release --static-swift-stdlib --product attache > /dev/null
+swift build -c release --static-swift-stdlib --product attache-fuzz > /dev/null
+bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
 
 Scripts/bench/detect-corpus.sh "$work/corpus" > /dev/null 2>&1
 mkdir -p "$work/many"

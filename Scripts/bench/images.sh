@@ -14,8 +14,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/attache-bench-images.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 echo "building attache (release)…" >&2
-(cd "$root" && swift build -c release --product attache >&2)
-attache="$(cd "$root" && swift build -c release --show-bin-path)/attache"
+if [ -n "${ATTACHE_BIN:-}" ]; then
+    attache=$ATTACHE_BIN
+else
+    (cd "$root" && swift build -c release --static-swift-stdlib --product attache >&2)
+    attache="$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)/attache"
+fi
 
 echo "making inputs in $work…" >&2
 # Photo-like: fractal plasma (large smooth areas and edges) with mild sensor-like noise, 4:2:0 q90.

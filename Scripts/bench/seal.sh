@@ -13,8 +13,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/attache-bench-seal.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 echo "== building attache (release)"
-swift build -c release --product attache >/dev/null
-BIN=$(swift build -c release --show-bin-path)/attache
+if [ -n "${ATTACHE_BIN:-}" ]; then
+    BIN=$ATTACHE_BIN
+else
+    swift build -c release --static-swift-stdlib --product attache >/dev/null
+    BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)/attache
+fi
 
 echo "== $SIZE_MB MiB of random data in $WORK"
 head -c $((SIZE_MB * 1024 * 1024)) /dev/urandom >"$WORK/plain"

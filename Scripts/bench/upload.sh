@@ -96,7 +96,7 @@ run_attache() {
 run_curl() {
     local file=$1 err="$work/curl.err" figures status code
     figures=$(BENCH_STDOUT="$work/curl.code" bench_measure \
-        curl -sS -o /dev/null -w '%{http_code}' -F "file=@$file" "$upload_url" 2>"$err") \
+        curl -sS -o /dev/null -w '%{http_code}' -H 'Expect:' -F "file=@$file" "$upload_url" 2>"$err") \
         && status=0 || status=$?
     code=$(cat "$work/curl.code" 2>/dev/null || true)
     if ((status != 0)) || [[ "$code" != 2* ]]; then
@@ -128,7 +128,7 @@ printf '\nUpload to %s, median of %s runs (MB = 10^6 bytes, RSS in MiB)\n' \
     "$([[ -n "$store" ]] && echo "attache-server on 127.0.0.1" || echo "$BENCH_URL")" "$runs"
 [[ " $tools " == *" attache "* ]] \
     && printf '  attache: %s upload FILE --url URL/upload %s\n' "$ATTACHE_BIN" "${attache_args[*]}"
-[[ " $tools " == *" curl "* ]] && printf '  curl:    curl -sS -o /dev/null -F file=@FILE URL/upload\n'
+[[ " $tools " == *" curl "* ]] && printf '  curl:    curl -sS -o /dev/null -H Expect: -F file=@FILE URL/upload\n'
 printf '\n'
 printf '%-8s %8s %10s %10s %12s\n' tool size seconds 'MB/s' 'peak RSS'
 declare -A mbps_median=() rss_median=()
