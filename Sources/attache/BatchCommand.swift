@@ -39,8 +39,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Argument(help: "Files and folders to send.", completion: .file())
     var paths: [String]
 
-    @Option(help: "The upload endpoint (http:// or https://). Default: $ATTACHE_URL.")
-    var url: String?
+    @OptionGroup var pipeline: PipelineOptions
 
     @Option(help: ArgumentHelp(
         "The journal database (created when missing).", discussion: "Default: ./attache-journal.sqlite.",
@@ -65,66 +64,29 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(help: "Follow symbolic links wherever they point.")
     var followSymlinks = false
 
-    @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable.", valueName: "name=value"))
-    var fields: [String] = []
 
-    @Option(
-        help: "Declare the message kind of every file (image, voice, video, sticker, file).",
-        transform: parseKind)
-    var kind: MessageKind?
 
-    @Option(help: ArgumentHelp("The form name of the attachment part.", valueName: "name"))
-    var fileField = "file"
 
-    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
-    var attempts = 6
 
-    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
-    var retryBudget: Double = 600
 
-    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
-    var connectTimeout: Double = 10
 
-    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
-    var stallTimeout: Double = 30
 
-    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
-    var caFile: String?
 
     @Flag(help: "Do not show the progress line on the terminal.")
     var noProgress = false
 
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
-        if !dryRun, resolvedURL == nil {
+        if !dryRun, pipeline.resolvedURL == nil {
             throw ValidationError("missing --url (or set ATTACHE_URL)")
         }
-        for field in fields where !field.contains("=") || field.hasPrefix("=") {
-            throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
-        }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
-        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
-        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
-            throw ValidationError("timeouts must be positive")
-        }
         guard !journal.isEmpty else { throw ValidationError("--journal needs a file name") }
     }
 
-    private var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
-
     func run() async throws {
         let logger = global.bootstrapLogging()
-        var pipelineConfiguration = PipelineConfiguration(url: resolvedURL ?? "http://127.0.0.1/")
-        pipelineConfiguration.fileFieldName = fileField
-        pipelineConfiguration.fields = fields.map { field in
-            let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (String(parts[0]), String(parts[1]))
-        }
-        pipelineConfiguration.upload.retry.maximumAttempts = attempts
-        pipelineConfiguration.upload.retry.budget = .milliseconds(Int64(retryBudget * 1000))
-        pipelineConfiguration.upload.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        pipelineConfiguration.upload.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        pipelineConfiguration.upload.caFile = caFile
+        let pipelineConfiguration = try pipeline.makeConfiguration(url: pipeline.resolvedURL ?? "http://127.0.0.1/")
 
         var configuration = BatchConfiguration(
             pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)
@@ -133,7 +95,7 @@ struct BatchCommand: AsyncParsableCommand {
         configuration.dryRun = dryRun
         configuration.followSymlinks = followSymlinks
         configuration.durableJournal = durable
-        configuration.declaredKind = kind
+        configuration.declaredKind = pipeline.kind
 
         let batch = BatchUploader(configuration: configuration)
         let run = batch.run(paths)

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Attache
+import Foundation
+
+/// The options that shape the pipeline, shared by `upload` and `batch`.
+struct PipelineOptions: ParsableArguments {
+    @Option(help: "The upload endpoint (http:// or https://). Default: $ATTACHE_URL.")
+    var url: String?
+
+    @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable (use name[] for lists).", valueName: "name=value"))
+    var fields: [String] = []
+
+    @Option(
+        help: "Declare the message kind (image, voice, video, sticker, file); checked against the content.",
+        transform: parseKind)
+    var kind: MessageKind?
+
+    @Option(help: ArgumentHelp("The form name of the attachment part.", valueName: "name"))
+    var fileField = "file"
+
+    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
+    var attempts = 6
+
+    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
+    var retryBudget: Double = 600
+
+    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
+    var stallTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
+    var pinnedPublicKey: String?
+
+    @Option(help: ArgumentHelp(
+        "Encryption: stream-gcm (a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
+        valueName: "scheme"))
+    var scheme = SealScheme.streamGCM.rawValue
+
+    @Flag(help: "Send the sealed bytes as base64 text (RFC 4648, no line breaks).")
+    var base64 = false
+
+    @Option(help: ArgumentHelp(
+        "Seal every file with the key in this file instead of a fresh key per file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
+        valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
+    var keyEnv: String?
+
+    @Flag(help: "Send files as they are: no recompression, no thumbnails.")
+    var noTransform = false
+
+    @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
+    var maxSide = 1280
+
+    @Option(help: ArgumentHelp("JPEG quality of recompressed photos (1-100).", valueName: "q"))
+    var quality = 82
+
+    @Flag(help: "Do not send thumbnails with images and stickers.")
+    var noThumbnails = false
+
+    /// `--url`, else `$ATTACHE_URL`.
+    var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
+
+    /// Checks everything but the URL (a dry run needs none).
+    func validate() throws {
+        for field in fields where !field.contains("=") || field.hasPrefix("=") {
+            throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
+        }
+        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
+        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
+            throw ValidationError("timeouts must be positive")
+        }
+        let sealScheme = try SealKeyOptions.parseScheme(scheme)
+        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil {
+            throw ValidationError("\(scheme) needs a passphrase from --key-file or --key-env")
+        }
+        guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
+    }
+
+    /// The pipeline configuration these options describe.
+    /// - Throws: `ExitCode` after printing one line when the key cannot be read.
+    func makeConfiguration(url: String) throws -> PipelineConfiguration {
+        var configuration = PipelineConfiguration(url: url)
+        configuration.fileFieldName = fileField
+        configuration.fields = fields.map { field in
+            let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), String(parts[1]))
+        }
+        configuration.upload.retry.maximumAttempts = attempts
+        configuration.upload.retry.budget = .milliseconds(Int64(retryBudget * 1000))
+        configuration.upload.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.upload.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
+        configuration.upload.caFile = caFile
+        configuration.upload.pinnedPublicKey = pinnedPublicKey
+        configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
+        configuration.seal.transferEncoding = base64 ? .base64 : .binary
+        if keyFile != nil || keyEnv != nil {
+            do {
+                configuration.seal.key = try SealKeyOptions.loadKey(
+                    file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme)
+            } catch let error as AttacheError {
+                Console.err("attache: \(error)")
+                throw ExitCode(ExitStatus.forError(error))
+            }
+        }
+        configuration.transform.recompressImages = !noTransform
+        configuration.transform.makeStickers = !noTransform
+        configuration.transform.makeThumbnails = !noTransform && !noThumbnails
+        configuration.transform.image.maxSide = maxSide
+        configuration.transform.image.quality = quality
+        return configuration
+    }
+}
