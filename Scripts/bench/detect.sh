@@ -26,9 +26,10 @@ for ((i = 0; i < copies; i++)); do
 done
 count="$(ls "$work/many" | wc -l)"
 echo "== whole process over $count files (file $(file --version | head -1 | cut -d- -f2))"
+files="$(echo "$work"/many/*)"  # hyperfine -N runs without a shell, so expand the glob here
 hyperfine --warmup 3 --min-runs 20 -N --export-json "$work/hyperfine.json" \
-    -n "attache detect" "$bin/attache detect $work/many/*" \
-    -n "file --mime-type" "file --mime-type $work/many/*" 2>/dev/null | grep -vE '^\s*$' || true
+    -n "attache detect" "$bin/attache detect $files" \
+    -n "file --mime-type" "file --mime-type $files" 2>/dev/null | grep -vE '^\s*$' || true
 python3 - "$work/hyperfine.json" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
