@@ -12,8 +12,9 @@ shift || true
 scratch=.build-fuzz
 mkdir -p "$scratch/corpus" "$scratch/crashes"
 
+# lld, because GNU gold (the default here) crashes in its own error reporting on the sanitizer build.
 swift build -c release --scratch-path "$scratch" --product attache-fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
 
 if [[ -z "$(ls -A "$scratch/corpus")" ]]; then
     seeds="$(mktemp -d)"

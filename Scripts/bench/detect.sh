@@ -4,16 +4,19 @@
 #      files (the labelled corpus, copied to N files), timed with hyperfine; prints the ratio;
 #   2. in process: MIMEDetector.detect(prefix:) on 4 KiB buffers per second (attache-fuzz --bench);
 #   3. accuracy: the labelled corpus, expected type vs each tool's answer.
-# Usage: Scripts/bench/detect.sh [COPIES]   (default 4 copies of the ~100-file corpus)
+# Usage: [STATIC=1] Scripts/bench/detect.sh [COPIES]   (default 4 copies of the ~100-file corpus)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 copies="${1:-4}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --static-swift-stdlib --product attache > /dev/null
-swift build -c release --static-swift-stdlib --product attache-fuzz > /dev/null
-bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
+# The Swift runtime is linked statically, as Scripts/bench.sh builds it: the process starts much faster,
+# which is most of the whole-process time over a few hundred files.
+build=(swift build -c release --static-swift-stdlib)
+"${build[@]}" --product attache > /dev/null
+"${build[@]}" --product attache-fuzz > /dev/null
+bin="$("${build[@]}" --show-bin-path)"
 
 Scripts/bench/detect-corpus.sh "$work/corpus" > /dev/null 2>&1
 mkdir -p "$work/many"
@@ -26,9 +29,10 @@ for ((i = 0; i < copies; i++)); do
 done
 count="$(ls "$work/many" | wc -l)"
 echo "== whole process over $count files (file $(file --version | head -1 | cut -d- -f2))"
+files="$(echo "$work"/many/*)"  # hyperfine -N runs without a shell, so expand the glob here
 hyperfine --warmup 3 --min-runs 20 -N --export-json "$work/hyperfine.json" \
-    -n "attache detect" "$bin/attache detect $work/many/*" \
-    -n "file --mime-type" "file --mime-type $work/many/*" 2>/dev/null | grep -vE '^\s*$' || true
+    -n "attache detect" "$bin/attache detect $files" \
+    -n "file --mime-type" "file --mime-type $files" 2>/dev/null | grep -vE '^\s*$' || true
 python3 - "$work/hyperfine.json" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
@@ -51,7 +55,7 @@ attache = {os.path.basename(o["path"]): o for o in map(json.loads, open(ours))}
 magic = {}
 for line in open(theirs):
     path, _, mime = line.rstrip("\n").rpartition(": ")
-    magic[os.path.basename(path)] = mime
+    magic[os.path.basename(path)] = mime.strip()  # file(1) pads the type to align the columns
 # Names libmagic uses for the same registered types; counted as right in the "alias" column.
 aliases = {"audio/x-wav": "audio/wav", "image/x-ms-bmp": "image/bmp", "audio/x-hx-aac-adts": "audio/aac",
            "audio/x-flac": "audio/flac", "video/x-matroska": "video/matroska", "audio/x-m4a": "audio/mp4",

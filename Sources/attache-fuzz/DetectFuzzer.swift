@@ -1,10 +1,10 @@
 import Attache
 import Foundation
 
-// The detector's fuzz target. Built with `-sanitize=fuzzer -DFUZZING` (Scripts/fuzz.sh), libFuzzer
-// supplies `main` and calls the entry point below with mutated inputs. In a normal build there is no
-// libFuzzer, so a plain `main` runs the same entry point over files named on the command line, which
-// is how a crasher found by the fuzzer is replayed: `attache-fuzz crash-<sha1>`.
+// The detector's fuzz target. Built with `-sanitize=fuzzer -DFUZZING` (Scripts/fuzz.sh), `main`
+// starts libFuzzer's driver, which calls `detectAll` with mutated inputs. In a normal build there is
+// no libFuzzer, so `main` runs `detectAll` over files named on the command line, which is how a
+// crasher found by the fuzzer is replayed: `attache-fuzz crash-<sha1>`.
 
 /// Runs every detection path over one input: whole contents, a prefix of unknown length, with and
 /// without a filename that could disagree with the content.
@@ -16,10 +16,26 @@ func detectAll(_ bytes: [UInt8]) {
 }
 
 #if FUZZING
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    detectAll(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
+// libFuzzer's driver, called with our own entry point: SwiftPM links an executable's `main` to the
+// module's `@main`, so libFuzzer's own `main` is never used.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@main
+struct DetectFuzzer {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        let status = runFuzzerDriver(&argc, &argv) { data, size in
+            detectAll(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+            return 0
+        }
+        exit(status)
+    }
 }
 #else
 @main

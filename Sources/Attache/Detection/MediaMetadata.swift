@@ -95,7 +95,8 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
 
     /// Seconds with two decimals and no exponent: `3.52`, `0.00`, `3600.00`.
     static func format(_ seconds: Double) -> String {
-        let hundredths = Int64((seconds * 100).rounded())
+        guard seconds.isFinite else { return "0.00" }
+        let hundredths = Int64((min(max(seconds, 0), 1e15) * 100).rounded())
         let fraction = hundredths % 100
         return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }

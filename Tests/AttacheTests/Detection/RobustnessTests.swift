@@ -100,6 +100,49 @@ struct RobustnessTests {
         _ = try MIMEDetector().detect(fileAt: path)
     }
 
+    /// Inputs the fuzzer (Scripts/fuzz.sh) found to crash, kept as they were found.
+    static let fuzzCrashers: [(String, String)] = [
+        // A HEIC whose `ispe` says 0xFFFFFFFF × 0xFFFFFFFF: the area overflowed Int.
+        ("heic-ispe-overflow", """
+            AAAAHGZ0eXBoZWljAAAAAG1pZjFoZWljbWlhZgAAAaptZXRhAAAAAAAAACFoZGxyAAAAAAAAAABwaWN0AAAAAAAAAAAAAAAA
+            AAAAAA5waXRtAAAAAAACAAAAEGlkYXQAAAAAADAAIAAAADhpbG9jAQAAAERAAAIAAQAAAAAAAAHOAAEAAAAAAAAALgACAAEA
+            AAAAAAAAAQAAAAAAAAAIAAAAOGlpbmYAAAAAAAIAAAAVaW5mZQIAAAEAAQAAaHZjMQAAAAAVaW5mZQIAAAAAAgAAZ3JpZAAA
+            AADVaXBycAAAALNpcGNvAAAAc2h2Y0MBA3AAAAAAAAAAAAAe8AD8/fj4AAAPAyAAAQAYQAEMAf//A3AAAAMAkAAAAwAAAwAe
+            ugJAIQABACdCAQEDcAAAAwCQAAADAAADAB6gIIEFlurkprmwIAAAAwAgAAADACEiAAEABkQBwXPAiQAAABRpc3BlAAD/////
+            /////////////////////////////wAAAAAAQAAAAEAAAAAUaXNwZQAAAAAAAAAwAAAAIAAAABBwaXhpAAAAAAMICAgAAAAa
+            aXBtYQAAAAAAAAACAAECgQIAAgIDhAAAABppcmVmAAAAAAAAAA5kaW1nAAIAAQABAAAANm1kYXQAAAAqKAGvE4D1KxPKlyJe
+            qrr5bIpuFdsqFSsy3vH2uQAMsRLU1NeAtV/8q6r4
+            """),
+    ]
+
+    @Test("fuzzer crashers stay fixed", arguments: fuzzCrashers.map(\.0))
+    func fuzzCrasher(_ name: String) throws {
+        let encoded = try #require(Self.fuzzCrashers.first { $0.0 == name }).1
+        let bytes = [UInt8](try #require(Data(base64Encoded: encoded, options: .ignoreUnknownCharacters)))
+        let detection = try MIMEDetector().detect(contents: bytes, filename: nil)
+        #expect(detection.mimeType == "image/heic")
+    }
+
+    @Test("overflow-prone values from headers give an answer")
+    func overflowProneHeaders() throws {
+        // Lottie sizes far beyond Int, a CAF whose packets hold 2^32 - 1 frames each.
+        let lottie = Array(#"{"tgs":1,"v":"5.5.2","fr":60,"ip":0,"op":60,"w":99999999999999999999999,"h":1}"#.utf8)
+        var gzip: [UInt8] = [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0, 0, 3, 0x01]
+        gzip += [UInt8(lottie.count & 0xFF), UInt8(lottie.count >> 8), UInt8(~lottie.count & 0xFF), UInt8((~lottie.count >> 8) & 0xFF)]
+        gzip += lottie
+        let sticker = try MIMEDetector().detect(contents: gzip, filename: nil)
+        #expect(sticker.mimeType == "application/x-tgsticker")
+        #expect(sticker.metadata.width == nil)
+
+        var caf = Array("caff".utf8) + [0, 1, 0, 0] + Array("desc".utf8) + [0, 0, 0, 0, 0, 0, 0, 32]
+        caf += [0x40, 0xBF, 0x40, 0, 0, 0, 0, 0] + Array("lpcm".utf8) + [0, 0, 0, 0] + [0, 0, 0, 1] + [0xFF, 0xFF, 0xFF, 0xFF] + [0, 0, 0, 1] + [0, 0, 0, 16]
+        caf += Array("data".utf8) + [UInt8](repeating: 0xFF, count: 8) + [UInt8](repeating: 0, count: 64)
+        let audio = try MIMEDetector().detect(contents: caf, filename: nil)
+        #expect(audio.mimeType == "audio/x-caf")
+        #expect(MediaMetadata.format(.infinity) == "0.00")
+        #expect(MediaMetadata.format(1e300) == "1000000000000000.00")
+    }
+
     private static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
 }
 

@@ -383,7 +383,8 @@ enum AudioHeaders {
             if let validFrames {
                 result.metadata.setDuration(Double(validFrames) / rate)
             } else if let dataBytes, bytesPerPacket > 0, framesPerPacket > 0 {
-                result.metadata.setDuration(Double(dataBytes / Int64(bytesPerPacket) * Int64(framesPerPacket)) / rate)
+                let packets = Double(dataBytes / Int64(bytesPerPacket))
+                result.metadata.setDuration(packets * Double(framesPerPacket) / rate)
             }
         }
         return result

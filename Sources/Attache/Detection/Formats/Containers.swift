@@ -298,8 +298,9 @@ enum Containers {
             frameRate = number("\"fr\":")
             guard hasTGS || (hasVersion && frameRate != nil && bytes.firstIndex(of: "\"ip\":", in: index..<bytes.count) != nil)
             else { return nil }
-            width = number("\"w\":").map { Int($0) }
-            height = number("\"h\":").map { Int($0) }
+            let side = { (value: Double?) -> Int? in value.flatMap { $0 >= 0 && $0 < 1e9 ? Int($0) : nil } }
+            width = side(number("\"w\":"))
+            height = side(number("\"h\":"))
             if let start = number("\"ip\":"), let end = number("\"op\":"), end > start, end - start < 1e7 {
                 frames = Int(end - start)
             }

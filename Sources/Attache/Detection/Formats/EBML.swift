@@ -100,12 +100,12 @@ enum EBML {
             let dataStart = offset + Int64(element.length)
             if element.id == clusterID || element.size == nil {
                 // Media data: look for what is still missing through the SeekHead, once.
-                if tracks == nil, let seek = seekTracks {
+                if tracks == nil, let seek = seekTracks, seek < source.length - segmentStart {
                     offset = segmentStart + seek
                     seekTracks = nil
                     continue
                 }
-                if info == nil, let seek = seekInfo {
+                if info == nil, let seek = seekInfo, seek < source.length - segmentStart {
                     offset = segmentStart + seek
                     seekInfo = nil
                     continue

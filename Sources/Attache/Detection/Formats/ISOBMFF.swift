@@ -348,8 +348,11 @@ enum ISOBMFF {
             switch property.type {
             case "ispe" where belongs:
                 let b = walker.read(property, count: 12)
-                if let w = b.be32(4), let h = b.be32(8), w * h > bestArea {
-                    bestArea = w * h
+                // Both sides are 32-bit values from the file: their product can exceed Int.
+                if let w = b.be32(4), let h = b.be32(8), case let area = w.multipliedReportingOverflow(by: h),
+                    !area.overflow, area.partialValue > bestArea
+                {
+                    bestArea = area.partialValue
                     metadata.setSize(w, h)
                 }
             case "irot" where belongs:
