@@ -85,6 +85,19 @@ struct PipelineIntegrationTests {
         }
     }
 
+    @Test("a WebP that already is a sticker goes as it is, with thumbnails")
+    func conformingStickerPassesThrough() async throws {
+        try await LiveServer.with { server in
+            let receipt = try await server.pipeline().send(Attachment(path: Self.sample("sticker.webp")))
+            #expect(receipt.kind == .sticker)
+            #expect(!receipt.transform.recompressed)
+            #expect(receipt.transform.thumbnails.count == 2)
+            let original = try Data(contentsOf: URL(fileURLWithPath: Self.sample("sticker.webp")))
+            #expect(receipt.sentByteCount == Int64(original.count))
+            #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(Array(original))))
+        }
+    }
+
     @Test("a declared kind that the content contradicts is downgraded to file")
     func lyingKindIsNotTrusted() async throws {
         try await LiveServer.with { server in

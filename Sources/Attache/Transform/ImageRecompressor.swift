@@ -179,6 +179,17 @@ public struct ImageRecompressor: Sendable {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.stickerSide, allowUpscale: true)
+        // A WebP that already is a sticker (right size, within the byte limit, no EXIF/XMP chunks) goes as
+        // it is: re-encoding it would only cost quality and, usually, bytes.
+        if width == image.displayedWidth, height == image.displayedHeight, data.count <= options.stickerByteLimit,
+           Self.isMetadataFreeWebP(data)
+        {
+            let rendered = try ImageRenderer.render(image, width: width, height: height, planar: false, keepAlpha: true)
+            return Outcome(bytes: nil,
+                           result: result(image, width: width, height: height, outputCount: data.count,
+                                          passedThrough: true, format: .webp),
+                           thumbnails: try thumbnails(of: rendered, sides: thumbnailSides))
+        }
         let rendered = try ImageRenderer.render(image, width: width, height: height, planar: false, keepAlpha: true)
         guard case .packed(let raster) = rendered else {
             throw AttacheError(.internalError, stage: .transform, "a sticker was rendered as planes")
@@ -201,6 +212,17 @@ public struct ImageRecompressor: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// True for a RIFF/WEBP file without EXIF or XMP: a simple VP8/VP8L file, or VP8X with those flags clear.
+    static func isMetadataFreeWebP(_ data: [UInt8]) -> Bool {
+        guard data.count >= 21, data[0..<4].elementsEqual("RIFF".utf8), data[8..<12].elementsEqual("WEBP".utf8)
+        else { return false }
+        let chunk = data[12..<16]
+        if chunk.elementsEqual("VP8 ".utf8) || chunk.elementsEqual("VP8L".utf8) { return true }
+        guard chunk.elementsEqual("VP8X".utf8) else { return false }
+        let flags = data[20]
+        return flags & 0x0C == 0  // 0x08 EXIF, 0x04 XMP
+    }
 
     private func result(_ image: InspectedImage, width: Int, height: Int, outputCount: Int,
                         passedThrough: Bool, format: ImageFormat) -> RecompressionResult {
