@@ -70,12 +70,10 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // Swift 6.3.1's optimizer crashes on this module in release builds (deserializing
-            // FoundationEssentials' Data.init<S: Sequence> it inlines: "reference to top-level
-            // declaration 'memset' broken by a context change"). The server's own code is not hot
-            // (parsing happens in MultipartKit and NIO, which stay optimized), so it is built without
-            // optimization. Remove when the toolchain is fixed.
-            swiftSettings: swiftSettings + [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
+            // Do not call FoundationEssentials' generic `Data.init<S: Sequence>` in this module: Swift
+            // 6.3.1's optimizer crashes deserializing it in release builds ("reference to top-level
+            // declaration 'memset' broken by a context change").
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "attache-server",
             dependencies: [

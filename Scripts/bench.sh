@@ -77,8 +77,7 @@ export ATTACHE_ROOT="$root"
 if ((build)); then
     # The client is linked with the Swift runtime and Foundation statically, as for deployment: the
     # binary is self-contained and maps ~12 MB less of shared libraries. The reference server is built
-    # the ordinary way in its own build folder (its memory is not measured; see Package.swift for why its
-    # own module is compiled without optimization).
+    # the ordinary way in its own build folder (its memory is not measured).
     printf 'bench: swift build -c release --static-swift-stdlib --product attache\n'
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache) \
         || { printf 'bench: error: release build of attache failed\n' >&2; exit 1; }

@@ -42,10 +42,11 @@ make_files() {
     local seeds=$WORK/seeds
     rm -rf "$FILES.tmp" && mkdir -p "$FILES.tmp"/{photos,voice,files,large} "$seeds"
     echo "bench batch: making $N files in $FILES" >&2
-    # A few distinct photos (noise + gradients compress like photos do, not like flat colour).
+    # A few distinct photos (noise + gradients compress like photos do, not like flat colour), sized as
+    # chat clients send them: 0.7 to 2 megapixels, half of them over the 1280 px the pipeline scales to.
     for i in $(seq 1 12); do
-        local w=$((800 + i * 220)) h=$((600 + i * 160))
-        [ -f "$seeds/photo$i.jpg" ] || convert -size ${w}x${h} plasma:fractal -seed $i -quality 90 "$seeds/photo$i.jpg"
+        local w=$((600 + i * 110)) h=$((450 + i * 82))
+        [ -f "$seeds/photo$i.jpg" ] || convert -size ${w}x${h} plasma:fractal -seed $i -quality 85 "$seeds/photo$i.jpg"
     done
     for i in $(seq 1 6); do
         [ -f "$seeds/voice$i.ogg" ] || sox -n -r 16000 -c 1 "$seeds/voice$i.ogg" synth $((3 + i * 4)) sine $((200 + i * 50)) vol 0.5

@@ -15,8 +15,8 @@ struct FileController: Sendable {
         let store = self.store
         let path = store.filesDirectory + "/" + id
         let found: (part: UploadReceipt.Part, size: Int64)? = try await BlockingPool.shared.run {
-            guard let bytes = store.receiptBytes(fileId: id),
-                let receipt = try? JSONDecoder().decode(UploadReceipt.self, from: Data(bytes)),
+            guard let data = store.receiptData(fileId: id),
+                let receipt = try? JSONDecoder().decode(UploadReceipt.self, from: data),
                 let part = receipt.data.parts.first(where: { $0.fileId == id }),
                 let attributes = try? FileManager.default.attributesOfItem(atPath: path),
                 let size = (attributes[.size] as? NSNumber)?.int64Value

@@ -214,8 +214,13 @@ final class UploadStore: Sendable {
 
     /// The stored receipt of the upload `fileId` belongs to, or `nil` when there is none.
     func receiptBytes(fileId: String) -> [UInt8]? {
+        receiptData(fileId: fileId).map { Array($0) }
+    }
+
+    /// The stored receipt of `fileId` as read from disk, or `nil`.
+    func receiptData(fileId: String) -> Data? {
         guard Self.isValidFileId(fileId) else { return nil }
-        return FileManager.default.contents(atPath: filesDirectory + "/" + fileId + ".json").map { Array($0) }
+        return FileManager.default.contents(atPath: filesDirectory + "/" + fileId + ".json")
     }
 
     /// Whether `text` has the shape of a file id, so it is safe to use as a path component.

@@ -53,7 +53,7 @@ enum ExitStatus {
             return badInput
         case .fileUnwritable: return ioError
         case .connectionFailed, .tlsFailure: return unavailable
-        case .connectionLost, .timedOut, .retriesExhausted, .fileChanged: return temporaryFailure
+        case .connectionLost, .timedOut, .retriesExhausted, .fileChanged, .journalBusy: return temporaryFailure
         case .badResponse: return badResponse
         case .rejected: return rejected
         case .cancelled: return cancelled

@@ -27,6 +27,9 @@ public struct BatchConfiguration: Sendable {
     /// How many found files may wait for a free slot: the walk runs this far ahead of the uploads, so
     /// totals are known early while memory stays bounded.
     public var discoveryLookahead = 10_000
+    /// How many events may wait for the consumer of ``BatchRun`` before the run waits for it (at least
+    /// 1). Progress events are dropped rather than waited for.
+    public var eventBufferLimit = 512
     /// The threads that hash files, walk folders and write the journal.
     public var pool: BlockingPool = .shared
 

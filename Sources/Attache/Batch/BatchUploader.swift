@@ -40,8 +40,10 @@ public struct BatchUploader: Sendable {
     /// Starts sending the files under `paths` (files and folders) and returns the run's events.
     ///
     /// The work starts at once and runs until every file is handled, the run is cancelled, or the
-    /// consumer stops iterating (which cancels it). Events are buffered, progress events are limited to
-    /// about ten per second per file.
+    /// consumer stops iterating (which cancels it). At most ``BatchConfiguration/eventBufferLimit`` events
+    /// wait for the consumer: a consumer that reads slowly slows the batch down rather than letting
+    /// events pile up (progress events are dropped instead of waiting, and limited to about ten per
+    /// second per file).
     ///
     /// The sequence throws ``AttacheError`` `.journal` when the journal cannot be opened or written: a
     /// batch that cannot record what it sends stops rather than risk sending twice. Failures of single
@@ -49,31 +51,47 @@ public struct BatchUploader: Sendable {
     public func run(_ paths: [String]) -> BatchRun {
         let control = BatchControl()
         let (stream, continuation) = AsyncThrowingStream<BatchEvent, any Error>.makeStream()
-        let driver = BatchDriver(configuration: configuration, control: control, events: continuation)
+        let buffer = BatchEventBuffer(limit: configuration.eventBufferLimit, continuation: continuation)
+        let driver = BatchDriver(configuration: configuration, control: control, events: buffer)
         let task = Task { await driver.run(paths) }
         control.setDriver(task)
         continuation.onTermination = { _ in task.cancel() }
-        return BatchRun(stream: stream, control: control)
+        return BatchRun(stream: stream, buffer: buffer, control: control)
     }
 }
 
 /// The events of one batch run, and its controls.
 ///
 /// Iterate it once. Cancelling the iterating task, or calling ``cancel()``, stops the whole run;
-/// ``cancel(_:)`` stops one file.
+/// ``cancel(_:)`` stops one file. The run waits for its consumer: while nobody takes events, at most
+/// ``BatchConfiguration/eventBufferLimit`` of them are buffered and no new file starts.
 public struct BatchRun: AsyncSequence, Sendable {
     public typealias Element = BatchEvent
 
     private let stream: AsyncThrowingStream<BatchEvent, any Error>
+    let buffer: BatchEventBuffer
     private let control: BatchControl
 
-    init(stream: AsyncThrowingStream<BatchEvent, any Error>, control: BatchControl) {
+    init(stream: AsyncThrowingStream<BatchEvent, any Error>, buffer: BatchEventBuffer, control: BatchControl) {
         self.stream = stream
+        self.buffer = buffer
         self.control = control
     }
 
-    public func makeAsyncIterator() -> AsyncThrowingStream<BatchEvent, any Error>.AsyncIterator {
-        stream.makeAsyncIterator()
+    /// Iterates the events; each event taken frees room for the run to go on.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<BatchEvent, any Error>.AsyncIterator
+        let buffer: BatchEventBuffer
+
+        public mutating func next() async throws -> BatchEvent? {
+            let event = try await base.next()
+            if event != nil { buffer.consumed() }
+            return event
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: stream.makeAsyncIterator(), buffer: buffer)
     }
 
     /// Stops the run: no new file starts, files in flight are cancelled (and left `pending` in the
@@ -173,7 +191,7 @@ private final class ProgressThrottle: Sendable {
 private struct BatchDriver: Sendable {
     let configuration: BatchConfiguration
     let control: BatchControl
-    let events: AsyncThrowingStream<BatchEvent, any Error>.Continuation
+    let events: BatchEventBuffer
 
     private var pool: BlockingPool { configuration.pool }
 
@@ -192,19 +210,21 @@ private struct BatchDriver: Sendable {
     func run(_ paths: [String]) async {
         let clock = ContinuousClock()
         let start = clock.now
-        let opened: (UploadJournal?, Int64)
+        let opened: (UploadJournal?, Int64, JournalLock?)
         do {
             opened = try await openJournal()
         } catch {
             events.finish(throwing: error)
             return
         }
-        let (journal, runID) = opened
+        let (journal, runID, lock) = opened
 
         let journalPath = UploadJournal.absolute(configuration.journalPath)
         let walker = FileWalker(
             roots: paths, followSymlinks: configuration.followSymlinks,
-            excluding: [journalPath, journalPath + "-wal", journalPath + "-shm", journalPath + "-journal"])
+            excluding: [
+                journalPath, journalPath + "-wal", journalPath + "-shm", journalPath + "-journal", journalPath + ".lock",
+            ])
         var summary = BatchSummary()
         var fatal: AttacheError?
 
@@ -224,7 +244,7 @@ private struct BatchDriver: Sendable {
                     let items = (try? await pool.run { walker.next(limit: 256) }) ?? []
                     if items.isEmpty {
                         walkDone = true
-                        events.yield(.discoveryFinished(files: summary.discovered, bytes: discoveredBytes))
+                        await events.send(.discoveryFinished(files: summary.discovered, bytes: discoveredBytes))
                     }
                     for item in items {
                         switch item {
@@ -233,7 +253,7 @@ private struct BatchDriver: Sendable {
                             nextID += 1
                             summary.discovered += 1
                             discoveredBytes += byteCount
-                            events.yield(.discovered(file))
+                            await events.send(.discovered(file))
                             queue.append(file)
                         case .skipped(let path, let reason):
                             let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: 0)
@@ -246,7 +266,7 @@ private struct BatchDriver: Sendable {
                                 }
                             }
                             summary.skipped += 1
-                            events.yield(.skipped(file, .notSent(reason)))
+                            await events.send(.skipped(file, .notSent(reason)))
                         case .failed(let path, let code, let message):
                             let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: 0)
                             nextID += 1
@@ -259,7 +279,7 @@ private struct BatchDriver: Sendable {
                                 }
                             }
                             record(.failed(file, error), in: &summary)
-                            events.yield(.failed(file, error))
+                            await events.send(.failed(file, error))
                         }
                     }
                     if head > 1024, head * 2 > queue.count {
@@ -299,24 +319,30 @@ private struct BatchDriver: Sendable {
                 if fatal == nil { fatal = error as? AttacheError }
             }
         }
+        // Released before the consumer hears the end, so that it can start the next run at once.
+        lock?.unlock()
         if let fatal {
             events.finish(throwing: fatal)
             return
         }
-        events.yield(.finished(summary))
+        await events.send(.finished(summary))
         events.finish()
     }
 
-    private func openJournal() async throws -> (UploadJournal?, Int64) {
+    private func openJournal() async throws -> (UploadJournal?, Int64, JournalLock?) {
         let path = configuration.journalPath
         if configuration.dryRun {
-            guard FileManager.default.fileExists(atPath: path) else { return (nil, 0) }
-            return (try await pool.run { try UploadJournal(path: path, readOnly: true) }, 0)
+            guard FileManager.default.fileExists(atPath: path) else { return (nil, 0, nil) }
+            return (try await pool.run { try UploadJournal(path: path, readOnly: true) }, 0, nil)
         }
         let durable = configuration.durableJournal
-        let journal = try await pool.run { try UploadJournal(path: path, durable: durable) }
+        let (journal, lock) = try await pool.run {
+            // The lock comes first: a second run must not even migrate or write the database.
+            let lock = try JournalLock(journalPath: path)
+            return (try UploadJournal(path: path, durable: durable), lock)
+        }
         let runID = try await pool.run { try journal.beginRun() }
-        return (journal, runID)
+        return (journal, runID, lock)
     }
 
     private func record(_ outcome: Outcome, in summary: inout BatchSummary) {
@@ -366,7 +392,7 @@ private struct BatchDriver: Sendable {
                     return .fatal(Self.attacheError(error, file: file.path))
                 }
             }
-            events.yield(.failed(file, failure))
+            await events.send(.failed(file, failure))
             return .failed(file, failure)
         }
         if Task.isCancelled { return .notStarted }
@@ -394,18 +420,18 @@ private struct BatchDriver: Sendable {
         let resumed: Bool
         switch decision {
         case .alreadyDone:
-            events.yield(.skipped(file, .alreadyDone))
+            await events.send(.skipped(file, .alreadyDone))
             return .skipped(.alreadyDone)
         case .previouslyFailed(let code, let message):
             let reason = BatchSkipReason.previouslyFailed(code: code, message: message)
-            events.yield(.skipped(file, reason))
+            await events.send(.skipped(file, reason))
             return .skipped(reason)
         case .duplicate:
-            events.yield(.skipped(file, .duplicate))
+            await events.send(.skipped(file, .duplicate))
             return .skipped(.duplicate)
         case .send(let idempotencyKey, let wasResumed):
             if configuration.dryRun {
-                events.yield(.wouldSend(file, resumed: wasResumed))
+                await events.send(.wouldSend(file, resumed: wasResumed))
                 return .wouldSend
             }
             key = idempotencyKey
@@ -413,7 +439,7 @@ private struct BatchDriver: Sendable {
         }
         guard let journal else { return .fatal(AttacheError(.internalError, stage: .batch, "no journal")) }
 
-        events.yield(.started(file, idempotencyKey: key, resumed: resumed))
+        await events.send(.started(file, idempotencyKey: key, resumed: resumed))
         let attachment = Attachment(path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key)
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
@@ -422,8 +448,8 @@ private struct BatchDriver: Sendable {
             try await pipeline.send(attachment) { update in
                 guard case .upload(let progress) = update else { return }
                 let (emit, retry) = throttle.filter(progress)
-                if let retry { events.yield(.retried(file, attempt: retry)) }
-                if emit { events.yield(.progress(file, progress)) }
+                if let retry { events.force(.retried(file, attempt: retry)) }
+                if emit { events.offer(.progress(file, progress)) }
             }
         }
         control.register(file.id, send)
@@ -438,7 +464,7 @@ private struct BatchDriver: Sendable {
             switch result {
             case .success(let receipt):
                 try await pool.run { try journal.markDone(path: file.path, receipt: receipt) }
-                events.yield(.succeeded(file, receipt))
+                await events.send(.succeeded(file, receipt))
                 return .succeeded(receipt, resumed: resumed)
             case .failure(let error):
                 let failure = Self.attacheError(error, file: file.path)
@@ -450,7 +476,7 @@ private struct BatchDriver: Sendable {
                         try journal.markFailed(path: file.path, error: failure, runID: runID, identity: identity)
                     }
                 }
-                events.yield(.failed(file, failure))
+                await events.send(.failed(file, failure))
                 return .failed(file, failure)
             }
         } catch {

@@ -140,6 +140,67 @@ struct BatchUploaderTests {
         #expect(entry.idempotencyKey != nil)
     }
 
+    @Test func aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer() async throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let fileCount = 40
+        for i in 0..<fileCount { try folder.write(String(format: "%02d.txt", i), "content \(i)") }
+        let journal = folder.path + "/journal.sqlite"
+        let url = "http://127.0.0.1:\(try refusedPort())/upload"
+        let limit = 12
+        let run = makeBatch(url: url, journal: journal, concurrency: 3) {
+            $0.eventBufferLimit = limit
+            $0.discoveryLookahead = 1
+        }.run([folder.path])
+
+        // Nobody reads: the run must come to a stop with the buffer full, not run through every file.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while run.buffer.outstanding < limit || run.buffer.waitingProducers == 0 {
+            try #require(ContinuousClock.now < deadline, "the run never waited for its consumer")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(run.buffer.outstanding <= limit)
+        let claimed = try UploadJournal(path: journal).entries().count
+        #expect(claimed < fileCount)
+
+        // Reading on lets it finish, every file exactly once.
+        let events = try await collect(run)
+        let summary = try #require(events.last?.summary)
+        #expect(summary.discovered == fileCount)
+        #expect(summary.failed == fileCount)
+        let ended = events.filter(\.isTerminal).compactMap(\.path)
+        #expect(Set(ended).count == fileCount)
+        #expect(ended.count == fileCount)
+        #expect(run.buffer.outstanding == 0)
+    }
+
+    @Test func aSecondRunOnTheSameJournalIsRefusedWhileTheFirstIsGoing() async throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        try folder.write("in/a.txt", "a")
+        let journal = folder.path + "/journal.sqlite"
+        let listener = try SilentListener()
+        let url = "http://127.0.0.1:\(listener.port)/upload"
+        let first = makeBatch(url: url, journal: journal).run([folder.path + "/in"])
+        var iterator = first.makeAsyncIterator()
+        // Once a file has started, the first run holds the journal.
+        while let event = try await iterator.next() {
+            if case .started = event { break }
+        }
+
+        let second = makeBatch(url: url, journal: journal).run([folder.path + "/in"])
+        let error = await #expect(throws: AttacheError.self) { _ = try await collect(second) }
+        #expect(error?.code == .journalBusy)
+        #expect(error?.message.contains("pid \(getpid())") == true)
+
+        first.cancel()
+        while try await iterator.next() != nil {}
+        // The lock went with the first run: a third one may use the journal.
+        let third = try await collect(
+            makeBatch(url: "http://127.0.0.1:\(try refusedPort())/upload", journal: journal).run([folder.path + "/in"]))
+        #expect(third.last?.summary?.failed == 1)
+    }
+
     @Test func anUnopenableJournalStopsTheRunWithAJournalError() async throws {
         let folder = try ScratchFolder()
         defer { folder.remove() }

@@ -1,0 +1,69 @@
+import Foundation
+import Synchronization
+
+extension AttacheError.Code {
+    /// Another batch is running on the same journal.
+    public static let journalBusy = AttacheError.Code("journal-busy")
+}
+
+/// An exclusive, advisory lock that keeps two batch runs off one journal.
+///
+/// SQLite would let two runs share the database, each claiming files and resuming the other's
+/// `inFlight` rows: the server's idempotency keys would still prevent duplicates, but both runs would
+/// send the same bytes and report each other's files. The lock is `flock(2)` on `<journal>.lock`, held
+/// for the run and released by the kernel when the process ends in any way (`kill -9` included), so a
+/// crashed run never leaves a stale lock behind. The file itself stays (removing it would let a third
+/// process lock a different file of the same name); it holds the pid of the last run, for the message.
+final class JournalLock: Sendable {
+    private let descriptor: Mutex<Int32>
+
+    /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it.
+    init(journalPath: String) throws {
+        let path = journalPath + ".lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw AttacheError(
+                .journal, stage: .batch, "cannot create the journal's lock file: \(String(cString: strerror(errno)))",
+                file: path)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno
+            let holder = Self.readPid(fd)
+            close(fd)
+            guard reason == EWOULDBLOCK else {
+                throw AttacheError(
+                    .journal, stage: .batch, "cannot lock the journal: \(String(cString: strerror(reason)))",
+                    file: journalPath)
+            }
+            let who = holder.map { "another attache batch (pid \($0))" } ?? "another attache batch"
+            throw AttacheError(
+                .journalBusy, stage: .batch,
+                "\(who) is using this journal; wait for it to end, or give this run another journal",
+                file: journalPath)
+        }
+        let pid = "\(getpid())\n"
+        if ftruncate(fd, 0) == 0 {
+            _ = pid.utf8CString.withUnsafeBufferPointer { pwrite(fd, $0.baseAddress, $0.count - 1, 0) }
+        }
+        descriptor = Mutex(fd)
+    }
+
+    /// Releases the lock (closing the descriptor releases the flock); also done on deinit.
+    func unlock() {
+        let fd = descriptor.withLock { fd -> Int32 in
+            defer { fd = -1 }
+            return fd
+        }
+        if fd >= 0 { close(fd) }
+    }
+
+    deinit { unlock() }
+
+    private static func readPid(_ fd: Int32) -> Int32? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        let text = String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Int32(text)
+    }
+}
