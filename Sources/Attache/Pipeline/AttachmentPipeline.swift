@@ -153,11 +153,14 @@ public struct AttachmentPipeline: Sendable {
 
         // Transform: images and stickers recompressed, thumbnails made; other kinds pass through.
         progress?(.stage(.transform))
-        let workDirectory = try Self.makeWorkDirectory()
-        defer { try? FileManager.default.removeItem(atPath: workDirectory) }
+        // A work directory only for files that will be transformed: most of a batch (voice, video, files)
+        // never touches the disk here.
+        let transforms = transformer.configuration.transforms(mimeType: detection.mimeType, kind: detection.kind)
+        let workDirectory = transforms ? try Self.makeWorkDirectory() : nil
+        defer { if let workDirectory { try? FileManager.default.removeItem(atPath: workDirectory) } }
         let transformed = try await transformer.transform(
             fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
-            workDirectory: workDirectory)
+            workDirectory: workDirectory ?? NSTemporaryDirectory())
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
         if let newExtension = transformed.filenameExtension {
             filename = Self.replacingExtension(of: filename, with: newExtension)

@@ -63,13 +63,9 @@ public struct Transformer: Sendable {
     static func transformBlocking(path: String, mimeType: String, kind: MessageKind, workDirectory: String,
                                   configuration: Configuration) throws -> TransformOutput {
         let type = mimeType.lowercased()
-        let wanted: Bool
-        switch kind {
-        case .image: wanted = configuration.recompressImages && recompressibleTypes.contains(type)
-        case .sticker: wanted = configuration.makeStickers && recompressibleTypes.contains(type)
-        case .voice, .video, .file: wanted = false
+        guard configuration.transforms(mimeType: type, kind: kind) else {
+            return try passThrough(path: path, mimeType: mimeType)
         }
-        guard wanted else { return try passThrough(path: path, mimeType: mimeType) }
 
         let recompressor = ImageRecompressor(options: configuration.image)
         do {
