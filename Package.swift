@@ -24,9 +24,10 @@ let package = Package(
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
-        .systemLibrary(
-            name: "CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl is loaded with dlopen on first use (Sources/CCurl/CurlLoader.c), not linked: commands
+        // that never upload then skip mapping it and its ~30 dependencies at every start. The headers
+        // still come from libcurl4-openssl-dev; at run time only libcurl.so.4 is needed.
+        .target(name: "CCurl", publicHeadersPath: "."),
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
