@@ -24,17 +24,20 @@ let package = Package(
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
-        .systemLibrary(
-            name: "CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl is loaded with dlopen on first use (Sources/CCurl/CurlLoader.c), not linked: commands
+        // that never upload then skip mapping it and its ~30 dependencies at every start. The headers
+        // still come from libcurl4-openssl-dev; at run time only libcurl.so.4 is needed.
+        .target(name: "CCurl", publicHeadersPath: "."),
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(
             name: "CWebP", pkgConfig: "libwebp",
             providers: [.apt(["libwebp-dev"])]),
+        // Linked statically by the Attache target below, so no `link` line and no pkg-config
+        // (whose flags would add libssl too, which nothing calls).
         .systemLibrary(
-            name: "COpenSSL", pkgConfig: "openssl",
+            name: "COpenSSL",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
             name: "CPNG", pkgConfig: "libpng",
@@ -47,7 +50,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings,
+            // libcrypto is linked from its static archive (libssl-dev ships it): the shared library
+            // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB
+            // of RSS, while the archive contributes only the EVP code the Seal stage calls.
+            linkerSettings: [.linkedLibrary(":libcrypto.a")]),
         .executableTarget(
             name: "attache",
             dependencies: [
@@ -55,7 +62,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings,
+            // Start-up time (docs/BENCHMARKS.md): a position-dependent executable needs none of the
+            // ~84,000 relative relocations a PIE of this size gets at every start (each one dirties
+            // a page of the static Swift runtime and Foundation), and not exporting its symbols (which
+            // the static Swift stdlib's link arguments turn on) keeps them out of every symbol lookup.
+            // The cost is that the executable's own image is not address-randomised; the shared
+            // libraries, heap and stacks still are. Release only: debug builds stay PIE for debuggers
+            // and sanitizers.
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-Xclang-linker", "-no-pie", "-Xlinker", "--no-export-dynamic"],
+                    .when(configuration: .release))
+            ]),
         // The detector's libFuzzer target (Scripts/fuzz.sh); a plain build replays inputs given as files.
         .executableTarget(
             name: "attache-fuzz",

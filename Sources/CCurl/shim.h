@@ -2,50 +2,99 @@
 #define ATTACHE_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <stddef.h>
 #include <sys/types.h>
+
+// libcurl is loaded with dlopen on first use rather than linked: a process that only detects,
+// encrypts or recompresses then never maps libcurl and the thirty-odd libraries it depends on
+// (GnuTLS, Kerberos, LDAP, nghttp2, ...), which made up most of the start-up time and baseline memory.
+// Every libcurl function the project calls goes through this table, filled once by attache_curl_load.
+
+struct attache_curl_functions {
+    CURLcode (*global_init)(long flags);
+    char *(*version)(void);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *handle);
+    void (*easy_reset)(CURL *handle);
+    CURLcode (*easy_perform)(CURL *handle);
+    CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
+    CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
+    const char *(*easy_strerror)(CURLcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *string);
+    void (*slist_free_all)(struct curl_slist *list);
+};
+
+/// The loaded functions; valid only after attache_curl_load returned 0.
+extern struct attache_curl_functions attache_curl_api;
+
+/// Loads libcurl and runs curl_global_init, once per process (later calls return the first result).
+/// Returns 0 on success, -1 when libcurl cannot be loaded, or curl_global_init's CURLcode when that
+/// failed; attache_curl_load_error() then says why. Thread-safe.
+int attache_curl_load(void);
+
+/// Why attache_curl_load failed (the dynamic loader's or curl_global_init's text); "" after success.
+/// Loads libcurl first if nobody has tried yet.
+const char *attache_curl_load_error(void);
+
+/// The file name attache_curl_load opens, for error messages.
+const char *attache_curl_library_name(void);
+
+// Wrappers so Swift calls plain functions. The table is read-only once attache_curl_load has
+// returned, so these need no locking.
+
+static inline CURL *attache_curl_easy_init(void) { return attache_curl_api.easy_init(); }
+static inline void attache_curl_easy_cleanup(CURL *h) { attache_curl_api.easy_cleanup(h); }
+static inline void attache_curl_easy_reset(CURL *h) { attache_curl_api.easy_reset(h); }
+static inline CURLcode attache_curl_easy_perform(CURL *h) { return attache_curl_api.easy_perform(h); }
+static inline const char *attache_curl_easy_strerror(CURLcode c) { return attache_curl_api.easy_strerror(c); }
+static inline char *attache_curl_version(void) { return attache_curl_api.version(); }
+static inline struct curl_slist *attache_curl_slist_append(struct curl_slist *l, const char *s) {
+    return attache_curl_api.slist_append(l, s);
+}
+static inline void attache_curl_slist_free_all(struct curl_slist *l) { attache_curl_api.slist_free_all(l); }
 
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call:
 // one typed wrapper per argument type the project passes.
 
 static inline CURLcode attache_curl_setopt_long(CURL *h, CURLoption o, long v) {
-    return curl_easy_setopt(h, o, v);
+    return attache_curl_api.easy_setopt(h, o, v);
 }
 static inline CURLcode attache_curl_setopt_off_t(CURL *h, CURLoption o, curl_off_t v) {
-    return curl_easy_setopt(h, o, v);
+    return attache_curl_api.easy_setopt(h, o, v);
 }
 static inline CURLcode attache_curl_setopt_string(CURL *h, CURLoption o, const char *v) {
-    return curl_easy_setopt(h, o, v);
+    return attache_curl_api.easy_setopt(h, o, v);
 }
 static inline CURLcode attache_curl_setopt_pointer(CURL *h, CURLoption o, void *v) {
-    return curl_easy_setopt(h, o, v);
+    return attache_curl_api.easy_setopt(h, o, v);
 }
 static inline CURLcode attache_curl_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) {
-    return curl_easy_setopt(h, o, v);
+    return attache_curl_api.easy_setopt(h, o, v);
 }
 static inline CURLcode attache_curl_setopt_read_function(CURL *h, curl_read_callback f) {
-    return curl_easy_setopt(h, CURLOPT_READFUNCTION, f);
+    return attache_curl_api.easy_setopt(h, CURLOPT_READFUNCTION, f);
 }
 static inline CURLcode attache_curl_setopt_write_function(CURL *h, curl_write_callback f) {
-    return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
+    return attache_curl_api.easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
 }
 static inline CURLcode attache_curl_setopt_header_function(CURL *h, curl_write_callback f) {
-    return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
+    return attache_curl_api.easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
 }
 static inline CURLcode attache_curl_setopt_xferinfo_function(CURL *h, curl_xferinfo_callback f) {
-    return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
+    return attache_curl_api.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
 }
 
 static inline CURLcode attache_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
-    return curl_easy_getinfo(h, i, v);
+    return attache_curl_api.easy_getinfo(h, i, v);
 }
 static inline CURLcode attache_curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) {
-    return curl_easy_getinfo(h, i, v);
+    return attache_curl_api.easy_getinfo(h, i, v);
 }
 static inline CURLcode attache_curl_getinfo_double(CURL *h, CURLINFO i, double *v) {
-    return curl_easy_getinfo(h, i, v);
+    return attache_curl_api.easy_getinfo(h, i, v);
 }
 static inline CURLcode attache_curl_getinfo_string(CURL *h, CURLINFO i, char **v) {
-    return curl_easy_getinfo(h, i, v);
+    return attache_curl_api.easy_getinfo(h, i, v);
 }
 
 // Macros Swift does not import as constants.

@@ -14,22 +14,22 @@ final class CurlEasy {
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
     init() throws {
-        CurlGlobal.ensureInitialized()
-        guard let handle = curl_easy_init() else {
+        try CurlGlobal.ensureInitialized()
+        guard let handle = attache_curl_easy_init() else {
             throw AttacheError(.nativeLibrary, stage: .upload, "curl_easy_init failed")
         }
         self.handle = handle
     }
 
     deinit {
-        curl_easy_cleanup(handle)
-        if let headerList { curl_slist_free_all(headerList) }
+        attache_curl_easy_cleanup(handle)
+        if let headerList { attache_curl_slist_free_all(headerList) }
     }
 
     /// Resets every option but keeps the connection cache, so the next transfer can reuse a connection.
     func reset() {
-        curl_easy_reset(handle)
-        if let headerList { curl_slist_free_all(headerList) }
+        attache_curl_easy_reset(handle)
+        if let headerList { attache_curl_slist_free_all(headerList) }
         headerList = nil
         for index in errorBuffer.indices { errorBuffer[index] = 0 }
     }
@@ -58,13 +58,13 @@ final class CurlEasy {
     func setHeaders(_ lines: [String]) throws {
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
-            guard let appended = curl_slist_append(list, line) else {
-                if let list { curl_slist_free_all(list) }
+            guard let appended = attache_curl_slist_append(list, line) else {
+                if let list { attache_curl_slist_free_all(list) }
                 throw AttacheError(.nativeLibrary, stage: .upload, "curl_slist_append failed")
             }
             list = appended
         }
-        if let headerList { curl_slist_free_all(headerList) }
+        if let headerList { attache_curl_slist_free_all(headerList) }
         headerList = list
         try check(attache_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
     }
@@ -96,10 +96,10 @@ final class CurlEasy {
 
     /// Runs the transfer; blocks the calling thread until it ends.
     func perform() -> (code: CURLcode, text: String) {
-        let code = curl_easy_perform(handle)
+        let code = attache_curl_easy_perform(handle)
         if code == CURLE_OK { return (code, "") }
         let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return (code, detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+        return (code, detail.isEmpty ? String(cString: attache_curl_easy_strerror(code)) : detail)
     }
 
     func info(long info: CURLINFO) -> Int {
@@ -123,23 +123,39 @@ final class CurlEasy {
             throw AttacheError(
                 code == CURLE_UNKNOWN_OPTION || code == CURLE_NOT_BUILT_IN ? .invalidArgument : .nativeLibrary,
                 stage: .upload,
-                "curl rejected option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))",
+                "curl rejected option \(option.rawValue): \(String(cString: attache_curl_easy_strerror(code)))",
                 cause: NativeError(
-                    library: "curl", code: Int(code.rawValue), text: String(cString: curl_easy_strerror(code))))
+                    library: "curl", code: Int(code.rawValue), text: String(cString: attache_curl_easy_strerror(code))))
         }
     }
 }
 
-/// `curl_global_init` must run once, before any other thread uses curl.
+/// Loads libcurl on first use and runs `curl_global_init` once, before any other thread uses curl.
+///
+/// libcurl is opened with `dlopen` rather than linked, so commands that never upload (detect, encrypt,
+/// recompress) do not map it and its thirty-odd dependencies at start-up.
 enum CurlGlobal {
-    private static let initialized: Bool = {
-        curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
-    }()
+    /// Loads libcurl (once per process) and initialises it.
+    ///
+    /// - Throws: `nativeLibrary` naming the library when it cannot be loaded (not installed, or too old
+    ///   to have a function the project calls) or when `curl_global_init` fails.
+    static func ensureInitialized() throws {
+        let status = attache_curl_load()
+        guard status == 0 else {
+            let text = String(cString: attache_curl_load_error())
+            let library = String(cString: attache_curl_library_name())
+            throw AttacheError(
+                .nativeLibrary, stage: .upload,
+                status < 0 ? "cannot load \(library): \(text)" : "cannot initialise \(library): \(text)",
+                cause: NativeError(library: "curl", code: Int(status), text: text))
+        }
+    }
 
-    static func ensureInitialized() { _ = initialized }
-
-    /// The libcurl version string, for the `User-Agent` and diagnostics.
-    static var version: String { String(cString: curl_version()) }
+    /// The libcurl version string, for the `User-Agent` and diagnostics; nil when libcurl cannot be loaded.
+    static var version: String? {
+        guard (try? ensureInitialized()) != nil, let text = attache_curl_version() else { return nil }
+        return String(cString: text)
+    }
 }
 
 /// A small cache of idle easy handles, so consecutive uploads reuse connections (and their TLS
