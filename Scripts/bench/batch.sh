@@ -7,6 +7,10 @@
 #   BENCH_DIR       work folder (default $TMPDIR/attache-bench-batch)
 #   BENCH_CONCURRENCY  attache --concurrency (default 8)
 #   BENCH_LARGE_MB  size of each large file in MB (default 40); 1 in 200 files is large
+#   BENCH_STORE     where the server stores uploads (default /dev/shm/attache-bench-store when /dev/shm is
+#                   a writable tmpfs, else $BENCH_DIR/store). On ext4, creating thousands of files right
+#                   after deleting the previous run's thousands costs the server seconds of inode search
+#                   (recently_deleted in the kernel), which would be measured as the client's time.
 #   ATTACHE_BIN, ATTACHE_SERVER_BIN  binaries to use (Scripts/bench.sh exports them); built here otherwise
 #
 # Prints, per run: wall time, files/s, MB/s, CPU utilisation of the client (user+sys / wall; 200 % =
@@ -21,6 +25,13 @@ WORK=${BENCH_DIR:-${TMPDIR:-/tmp}/attache-bench-batch}
 CONCURRENCY=${BENCH_CONCURRENCY:-8}
 LARGE_MB=${BENCH_LARGE_MB:-40}
 FILES=$WORK/files-$N
+if [ -n "${BENCH_STORE:-}" ]; then
+    STORE=$BENCH_STORE
+elif [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    STORE=/dev/shm/attache-bench-store
+else
+    STORE=$WORK/store
+fi
 
 need() { command -v "$1" >/dev/null || { echo "bench batch: $1 is required" >&2; exit 69; }; }
 need curl; need convert; need sox
@@ -72,14 +83,14 @@ make_files() {
 [ -d "$FILES" ] || make_files
 TOTAL_BYTES=$(find "$FILES" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 COUNT=$(find "$FILES" -type f | wc -l)
-echo "bench batch: $COUNT files, $((TOTAL_BYTES / 1000000)) MB, concurrency $CONCURRENCY, $(nproc) cores" >&2
+echo "bench batch: $COUNT files, $((TOTAL_BYTES / 1000000)) MB, concurrency $CONCURRENCY, $(nproc) cores, server store $STORE" >&2
 
 # --- The server ---------------------------------------------------------------------------------------
 SERVER_PID=
 start_server() {
-    rm -rf "$WORK/store"
+    rm -rf "$STORE"
     local out=$WORK/server.out
-    "$SERVER" --port 0 --store "$WORK/store" --log-level warning > "$out" 2> "$WORK/server.err" &
+    "$SERVER" --port 0 --store "$STORE" --log-level warning > "$out" 2> "$WORK/server.err" &
     SERVER_PID=$!
     for _ in $(seq 1 100); do
         if grep -q 'listening on' "$out" 2>/dev/null; then break; fi
@@ -92,7 +103,7 @@ stop_server() {
     if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
     SERVER_PID=
 }
-trap stop_server EXIT
+trap 'stop_server; rm -rf "$STORE"' EXIT
 
 # --- Measuring ------------------------------------------------------------------------------------
 # Runs "$@" under GNU time; prints "wall user sys maxrss_kb".
@@ -135,7 +146,9 @@ run_batch() { # name extra-args...
 }
 
 # Transforms off, when this build has a switch for them; the full pipeline otherwise.
-if "$ATTACHE" batch --help 2>&1 | grep -q -- '--no-transform'; then
+# (The help is captured first: `grep -q` closing the pipe early would fail the pipeline under pipefail.)
+batch_help=$("$ATTACHE" batch --help 2>&1 || true)
+if grep -q -- '--no-transform' <<< "$batch_help"; then
     run_batch "attache batch (transforms off)" --no-transform
     run_batch "attache batch (full pipeline)"
 else

@@ -43,6 +43,9 @@ public struct PipelineConfiguration: Sendable {
     public var detection = MIMEDetector.Configuration()
     /// What is recompressed, and how; thumbnails.
     public var transform = Transformer.Configuration()
+    /// Image transforms running at once across all the sends of one pipeline (default: one per core).
+    /// Uploads beyond that wait for a slot before decoding, which keeps a batch's memory bounded.
+    public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount
     /// How attachments are encrypted on their way to the server.
     public var seal = SealConfiguration()
     /// How to talk to the server.
@@ -102,6 +105,7 @@ public struct AttachmentPipeline: Sendable {
     public let logger: Logger
     private let detector: MIMEDetector
     private let transformer: Transformer
+    private let transformLimiter: AsyncLimiter
     private let uploader: Uploader
 
     /// Creates a pipeline.
@@ -110,6 +114,7 @@ public struct AttachmentPipeline: Sendable {
         self.logger = logger
         self.detector = MIMEDetector(configuration: configuration.detection)
         self.transformer = Transformer(configuration: configuration.transform)
+        self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
         self.uploader = Uploader(configuration: configuration.upload, logger: logger)
     }
 
@@ -158,9 +163,13 @@ public struct AttachmentPipeline: Sendable {
         let transforms = transformer.configuration.transforms(mimeType: detection.mimeType, kind: detection.kind)
         let workDirectory = transforms ? try Self.makeWorkDirectory() : nil
         defer { if let workDirectory { try? FileManager.default.removeItem(atPath: workDirectory) } }
-        let transformed = try await transformer.transform(
-            fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
-            workDirectory: workDirectory ?? NSTemporaryDirectory())
+        let transformer = self.transformer
+        let transform = {
+            try await transformer.transform(
+                fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
+                workDirectory: workDirectory ?? NSTemporaryDirectory())
+        }
+        let transformed = transforms ? try await transformLimiter.run(transform) : try await transform()
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
         if let newExtension = transformed.filenameExtension {
             filename = Self.replacingExtension(of: filename, with: newExtension)
