@@ -10,6 +10,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 
 // OPENSSL_free is a macro that forwards file/line to CRYPTO_free.
 static inline void attache_openssl_free(void *p) { OPENSSL_free(p); }
@@ -30,6 +31,28 @@ static inline int attache_cipher_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag
 // Same reason as attache_cipher_get_tag: EVP_CTRL_AEAD_SET_TAG is a macro.
 static inline int attache_cipher_set_tag(EVP_CIPHER_CTX *ctx, const unsigned char *tag, int len) {
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, len, (void *)tag);
+}
+
+// OpenSSL 3 looks an algorithm up again on every init given EVP_sha256() or EVP_aes_256_gcm(); fetching
+// once per process removes that lookup (and its lock) from sealing every small attachment.
+static EVP_MD *attache_fetched_sha256_md;
+static EVP_CIPHER *attache_fetched_aes_256_gcm_cipher;
+static pthread_once_t attache_fetch_once = PTHREAD_ONCE_INIT;
+static inline void attache_fetch_algorithms(void) {
+    attache_fetched_sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    attache_fetched_aes_256_gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+}
+
+// SHA-256, fetched once (see attache_fetch_algorithms); NULL if the provider lacks it.
+static inline const EVP_MD *attache_sha256(void) {
+    pthread_once(&attache_fetch_once, attache_fetch_algorithms);
+    return attache_fetched_sha256_md;
+}
+
+// AES-256-GCM, fetched once (see attache_fetch_algorithms); NULL if the provider lacks it.
+static inline const EVP_CIPHER *attache_aes_256_gcm(void) {
+    pthread_once(&attache_fetch_once, attache_fetch_algorithms);
+    return attache_fetched_aes_256_gcm_cipher;
 }
 
 #endif
