@@ -49,6 +49,13 @@ gbps() { echo "scale=3; $BYTES / $1 / 1000000000" | bc -l; }
 row() { printf '  %-44s %7.3f GB/s\n' "$1" "$2"; }
 
 declare -A R
+# openssl speed reports k bytes per second (1000s) per block size; take the 16384-byte column, in GB/s.
+speed_gbps() {
+    local k
+    k=$(openssl speed -evp aes-256-gcm -seconds 2 -bytes 16384 2>/dev/null | awk '/^AES-256-GCM|^aes-256-gcm/ {v=$NF} END {sub("k","",v); print v}')
+    echo "scale=3; $k * 1000 / 1000000000" | bc -l
+}
+R[speed1]=$(speed_gbps)
 echo "== throughput over $BYTES bytes (best of $RUNS; output to a file on the same disk)"
 t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/key"); R[gcm]=$(gbps "$t"); row "attache encrypt (stream-gcm)" "${R[gcm]}"
 t=$(best_seconds "$BIN" encrypt "$WORK/plain" -o "$WORK/out" --key-file "$WORK/key" --base64); R[gcm64]=$(gbps "$t"); row "attache encrypt --base64 (stream-gcm)" "${R[gcm64]}"
@@ -78,10 +85,13 @@ t=$(best_seconds openssl enc -aes-256-cbc -K "$HEXKEY" -iv 000000000000000000000
 t=$(best_seconds sh -c "openssl enc -aes-256-ctr -K $HEXKEY -iv 00000000000000000000000000000000 -in '$WORK/plain' | base64 -w0 >'$WORK/out'"); row "openssl enc -aes-256-ctr | base64 -w0" "$(gbps "$t")"
 rm -f "$WORK/out"
 
-# openssl speed reports k bytes per second (1000s) per block size; take the 16384-byte column.
-SPEED=$(openssl speed -evp aes-256-gcm -seconds 2 -bytes 16384 2>/dev/null | awk '/^AES-256-GCM|^aes-256-gcm/ {v=$NF} END {sub("k","",v); print v}')
-R[speed]=$(echo "scale=3; $SPEED * 1000 / 1000000000" | bc -l)
-row "openssl speed -evp aes-256-gcm (16 KiB)" "${R[speed]}"
+R[speed2]=$(speed_gbps)
+row "openssl speed -evp aes-256-gcm (16 KiB), at the start" "${R[speed1]}"
+row "openssl speed -evp aes-256-gcm (16 KiB), at the end" "${R[speed2]}"
+# This machine's speed drifts by tens of percent within minutes (shared host), so the anchor is
+# measured before and after and the higher figure is used: the ratio is never flattered by a slow
+# moment of the anchor.
+R[speed]=$(echo "if (${R[speed1]} > ${R[speed2]}) ${R[speed1]} else ${R[speed2]}" | bc -l)
 
 # verdict MEASURED OP BAR: "met" or "NOT met" for MEASURED OP BAR (OP is >= or <=).
 verdict() {
@@ -91,7 +101,7 @@ verdict() {
 echo "== ratios (acceptance: ≥ 0.70 and ≥ 1.00)"
 r1=$(echo "scale=3; ${R[gcm]} / ${R[speed]}" | bc -l)
 r2=$(echo "scale=3; ${R[gcm64]} / ${R[b64]}" | bc -l)
-printf '  stream-gcm / openssl speed aes-256-gcm   %5.2f  %s\n' "$r1" "$(verdict "$r1" ">=" 0.70)"
+printf '  stream-gcm / openssl speed aes-256-gcm   %5.2f  %s   (anchor: the higher, %.3f GB/s)\n' "$r1" "$(verdict "$r1" ">=" 0.70)" "${R[speed]}"
 printf '  stream-gcm+base64 / base64 -w0          %5.2f  %s\n' "$r2" "$(verdict "$r2" ">=" 1.00)"
 printf '  (in process, no files: stream-gcm / openssl speed %.2f)\n' "$(echo "${R[mem]} / ${R[speed]}" | bc -l)"
 
