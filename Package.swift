@@ -42,11 +42,13 @@ let package = Package(
         .systemLibrary(
             name: "CPNG", pkgConfig: "libpng",
             providers: [.apt(["libpng-dev"])]),
+        // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
+        .target(name: "CBase64"),
 
         .target(
             name: "Attache",
             dependencies: [
-                "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG",
+                "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG", "CBase64",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -30,7 +30,16 @@ public func buildApplication(
     logger.logLevel = configuration.logLevel
     let root = configuration.storeDirectory
     let store = try await BlockingPool.shared.run { try UploadStore(root: root) }
-    let router = makeRouter(configuration: configuration, store: store)
+    let verifier = try configuration.keyFile.map { path in
+        do {
+            return try SealVerifier(keyFile: path)
+        } catch let error as AttacheError {
+            throw AttacheError(
+                .invalidKey, stage: .configuration, "cannot read the server's key file: \(error.message)", file: path,
+                cause: error)
+        }
+    }
+    let router = makeRouter(configuration: configuration, store: store, verifier: verifier)
     let server: HTTPServerBuilder
     if let tls = configuration.tls {
         server = try .tls(.http1(), tlsConfiguration: try makeTLSConfiguration(tls))
@@ -118,10 +127,12 @@ struct ServerTLSError: Error, Sendable, CustomStringConvertible {
     let description: String
 }
 
-func makeRouter(configuration: ReferenceServerConfiguration, store: UploadStore) -> Router<ServerRequestContext> {
+func makeRouter(
+    configuration: ReferenceServerConfiguration, store: UploadStore, verifier: SealVerifier? = nil
+) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.info))
-    let uploads = UploadController(configuration: configuration, store: store)
+    let uploads = UploadController(configuration: configuration, store: store, verifier: verifier)
     let files = FileController(store: store)
     router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
     router.get("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: true) }

@@ -25,10 +25,15 @@ public struct ReferenceServerConfiguration: Sendable {
     public var maxFieldSize: Int = 64 * 1024
     /// The level of the request log.
     public var logLevel: Logger.Level = .info
-    /// A key file for decrypting and verifying sealed uploads.
+    /// A key file for decrypting and verifying sealed uploads: raw key bytes or their base64 text
+    /// (`stream-gcm`, `signal`), or a passphrase (`legacy-*`), as `attache encrypt` reads it.
     ///
-    /// Accepted and kept, but not used yet: the server stores uploads exactly as received. The
-    /// file is never read or printed by this version.
+    /// When set, an upload whose form has a `scheme` field (and `encoding`, `plaintextSize`, as the
+    /// pipeline sends them; `digest` optionally for `signal`) is decrypted as a stream and checked
+    /// before it is stored: tags, HMAC and digest, and the plaintext length. One that fails is answered
+    /// 422 with `{"errorCode":422,"message":…}` and not stored. One that verifies is stored as the
+    /// sealed bytes received, and its receipt gains a `sealed` object (scheme, `verified`, plaintext size
+    /// and SHA-256). The file is read once at start-up; its contents are never logged.
     public var keyFile: String? = nil
     /// A PEM certificate chain and private key: when both are set the server speaks HTTPS only. Tests
     /// use a throwaway self-signed certificate to check the client's TLS verification and pinning.

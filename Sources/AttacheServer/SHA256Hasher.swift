@@ -47,6 +47,23 @@ final class SHA256Hasher {
         return try hasher.finalizeHex()
     }
 
+    /// Reads `reader` to its end through a hasher; returns the byte count and the lowercase hex
+    /// digest. Blocking.
+    /// - Throws: whatever the reader throws (for a decrypting reader: why the data did not verify).
+    static func hexAndCount(of reader: any ByteReader) throws -> (count: Int64, hex: String) {
+        let hasher = try SHA256Hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+        defer { buffer.deallocate() }
+        var count: Int64 = 0
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            count += Int64(n)
+            try hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+        return (count, try hasher.finalizeHex())
+    }
+
     private static func failure(_ text: String) -> AttacheError {
         let code = ERR_get_error()
         return AttacheError(

@@ -14,6 +14,8 @@ extension HTTPField.Name {
 struct UploadController: Sendable {
     let configuration: ReferenceServerConfiguration
     let store: UploadStore
+    /// Set when the server was given a key: sealed uploads are opened and checked before they are stored.
+    var verifier: SealVerifier? = nil
 
     /// Bodies are handed to the spool in batches of about this size, so a pool hop is paid per
     /// quarter megabyte rather than per socket read.
@@ -71,8 +73,20 @@ struct UploadController: Sendable {
                 await discard(spool)
                 return errorResponse(.badRequest, "no file part")
             }
+            var checks: [String: UploadReceipt.SealCheck] = [:]
+            if let verifier {
+                do {
+                    checks = try await BlockingPool.shared.run { try verifier.check(parts) }
+                } catch let failure as SealVerifier.Failure {
+                    await discard(spool)
+                    context.logger.notice("sealed upload did not verify", metadata: ["reason": "\(failure.code)"])
+                    return errorResponse(
+                        .unprocessableContent, "the sealed upload did not verify (\(failure.code)): \(failure.message)")
+                }
+            }
             let store = self.store
-            let committed = try await BlockingPool.shared.run { try store.commit(parts: parts, key: key) }
+            let verified = checks
+            let committed = try await BlockingPool.shared.run { try store.commit(parts: parts, key: key, checks: verified) }
             committedId = committed.fileId
             return jsonResponse(.ok, committed.receipt)
         } catch let rejection as MultipartRejection {

@@ -17,6 +17,8 @@ struct UploadReceipt: Codable, Sendable {
         var contentType: String
         var fields: [String: FieldValue]
         var parts: [Part]
+        /// The primary part's verification, when the server has a key and the upload was sealed.
+        var sealed: SealCheck? = nil
     }
 
     struct Part: Codable, Sendable {
@@ -26,6 +28,21 @@ struct UploadReceipt: Codable, Sendable {
         var size: Int64
         var sha256: String
         var fileId: String
+        /// This part's verification, when the server has a key and the upload was sealed.
+        var sealed: SealCheck? = nil
+    }
+
+    /// What the server found when it opened a sealed part with its key (`--key-file`). Only parts
+    /// that verified are stored, so `verified` is always true in a stored receipt; `size` and
+    /// `sha256` of the part still describe the sealed bytes, which is what the store keeps.
+    struct SealCheck: Codable, Sendable {
+        var scheme: String
+        var encoding: String
+        var verified: Bool
+        var plaintextSize: Int64
+        var plaintextSha256: String
+        /// `signal`: SHA-256 of the blob, as Signal's attachment pointer carries it.
+        var digest: String?
     }
 
     /// A text field: one value, or several when the name repeats or ends in `[]`.

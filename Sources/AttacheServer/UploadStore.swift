@@ -149,7 +149,10 @@ final class UploadStore: Sendable {
     ///
     /// The primary file is the part named `file`, else the first part with a filename.
     /// - Throws: ``AttacheError/Code/fileUnwritable``; nothing is left behind on failure.
-    func commit(parts: [SpooledPart], key: String?) throws -> (receipt: [UInt8], fileId: String) {
+    /// `checks` holds the verification of sealed parts, by spool path (see ``SealVerifier``).
+    func commit(
+        parts: [SpooledPart], key: String?, checks: [String: UploadReceipt.SealCheck] = [:]
+    ) throws -> (receipt: [UInt8], fileId: String) {
         let fileParts = parts.filter(\.isFile)
         guard let primary = fileParts.first(where: { $0.name == "file" }) ?? fileParts.first else {
             throw AttacheError(.internalError, stage: .upload, "commit without a file part")
@@ -162,7 +165,8 @@ final class UploadStore: Sendable {
             ids.append(id)
             let entry = UploadReceipt.Part(
                 name: part.name, filename: part.filename ?? "", contentType: part.contentType ?? "application/octet-stream",
-                size: part.size, sha256: part.sha256 ?? "", fileId: id)
+                size: part.size, sha256: part.sha256 ?? "", fileId: id,
+                sealed: part.temporaryPath.flatMap { checks[$0] })
             receiptParts.append(entry)
             if part.temporaryPath == primary.temporaryPath { primaryPart = entry }
         }
@@ -179,7 +183,8 @@ final class UploadStore: Sendable {
         let receipt = UploadReceipt(
             data: .init(
                 fileId: head.fileId, url: "/files/\(head.fileId)", size: head.size, sha256: head.sha256,
-                filename: head.filename, contentType: head.contentType, fields: fields, parts: receiptParts))
+                filename: head.filename, contentType: head.contentType, fields: fields, parts: receiptParts,
+                sealed: head.sealed))
         let json: [UInt8]
         do {
             json = try receipt.encoded()

@@ -25,7 +25,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(help: "Directory for stored uploads (created if missing).")
     var store = "./attache-store"
 
-    @Option(name: .customLong("key-file"), help: "Key file for verifying sealed uploads (accepted, not used yet).")
+    @Option(name: .customLong("key-file"), help: "Key file: decrypt and verify sealed uploads (422 when they do not verify); the sealed bytes are stored.")
     var keyFile: String?
 
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS (with --tls-key).")

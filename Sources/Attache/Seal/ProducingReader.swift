@@ -10,23 +10,38 @@ protocol ChunkProducer: AnyObject {
 /// Adapts a ``ChunkProducer`` to ``ByteReader``'s any-size reads.
 ///
 /// When the caller's buffer can hold a whole chunk the producer writes straight into it, so a large
-/// reader (the CLI, curl's read callback) pays for no extra copy.
+/// reader (the CLI, curl's read callback) pays for no extra copy, and the reader's own buffer is
+/// allocated only if a smaller read ever needs it.
 final class ProducingReader: ByteReader {
     private let producer: any ChunkProducer
-    private let buffer: UnsafeMutableRawBufferPointer
+    private let chunkSize: Int
+    private var storage: UnsafeMutableRawBufferPointer?
     private var start = 0
     private var end = 0
     private var finished = false
 
     init(_ producer: any ChunkProducer) {
         self.producer = producer
-        buffer = .allocate(byteCount: producer.maximumChunkSize, alignment: 16)
+        chunkSize = producer.maximumChunkSize
     }
 
-    deinit { buffer.deallocate() }
+    deinit { storage?.deallocate() }
 
     func read(into target: UnsafeMutableRawBufferPointer) throws -> Int {
         guard target.count > 0 else { return 0 }
+        let buffer: UnsafeMutableRawBufferPointer
+        if let storage {
+            buffer = storage
+        } else {
+            if target.count >= chunkSize {
+                guard !finished else { return 0 }
+                let n = try producer.produce(into: target)
+                if n == 0 { finished = true }
+                return n
+            }
+            buffer = .allocate(byteCount: chunkSize, alignment: 16)
+            storage = buffer
+        }
         if start == end {
             guard !finished else { return 0 }
             if target.count >= buffer.count {

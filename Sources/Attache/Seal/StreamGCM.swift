@@ -50,7 +50,20 @@ enum StreamGCM {
     }
 
     static func header(salt: [UInt8], noncePrefix: [UInt8], keyCheck: [UInt8]) -> [UInt8] {
-        magic + [version] + salt + noncePrefix + keyCheck
+        var header = [UInt8]()
+        header.reserveCapacity(headerCount)
+        header += magic
+        header.append(version)
+        header += salt
+        header += noncePrefix
+        header += keyCheck
+        return header
+    }
+
+    /// Writes the nonce of segment `counter` into `nonce` (12 bytes) after the prefix already there.
+    static func setNonce(_ nonce: UnsafeMutableRawBufferPointer, counter: UInt32, last: Bool) {
+        nonce.storeBytes(of: counter.bigEndian, toByteOffset: noncePrefixCount, as: UInt32.self)
+        nonce[noncePrefixCount + 4] = last ? 1 : 0
     }
 
     static func nonce(prefix: [UInt8], counter: UInt32, last: Bool) -> [UInt8] {
@@ -69,8 +82,10 @@ struct StreamGCMSealPlan: Sendable {
     let keys: StreamGCM.FileKeys
 
     init(key: AttachmentKey) throws {
-        let salt = SecureRandom.bytes(StreamGCM.saltCount)
-        noncePrefix = SecureRandom.bytes(StreamGCM.noncePrefixCount)
+        // One call to the CSPRNG for both: each call takes the DRBG's lock, about 1 µs.
+        let random = SecureRandom.bytes(StreamGCM.saltCount + StreamGCM.noncePrefixCount)
+        let salt = Array(random[..<StreamGCM.saltCount])
+        noncePrefix = Array(random[StreamGCM.saltCount...])
         keys = try StreamGCM.deriveKeys(from: key, salt: salt)
         header = StreamGCM.header(salt: salt, noncePrefix: noncePrefix, keyCheck: keys.keyCheck)
     }
@@ -83,10 +98,15 @@ struct StreamGCMSealPlan: Sendable {
     }
 }
 
+/// Encrypts as many whole segments per call as the caller's buffer holds (the header goes in front of
+/// the first), with one cipher context whose key is set once and whose nonce changes per segment.
+/// Per segment: one `read` into the output buffer, in-place encryption, no allocation.
 final class StreamGCMSealProducer: ChunkProducer {
     private let plan: StreamGCMSealPlan
     private let plaintext: any ByteReader
     private let cipher: CipherContext
+    /// The 12-byte nonce, prefix written once, counter and flag rewritten per segment.
+    private let nonce: UnsafeMutableRawBufferPointer
     private var remaining: Int64
     private let segmentTotal: Int64
     private var counter: Int64 = 0
@@ -100,35 +120,51 @@ final class StreamGCMSealProducer: ChunkProducer {
         guard segmentTotal <= Int64(UInt32.max) + 1 else {
             throw AttacheError(.limitExceeded, stage: .seal, "the plaintext is too large for stream-gcm (256 TiB)")
         }
-        cipher = try CipherContext()
+        maximumChunkSize = StreamGCM.headerCount + Int(min(plaintextCount, Int64(StreamGCM.segmentPlaintextCount)))
+            + StreamGCM.tagCount
+        let cipher = try CipherContext()
         try plan.keys.segmentKey.withUnsafeBytes { key in
             try cipher.start(.aes256GCM, encrypt: true, key: key, iv: nil)
         }
+        self.cipher = cipher
+        // Allocated after everything that can throw, so a failed init leaks nothing.
+        nonce = .allocate(byteCount: StreamGCM.noncePrefixCount + 5, alignment: 8)
+        plan.noncePrefix.withUnsafeBytes { nonce.copyMemory(from: $0) }
     }
 
-    var maximumChunkSize: Int { StreamGCM.segmentCount }
+    deinit { nonce.deallocate() }
+
+    /// The header and the first segment, so that a small payload is one chunk.
+    let maximumChunkSize: Int
 
     func produce(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var written = 0
         if !headerWritten {
             headerWritten = true
             plan.header.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            return plan.header.count
+            written = plan.header.count
         }
-        guard counter < segmentTotal else { return 0 }
+        while counter < segmentTotal {
+            let count = Int(min(remaining, Int64(StreamGCM.segmentPlaintextCount)))
+            guard buffer.count - written >= count + StreamGCM.tagCount else { break }
+            written += try sealSegment(count: count, at: buffer.baseAddress! + written)
+        }
+        return written
+    }
+
+    /// Reads `count` plaintext bytes to `output`, encrypts them in place and appends the tag.
+    private func sealSegment(count: Int, at output: UnsafeMutableRawPointer) throws -> Int {
         let last = counter == segmentTotal - 1
-        let count = Int(min(remaining, Int64(StreamGCM.segmentPlaintextCount)))
-        let segment = UnsafeMutableRawBufferPointer(rebasing: buffer[..<count])
-        try plaintext.readExactly(into: segment)
+        try plaintext.readExactly(into: UnsafeMutableRawBufferPointer(start: output, count: count))
         remaining -= Int64(count)
         if last { try plaintext.expectEnd() }
-        let nonce = StreamGCM.nonce(prefix: plan.noncePrefix, counter: UInt32(counter), last: last)
-        try nonce.withUnsafeBytes { try cipher.start(nil, encrypt: true, key: nil, iv: $0) }
-        let base = buffer.baseAddress!
-        var written = count > 0 ? try cipher.update(base, count: count, output: base) : 0
-        let final = cipher.finish(output: base + written)
+        StreamGCM.setNonce(nonce, counter: UInt32(counter), last: last)
+        try cipher.start(nil, encrypt: true, key: nil, iv: UnsafeRawBufferPointer(nonce))
+        var written = count > 0 ? try cipher.update(output, count: count, output: output) : 0
+        let final = cipher.finish(output: output + written)
         guard final.ok else { throw AttacheError.openSSL("EVP_CipherFinal_ex") }
         written += final.written
-        try cipher.tag(into: base + written, count: StreamGCM.tagCount)
+        try cipher.tag(into: output + written, count: StreamGCM.tagCount)
         counter += 1
         return written + StreamGCM.tagCount
     }

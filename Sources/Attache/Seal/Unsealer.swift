@@ -75,8 +75,6 @@ public struct Unsealer: Sendable {
 
 /// Writes a reader to a file through a temporary file beside it, renamed into place on success.
 enum StreamingFileWriter {
-    static let bufferCount = 1 << 18
-
     /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever the reader throws.
     static func write(_ reader: any ByteReader, to path: String, mode: mode_t = 0o644) throws {
         // Split by hand: the temporary file must be in the same directory so that rename is atomic.
@@ -93,18 +91,8 @@ enum StreamingFileWriter {
         }
         do {
             defer { close(fd) }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferCount, alignment: 16)
-            defer { buffer.deallocate() }
-            while true {
-                let n = try reader.read(into: buffer)
-                if n == 0 { break }
-                var offset = 0
-                while offset < n {
-                    let w = Glibc.write(fd, buffer.baseAddress! + offset, n - offset)
-                    if w < 0, errno == EINTR { continue }
-                    guard w > 0 else { throw unwritable(path, "write failed: \(String(cString: strerror(errno)))") }
-                    offset += w
-                }
+            if let code = try WriteBehind.copy(reader, to: fd) {
+                throw unwritable(path, "write failed: \(String(cString: strerror(code)))")
             }
             guard fchmod(fd, mode) == 0 else { throw unwritable(path, "cannot set the file mode") }
         }

@@ -106,4 +106,33 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.file("out2")))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["cut", "out", "plain", "sealed"])
     }
+
+    /// Around the file writer's 256 KiB buffer (below it: written directly; above: a writing thread).
+    @Test(arguments: [0, 262_083, 262_084, 262_085, 3_000_001])
+    func sealedFilesRoundTripAtSizesAroundTheWriterBuffer(count: Int) throws {
+        let directory = TemporaryDirectory()
+        let key = AttachmentKey.random(for: .streamGCM)
+        let plaintext = patternBytes(count, seed: 9)
+        try Data(plaintext).write(to: URL(fileURLWithPath: directory.file("plain")))
+        let payload = try Sealer(scheme: .streamGCM, key: key).seal(try FileSource(path: directory.file("plain")))
+        try payload.write(toFile: directory.file("sealed"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.file("sealed"))
+        #expect((attributes[.size] as? NSNumber)?.int64Value == payload.byteCount)
+        try Unsealer(scheme: .streamGCM, key: key).unseal(fileAt: directory.file("sealed"), to: directory.file("out"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.file("out"))) == Data(plaintext))
+    }
+
+    @Test func aFailureAfterManyBuffersLeavesNoOutputFile() throws {
+        let directory = TemporaryDirectory()
+        let key = AttachmentKey.random(for: .streamGCM)
+        let sealed = try seal(patternBytes(3_000_000), Sealer(scheme: .streamGCM, key: key))
+        // Tamper with the last segment: the error comes after several buffers have been written.
+        var tampered = sealed
+        tampered[tampered.count - 100] ^= 1
+        try Data(tampered).write(to: URL(fileURLWithPath: directory.file("tampered")))
+        #expect(sealErrorCode {
+            try Unsealer(scheme: .streamGCM, key: key).unseal(fileAt: directory.file("tampered"), to: directory.file("out"))
+        } == .authenticationFailed)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["tampered"])
+    }
 }

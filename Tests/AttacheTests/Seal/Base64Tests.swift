@@ -36,6 +36,38 @@ import Testing
         #expect(try readAll(decoder, chunk: 1000) == bytes)
     }
 
+    /// Lengths around the vector path's 24-byte step and its 28-byte look-ahead, in both alphabets, so
+    /// a wrong lane shuffle or table entry shows whichever encoder this CPU runs.
+    @Test(arguments: [TransferEncoding.base64, .base64URL])
+    func everyLengthUpTo300MatchesFoundation(_ encoding: TransferEncoding) throws {
+        let alphabet = encoding == .base64 ? Base64.Alphabet.standard : .url
+        for count in 0...300 {
+            let bytes = patternBytes(count, seed: UInt32(count) &* 7 &+ 3)
+            var expected = Data(bytes).base64EncodedString()
+            if encoding == .base64URL {
+                expected = expected.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: "")
+            }
+            #expect(Base64.encode(bytes, alphabet: alphabet) == expected, "length \(count)")
+        }
+    }
+
+    @Test func everySixBitValueMapsToItsCharacterInBothAlphabets() throws {
+        // 48 bytes whose 64 six-bit groups are 0, 1, …, 63: each value once, in every lane position.
+        var bits: [UInt8] = []
+        var accumulator: UInt32 = 0
+        for value in 0..<64 {
+            accumulator = accumulator << 6 | UInt32(value)
+            if value % 4 == 3 {
+                bits += [UInt8(accumulator >> 16), UInt8(truncatingIfNeeded: accumulator >> 8), UInt8(truncatingIfNeeded: accumulator)]
+                accumulator = 0
+            }
+        }
+        let standard = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        #expect(Base64.encode(bits) == standard)
+        #expect(Base64.encode(bits, alphabet: .url) == standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_"))
+    }
+
     @Test(arguments: [
         "Zm9v\nYmFy",  // a line break
         "Zm9v YmFy",  // a space

@@ -11,7 +11,7 @@ final class CipherContext {
 
         var cipher: OpaquePointer {
             switch self {
-            case .aes256GCM: EVP_aes_256_gcm()
+            case .aes256GCM: attache_aes_256_gcm()
             case .aes256CBC: EVP_aes_256_cbc()
             case .aes128ECB: EVP_aes_128_ecb()
             }
