@@ -247,7 +247,7 @@ public struct MIMEDetector: Sendable {
         var mismatch = false
         if let filename, let fileExtension = Self.fileExtension(filename) {
             let contentIsTextual = facts?.isTextual ?? mimeType.hasPrefix("text/")
-            extensionType = MIMETable.byExtension[fileExtension]
+            extensionType = MIMETable.extensionLookup[fileExtension]
             if contentIsTextual, let alternative = MIMETable.textAlternatives[fileExtension] { extensionType = alternative }
             if let extensionType, mimeType != "application/x-empty" {
                 if mimeType == "application/octet-stream" {

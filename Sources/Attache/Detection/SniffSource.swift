@@ -206,6 +206,14 @@ final class SniffSource {
     let size: Int64?
     private let descriptor: Int32
     private var budget: Int
+    /// The last bytes read from the file beyond the head, and where they start: box and element
+    /// walks ask for a few bytes at a time, mostly close together, so each read fetches at least
+    /// ``windowSize`` bytes and the next requests are served from them.
+    private var window = ByteSpan.empty
+    private var windowStart: Int64 = 0
+    private static let windowSize = 16 << 10
+    /// Bytes that may still be read ahead of requests (1 MiB per detection).
+    private var spare = 1 << 20
 
     convenience init(head: [UInt8], size: Int64?, descriptor: Int32 = -1, budget: Int = 8 << 20) {
         self.init(head: ByteSpan(head), size: size, descriptor: descriptor, budget: budget)
@@ -240,12 +248,19 @@ final class SniffSource {
             let start = Int(offset)
             return head.span(start..<start + count)
         }
+        if offset >= windowStart, offset - windowStart <= Int64(window.count) - Int64(count) {
+            let start = Int(offset - windowStart)
+            return window.span(start..<start + count)
+        }
         guard descriptor >= 0, budget > 0 else {
             // Only the part of the request that lies inside the head is available.
             guard offset < Int64(head.count) else { return .empty }
             return head.span(from: Int(offset))
         }
-        let want = min(count, budget)
+        // The budget is charged with what was asked for; the read-ahead has its own, smaller allowance.
+        let asked = min(count, budget)
+        let ahead = min(max(0, Self.windowSize - asked), spare)
+        let want = Int(min(Int64(asked + ahead), length - offset))
         var filled = 0
         let buffer = [UInt8](unsafeUninitializedCapacity: want) { raw, initialized in
             while filled < want {
@@ -260,8 +275,11 @@ final class SniffSource {
             }
             initialized = filled
         }
-        budget -= filled
-        return ByteSpan(buffer)
+        budget -= min(filled, asked)
+        spare -= max(0, filled - asked)
+        window = ByteSpan(buffer)
+        windowStart = offset
+        return window.span(0..<min(asked, filled))
     }
 }
 
