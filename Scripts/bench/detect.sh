@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks the Detect stage against libmagic, in the same run:
 #   1. whole process: `attache detect FILES` vs `file --mime-type FILES` over the same few hundred
-#      files (the labelled corpus, copied to N files), timed with hyperfine; prints the ratio;
-#   2. in process: MIMEDetector.detect(prefix:) on 4 KiB buffers per second (attache-fuzz --bench);
+#      files (the labelled corpus, copied to N files), timed with hyperfine; prints the ratio; and
+#      `attache detect` over ten times as many, for the cost per file apart from start-up;
+#   2. in process: MIMEDetector.detect(prefix:) on 4 KiB buffers per second (attache-fuzz --bench,
+#      five runs: minimum, median, maximum);
 #   3. accuracy: the labelled corpus, expected type vs each tool's answer.
 # Usage: [STATIC=1] Scripts/bench/detect.sh [COPIES]   (default 4 copies of the ~100-file corpus)
 set -euo pipefail
@@ -19,30 +21,43 @@ build=(swift build -c release --static-swift-stdlib)
 bin="$("${build[@]}" --show-bin-path)"
 
 Scripts/bench/detect-corpus.sh "$work/corpus" > /dev/null 2>&1
+# Ten times as many files as compared with file(1), to take the per-file cost apart from start-up.
 mkdir -p "$work/many"
-for ((i = 0; i < copies; i++)); do
+for ((i = 0; i < copies * 10; i++)); do
     for f in "$work/corpus"/*; do
         name="$(basename "$f")"
         [[ "$name" == labels.tsv ]] && continue
         cp "$f" "$work/many/$i-$name"
     done
 done
-count="$(ls "$work/many" | wc -l)"
-echo "== whole process over $count files (file $(file --version | head -1 | cut -d- -f2))"
-files="$(echo "$work"/many/*)"  # hyperfine -N runs without a shell, so expand the glob here
+# Relative names run from inside the folder: hyperfine -N passes the command as one argument, and
+# 4 000 absolute paths would pass the kernel's limit on the length of one argument.
+cd "$work/many"
+few=()
+for ((i = 0; i < copies; i++)); do few+=("$i"-*); done
+all=(*)
+count="${#few[@]}"
+echo "== whole process over $count files (file $(file --version | head -1 | cut -d- -f2)); per file from ${#all[@]} files"
 hyperfine --warmup 3 --min-runs 20 -N --export-json "$work/hyperfine.json" \
-    -n "attache detect" "$bin/attache detect $files" \
-    -n "file --mime-type" "file --mime-type $files" 2>/dev/null | grep -vE '^\s*$' || true
-python3 - "$work/hyperfine.json" <<'PY'
+    -n "attache detect" "$bin/attache detect ${few[*]}" \
+    -n "file --mime-type" "file --mime-type ${few[*]}" \
+    -n "attache detect (${#all[@]} files)" "$bin/attache detect ${all[*]}" 2>/dev/null | grep -vE '^\s*$' || true
+cd - > /dev/null
+python3 - "$work/hyperfine.json" "$count" "${#all[@]}" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+few, many = int(sys.argv[2]), int(sys.argv[3])
 a, f = results["attache detect"], results["file --mime-type"]
+m = results[f"attache detect ({many} files)"]
 print(f"median: attache detect {a['median']*1000:.2f} ms, file --mime-type {f['median']*1000:.2f} ms, "
       f"ratio {f['median']/a['median']:.1f}x faster")
+per_file = (m["median"] - a["median"]) / (many - few)
+print(f"attache detect per file: ({m['median']*1000:.2f} ms - {a['median']*1000:.2f} ms) / {many - few} = "
+      f"{per_file*1e6:.2f} us; start-up and the rest: {(a['median'] - few * per_file)*1000:.2f} ms")
 PY
 
-echo "== in process, 4 KiB buffers"
-"$bin/attache-fuzz" --bench "$work/corpus"/*
+echo "== in process, 4 KiB buffers (5 runs of 1 s)"
+"$bin/attache-fuzz" --bench --runs 5 "$work/corpus"/*
 
 echo "== accuracy on the labelled corpus"
 "$bin/attache" detect --json "$work/corpus"/* > "$work/attache.jsonl" || true

@@ -16,4 +16,11 @@ struct AttacheCommand: AsyncParsableCommand {
             EncryptCommand.self,
             DecryptCommand.self,
         ])
+
+    /// `attache detect` with only files and `--json` runs without the argument parser, whose cost
+    /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``).
+    static func main() async {
+        DetectCommand.runIfPlain(CommandLine.arguments)
+        await main(nil)
+    }
 }

@@ -26,71 +26,236 @@ struct DetectCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if !Self.detect(files, json: json) { throw ExitCode(1) }
+    }
+
+    /// Runs `attache detect` straight from the process arguments when they are only files and
+    /// `--json`, and exits; returns without doing anything otherwise (`--help`, an unknown option,
+    /// no file), for ArgumentParser to handle.
+    ///
+    /// ArgumentParser's handling of a repeated positional argument copies what it has collected for
+    /// every value it adds, which makes `attache detect` over a few thousand files take longer to
+    /// parse its arguments than to detect the files.
+    ///
+    /// ```swift
+    /// static func main() async {
+    ///     DetectCommand.runIfPlain(CommandLine.arguments)
+    ///     await main(nil)
+    /// }
+    /// ```
+    static func runIfPlain(_ arguments: [String]) {
+        guard arguments.count > 2, arguments[1] == configuration.commandName else { return }
+        var json = false
+        var files: [String] = []
+        files.reserveCapacity(arguments.count - 2)
+        for argument in arguments.dropFirst(2) {
+            if argument == "--json" {
+                json = true
+            } else if argument.utf8.first == UInt8(ascii: "-") {
+                return
+            } else {
+                files.append(argument)
+            }
+        }
+        guard !files.isEmpty else { return }
+        terminate(detect(files, json: json) ? 0 : 1)
+    }
+
+    /// Detects `files` in order and prints one line per file; returns false when some could not be read.
+    static func detect(_ files: [String], json: Bool) -> Bool {
         let detector = MIMEDetector()
+        var output = OutputBuffer(descriptor: STDOUT_FILENO)
+        var scratch: [UInt8] = []
         var failed = false
-        var output = ""
-        output.reserveCapacity(files.count * 80)
         for path in files {
             do {
-                let detection = try detector.detect(fileAt: path)
-                output += json ? Self.jsonLine(path, detection) : Self.textLine(path, detection)
+                let detection = try detector.detect(fileAt: path, reusing: &scratch)
+                if json {
+                    output.appendJSONLine(path, detection)
+                } else {
+                    output.appendTextLine(path, detection)
+                }
             } catch let error as AttacheError {
                 failed = true
                 if json {
-                    output += "{\"path\":\(Self.quoted(path)),\"error\":\(Self.quoted(error.message)),\"code\":\(Self.quoted(error.code.rawValue))}\n"
+                    output.append("{\"path\":")
+                    output.appendQuoted(path)
+                    output.append(",\"error\":")
+                    output.appendQuoted(error.message)
+                    output.append(",\"code\":")
+                    output.appendQuoted(error.code.rawValue)
+                    output.append("}\n")
                 } else {
-                    FileHandle.standardError.write(Data("attache detect: \(error)\n".utf8))
+                    output.flush()
+                    var message = OutputBuffer(descriptor: STDERR_FILENO)
+                    message.append("attache detect: ")
+                    message.append("\(error)")
+                    message.append("\n")
+                    message.flush()
                 }
-            }
-            if output.utf8.count > 1 << 16 {
-                FileHandle.standardOutput.write(Data(output.utf8))
-                output.removeAll(keepingCapacity: true)
+            } catch {
+                failed = true
             }
         }
-        FileHandle.standardOutput.write(Data(output.utf8))
-        if failed { throw ExitCode(1) }
+        output.flush()
+        return !failed
+    }
+}
+
+/// Bytes for standard output, written with `write(2)` when 64 KiB have gathered: one system call
+/// per few hundred lines, and no `String` built per line.
+struct OutputBuffer {
+    private let descriptor: Int32
+    private var bytes: [UInt8] = []
+    private static let threshold = 64 << 10
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        bytes.reserveCapacity(Self.threshold + 4096)
     }
 
-    static func textLine(_ path: String, _ detection: Detection) -> String {
-        var line = "\(path): \(detection.mimeType) (\(detection.kind))"
-        if detection.mismatch, let claimed = detection.extensionMIMEType {
-            line += " [mismatch: extension says \(claimed)]"
+    mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func append(_ value: Int) {
+        if value < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            if value == .min {
+                append("9223372036854775808")
+                return
+            }
         }
-        return line + "\n"
-    }
-
-    static func jsonLine(_ path: String, _ detection: Detection) -> String {
-        var line = "{\"path\":\(quoted(path)),\"mime\":\(quoted(detection.mimeType)),\"kind\":\(quoted(detection.kind.rawValue))"
-        line += ",\"mismatch\":\(detection.mismatch),\"extensionMime\":"
-        line += detection.extensionMIMEType.map(quoted) ?? "null"
-        // Metadata keys come from the upload fields, with numbers and booleans unquoted.
-        for field in detection.uploadFields where field.name != "mimeType" && field.name != "kind" {
-            let bare = ["width", "height", "orientation", "rotation", "hasAlpha", "isAnimated", "frameCount",
-                        "duration", "sampleRate", "channels"].contains(field.name)
-            line += ",\(quoted(field.name)):\(bare ? field.value : quoted(field.value))"
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of room, filled from the end
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { room in
+            repeat {
+                count += 1
+                room[room.count - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: room[(room.count - count)...])
         }
-        return line + "}\n"
     }
 
-    /// A JSON string literal. Paths that are not valid UTF-8 were already repaired by the argument parser.
-    static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
+    mutating func append(_ value: Bool) {
+        if value { append("true") } else { append("false") }
+    }
+
+    /// Seconds with two decimals and no exponent (`3.52`, `0.00`), as in the upload fields.
+    mutating func appendSeconds(_ seconds: Double) {
+        guard seconds.isFinite else {
+            append("0.00")
+            return
+        }
+        let hundredths = Int64((min(max(seconds, 0), 1e15) * 100).rounded())
+        append(Int(hundredths / 100))
+        bytes.append(UInt8(ascii: "."))
+        let fraction = Int(hundredths % 100)
+        if fraction < 10 { bytes.append(UInt8(ascii: "0")) }
+        append(fraction)
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped; everything else,
+    /// non-ASCII included, as its UTF-8 bytes.
+    mutating func appendQuoted(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            case 0..<0x20:
+                let hex: StaticString = "0123456789abcdef"
+                append("\\u00")
+                bytes.append(hex.utf8Start[Int(byte >> 4)])
+                bytes.append(hex.utf8Start[Int(byte & 0x0F)])
             default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `path: mime (kind)`, and ` [mismatch: extension says TYPE]` when the extension lies.
+    mutating func appendTextLine(_ path: String, _ detection: Detection) {
+        append(path)
+        append(": ")
+        append(detection.mimeType)
+        append(" (")
+        append(detection.kind.rawValue)
+        append(")")
+        if detection.mismatch, let claimed = detection.extensionMIMEType {
+            append(" [mismatch: extension says ")
+            append(claimed)
+            append("]")
+        }
+        append("\n")
+        flushIfFull()
+    }
+
+    /// `{"path","mime","kind","mismatch","extensionMime", …metadata}` with the metadata keys of the
+    /// upload fields, in their order; numbers and booleans bare.
+    mutating func appendJSONLine(_ path: String, _ detection: Detection) {
+        append("{\"path\":")
+        appendQuoted(path)
+        append(",\"mime\":")
+        appendQuoted(detection.mimeType)
+        append(",\"kind\":\"")
+        append(detection.kind.rawValue)
+        append("\",\"mismatch\":")
+        append(detection.mismatch)
+        append(",\"extensionMime\":")
+        if let type = detection.extensionMIMEType { appendQuoted(type) } else { append("null") }
+        let metadata = detection.metadata
+        if let width = metadata.width { append(",\"width\":"); append(width) }
+        if let height = metadata.height { append(",\"height\":"); append(height) }
+        if let orientation = metadata.orientation { append(",\"orientation\":"); append(orientation) }
+        if let rotation = metadata.rotation { append(",\"rotation\":"); append(rotation) }
+        if let hasAlpha = metadata.hasAlpha { append(",\"hasAlpha\":"); append(hasAlpha) }
+        if let isAnimated = metadata.isAnimated { append(",\"isAnimated\":"); append(isAnimated) }
+        if let frameCount = metadata.frameCount { append(",\"frameCount\":"); append(frameCount) }
+        if let duration = metadata.duration { append(",\"duration\":"); appendSeconds(duration) }
+        if let codec = metadata.audioCodec { append(",\"audioCodec\":"); appendQuoted(codec) }
+        if let codec = metadata.videoCodec { append(",\"videoCodec\":"); appendQuoted(codec) }
+        if let sampleRate = metadata.sampleRate { append(",\"sampleRate\":"); append(sampleRate) }
+        if let channels = metadata.channels { append(",\"channels\":"); append(channels) }
+        if let encoding = metadata.textEncoding { append(",\"textEncoding\":"); appendQuoted(encoding) }
+        append("}\n")
+        flushIfFull()
+    }
+
+    private mutating func flushIfFull() {
+        if bytes.count >= Self.threshold { flush() }
+    }
+
+    /// Writes everything gathered; a failed write (a closed pipe) drops the output, as `print` would.
+    mutating func flush() {
+        var written = 0
+        bytes.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = write(descriptor, raw.baseAddress! + written, raw.count - written)
+                if n > 0 {
+                    written += n
+                } else if n < 0 && errno == EINTR {
+                    continue
                 } else {
-                    result.unicodeScalars.append(scalar)
+                    break
                 }
             }
         }
-        return result + "\""
+        bytes.removeAll(keepingCapacity: true)
     }
+}
+
+/// Ends the process; outside `DetectCommand`, where `exit` names ArgumentParser's method.
+private func terminate(_ status: Int32) -> Never {
+    exit(status)
 }

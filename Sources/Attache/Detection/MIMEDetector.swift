@@ -64,8 +64,8 @@ public struct MIMEDetector: Sendable {
     public let configuration: Configuration
 
     /// What the rules say about each known type, computed once so that a detection costs one
-    /// dictionary lookup here instead of one per rule.
-    private let facts: [String: TypeFacts]
+    /// table lookup here instead of one per rule.
+    private let facts: TypeTable<TypeFacts>
 
     private enum KindRule: Sendable {
         case fixed(MessageKind)
@@ -82,7 +82,7 @@ public struct MIMEDetector: Sendable {
     /// Creates a detector.
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        var facts: [String: TypeFacts] = [:]
+        var facts: [(key: String, value: TypeFacts)] = []
         var types = Set(MIMETable.byExtension.values).union(MIMETable.preferredExtension.keys).union(MIMETable.parent.keys)
         types.formUnion(configuration.imageTypes)
         types.formUnion(configuration.voiceTypes)
@@ -105,10 +105,10 @@ public struct MIMEDetector: Sendable {
                     rule = .fixed(.file)
                 }
             }
-            facts[type] = TypeFacts(
-                rule: rule, isTextual: MIMETable.isTextual(type), preferredExtension: MIMETable.preferredExtension[type])
+            facts.append((type, TypeFacts(
+                rule: rule, isTextual: MIMETable.isTextual(type), preferredExtension: MIMETable.preferredExtension[type])))
         }
-        self.facts = facts
+        self.facts = TypeTable(facts)
     }
 
     /// Detects the file at `path` with blocking, bounded reads.
@@ -123,6 +123,27 @@ public struct MIMEDetector: Sendable {
     ///   `.fileUnreadable` (also for directories and other non-regular files), or `.kindMismatch`
     ///   when `declaredKind` contradicts the content and the policy is ``DeclaredKindPolicy/reject``.
     public func detect(fileAt path: String, declaredKind: MessageKind? = nil) throws -> Detection {
+        var scratch: [UInt8] = []
+        return try detect(fileAt: path, declaredKind: declaredKind, reusing: &scratch)
+    }
+
+    /// Detects the file at `path` exactly as ``detect(fileAt:declaredKind:)`` does, reading its
+    /// first bytes into `scratch`, which keeps its storage between calls: a caller detecting many
+    /// files in a row saves an allocation per file.
+    ///
+    /// The file is opened, read once (``headSize`` bytes at most; containers read further only when
+    /// they need to) and closed. Its size is asked of the system only when that first read filled
+    /// the head or found nothing; a shorter read is the whole of a regular file.
+    ///
+    /// ```swift
+    /// var scratch: [UInt8] = []
+    /// for path in paths {
+    ///     let detection = try detector.detect(fileAt: path, reusing: &scratch)
+    ///     print(path, detection.mimeType)
+    /// }
+    /// ```
+    /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
+    public func detect(fileAt path: String, declaredKind: MessageKind? = nil, reusing scratch: inout [UInt8]) throws -> Detection {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
@@ -132,39 +153,36 @@ public struct MIMEDetector: Sendable {
                 file: path, cause: NativeError.posix(code))
         }
         defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
+        if scratch.count != Self.headSize { scratch = [UInt8](repeating: 0, count: Self.headSize) }
+        var filled: Int
+        repeat {
+            filled = scratch.withUnsafeMutableBytes { raw in pread(descriptor, raw.baseAddress!, raw.count, 0) }
+        } while filled < 0 && errno == EINTR
+        if filled < 0 {
             let code = errno
+            if code == EISDIR { throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path) }
             throw AttacheError(
-                .fileUnreadable, stage: .detect, "cannot stat the file: \(String(cString: strerror(code)))",
+                .fileUnreadable, stage: .detect, "read failed: \(String(cString: strerror(code)))",
                 file: path, cause: NativeError.posix(code))
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path)
-        }
-        let size = Int64(info.st_size)
-        var head = [UInt8](repeating: 0, count: Int(min(Int64(Self.headSize), size)))
-        var filled = 0
-        while filled < head.count {
-            let n = head.withUnsafeMutableBytes { raw in
-                pread(descriptor, raw.baseAddress! + filled, raw.count - filled, off_t(filled))
-            }
-            if n > 0 {
-                filled += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else if n == 0 {
-                break
-            } else {
+        var size = Int64(filled)
+        if filled == 0 || filled == Self.headSize {
+            // A full head says nothing of the size, which containers need; an empty read may be a
+            // device rather than an empty file.
+            var info = stat()
+            guard fstat(descriptor, &info) == 0 else {
                 let code = errno
                 throw AttacheError(
-                    .fileUnreadable, stage: .detect, "read failed: \(String(cString: strerror(code)))",
+                    .fileUnreadable, stage: .detect, "cannot stat the file: \(String(cString: strerror(code)))",
                     file: path, cause: NativeError.posix(code))
             }
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path)
+            }
+            size = max(Int64(info.st_size), size)
         }
-        if filled < head.count { head.removeSubrange(filled...) }
         let source = SniffSource(
-            head: head, size: max(size, Int64(filled)), descriptor: descriptor, budget: configuration.readBudget)
+            head: ByteSpan(scratch, count: filled), size: size, descriptor: descriptor, budget: configuration.readBudget)
         return try finish(Sniffer.sniff(source), source: source, filename: path, declaredKind: declaredKind, file: path)
     }
 
@@ -187,9 +205,7 @@ public struct MIMEDetector: Sendable {
     /// ```
     public func detect(prefix: [UInt8], filename: String?) -> Detection {
         let source = SniffSource(head: prefix, size: nil)
-        // Without a declared kind, finishing cannot throw.
-        return (try? finish(Sniffer.sniff(source), source: source, filename: filename, declaredKind: nil, file: filename))
-            ?? Detection(mimeType: "application/octet-stream", kind: .file)
+        return classify(Sniffer.sniff(source), source: source, filename: filename)
     }
 
     /// Detects content held whole in memory, exactly as a file with these bytes would be detected.
@@ -202,15 +218,36 @@ public struct MIMEDetector: Sendable {
     // MARK: Extension, kind and declared kind
 
     private func finish(
-        _ sniffed: Sniffed, source: SniffSource, filename: String?, declaredKind: MessageKind?, file: String?
+        _ sniffed: consuming Sniffed, source: SniffSource, filename: String?, declaredKind: MessageKind?, file: String?
     ) throws -> Detection {
+        var detection = classify(sniffed, source: source, filename: filename)
+        guard let declaredKind else { return detection }
+        let contentKind = detection.kind
+        detection.declaredKind = declaredKind
+        detection.declaredKindAccepted = accepts(
+            declaredKind, contentKind: contentKind, mimeType: detection.mimeType, metadata: detection.metadata)
+        if detection.declaredKindAccepted {
+            detection.kind = declaredKind
+        } else if configuration.declaredKindPolicy == .reject {
+            throw AttacheError(
+                .kindMismatch, stage: .detect,
+                "declared as \(declaredKind) but the content is \(detection.mimeType) (\(contentKind))", file: file)
+        } else {
+            detection.kind = .file
+        }
+        return detection
+    }
+
+    /// The detection without a declared kind: the content's type, refined or contradicted by the
+    /// filename's extension, and the kind the rules give it.
+    private func classify(_ sniffed: consuming Sniffed, source: SniffSource, filename: String?) -> Detection {
         var mimeType = sniffed.mimeType
         var facts = self.facts[mimeType]
         var extensionType: String?
         var mismatch = false
         if let filename, let fileExtension = Self.fileExtension(filename) {
             let contentIsTextual = facts?.isTextual ?? mimeType.hasPrefix("text/")
-            extensionType = MIMETable.byExtension[fileExtension]
+            extensionType = MIMETable.extensionLookup[fileExtension]
             if contentIsTextual, let alternative = MIMETable.textAlternatives[fileExtension] { extensionType = alternative }
             if let extensionType, mimeType != "application/x-empty" {
                 if mimeType == "application/octet-stream" {
@@ -230,32 +267,28 @@ public struct MIMEDetector: Sendable {
                 if mimeType == extensionType { facts = self.facts[mimeType] }
             }
         }
-        let contentKind = kind(facts?.rule ?? .fixed(.file), sniffed.metadata)
-        var kind = contentKind
-        var accepted = true
-        if let declaredKind {
-            accepted = accepts(declaredKind, contentKind: contentKind, mimeType: mimeType, metadata: sniffed.metadata)
-            if accepted {
-                kind = declaredKind
-            } else if configuration.declaredKindPolicy == .reject {
-                throw AttacheError(
-                    .kindMismatch, stage: .detect,
-                    "declared as \(declaredKind) but the content is \(mimeType) (\(contentKind))", file: file)
-            } else {
-                kind = .file
-            }
-        }
+        let kind = kind(facts?.rule ?? .fixed(.file), sniffed.metadata)
         return Detection(
             mimeType: mimeType, kind: kind, extensionMIMEType: extensionType, mismatch: mismatch,
-            declaredKind: declaredKind, declaredKindAccepted: accepted, metadata: sniffed.metadata,
-            preferredFilenameExtension: facts?.preferredExtension)
+            metadata: sniffed.metadata, preferredFilenameExtension: facts?.preferredExtension)
     }
 
     /// The lower-case extension of the last path component, if it has one (`.bashrc` has none).
     static func fileExtension(_ filename: String) -> String? {
-        let name = filename.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
-        let ext = name[name.index(after: dot)...]
+        // Scanned as UTF-8 from the end: no path components or substrings are built.
+        let utf8 = filename.utf8
+        var dot: String.Index?
+        var index = utf8.endIndex
+        while index > utf8.startIndex {
+            let previous = utf8.index(before: index)
+            let byte = utf8[previous]
+            if byte == UInt8(ascii: "/") { break }
+            if byte == UInt8(ascii: "."), dot == nil { dot = previous }
+            index = previous
+        }
+        // `index` is now the start of the last component; a leading dot is a hidden file, not an extension.
+        guard let dot, dot != index else { return nil }
+        let ext = filename[utf8.index(after: dot)...]
         guard !ext.isEmpty, ext.count <= 16 else { return nil }
         return ext.lowercased()
     }

@@ -174,10 +174,14 @@ enum MIMETable {
     ]
 
     /// Whether `type` is a (possibly indirect) child of `ancestor`.
+    /// ``byExtension`` and ``parent`` as `TypeTable`s, for the lookups made on every detection of a file.
+    static let extensionLookup = TypeTable(byExtension.map { (key: $0.key, value: $0.value) })
+    private static let parentLookup = TypeTable(parent.map { (key: $0.key, value: $0.value) })
+
     static func isDescendant(_ type: String, of ancestor: String) -> Bool {
         var current = type
         for _ in 0..<8 {
-            guard let next = parent[current] else { return false }
+            guard let next = parentLookup[current] else { return false }
             if next == ancestor { return true }
             current = next
         }

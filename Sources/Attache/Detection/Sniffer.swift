@@ -121,7 +121,7 @@ enum Sniffer {
         }
     }
 
-    private static func elf(_ h: [UInt8]) -> Sniffed? {
+    private static func elf(_ h: ByteSpan) -> Sniffed? {
         guard h.matches("\u{7F}ELF"), let data = h.u8(5) else { return nil }
         let type = data == 2 ? h.be16(16) : h.le16(16)
         switch type {
@@ -133,7 +133,7 @@ enum Sniffer {
         }
     }
 
-    private static func machO(_ h: [UInt8]) -> Sniffed? {
+    private static func machO(_ h: ByteSpan) -> Sniffed? {
         switch h.be32(0) {
         case 0xFEED_FACE, 0xFEED_FACF, 0xCEFA_EDFE, 0xCFFA_EDFE: return Sniffed(mimeType: "application/x-mach-binary")
         default: break
@@ -147,7 +147,7 @@ enum Sniffer {
     }
 
     /// MPEG transport streams: a 0x47 sync byte every 188 bytes (or 192 with a timecode prefix).
-    private static func transportStream(_ h: [UInt8]) -> Sniffed? {
+    private static func transportStream(_ h: ByteSpan) -> Sniffed? {
         for variant in 0..<2 {
             let offset = variant * 4
             let stride = 188 + variant * 4
@@ -165,7 +165,7 @@ enum Sniffer {
     }
 
     /// `%PDF-` after junk: readers accept the header anywhere in the first 1024 bytes.
-    private static func pdfAfterJunk(_ h: [UInt8]) -> Sniffed? {
+    private static func pdfAfterJunk(_ h: ByteSpan) -> Sniffed? {
         guard let at = h.firstIndex(of: "%PDF-", in: 0..<min(h.count, 1024 + 5)),
             let major = h.u8(at + 5), (0x31...0x32).contains(major), h.u8(at + 6) == 0x2E
         else { return nil }

@@ -23,7 +23,7 @@ enum AudioHeaders {
             [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],  // V2 L2/L3
         ]
 
-        init?(_ b: [UInt8], at offset: Int) {
+        init?(_ b: ByteSpan, at offset: Int) {
             guard b.has(4, at: offset), b[offset] == 0xFF, b[offset + 1] & 0xE0 == 0xE0 else { return nil }
             let version = Int(b[offset + 1] >> 3) & 3  // 0: 2.5, 2: 2, 3: 1
             let layerBits = Int(b[offset + 1] >> 1) & 3  // 1: III, 2: II, 3: I
@@ -34,8 +34,8 @@ enum AudioHeaders {
             }
             layer = 4 - layerBits
             isVersion1 = version == 3
-            let baseRates = [44100, 48000, 32000]
-            sampleRate = baseRates[rateIndex] >> (version == 3 ? 0 : version == 2 ? 1 : 2)
+            let baseRate = rateIndex == 0 ? 44100 : rateIndex == 1 ? 48000 : 32000
+            sampleRate = baseRate >> (version == 3 ? 0 : version == 2 ? 1 : 2)
             let table = isVersion1 ? layer - 1 : (layer == 1 ? 3 : 4)
             bitRate = Self.bitRates[table][bitRateIndex - 1] * 1000
             let padding = Int(b[offset + 2] >> 1) & 1
@@ -91,12 +91,13 @@ enum AudioHeaders {
         var channels: Int
         var length: Int
 
-        init?(_ b: [UInt8], at offset: Int) {
+        private static let rates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
+        init?(_ b: ByteSpan, at offset: Int) {
             guard b.has(7, at: offset), b[offset] == 0xFF, b[offset + 1] & 0xF6 == 0xF0 else { return nil }
-            let rates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
             let rateIndex = Int(b[offset + 2] >> 2) & 0xF
-            guard rateIndex < rates.count else { return nil }
-            sampleRate = rates[rateIndex]
+            guard rateIndex < Self.rates.count else { return nil }
+            sampleRate = Self.rates[rateIndex]
             channels = (Int(b[offset + 2] & 1) << 2) | Int(b[offset + 3] >> 6)
             length = (Int(b[offset + 3] & 3) << 11) | (Int(b[offset + 4]) << 3) | Int(b[offset + 5] >> 5)
             guard length >= 7 else { return nil }
@@ -133,7 +134,7 @@ enum AudioHeaders {
     }
 
     /// The length of an ID3v2 tag at `offset`, or nil when there is none.
-    static func id3Length(_ bytes: [UInt8], at offset: Int = 0) -> Int? {
+    static func id3Length(_ bytes: ByteSpan, at offset: Int = 0) -> Int? {
         guard bytes.matches("ID3", at: offset), let flags = bytes.u8(offset + 5) else { return nil }
         var size = 0
         for index in 6..<10 {
@@ -185,7 +186,7 @@ enum AudioHeaders {
     }
 
     /// Sample rate, channels and duration from a FLAC STREAMINFO block body at `offset`.
-    static func streamInfo(_ b: [UInt8], at offset: Int) -> (rate: Int, channels: Int, duration: Double?)? {
+    static func streamInfo(_ b: ByteSpan, at offset: Int) -> (rate: Int, channels: Int, duration: Double?)? {
         guard b.has(18, at: offset) else { return nil }
         let p = offset + 10
         let rate = Int(b[p]) << 12 | Int(b[p + 1]) << 4 | Int(b[p + 2]) >> 4
@@ -208,12 +209,12 @@ enum AudioHeaders {
         var offset: Int64 = 12
         for _ in 0..<64 {
             let chunk = source.bytes(at: offset, count: 40)
-            guard let type = chunk.fourCC(0), let size32 = big ? chunk.be32(4) : chunk.le32(4) else { break }
+            guard let type = chunk.be32(0).map(UInt32.init), let size32 = big ? chunk.be32(4) : chunk.le32(4) else { break }
             var size = Int64(size32)
             switch type {
-            case "ds64":
+            case fourCharCode("ds64"):
                 if let data = chunk.le64(16), data < UInt64(Int64.max) { dataSize = Int64(data) }
-            case "fmt ":
+            case fourCharCode("fmt "):
                 let u16 = { (o: Int) in big ? chunk.be16(o) : chunk.le16(o) }
                 let u32 = { (o: Int) in big ? chunk.be32(o) : chunk.le32(o) }
                 var format = u16(8) ?? 0
@@ -222,7 +223,7 @@ enum AudioHeaders {
                 result.metadata.sampleRate = u32(12)
                 byteRate = u32(16) ?? 0
                 result.metadata.audioCodec = wavCodec(format)
-            case "data":
+            case fourCharCode("data"):
                 let available = source.length - offset - 8
                 if size32 == 0xFFFF_FFFF || dataSize == nil { dataSize = min(size, available) }
                 if let given = dataSize { dataSize = min(given, available) }
@@ -230,7 +231,7 @@ enum AudioHeaders {
             default:
                 break
             }
-            if type == "data" { break }
+            if type == fourCharCode("data") { break }
             offset += 8 + size + (size & 1)
         }
         if let dataSize, byteRate > 0 { result.metadata.setDuration(Double(dataSize) / Double(byteRate)) }
@@ -455,11 +456,11 @@ enum AudioHeaders {
                 result.metadata.audioCodec = "speex"
                 result.metadata.sampleRate = audioRate
                 result.metadata.channels = head.le32(body + 48)
-            } else if head.matches(bytes: [0x80, 0x74, 0x68, 0x65, 0x6F, 0x72, 0x61], at: body) {
+            } else if head.u8(body) == 0x80, head.matches("theora", at: body + 1) {
                 hasVideo = true
                 result.metadata.videoCodec = "theora"
                 result.metadata.setSize(head.be24(body + 14), head.be24(body + 17))
-            } else if head.matches("\u{01}video", at: body) || head.matches(bytes: [0x80, 0x64, 0x61, 0x61, 0x6C, 0x61], at: body) {
+            } else if head.matches("\u{01}video", at: body) || (head.u8(body) == 0x80 && head.matches("daala", at: body + 1)) {
                 hasVideo = true
             }
             offset = body + bodyLength

@@ -17,7 +17,7 @@ enum Containers {
         var mimetypeOffset: Int64?
         var count = 0
 
-        mutating func add(_ name: [UInt8], localHeader: Int64) {
+        mutating func add(_ name: ByteSpan, localHeader: Int64) {
             count += 1
             if name.matches("[Content_Types].xml") && name.count == 19 { contentTypes = true }
             if name.matches("word/") { word = true }
@@ -123,7 +123,7 @@ enum Containers {
             let comment = directory.le16(offset + 32), let local = directory.le32(offset + 42),
             directory.has(nameLength, at: offset + 46)
         {
-            names.add(Array(directory[offset + 46..<offset + 46 + nameLength]), localHeader: Int64(local) + start - directoryOffset)
+            names.add(directory.span(offset + 46..<offset + 46 + nameLength), localHeader: Int64(local) + start - directoryOffset)
             offset += 46 + nameLength + extra + comment
         }
         return names.count > 0
@@ -164,15 +164,11 @@ enum Containers {
             guard directory.count == sectorSize else { break }
             for entry in stride(from: 0, to: sectorSize, by: 128) {
                 guard let nameLength = directory.le16(entry + 64), nameLength >= 2, nameLength <= 64 else { continue }
-                var name = ""
-                for index in stride(from: 0, to: nameLength - 2, by: 2) {
-                    name.unicodeScalars.append(Unicode.Scalar(UInt8(truncatingIfNeeded: directory.le16(entry + index) ?? 0)))
-                }
-                if directory.u8(entry + 66) == 5, let type = rootType(Array(directory[entry + 80..<entry + 96])) {
+                if directory.u8(entry + 66) == 5, let type = rootType(directory.span(entry + 80..<entry + 96)) {
                     result.mimeType = type
                     return result
                 }
-                if let type = streamType(name) {
+                if let type = streamType(directory.span(entry..<entry + nameLength - 2)) {
                     result.mimeType = type
                     return result
                 }
@@ -187,8 +183,10 @@ enum Containers {
         return result
     }
 
-    private static func rootType(_ clsid: [UInt8]) -> String? {
-        let ole2Suffix: [UInt8] = [0, 0, 0, 0, 0xC0, 0, 0, 0, 0, 0, 0, 0x46]
+    private static let ole2Suffix: [UInt8] = [0, 0, 0, 0, 0xC0, 0, 0, 0, 0, 0, 0, 0x46]
+    private static let powerPointCLSID: [UInt8] = [0x10, 0x8D, 0x81, 0x64, 0x9B, 0x4F, 0xCF, 0x11, 0x86, 0xEA, 0x00, 0xAA, 0x00, 0xB9, 0x29, 0xE8]
+
+    private static func rootType(_ clsid: ByteSpan) -> String? {
         if clsid.matches(bytes: ole2Suffix, at: 4) {
             switch clsid.le32(0) {
             case 0x0002_0906, 0x0002_0900: return "application/msword"
@@ -198,20 +196,26 @@ enum Containers {
             default: return nil
             }
         }
-        if clsid.matches(bytes: [0x10, 0x8D, 0x81, 0x64, 0x9B, 0x4F, 0xCF, 0x11, 0x86, 0xEA, 0x00, 0xAA, 0x00, 0xB9, 0x29, 0xE8]) {
+        if clsid.matches(bytes: powerPointCLSID) {
             return "application/vnd.ms-powerpoint"
         }
         return nil
     }
 
-    private static func streamType(_ name: String) -> String? {
-        switch name {
-        case "WordDocument": return "application/msword"
-        case "Workbook", "Book": return "application/vnd.ms-excel"
-        case "PowerPoint Document": return "application/vnd.ms-powerpoint"
-        case "__properties_version1.0": return "application/vnd.ms-outlook"
-        default: return name.hasPrefix("__substg1.0_") ? "application/vnd.ms-outlook" : nil
+    /// The type a directory entry's name (UTF-16LE, without its terminating NUL) implies. Only the
+    /// low byte of each code unit is compared, as the names sought are ASCII.
+    private static func streamType(_ name: ByteSpan) -> String? {
+        func named(_ text: StaticString, prefix: Bool = false) -> Bool {
+            let length = text.utf8CodeUnitCount
+            guard prefix ? name.count >= 2 * length : name.count == 2 * length else { return false }
+            for index in 0..<length where name[2 * index] != text.utf8Start[index] { return false }
+            return true
         }
+        if named("WordDocument") { return "application/msword" }
+        if named("Workbook") || named("Book") { return "application/vnd.ms-excel" }
+        if named("PowerPoint Document") { return "application/vnd.ms-powerpoint" }
+        if named("__properties_version1.0") || named("__substg1.0_", prefix: true) { return "application/vnd.ms-outlook" }
+        return nil
     }
 
     // MARK: tar
@@ -227,7 +231,7 @@ enum Containers {
         return sum == stored ? Sniffed(mimeType: "application/x-tar") : nil
     }
 
-    private static func octal(_ b: [UInt8], _ range: Range<Int>) -> Int? {
+    private static func octal(_ b: ByteSpan, _ range: Range<Int>) -> Int? {
         var value = 0
         var digits = 0
         for index in range {
@@ -253,14 +257,14 @@ enum Containers {
         var result = Sniffed(mimeType: "application/gzip")
         var offset = 10
         if flags & 0x04 != 0 { offset += 2 + (head.le16(10) ?? 0) }
-        for flag in [0x08, 0x10] where flags & flag != 0 {
-            while offset < head.count, head[offset] != 0 { offset += 1 }
-            offset += 1
+        // Zero-terminated name (0x08) and comment (0x10).
+        for flag in 3...4 where flags & (1 << flag) != 0 {
+            offset = (head.firstIndex(of: 0, from: offset) ?? head.count) + 1
         }
         if flags & 0x02 != 0 { offset += 2 }
         guard offset < head.count else { return result }
         let text = Inflater.inflate(head, from: offset, limit: 256)
-        if let lottie = Lottie(text) {
+        if let lottie = Lottie(ByteSpan(text)) {
             result.mimeType = "application/x-tgsticker"
             result.metadata.setSize(lottie.width, lottie.height)
             result.metadata.isAnimated = true
@@ -278,7 +282,7 @@ enum Containers {
         var frameRate: Double?
         var frames: Int?
 
-        init?(_ bytes: [UInt8]) {
+        init?(_ bytes: ByteSpan) {
             var index = 0
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D { index += 1 }
             guard bytes.u8(index) == 0x7B else { return nil }

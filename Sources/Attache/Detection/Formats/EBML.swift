@@ -15,7 +15,7 @@ enum EBML {
         var length: Int
     }
 
-    private static func header(_ b: [UInt8], at offset: Int) -> Header? {
+    private static func header(_ b: ByteSpan, at offset: Int) -> Header? {
         guard let first = b.u8(offset).map(UInt8.init), first != 0 else { return nil }
         let idLength = first.leadingZeroBitCount + 1
         guard idLength <= 4, b.has(idLength, at: offset) else { return nil }
@@ -34,49 +34,69 @@ enum EBML {
         return Header(id: id, size: allOnes ? nil : size, length: idLength + sizeLength)
     }
 
-    /// The children of the element whose data is `b[range]`, as (id, data range) pairs.
-    private static func children(_ b: [UInt8], _ range: Range<Int>) -> [(id: Int, data: Range<Int>)] {
-        var result: [(id: Int, data: Range<Int>)] = []
-        var offset = range.lowerBound
-        while offset < range.upperBound, result.count < 4096, let h = header(b, at: offset) {
-            let dataStart = offset + h.length
-            let available = Int64(range.upperBound - dataStart)
-            guard available >= 0 else { break }
-            let size = Int(min(h.size ?? available, available))
-            result.append((id: h.id, data: dataStart..<dataStart + size))
-            offset = dataStart + size
+    /// The children of the element whose data is `b[range]`, as (id, data range) pairs, read as
+    /// they are iterated (no array is built).
+    private struct Children: Sequence, IteratorProtocol {
+        let bytes: ByteSpan
+        var offset: Int
+        let end: Int
+        var count = 0
+
+        init(_ bytes: ByteSpan, _ range: Range<Int>) {
+            self.bytes = bytes
+            offset = range.lowerBound
+            end = range.upperBound
         }
-        return result
+
+        mutating func next() -> (id: Int, data: Range<Int>)? {
+            guard offset < end, count < 4096, let h = EBML.header(bytes, at: offset) else { return nil }
+            let dataStart = offset + h.length
+            let available = Int64(end - dataStart)
+            guard available >= 0 else { return nil }
+            let size = Int(Swift.min(h.size ?? available, available))
+            count += 1
+            offset = dataStart + size
+            return (id: h.id, data: dataStart..<dataStart + size)
+        }
     }
 
-    private static func uint(_ b: [UInt8], _ range: Range<Int>) -> Int? {
+    private static func children(_ b: ByteSpan, _ range: Range<Int>) -> Children { Children(b, range) }
+
+    private static func uint(_ b: ByteSpan, _ range: Range<Int>) -> Int? {
         guard !range.isEmpty, range.count <= 8, b.has(range.count, at: range.lowerBound) else { return nil }
         var value: UInt64 = 0
         for index in range { value = value << 8 | UInt64(b[index]) }
         return value > UInt64(Int.max) ? nil : Int(value)
     }
 
-    private static func float(_ b: [UInt8], _ range: Range<Int>) -> Double? {
+    private static func float(_ b: ByteSpan, _ range: Range<Int>) -> Double? {
         if range.count == 4, let bits = b.be32(range.lowerBound) { return Double(Float(bitPattern: UInt32(bits))) }
         if range.count == 8, let bits = b.be64(range.lowerBound) { return Double(bitPattern: bits) }
         return nil
     }
 
-    private static func string(_ b: [UInt8], _ range: Range<Int>) -> String {
-        guard b.has(range.count, at: range.lowerBound) else { return "" }
-        return String(decoding: b[range].prefix { $0 != 0 }, as: UTF8.self)
+    /// The string element's bytes, up to its first NUL.
+    private static func string(_ b: ByteSpan, _ range: Range<Int>) -> ByteSpan {
+        guard b.has(range.count, at: range.lowerBound) else { return .empty }
+        let text = b.span(range)
+        return text.span(0..<(text.firstIndex(of: 0, from: 0) ?? text.count))
+    }
+
+    /// Whether a string element's bytes are exactly `text`.
+    private static func equals(_ bytes: ByteSpan, _ text: StaticString) -> Bool {
+        bytes.count == text.utf8CodeUnitCount && bytes.matches(text)
     }
 
     static func sniff(_ source: SniffSource) -> Sniffed? {
         let head = source.head
         guard head.be32(0) == 0x1A45_DFA3, let ebml = header(head, at: 0) else { return nil }
         let ebmlEnd = min(head.count, ebml.length + Int(min(ebml.size ?? 0, 4096)))
-        var docType = ""
+        var docType = ByteSpan.empty
         for child in children(head, ebml.length..<ebmlEnd) where child.id == 0x4282 {
             docType = string(head, child.data)
         }
-        let webm = docType == "webm"
-        guard webm || docType == "matroska" || docType.isEmpty else { return nil }
+        let webm = equals(docType, "webm")
+        guard webm || equals(docType, "matroska") || docType.isEmpty else { return nil }
         var result = Sniffed(mimeType: webm ? "video/webm" : "video/matroska")
 
         // Walk the Segment's top-level elements by header reads until Info and Tracks are found.
@@ -88,8 +108,8 @@ enum EBML {
         }
         let segmentStart = offset + Int64(segment.length)
         offset = segmentStart
-        var info: [UInt8]?
-        var tracks: [UInt8]?
+        var info: ByteSpan?
+        var tracks: ByteSpan?
         var seekTracks: Int64?
         var seekInfo: Int64?
         var steps = 0
@@ -154,7 +174,7 @@ enum EBML {
         var hasAudio = false
         for entry in children(tracks, 0..<tracks.count) where entry.id == 0xAE {
             var type = 0
-            var codec = ""
+            var codec = ByteSpan.empty
             var width: Int?
             var height: Int?
             var alpha = false
@@ -195,25 +215,18 @@ enum EBML {
         return result
     }
 
-    private static func codecName(_ id: String) -> String {
-        switch id {
-        case "V_VP8": return "vp8"
-        case "V_VP9": return "vp9"
-        case "V_AV1": return "av1"
-        case "V_MPEG4/ISO/AVC": return "h264"
-        case "V_MPEGH/ISO/HEVC": return "hevc"
-        case "V_THEORA": return "theora"
-        case "V_MPEG4/ISO/ASP", "V_MPEG4/ISO/SP": return "mpeg4"
-        case "A_OPUS": return "opus"
-        case "A_VORBIS": return "vorbis"
-        case "A_FLAC": return "flac"
-        case "A_MPEG/L3": return "mp3"
-        case "A_AC3": return "ac3"
-        case "A_EAC3": return "eac3"
-        default:
-            if id.hasPrefix("A_AAC") { return "aac" }
-            if id.hasPrefix("A_PCM") { return "pcm" }
-            return id.lowercased()
-        }
+    private static let codecNames: [(id: StaticString, name: String)] = [
+        ("V_VP8", "vp8"), ("V_VP9", "vp9"), ("V_AV1", "av1"), ("V_MPEG4/ISO/AVC", "h264"),
+        ("V_MPEGH/ISO/HEVC", "hevc"), ("V_THEORA", "theora"), ("V_MPEG4/ISO/ASP", "mpeg4"),
+        ("V_MPEG4/ISO/SP", "mpeg4"), ("A_OPUS", "opus"), ("A_VORBIS", "vorbis"), ("A_FLAC", "flac"),
+        ("A_MPEG/L3", "mp3"), ("A_AC3", "ac3"), ("A_EAC3", "eac3"),
+    ]
+
+    /// FFmpeg's name for a Matroska codec ID, compared in place (no text is built for known IDs).
+    private static func codecName(_ id: ByteSpan) -> String {
+        for (known, name) in codecNames where equals(id, known) { return name }
+        if id.matches("A_AAC") { return "aac" }
+        if id.matches("A_PCM") { return "pcm" }
+        return String(decoding: id, as: UTF8.self).lowercased()
     }
 }

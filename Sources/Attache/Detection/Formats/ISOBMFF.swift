@@ -7,14 +7,15 @@ import Foundation
 /// header at a time, so a large `mdat` before `moov` costs one 16-byte read, not a scan.
 enum ISOBMFF {
     private struct Box {
-        var type: String
+        /// The four-character type as stored (big-endian), compared with ``fourCharCode(_:)``.
+        var type: UInt32
         var start: Int64
         var payload: Int64
         var end: Int64
     }
 
     private struct Track {
-        var handler = ""
+        var handler: UInt32 = 0
         var codec: String?
         var width: Int?
         var height: Int?
@@ -30,55 +31,63 @@ enum ISOBMFF {
         var visited = 0
         init(_ source: SniffSource) { self.source = source }
 
-        /// The boxes directly inside `range`, at most a few hundred in all per file.
-        func children(_ start: Int64, _ end: Int64) -> [Box] {
-            var boxes: [Box] = []
-            var offset = start
-            while offset <= end - 8, visited < 2000 {
-                visited += 1
-                guard let size32 = source.be32(at: offset), let typeCode = source.be32(at: offset + 4) else { break }
-                let type = ISOBMFF.fourCC(typeCode)
-                var size = Int64(size32)
-                var headerLength: Int64 = 8
-                if size32 == 1 {
-                    guard let large = source.bytes(at: offset + 8, count: 8).be64(0), large <= UInt64(Int64.max) else { break }
-                    size = Int64(large)
-                    headerLength = 16
-                } else if size32 == 0 {
-                    size = end - offset
-                }
-                guard size >= headerLength else { break }
-                // A box that claims to run past its parent is cut at the parent's end (truncated file).
-                let boxEnd = size > end - offset ? end : offset + size
-                boxes.append(Box(type: type, start: offset, payload: offset + headerLength, end: boxEnd))
-                offset = boxEnd
-            }
-            return boxes
+        /// The boxes directly inside `start..<end`, read one header at a time as they are iterated
+        /// (no array is built); at most a few thousand in all per file.
+        func children(_ start: Int64, _ end: Int64) -> Children {
+            Children(walker: self, offset: start, end: end)
         }
 
-        func read(_ box: Box, count: Int) -> [UInt8] {
+        /// The next box header at `offset` inside a parent ending at `end`, or nil.
+        func box(at offset: Int64, end: Int64) -> Box? {
+            guard offset <= end - 8, visited < 2000 else { return nil }
+            visited += 1
+            guard let size32 = source.be32(at: offset), let typeCode = source.be32(at: offset + 4) else { return nil }
+            var size = Int64(size32)
+            var headerLength: Int64 = 8
+            if size32 == 1 {
+                guard let large = source.bytes(at: offset + 8, count: 8).be64(0), large <= UInt64(Int64.max) else { return nil }
+                size = Int64(large)
+                headerLength = 16
+            } else if size32 == 0 {
+                size = end - offset
+            }
+            guard size >= headerLength else { return nil }
+            // A box that claims to run past its parent is cut at the parent's end (truncated file).
+            let boxEnd = size > end - offset ? end : offset + size
+            return Box(type: UInt32(truncatingIfNeeded: typeCode), start: offset, payload: offset + headerLength, end: boxEnd)
+        }
+
+        func read(_ box: Box, count: Int) -> ByteSpan {
             source.bytes(at: box.payload, count: Int(min(Int64(count), box.end - box.payload)))
         }
     }
 
-    /// Box types as text, without a heap allocation for the common ASCII case.
-    private static func fourCC(_ code: Int) -> String {
-        let bigEndian = UInt32(truncatingIfNeeded: code).bigEndian
-        return withUnsafeBytes(of: bigEndian) { String(decoding: $0, as: UTF8.self) }
+    /// The child boxes of one parent, walked lazily.
+    private struct Children: Sequence, IteratorProtocol {
+        let walker: Walker
+        var offset: Int64
+        let end: Int64
+
+        mutating func next() -> Box? {
+            guard let box = walker.box(at: offset, end: end) else { return nil }
+            offset = box.end
+            return box
+        }
+
+        /// The first child of type `type`.
+        func first(_ type: StaticString) -> Box? {
+            let code = fourCharCode(type)
+            return first { $0.type == code }
+        }
     }
 
     static func sniff(_ source: SniffSource) -> Sniffed? {
         let head = source.head
-        var brands: [String] = []
-        if head.matches("ftyp", at: 4), let ftypSize = head.be32(0), ftypSize >= 8 {
-            if let major = head.fourCC(8) { brands.append(major) }
-            var index = 16
-            while index + 4 <= min(ftypSize, head.count), brands.count < 64 {
-                if let brand = head.fourCC(index) { brands.append(brand) }
-                index += 4
-            }
+        let brands: Brands
+        if head.isFourCC("ftyp", at: 4), let ftypSize = head.be32(0), ftypSize >= 8 {
+            brands = Brands(head, ftypSize: ftypSize)
         } else if isLegacyQuickTime(source) {
-            brands = ["qt  "]
+            brands = Brands(quickTime: ())
         } else {
             return nil
         }
@@ -86,27 +95,26 @@ enum ISOBMFF {
         var result = Sniffed(mimeType: family.video)
 
         let walker = Walker(source)
-        let top = walker.children(0, source.length)
         var tracks: [Track] = []
         var movieDuration: Double?
         var sawMovie = false
-        for box in top {
+        for box in walker.children(0, source.length) {
             switch box.type {
-            case "moov":
+            case fourCharCode("moov"):
                 sawMovie = true
                 movieDuration = movie(walker, box, tracks: &tracks)
-            case "meta":
+            case fourCharCode("meta"):
                 item(walker, box, into: &result.metadata)
             default:
                 break
             }
         }
 
-        let video = tracks.first { $0.handler == "vide" }
-        let audio = tracks.first { $0.handler == "soun" }
+        let video = tracks.first { $0.handler == fourCharCode("vide") }
+        let audio = tracks.first { $0.handler == fourCharCode("soun") }
         if family.isImage {
             result.mimeType = family.video
-            let sequence = family.video.hasSuffix("-sequence") || brands.first == "avis"
+            let sequence = family.isSequence || brands.major == fourCharCode("avis")
             result.metadata.isAnimated = sequence && video != nil
             if let video, result.metadata.width == nil { result.metadata.setSize(video.width, video.height) }
             if sequence, video != nil { result.metadata.setDuration(movieDuration) }
@@ -131,7 +139,11 @@ enum ISOBMFF {
             result.metadata.sampleRate = audio.sampleRate
             result.metadata.channels = audio.channels
         }
-        let trackDuration = tracks.compactMap { $0.timescale > 0 ? Double($0.duration) / Double($0.timescale) : nil }.max()
+        var trackDuration: Double?
+        for track in tracks where track.timescale > 0 {
+            let seconds = Double(track.duration) / Double(track.timescale)
+            if seconds > trackDuration ?? -1 { trackDuration = seconds }
+        }
         if let movieDuration, movieDuration > 0 {
             result.metadata.setDuration(movieDuration)
         } else if let trackDuration, trackDuration > 0 {
@@ -145,16 +157,62 @@ enum ISOBMFF {
     private static func isLegacyQuickTime(_ source: SniffSource) -> Bool {
         let head = source.head
         guard isTopLevelQuickTimeBox(head, at: 4), let size = head.be32(0), size >= 8 else { return false }
-        if head.matches("moov", at: 4) {
-            return head.matches("mvhd", at: 12) || head.matches("cmov", at: 12) || head.matches("trak", at: 12)
+        if head.isFourCC("moov", at: 4) {
+            return head.isFourCC("mvhd", at: 12) || head.isFourCC("cmov", at: 12) || head.isFourCC("trak", at: 12)
         }
         guard Int64(size) < source.length else { return false }
         return isTopLevelQuickTimeBox(source.bytes(at: Int64(size), count: 8), at: 4)
     }
 
-    private static func isTopLevelQuickTimeBox(_ b: [UInt8], at offset: Int) -> Bool {
-        b.matches("moov", at: offset) || b.matches("mdat", at: offset) || b.matches("wide", at: offset)
-            || b.matches("free", at: offset) || b.matches("skip", at: offset) || b.matches("pnot", at: offset)
+    private static func isTopLevelQuickTimeBox(_ b: ByteSpan, at offset: Int) -> Bool {
+        guard let code = b.be32(offset).map(UInt32.init) else { return false }
+        switch code {
+        case fourCharCode("moov"), fourCharCode("mdat"), fourCharCode("wide"), fourCharCode("free"),
+            fourCharCode("skip"), fourCharCode("pnot"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The `ftyp` brands, read in place from the head: the major brand, then the compatible ones.
+    private struct Brands {
+        let major: UInt32
+        private let head: ByteSpan
+        private let compatible: Range<Int>
+
+        init(_ head: ByteSpan, ftypSize: Int) {
+            self.head = head
+            major = head.be32(8).map(UInt32.init) ?? 0
+            // At most 64 brands, as many as fit in the box and the head.
+            let end = min(ftypSize, head.count, 16 + 4 * 63)
+            compatible = 16..<max(16, end - (end - 16) % 4)
+        }
+
+        init(quickTime: Void) {
+            head = .empty
+            major = fourCharCode("qt  ")
+            compatible = 0..<0
+        }
+
+        /// The major brand, then each compatible brand.
+        func forEach(_ body: (UInt32) -> Bool) {
+            guard body(major) else { return }
+            for offset in stride(from: compatible.lowerBound, to: compatible.upperBound, by: 4) {
+                guard let brand = head.be32(offset) else { return }
+                if !body(UInt32(brand)) { return }
+            }
+        }
+
+        /// Whether any brand (major or compatible) satisfies `test`.
+        func contains(where test: (UInt32) -> Bool) -> Bool {
+            var found = false
+            forEach { brand in
+                found = test(brand)
+                return !found
+            }
+            return found
+        }
     }
 
     private struct Family {
@@ -162,33 +220,63 @@ enum ISOBMFF {
         var audio: String
         var audioByBrand = false
         var isImage = false
+        var isSequence = false
     }
 
-    private static func family(_ brands: [String]) -> Family {
-        let major = brands.first ?? ""
-        let image: [String: String] = [
-            "avif": "image/avif", "avis": "image/avif", "heic": "image/heic", "heix": "image/heic",
-            "heim": "image/heic", "heis": "image/heic", "hevc": "image/heic-sequence",
-            "hevx": "image/heic-sequence", "mif1": "image/heif", "msf1": "image/heif-sequence",
-        ]
+    /// The image type an image brand stands for, and whether it is a sequence.
+    private static func imageType(_ brand: UInt32) -> (type: String, sequence: Bool)? {
+        switch brand {
+        case fourCharCode("avif"), fourCharCode("avis"): return ("image/avif", false)
+        case fourCharCode("heic"), fourCharCode("heix"), fourCharCode("heim"), fourCharCode("heis"): return ("image/heic", false)
+        case fourCharCode("hevc"), fourCharCode("hevx"): return ("image/heic-sequence", true)
+        case fourCharCode("mif1"): return ("image/heif", false)
+        case fourCharCode("msf1"): return ("image/heif-sequence", true)
+        default: return nil
+        }
+    }
+
+    /// Whether the first `count` characters of `brand` are those of `prefix`.
+    private static func brand(_ brand: UInt32, hasPrefix prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        var shift = 24
+        for index in 0..<count {
+            if UInt8(truncatingIfNeeded: brand >> UInt32(shift)) != prefix.utf8Start[index] { return false }
+            shift -= 8
+        }
+        return true
+    }
+
+    private static func family(_ brands: Brands) -> Family {
+        let major = brands.major
         // The major brand decides; a generic image brand defers to a more specific compatible one.
-        if let type = image[major] {
-            if major == "mif1" || major == "msf1" {
-                for brand in brands.dropFirst() {
-                    if let specific = image[brand], brand != "mif1", brand != "msf1" {
-                        return Family(video: specific, audio: specific, isImage: true)
-                    }
+        if let image = imageType(major) {
+            if major == fourCharCode("mif1") || major == fourCharCode("msf1") {
+                var specific: (type: String, sequence: Bool)?
+                var first = true
+                brands.forEach { brand in
+                    defer { first = false }
+                    guard !first, brand != fourCharCode("mif1"), brand != fourCharCode("msf1") else { return true }
+                    specific = imageType(brand)
+                    return specific == nil
+                }
+                if let specific {
+                    return Family(video: specific.type, audio: specific.type, isImage: true, isSequence: specific.sequence)
                 }
             }
-            return Family(video: type, audio: type, isImage: true)
+            return Family(video: image.type, audio: image.type, isImage: true, isSequence: image.sequence)
         }
-        if major.hasPrefix("M4A") || major.hasPrefix("M4B") || major.hasPrefix("M4P") {
+        if brand(major, hasPrefix: "M4A") || brand(major, hasPrefix: "M4B") || brand(major, hasPrefix: "M4P") {
             return Family(video: "video/mp4", audio: "audio/mp4", audioByBrand: true)
         }
-        if major == "qt  " { return Family(video: "video/quicktime", audio: "audio/mp4") }
-        if major.hasPrefix("3g2") || major.hasPrefix("kddi") { return Family(video: "video/3gpp2", audio: "audio/3gpp2") }
-        if major.hasPrefix("3g") { return Family(video: "video/3gpp", audio: "audio/3gpp") }
-        if major.hasPrefix("mif") || brands.contains("mif1") && !brands.contains(where: { $0.hasPrefix("mp4") || $0.hasPrefix("iso") }) {
+        if major == fourCharCode("qt  ") { return Family(video: "video/quicktime", audio: "audio/mp4") }
+        if brand(major, hasPrefix: "3g2") || brand(major, hasPrefix: "kddi") {
+            return Family(video: "video/3gpp2", audio: "audio/3gpp2")
+        }
+        if brand(major, hasPrefix: "3g") { return Family(video: "video/3gpp", audio: "audio/3gpp") }
+        if brand(major, hasPrefix: "mif")
+            || brands.contains(where: { $0 == fourCharCode("mif1") })
+                && !brands.contains(where: { brand($0, hasPrefix: "mp4") || brand($0, hasPrefix: "iso") })
+        {
             return Family(video: "image/heif", audio: "image/heif", isImage: true)
         }
         return Family(video: "video/mp4", audio: "audio/mp4")
@@ -200,15 +288,15 @@ enum ISOBMFF {
         var duration: Int64 = 0
         for box in walker.children(moov.payload, moov.end) {
             switch box.type {
-            case "mvhd":
+            case fourCharCode("mvhd"):
                 let b = walker.read(box, count: 32)
                 (timescale, duration) = timing(b)
-            case "mvex":
-                for child in walker.children(box.payload, box.end) where child.type == "mehd" && duration == 0 {
+            case fourCharCode("mvex"):
+                for child in walker.children(box.payload, box.end) where child.type == fourCharCode("mehd") && duration == 0 {
                     let b = walker.read(child, count: 12)
                     duration = Int64(b.u8(0) == 1 ? Int64(clamping: b.be64(4) ?? 0) : Int64(b.be32(4) ?? 0))
                 }
-            case "trak":
+            case fourCharCode("trak"):
                 if tracks.count < 32 { tracks.append(track(walker, box)) }
             default:
                 break
@@ -219,7 +307,7 @@ enum ISOBMFF {
     }
 
     /// Timescale and duration from an `mvhd` or `mdhd` payload (version 0 or 1).
-    private static func timing(_ b: [UInt8]) -> (Int, Int64) {
+    private static func timing(_ b: ByteSpan) -> (Int, Int64) {
         if b.u8(0) == 1 {
             return (b.be32(20) ?? 0, Int64(clamping: b.be64(24) ?? 0))
         }
@@ -230,7 +318,7 @@ enum ISOBMFF {
     private static func track(_ walker: Walker, _ trak: Box) -> Track {
         var track = Track()
         for box in walker.children(trak.payload, trak.end) {
-            if box.type == "tkhd" {
+            if box.type == fourCharCode("tkhd") {
                 let b = walker.read(box, count: 96)
                 let base = b.u8(0) == 1 ? 52 : 40
                 if let w = b.be32(base + 36), let h = b.be32(base + 40) {
@@ -246,15 +334,15 @@ enum ISOBMFF {
                     default: break
                     }
                 }
-            } else if box.type == "mdia" {
+            } else if box.type == fourCharCode("mdia") {
                 for child in walker.children(box.payload, box.end) {
                     switch child.type {
-                    case "mdhd":
+                    case fourCharCode("mdhd"):
                         let b = walker.read(child, count: 32)
                         (track.timescale, track.duration) = timing(b)
-                    case "hdlr":
-                        track.handler = walker.read(child, count: 12).fourCC(8) ?? ""
-                    case "minf":
+                    case fourCharCode("hdlr"):
+                        track.handler = walker.read(child, count: 12).be32(8).map(UInt32.init) ?? 0
+                    case fourCharCode("minf"):
                         sampleDescription(walker, child, into: &track)
                     default:
                         break
@@ -266,24 +354,24 @@ enum ISOBMFF {
     }
 
     private static func sampleDescription(_ walker: Walker, _ minf: Box, into track: inout Track) {
-        guard let stbl = walker.children(minf.payload, minf.end).first(where: { $0.type == "stbl" }),
-            let stsd = walker.children(stbl.payload, stbl.end).first(where: { $0.type == "stsd" })
+        guard let stbl = walker.children(minf.payload, minf.end).first("stbl"),
+            let stsd = walker.children(stbl.payload, stbl.end).first("stsd")
         else { return }
         let b = walker.read(stsd, count: 64)
         // Full box header (4) and entry count (4), then the first sample entry.
-        guard let format = b.fourCC(12) else { return }
+        guard let format = b.be32(12).map(UInt32.init) else { return }
         track.codec = codecName(format)
-        if track.handler == "soun" {
+        if track.handler == fourCharCode("soun") {
             // Sound sample entry: 8 reserved/reference bytes, 8 version/vendor bytes, then channels.
             track.channels = b.be16(32)
             if let rate = b.be32(40) { track.sampleRate = rate >> 16 > 0 ? rate >> 16 : nil }
-            if format == "mp4a", let size = b.be32(8) {
+            if format == fourCharCode("mp4a"), let size = b.be32(8) {
                 // The entry's child boxes follow its 28-byte body; `esds` has the real channel count.
                 let entry = walker.source.bytes(at: stsd.payload + 8, count: min(size, 4096))
                 var offset = 36
-                while let childSize = entry.be32(offset), childSize >= 8, let type = entry.fourCC(offset + 4) {
-                    if type == "esds", entry.has(childSize, at: offset),
-                        let channels = esdsChannels(Array(entry[offset + 8..<offset + childSize]))
+                while let childSize = entry.be32(offset), childSize >= 8, let type = entry.be32(offset + 4) {
+                    if type == Int(fourCharCode("esds")), entry.has(childSize, at: offset),
+                        let channels = esdsChannels(entry.span(offset + 8..<offset + childSize))
                     {
                         track.channels = channels
                     }
@@ -296,28 +384,31 @@ enum ISOBMFF {
         }
     }
 
-    private static func codecName(_ format: String) -> String {
+    private static func codecName(_ format: UInt32) -> String {
         switch format {
-        case "avc1", "avc3": return "h264"
-        case "hvc1", "hev1": return "hevc"
-        case "av01": return "av1"
-        case "vp09": return "vp9"
-        case "vp08": return "vp8"
-        case "mp4v": return "mpeg4"
-        case "s263", "h263": return "h263"
-        case "mp4a": return "aac"
-        case "Opus": return "opus"
-        case "fLaC": return "flac"
-        case "alac": return "alac"
-        case "samr": return "amr_nb"
-        case "sawb": return "amr_wb"
-        case "ac-3": return "ac3"
-        case "ec-3": return "eac3"
-        case ".mp3": return "mp3"
-        case "sowt", "twos", "lpcm", "ipcm": return "pcm"
-        case "jpeg", "mjpa", "mjpb": return "mjpeg"
-        case "apcn", "apch", "apcs", "apco", "ap4h": return "prores"
-        default: return format.trimmingCharacters(in: .whitespaces).lowercased()
+        case fourCharCode("avc1"), fourCharCode("avc3"): return "h264"
+        case fourCharCode("hvc1"), fourCharCode("hev1"): return "hevc"
+        case fourCharCode("av01"): return "av1"
+        case fourCharCode("vp09"): return "vp9"
+        case fourCharCode("vp08"): return "vp8"
+        case fourCharCode("mp4v"): return "mpeg4"
+        case fourCharCode("s263"), fourCharCode("h263"): return "h263"
+        case fourCharCode("mp4a"): return "aac"
+        case fourCharCode("Opus"): return "opus"
+        case fourCharCode("fLaC"): return "flac"
+        case fourCharCode("alac"): return "alac"
+        case fourCharCode("samr"): return "amr_nb"
+        case fourCharCode("sawb"): return "amr_wb"
+        case fourCharCode("ac-3"): return "ac3"
+        case fourCharCode("ec-3"): return "eac3"
+        case fourCharCode(".mp3"): return "mp3"
+        case fourCharCode("sowt"), fourCharCode("twos"), fourCharCode("lpcm"), fourCharCode("ipcm"): return "pcm"
+        case fourCharCode("jpeg"), fourCharCode("mjpa"), fourCharCode("mjpb"): return "mjpeg"
+        case fourCharCode("apcn"), fourCharCode("apch"), fourCharCode("apcs"), fourCharCode("apco"), fourCharCode("ap4h"):
+            return "prores"
+        default:
+            let text = withUnsafeBytes(of: format.bigEndian) { String(decoding: $0, as: UTF8.self) }
+            return text.trimmingCharacters(in: .whitespaces).lowercased()
         }
     }
 
@@ -327,26 +418,26 @@ enum ISOBMFF {
     private static func item(_ walker: Walker, _ meta: Box, into metadata: inout MediaMetadata) {
         // ISO `meta` is a full box (4 bytes of version and flags before its children); QuickTime's is not.
         let peek = walker.source.bytes(at: meta.payload, count: 12)
-        let start = peek.matches("hdlr", at: 8) ? meta.payload + 4 : meta.payload
+        let start = peek.isFourCC("hdlr", at: 8) ? meta.payload + 4 : meta.payload
         let children = walker.children(start, meta.end)
         var primary: Int?
-        if let pitm = children.first(where: { $0.type == "pitm" }) {
+        if let pitm = children.first("pitm") {
             let b = walker.read(pitm, count: 8)
             primary = b.u8(0) == 0 ? b.be16(4) : b.be32(4)
         }
-        guard let iprp = children.first(where: { $0.type == "iprp" }) else { return }
+        guard let iprp = children.first("iprp") else { return }
         let iprpChildren = walker.children(iprp.payload, iprp.end)
-        guard let ipco = iprpChildren.first(where: { $0.type == "ipco" }) else { return }
+        guard let ipco = iprpChildren.first("ipco") else { return }
         let properties = walker.children(ipco.payload, ipco.end)
         var associated: Set<Int>?
-        if let primary, let ipma = iprpChildren.first(where: { $0.type == "ipma" }) {
+        if let primary, let ipma = iprpChildren.first("ipma") {
             associated = associations(walker.read(ipma, count: 64 << 10), item: primary)
         }
         var bestArea = 0
         for (index, property) in properties.enumerated() {
             let belongs = associated?.contains(index + 1) ?? true
             switch property.type {
-            case "ispe" where belongs:
+            case fourCharCode("ispe") where belongs:
                 let b = walker.read(property, count: 12)
                 // Both sides are 32-bit values from the file: their product can exceed Int.
                 if let w = b.be32(4), let h = b.be32(8), case let area = w.multipliedReportingOverflow(by: h),
@@ -355,12 +446,12 @@ enum ISOBMFF {
                     bestArea = area.partialValue
                     metadata.setSize(w, h)
                 }
-            case "irot" where belongs:
+            case fourCharCode("irot") where belongs:
                 if let angle = walker.read(property, count: 1).u8(0) {
                     // Counter-clockwise quarter turns, as EXIF orientation values.
                     metadata.orientation = [1, 8, 3, 6][angle & 3]
                 }
-            case "auxC":
+            case fourCharCode("auxC"):
                 let b = walker.read(property, count: 64)
                 if b.firstIndex(of: "alpha", in: 0..<b.count) != nil { metadata.hasAlpha = true }
             default:
@@ -371,7 +462,7 @@ enum ISOBMFF {
     }
 
     /// The 1-based property indices `ipma` associates with `item`.
-    private static func associations(_ b: [UInt8], item: Int) -> Set<Int>? {
+    private static func associations(_ b: ByteSpan, item: Int) -> Set<Int>? {
         guard let version = b.u8(0), let flags = b.be24(1), let count = b.be32(4) else { return nil }
         var offset = 8
         for _ in 0..<min(count, 65536) {
@@ -398,7 +489,7 @@ enum ISOBMFF {
 
     /// The channel count from an `esds` AudioSpecificConfig, which ISO files must use instead of the
     /// sample entry's fixed value of 2.
-    static func esdsChannels(_ b: [UInt8]) -> Int? {
+    static func esdsChannels(_ b: ByteSpan) -> Int? {
         // Descriptors: tag byte, then a length of up to four 7-bit groups.
         func descriptor(_ offset: Int) -> (tag: Int, body: Int, length: Int)? {
             guard let tag = b.u8(offset) else { return nil }

@@ -26,8 +26,7 @@ enum ImageHeaders {
             case 0xE1:
                 let segment = source.bytes(at: offset + 4, count: min(length - 2, 64 << 10))
                 if segment.matches("Exif\0\0"), result.metadata.orientation == nil {
-                    let tiff = Array(segment[6...])
-                    result.metadata.orientation = TIFFHeader(tiff)?.orientation
+                    result.metadata.orientation = TIFFHeader(segment.span(from: 6))?.orientation
                 }
             default:
                 break
@@ -51,16 +50,16 @@ enum ImageHeaders {
         var offset: Int64 = 8
         for _ in 0..<256 {
             let chunk = source.bytes(at: offset, count: 12)
-            guard let length = chunk.be32(0), let type = chunk.fourCC(4) else { break }
+            guard let length = chunk.be32(0), let type = chunk.be32(4).map(UInt32.init) else { break }
             switch type {
-            case "IDAT", "IEND": return result
-            case "acTL":
+            case fourCharCode("IDAT"), fourCharCode("IEND"): return result
+            case fourCharCode("acTL"):
                 result.mimeType = "image/apng"
                 result.metadata.isAnimated = true
                 result.metadata.frameCount = chunk.be32(8)
-            case "tRNS":
+            case fourCharCode("tRNS"):
                 result.metadata.hasAlpha = true
-            case "eXIf":
+            case fourCharCode("eXIf"):
                 let exif = source.bytes(at: offset + 8, count: min(length, 64 << 10))
                 result.metadata.orientation = TIFFHeader(exif)?.orientation
             default:
@@ -130,18 +129,18 @@ enum ImageHeaders {
         guard head.matches("RIFF"), head.matches("WEBP", at: 8) else { return nil }
         var result = Sniffed(mimeType: "image/webp")
         result.metadata.isAnimated = false
-        switch head.fourCC(12) {
-        case "VP8 ":
+        switch head.be32(12).map(UInt32.init) ?? 0 {
+        case fourCharCode("VP8 "):
             if head.be24(23) == 0x9D012A {
                 result.metadata.setSize(head.le16(26).map { $0 & 0x3FFF }, head.le16(28).map { $0 & 0x3FFF })
             }
             result.metadata.hasAlpha = false
-        case "VP8L":
+        case fourCharCode("VP8L"):
             if head.u8(20) == 0x2F, let bits = head.le32(21) {
                 result.metadata.setSize((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
                 result.metadata.hasAlpha = (bits >> 28) & 1 == 1
             }
-        case "VP8X":
+        case fourCharCode("VP8X"):
             guard let flags = head.u8(20) else { break }
             result.metadata.setSize(head.le24(24).map { $0 + 1 }, head.le24(27).map { $0 + 1 })
             result.metadata.hasAlpha = flags & 0x10 != 0
@@ -153,15 +152,15 @@ enum ImageHeaders {
             var complete = false
             for _ in 0..<10_000 {
                 let chunk = source.bytes(at: offset, count: 8)
-                guard let type = chunk.fourCC(0), let size = chunk.le32(4) else {
+                guard let type = chunk.be32(0).map(UInt32.init), let size = chunk.le32(4) else {
                     complete = offset >= source.length
                     break
                 }
-                if type == "ANMF" { frames += 1 }
-                if type == "ALPH" { result.metadata.hasAlpha = true }
-                if type == "EXIF" {
+                if type == fourCharCode("ANMF") { frames += 1 }
+                if type == fourCharCode("ALPH") { result.metadata.hasAlpha = true }
+                if type == fourCharCode("EXIF") {
                     var exif = source.bytes(at: offset + 8, count: min(size, 64 << 10))
-                    if exif.matches("Exif\0\0") { exif.removeFirst(6) }
+                    if exif.matches("Exif\0\0") { exif = exif.span(from: 6) }
                     result.metadata.orientation = TIFFHeader(exif)?.orientation
                 }
                 offset += 8 + Int64(size) + Int64(size & 1)
@@ -178,7 +177,8 @@ enum ImageHeaders {
     static func bmp(_ source: SniffSource) -> Sniffed? {
         let head = source.head
         guard head.matches("BM"), let dibSize = head.le32(14),
-            [12, 16, 40, 52, 56, 64, 108, 124].contains(dibSize)
+            dibSize == 12 || dibSize == 16 || dibSize == 40 || dibSize == 52 || dibSize == 56 || dibSize == 64
+                || dibSize == 108 || dibSize == 124
         else { return nil }
         var result = Sniffed(mimeType: "image/bmp")
         if dibSize == 12 {
@@ -238,7 +238,7 @@ enum ImageHeaders {
                 // Rebase: put the IFD right after the header and point the header at it.
                 bytes.replaceSubrange(4..<8, with: little ? [8, 0, 0, 0] : [0, 0, 0, 8])
                 bytes += entries
-                if let header = TIFFHeader(bytes) {
+                if let header = TIFFHeader(ByteSpan(bytes)) {
                     result.metadata.setSize(header.width, header.height)
                     result.metadata.orientation = header.orientation
                 }
@@ -266,7 +266,7 @@ struct TIFFHeader {
     var height: Int?
     var orientation: Int?
 
-    init?(_ bytes: [UInt8]) {
+    init?(_ bytes: ByteSpan) {
         let little: Bool
         if bytes.be32(0) == 0x4949_2A00 {
             little = true

@@ -4,7 +4,7 @@
 /// It decodes at most `limit` bytes and stops quietly at the first inconsistency: its output is a
 /// hint for sniffing, never data to trust.
 struct Inflater {
-    private let input: [UInt8]
+    private let input: ByteSpan
     private var position: Int
     private var bitBuffer = 0
     private var bitCount = 0
@@ -30,7 +30,27 @@ struct Inflater {
                 symbols[offsets[length]] = symbol
                 offsets[length] += 1
             }
+            // The lookup table: every code of up to `tableBits` bits, indexed by the next input bits
+            // in stream order (least significant first), so that one lookup replaces a walk per bit.
+            table = [UInt16](repeating: 0, count: 1 << Self.tableBits)
+            var code = 0
+            var index = 0
+            for length in 1...Self.tableBits {
+                for _ in 0..<counts[length] {
+                    var reversed = 0
+                    for bit in 0..<length where code & (1 << bit) != 0 { reversed |= 1 << (length - 1 - bit) }
+                    let entry = UInt16(symbols[index] << 4 | length)
+                    for fill in stride(from: reversed, to: 1 << Self.tableBits, by: 1 << length) { table[fill] = entry }
+                    code += 1
+                    index += 1
+                }
+                code <<= 1
+            }
         }
+
+        static let tableBits = 9
+        /// Symbol << 4 | code length, for the codes of at most `tableBits` bits; 0 elsewhere.
+        var table: [UInt16]
     }
 
     /// The fixed code of block type 1, built once.
@@ -49,16 +69,17 @@ struct Inflater {
     private static let codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
 
     /// Inflates the raw DEFLATE stream at `input[start...]`; returns what was decoded, at most `limit` bytes.
-    static func inflate(_ input: [UInt8], from start: Int, limit: Int) -> [UInt8] {
+    static func inflate(_ input: ByteSpan, from start: Int, limit: Int) -> [UInt8] {
         var inflater = Inflater(input: input, position: start, limit: limit)
         inflater.run()
         return inflater.output
     }
 
-    private init(input: [UInt8], position: Int, limit: Int) {
+    private init(input: ByteSpan, position: Int, limit: Int) {
         self.input = input
         self.position = position
         self.limit = limit
+        output.reserveCapacity(limit)
     }
 
     private mutating func bits(_ count: Int) -> Int? {
@@ -75,6 +96,19 @@ struct Inflater {
     }
 
     private mutating func decode(_ code: Huffman) -> Int? {
+        while bitCount <= 56 - 8, position < input.count {
+            bitBuffer |= Int(input[position]) << bitCount
+            position += 1
+            bitCount += 8
+        }
+        let entry = Int(code.table[bitBuffer & (1 << Huffman.tableBits - 1)])
+        let length = entry & 0x0F
+        if length > 0 && length <= bitCount {
+            bitBuffer >>= length
+            bitCount -= length
+            return entry >> 4
+        }
+        // A longer code, or the last bits of the input: one bit at a time.
         var value = 0
         var first = 0
         var index = 0
@@ -97,6 +131,8 @@ struct Inflater {
             last = final
             switch type {
             case 0:
+                // Stored data starts at the next byte boundary; whole bytes already buffered are given back.
+                position -= bitCount >> 3
                 bitBuffer = 0
                 bitCount = 0
                 guard position <= input.count - 4, let length = input.le16(position), let check = input.le16(position + 2),

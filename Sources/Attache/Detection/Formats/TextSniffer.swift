@@ -5,7 +5,7 @@ enum TextSniffer {
     static func sniff(_ source: SniffSource) -> Sniffed? {
         let head = source.head
         var encoding: String
-        var view: [UInt8]
+        var view: ByteSpan
         var start = 0
         if head.be32(0) == 0xFFFE_0000 {
             (encoding, view) = ("utf-32le", narrow(head, from: 4, width: 4, little: true))
@@ -25,10 +25,7 @@ enum TextSniffer {
             (encoding, view) = ("utf-8", head)
         }
         guard start < view.count || !view.isEmpty else { return nil }
-        for index in start..<view.count {
-            let byte = view[index]
-            if byte < 0x20 && (byte <= 0x08 || byte == 0x0B || (byte >= 0x0E && byte != 0x1B)) { return nil }
-        }
+        guard !hasBinaryByte(view, from: start) else { return nil }
         let truncated = !source.headIsWhole
         if encoding == "utf-8" && !isUTF8(head, from: start, allowCutEnd: truncated) { encoding = "unknown-8bit" }
         var result = Sniffed(mimeType: subtype(view, from: start, truncated: truncated))
@@ -36,8 +33,35 @@ enum TextSniffer {
         return result
     }
 
+    /// Whether `b[start...]` holds a byte that never appears in text (the WHATWG binary data bytes:
+    /// controls other than tab, line feed, form feed, carriage return and escape).
+    private static func hasBinaryByte(_ b: ByteSpan, from start: Int) -> Bool {
+        b.withUnsafeBytes { raw in
+            let count = raw.count
+            var index = start
+            // Eight bytes at a time: a word without any byte below 0x20 needs no closer look.
+            while index + 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let low = (word &- 0x2020_2020_2020_2020) & ~word & 0x8080_8080_8080_8080
+                if low != 0 {
+                    for offset in index..<index + 8 where isBinary(raw[offset]) { return true }
+                }
+                index += 8
+            }
+            while index < count {
+                if isBinary(raw[index]) { return true }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    @inline(__always) private static func isBinary(_ byte: UInt8) -> Bool {
+        byte < 0x20 && (byte <= 0x08 || byte == 0x0B || (byte >= 0x0E && byte != 0x1B))
+    }
+
     /// UTF-16 or UTF-32 without a BOM: ASCII text whose every other (or every fourth) byte is zero.
-    private static func unmarkedWide(_ b: [UInt8]) -> (encoding: String, width: Int, little: Bool)? {
+    private static func unmarkedWide(_ b: ByteSpan) -> (encoding: String, width: Int, little: Bool)? {
         let n = min(b.count, 512) & ~3
         guard n >= 8 else { return nil }
         func check(width: Int, little: Bool) -> Bool {
@@ -58,7 +82,7 @@ enum TextSniffer {
     }
 
     /// Code units as bytes: ASCII stays, anything wider becomes 0x80 (a harmless non-ASCII byte).
-    private static func narrow(_ b: [UInt8], from start: Int, width: Int, little: Bool) -> [UInt8] {
+    private static func narrow(_ b: ByteSpan, from start: Int, width: Int, little: Bool) -> ByteSpan {
         var result: [UInt8] = []
         result.reserveCapacity((b.count - start) / width)
         var unit = start
@@ -71,14 +95,23 @@ enum TextSniffer {
             result.append(value < 0x80 ? UInt8(value) : 0x80)
             unit += width
         }
-        return result
+        return ByteSpan(result)
     }
 
     /// Whether `b[start...]` is valid UTF-8; a sequence cut by the end of a prefix is allowed.
-    static func isUTF8(_ b: [UInt8], from start: Int, allowCutEnd: Bool) -> Bool {
+    static func isUTF8(_ span: ByteSpan, from start: Int, allowCutEnd: Bool) -> Bool {
+        span.withUnsafeBytes { isUTF8($0, from: start, allowCutEnd: allowCutEnd) }
+    }
+
+    private static func isUTF8(_ b: UnsafeRawBufferPointer, from start: Int, allowCutEnd: Bool) -> Bool {
         var index = start
         let count = b.count
         while index < count {
+            // ASCII runs eight bytes at a time.
+            if index + 8 <= count, b.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+                continue
+            }
             let byte = b[index]
             if byte < 0x80 {
                 index += 1
@@ -105,14 +138,14 @@ enum TextSniffer {
     private static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
     /// Case-insensitive ASCII match of `text` (given in lower case) at `offset`.
-    private static func matchesIgnoringCase(_ b: [UInt8], _ text: StaticString, at offset: Int) -> Bool {
+    private static func matchesIgnoringCase(_ b: ByteSpan, _ text: StaticString, at offset: Int) -> Bool {
         let length = text.utf8CodeUnitCount
         guard b.has(length, at: offset) else { return false }
         for index in 0..<length where lower(b[offset + index]) != text.utf8Start[index] { return false }
         return true
     }
 
-    static func subtype(_ b: [UInt8], from start: Int, truncated: Bool) -> String {
+    static func subtype(_ b: ByteSpan, from start: Int, truncated: Bool) -> String {
         var index = start
         while index < b.count, isSpace(b[index]) { index += 1 }
         guard index < b.count else { return "text/plain" }
@@ -123,10 +156,9 @@ enum TextSniffer {
             var parser = JSONScanner(bytes: b, position: index, truncated: truncated)
             if parser.document() { return "application/json" }
         case 0x23 where b.matches("#!", at: index):
-            let line = b[index..<(b[index...].firstIndex(of: 0x0A) ?? b.count)]
-            let text = String(decoding: line, as: UTF8.self)
-            if text.contains("python") { return "text/x-python" }
-            if text.contains("node") { return "text/javascript" }
+            let line = index..<(b.firstIndex(of: 0x0A, from: index) ?? b.count)
+            if b.firstIndex(of: "python", in: line) != nil { return "text/x-python" }
+            if b.firstIndex(of: "node", in: line) != nil { return "text/javascript" }
             return "text/x-shellscript"
         default:
             break
@@ -144,7 +176,7 @@ enum TextSniffer {
     ]
 
     /// A document starting with `<`: XML (by declaration or a closed root element), SVG, HTML.
-    private static func markup(_ b: [UInt8], from start: Int) -> String? {
+    private static func markup(_ b: ByteSpan, from start: Int) -> String? {
         var index = start
         var isXML = false
         // Skip the prolog: declaration, processing instructions, comments, doctype.
@@ -177,17 +209,18 @@ enum TextSniffer {
         guard b.u8(index) == 0x3C else { return isXML ? "application/xml" : nil }
         var nameEnd = index + 1
         while nameEnd < b.count, !isSpace(b[nameEnd]), b[nameEnd] != 0x3E, b[nameEnd] != 0x2F { nameEnd += 1 }
-        var name = Array(b[(index + 1)..<nameEnd]).map(lower)
-        if let colon = name.firstIndex(of: 0x3A) { name.removeSubrange(...colon) }
-        switch String(decoding: name, as: UTF8.self) {
-        case "svg": return "image/svg+xml"
-        case "html": return isXML ? "application/xhtml+xml" : "text/html"
-        case "rss": return "application/rss+xml"
-        case "feed": return isXML ? "application/atom+xml" : nil
-        case "kml": return "application/vnd.google-earth.kml+xml"
-        case "gpx": return "application/gpx+xml"
-        default: break
+        // The root element's local name (after any namespace prefix), compared without case.
+        var localStart = index + 1
+        if let colon = b.firstIndex(of: 0x3A, from: localStart), colon < nameEnd { localStart = colon + 1 }
+        func isName(_ text: StaticString) -> Bool {
+            nameEnd - localStart == text.utf8CodeUnitCount && matchesIgnoringCase(b, text, at: localStart)
         }
+        if isName("svg") { return "image/svg+xml" }
+        if isName("html") { return isXML ? "application/xhtml+xml" : "text/html" }
+        if isName("rss") { return "application/rss+xml" }
+        if isName("feed") { return isXML ? "application/atom+xml" : nil }
+        if isName("kml") { return "application/vnd.google-earth.kml+xml" }
+        if isName("gpx") { return "application/gpx+xml" }
         if !isXML {
             for tag in htmlTags {
                 if matchesIgnoringCase(b, tag, at: index + 1),
@@ -197,12 +230,12 @@ enum TextSniffer {
                 }
             }
             // An element closed later in the text is XML without a declaration.
-            if name.count > 0 {
-                let closing = [0x3C, 0x2F] + b[(index + 1)..<nameEnd]
+            if nameEnd > localStart {
+                let name = b.span(index + 1..<nameEnd)
                 var cursor = nameEnd
-                while cursor + closing.count <= b.count {
-                    if b[cursor] == 0x3C && b.matches(bytes: Array(closing), at: cursor) { return "application/xml" }
-                    cursor += 1
+                while let open = b.firstIndex(of: 0x3C, from: cursor) {
+                    if b.u8(open + 1) == 0x2F, b.matches(bytes: name, at: open + 2) { return "application/xml" }
+                    cursor = open + 1
                 }
             }
             return nil
@@ -212,50 +245,61 @@ enum TextSniffer {
 
     /// CSV (comma, semicolon, pipe) or TSV: at least two records with the same number of delimiters
     /// outside quotes, and either a third record or two delimiters per record.
-    private static func delimited(_ b: [UInt8], from start: Int, truncated: Bool) -> String? {
-        for delimiter: UInt8 in [0x2C, 0x09, 0x3B, 0x7C] {
-            var counts: [Int] = []
-            var current = 0
-            var quoted = false
-            var index = start
-            var consistent = true
-            while index < b.count, counts.count < 64 {
-                let byte = b[index]
+    private static func delimited(_ b: ByteSpan, from start: Int, truncated: Bool) -> String? {
+        // Without a line feed there is at most one record.
+        guard b.firstIndex(of: 0x0A, from: max(0, start)) != nil else { return nil }
+        // Comma, tab, semicolon, pipe, in that order. Each pass usually ends at the first line.
+        if let table = delimited(b, from: start, truncated: truncated, by: 0x2C) { return table }
+        if let table = delimited(b, from: start, truncated: truncated, by: 0x09) { return table }
+        if let table = delimited(b, from: start, truncated: truncated, by: 0x3B) { return table }
+        return delimited(b, from: start, truncated: truncated, by: 0x7C)
+    }
+
+    private static func delimited(_ b: ByteSpan, from start: Int, truncated: Bool, by delimiter: UInt8) -> String? {
+        // Records seen and the delimiter count of the first one: every record must have as many.
+        var records = 0
+        var expected = 0
+        var current = 0
+        var quoted = false
+        let count = b.count
+        var index = max(0, start)
+        let consistent = b.withUnsafeBytes { raw -> Bool in
+            while index < count, records < 64 {
+                let byte = raw[index]
                 if byte == 0x22 {
                     quoted.toggle()
                 } else if !quoted && byte == delimiter {
                     current += 1
                 } else if !quoted && byte == 0x0A {
-                    counts.append(current)
-                    if current == 0 || current != counts[0] {
-                        consistent = false
-                        break
-                    }
+                    if records == 0 { expected = current }
+                    records += 1
+                    if current == 0 || current != expected { return false }
                     current = 0
                 }
                 index += 1
             }
-            guard consistent else { continue }
-            // The last record counts when the whole file was seen and it is not an empty last line.
-            if !truncated && index >= b.count && current > 0 {
-                if current != counts.first ?? current { continue }
-                counts.append(current)
-            }
-            guard counts.count >= 2, counts.count >= 3 || counts[0] >= 2 else { continue }
-            return delimiter == 0x09 ? "text/tab-separated-values" : "text/csv"
+            return true
         }
-        return nil
+        guard consistent else { return nil }
+        // The last record counts when the whole file was seen and it is not an empty last line.
+        if !truncated && index >= count && current > 0 {
+            if records > 0 && current != expected { return nil }
+            if records == 0 { expected = current }
+            records += 1
+        }
+        guard records >= 2, records >= 3 || expected >= 2 else { return nil }
+        return delimiter == 0x09 ? "text/tab-separated-values" : "text/csv"
     }
 }
 
 /// A JSON syntax check that accepts a document cut off by the end of a prefix.
 struct JSONScanner {
-    let bytes: [UInt8]
+    let bytes: ByteSpan
     var position: Int
     let truncated: Bool
     private var depth = 0
 
-    init(bytes: [UInt8], position: Int, truncated: Bool) {
+    init(bytes: ByteSpan, position: Int, truncated: Bool) {
         self.bytes = bytes
         self.position = position
         self.truncated = truncated
@@ -275,7 +319,11 @@ struct JSONScanner {
     private enum Outcome { case ok, invalid, cut }
 
     private mutating func skipSpace() {
-        while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+        while position < bytes.count {
+            let byte = bytes[position]
+            guard byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D else { return }
+            position += 1
+        }
     }
 
     private mutating func value() -> Outcome {
@@ -354,9 +402,10 @@ struct JSONScanner {
 
     private mutating func number() -> Outcome {
         let start = position
-        while position < bytes.count, [0x2B, 0x2D, 0x2E, 0x45, 0x65].contains(bytes[position])
-            || (0x30...0x39).contains(bytes[position])
-        {
+        while position < bytes.count {
+            let byte = bytes[position]
+            guard (0x30...0x39).contains(byte) || byte == 0x2B || byte == 0x2D || byte == 0x2E || byte == 0x45 || byte == 0x65
+            else { break }
             position += 1
         }
         if position >= bytes.count { return .cut }
