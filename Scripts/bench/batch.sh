@@ -99,7 +99,12 @@ start_server() {
     URL="$(sed -n 's/^attache-server listening on //p' "$out" | head -1)/upload"
     [ "$URL" != /upload ] || { echo "bench batch: the server did not start" >&2; cat "$WORK/server.err" >&2; exit 69; }
 }
+# CPU seconds the server has used so far (user + sys, from /proc).
+SERVER_CPU=0
 stop_server() {
+    if [ -n "$SERVER_PID" ] && [ -r "/proc/$SERVER_PID/stat" ]; then
+        SERVER_CPU=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$SERVER_PID/stat")
+    fi
     if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
     SERVER_PID=
 }
@@ -114,18 +119,21 @@ measure() {
     cat "$t" | tail -1
 }
 
-report() { # name wall user sys rss baseline_files_per_s
-    awk -v name="$1" -v wall="$2" -v user="$3" -v sys="$4" -v rss="$5" -v base="$6" -v n="$COUNT" -v bytes="$TOTAL_BYTES" '
+report() { # name wall user sys rss baseline_files_per_s   (server CPU from the last stop_server)
+    awk -v name="$1" -v wall="$2" -v user="$3" -v sys="$4" -v rss="$5" -v base="$6" -v n="$COUNT" -v bytes="$TOTAL_BYTES" \
+        -v server="$SERVER_CPU" '
         BEGIN {
             fps = n / wall; mbs = bytes / wall / 1e6; cpu = (user + sys) / wall * 100
             ratio = base > 0 ? sprintf("%.2fx", fps / base) : "1.00x"
-            printf "%-34s %8.2f s %9.1f files/s %8.1f MB/s %6.0f %% CPU %7.1f MB RSS %8s\n", name, wall, fps, mbs, cpu, rss / 1024, ratio
+            printf "%-34s %8.2f s %9.1f files/s %8.1f MB/s %6.0f %% CPU %7.1f MiB RSS %8s %7.0f %%\n", name, wall, fps, mbs, cpu, rss / 1024, ratio, server / wall * 100
         }'
 }
 
 files_per_second() { awk -v wall="$1" -v n="$COUNT" 'BEGIN { printf "%.3f", n / wall }'; }
 
-printf '%-34s %10s %15s %13s %10s %14s %8s\n' run wall files/s MB/s CPU "peak RSS" "vs curl"
+# CPU = the client's user + sys over wall time (200 % = both cores); server = the reference server's, same
+# run (the two share the machine's two cores).
+printf '%-34s %10s %15s %13s %10s %15s %8s %8s\n' run wall files/s MB/s CPU "peak RSS" "vs curl" server
 
 # Baseline: two curl processes at a time, one per file.
 start_server
