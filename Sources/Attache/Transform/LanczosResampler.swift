@@ -2,12 +2,12 @@ import Foundation
 
 /// A separable Lanczos-3 resampler for 8-bit rasters of any channel count.
 ///
-/// It runs the vertical pass first, one output row at a time, over whole contiguous source rows (the
-/// inner loop is a multiply-add across `width × channels` samples that the compiler vectorises), then
-/// the horizontal pass on that single Float row. Only one row of intermediate Floats is kept, so the
-/// memory cost is the source plus the destination. When downscaling, the kernel is stretched by the
-/// scale factor so every source pixel contributes (no aliasing); results are clamped, which hides the
-/// small overshoot ("ringing") Lanczos produces at hard edges.
+/// It runs the vertical pass first, one output row at a time, over whole contiguous source rows, then
+/// the horizontal pass on that single Float row. Source rows are converted to Float once, into a ring
+/// of `taps` rows, because each one is read by several output rows. The extra memory is that ring plus
+/// one row. When downscaling, the kernel is stretched by the scale factor so every source pixel
+/// contributes (no aliasing); results are clamped, which hides the small overshoot ("ringing") Lanczos
+/// produces at hard edges.
 enum LanczosResampler {
     /// Precomputed weights for one axis: for output `i`, `taps` weights starting at source `starts[i]`.
     struct Weights {
@@ -24,11 +24,20 @@ enum LanczosResampler {
         return 3 * sin(px) * sin(px / 3) / (px * px)
     }
 
-    static func weights(from source: Int, to destination: Int) -> Weights {
+    /// The weights for resampling `source` samples to `destination` samples along one axis.
+    ///
+    /// `tapMultiple` pads the tap count with zero weights to a multiple of it (when the source is long
+    /// enough), so the horizontal pass can read whole SIMD vectors without a scalar tail.
+    static func weights(from source: Int, to destination: Int, tapMultiple: Int = 1) -> Weights {
+        if source == destination {
+            return Weights(taps: 1, starts: Array(0..<source), weights: [Float](repeating: 1, count: source))
+        }
         let scale = Double(source) / Double(destination)
         let stretch = max(scale, 1)
         let support = 3 * stretch
-        let taps = min(source, Int(ceil(support * 2)) + 1)
+        let needed = Int(ceil(support * 2)) + 1
+        let padded = (needed + tapMultiple - 1) / tapMultiple * tapMultiple
+        let taps = padded <= source ? padded : min(source, needed)
         var starts = [Int](repeating: 0, count: destination)
         var weights = [Float](repeating: 0, count: destination * taps)
         var raw = [Double](repeating: 0, count: taps)
@@ -66,43 +75,45 @@ enum LanczosResampler {
         let c = source.channels
         let srcRow = source.width * c
         let dstRow = width * c
-        let vertical = height == source.height ? nil : weights(from: source.height, to: height)
-        let horizontal = width == source.width ? nil : weights(from: source.width, to: width)
+        let vertical = weights(from: source.height, to: height)
+        let horizontal = width == source.width
+            ? nil : weights(from: source.width, to: width, tapMultiple: c == 1 ? 4 : 1)
         var out = [UInt8](repeating: 0, count: dstRow * height)
         var row = [Float](repeating: 0, count: srcRow)
+        // Source row `r` lives, as Floats, in slot `r % taps` while it is needed.
+        let slots = vertical.taps
+        var ring = [Float](repeating: 0, count: slots * srcRow)
+        var slotRow = [Int](repeating: -1, count: slots)
 
         source.pixels.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBufferPointer { dst in
                 row.withUnsafeMutableBufferPointer { acc in
-                    let s = src.baseAddress!
-                    let a = acc.baseAddress!
-                    for y in 0..<height {
-                        // Vertical pass into `acc`.
-                        if let v = vertical {
-                            for x in 0..<srcRow { a[x] = 0 }
-                            let start = v.starts[y]
-                            for k in 0..<v.taps {
-                                let w = v.weights[y * v.taps + k]
-                                if w == 0 { continue }
-                                let line = s + (start + k) * srcRow
-                                // Contiguous multiply-add over a whole row: vectorised by the compiler.
-                                for x in 0..<srcRow { a[x] += w * Float(line[x]) }
-                            }
-                        } else {
-                            let line = s + y * srcRow
-                            for x in 0..<srcRow { a[x] = Float(line[x]) }
-                        }
-                        // Horizontal pass from `acc` into the output row.
-                        let o = dst.baseAddress! + y * dstRow
-                        if let h = horizontal {
-                            h.weights.withUnsafeBufferPointer { hw in
-                                h.starts.withUnsafeBufferPointer { hs in
-                                    horizontalPass(from: a, to: o, weights: hw.baseAddress!, starts: hs.baseAddress!,
-                                                   taps: h.taps, width: width, channels: c)
+                    ring.withUnsafeMutableBufferPointer { ringBuffer in
+                        vertical.weights.withUnsafeBufferPointer { vw in
+                            let s = src.baseAddress!, a = acc.baseAddress!, r = ringBuffer.baseAddress!
+                            for y in 0..<height {
+                                let start = vertical.starts[y]
+                                for k in 0..<slots where slotRow[(start + k) % slots] != start + k {
+                                    let slot = (start + k) % slots
+                                    slotRow[slot] = start + k
+                                    let line = s + (start + k) * srcRow, floats = r + slot * srcRow
+                                    for x in 0..<srcRow { floats[x] = Float(line[x]) }
+                                }
+                                verticalPass(into: a, ring: r, slots: slots, start: start,
+                                             weights: vw.baseAddress! + y * slots, count: srcRow)
+                                // Horizontal pass from `acc` into the output row.
+                                let o = dst.baseAddress! + y * dstRow
+                                if let h = horizontal {
+                                    h.weights.withUnsafeBufferPointer { hw in
+                                        h.starts.withUnsafeBufferPointer { hs in
+                                            horizontalPass(from: a, to: o, weights: hw.baseAddress!, starts: hs.baseAddress!,
+                                                           taps: h.taps, width: width, channels: c)
+                                        }
+                                    }
+                                } else {
+                                    for x in 0..<dstRow { o[x] = clampToByte(a[x]) }
                                 }
                             }
-                        } else {
-                            for x in 0..<dstRow { o[x] = clampToByte(a[x]) }
                         }
                     }
                 }
@@ -111,13 +122,53 @@ enum LanczosResampler {
         return Raster(width: width, height: height, channels: c, pixels: out)
     }
 
+    /// `a = Σ weights[k] · ring row (start + k)`, two rows per sweep so `a` is loaded and stored half as
+    /// often; each sweep is a contiguous multiply-add that the compiler vectorises.
+    @inline(__always)
+    private static func verticalPass(into a: UnsafeMutablePointer<Float>, ring: UnsafeMutablePointer<Float>, slots: Int,
+                                     start: Int, weights: UnsafePointer<Float>, count: Int) {
+        func line(_ k: Int) -> UnsafeMutablePointer<Float> { ring + ((start + k) % slots) * count }
+        let first = line(0), w0 = weights[0]
+        for x in 0..<count { a[x] = w0 * first[x] }
+        var k = 1
+        while k + 2 <= slots {
+            let l0 = line(k), l1 = line(k + 1), v0 = weights[k], v1 = weights[k + 1]
+            for x in 0..<count { a[x] += v0 * l0[x] + v1 * l1[x] }
+            k += 2
+        }
+        if k < slots {
+            let l0 = line(k), v0 = weights[k]
+            for x in 0..<count { a[x] += v0 * l0[x] }
+        }
+    }
+
     /// One output row of the horizontal pass; the one-channel case (JPEG planes, the hot path) gets a
     /// loop of its own so the compiler can keep everything in registers.
     @inline(__always)
     private static func horizontalPass(from a: UnsafeMutablePointer<Float>, to o: UnsafeMutablePointer<UInt8>,
                                        weights: UnsafePointer<Float>, starts: UnsafePointer<Int>,
                                        taps: Int, width: Int, channels c: Int) {
-        if c == 1 {
+        if c == 1, taps % 4 == 0 {
+            // Four or eight taps at a time in SIMD lanes (the tap count is padded with zero weights):
+            // Float sums are not reassociated by the compiler, so a scalar loop here would not vectorise.
+            for x in 0..<width {
+                let base = UnsafeRawPointer(a + starts[x])
+                let wp = UnsafeRawPointer(weights + x * taps)
+                var sum8 = SIMD8<Float>(repeating: 0)
+                var k = 0
+                while k + 8 <= taps {
+                    sum8 += base.loadUnaligned(fromByteOffset: k * 4, as: SIMD8<Float>.self)
+                        * wp.loadUnaligned(fromByteOffset: k * 4, as: SIMD8<Float>.self)
+                    k += 8
+                }
+                var sum4 = sum8.lowHalf + sum8.highHalf
+                if k < taps {
+                    sum4 += base.loadUnaligned(fromByteOffset: k * 4, as: SIMD4<Float>.self)
+                        * wp.loadUnaligned(fromByteOffset: k * 4, as: SIMD4<Float>.self)
+                }
+                o[x] = clampToByte(sum4.sum())
+            }
+        } else if c == 1 {
             for x in 0..<width {
                 let base = a + starts[x]
                 let wp = weights + x * taps
