@@ -39,6 +39,8 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL",
             providers: [.apt(["libssl-dev"])]),
+        // libc's <malloc.h> (mallopt), which Swift's Glibc module leaves out.
+        .systemLibrary(name: "CLibc"),
         .systemLibrary(
             name: "CPNG", pkgConfig: "libpng",
             providers: [.apt(["libpng-dev"])]),
@@ -60,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "Attache",
+                "Attache", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import CLibc
 
 /// The `attache` command-line tool.
 @main
@@ -19,7 +20,13 @@ struct AttacheCommand: AsyncParsableCommand {
 
     /// `attache detect` with only files and `--json` runs without the argument parser, whose cost
     /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``).
+    ///
+    /// glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps what is
+    /// freed in each: a batch at concurrency 8, whose image buffers are allocated and freed on many pool
+    /// threads, peaked at 96 MiB that way, and at 62 MiB with two arenas, at no measurable CPU cost
+    /// (docs/BENCHMARKS.md, Batch). The library leaves the process's allocator alone; the tool sets it.
     static func main() async {
+        _ = attache_set_malloc_arena_limit(2)
         DetectCommand.runIfPlain(CommandLine.arguments)
         await main(nil)
     }
