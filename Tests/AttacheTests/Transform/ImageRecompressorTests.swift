@@ -236,6 +236,23 @@ import Testing
         #expect(missing.code == .fileNotFound)
     }
 
+    @Test func aJPEGCutOffInItsPixelDataIsRefusedNotFilledWithGrey() throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let jpeg = try TestImages.jpeg(TestImages.photo(width: 256, height: 192))
+        var options = ImageRecompressor.Options()
+        options.maxSide = 64
+        // Whole, it decodes; cut at two thirds (headers complete, scan data short), libjpeg only warns.
+        #expect(try ImageRecompressor(options: options).recompress(jpeg, thumbnailSides: []).bytes != nil)
+        let path = try TestImages.write(Array(jpeg.prefix(jpeg.count * 2 / 3)), "cut-scan.jpg", in: dir)
+        let error = try #require(throws: AttacheError.self) {
+            try ImageRecompressor(options: options).recompress(fileAt: path, to: dir + "/out.jpg")
+        }
+        #expect(error.code == .corruptInput)
+        #expect(error.message.contains("truncated"))
+        #expect(error.file == path)
+    }
+
     @Test func webpAndBMPInputsBecomeJPEG() throws {
         let photo = TestImages.photo(width: 200, height: 100)
         let webp = try WebPEncoder().encode(photo, quality: 90)

@@ -126,10 +126,17 @@ final class TurboJPEGDecoder {
     }
 
     /// Accepts warnings (libjpeg's "corrupt data: extraneous bytes" and the like, common in camera
-    /// files: the picture is still complete) and turns fatal errors into `corruptInput`.
+    /// files: the picture is still complete) and turns fatal errors into `corruptInput`. A truncated
+    /// file is also only a warning to libjpeg, which fills the missing part with grey: that is refused,
+    /// so that a cut-off photo is reported instead of sent as a half-grey picture. TurboJPEG 2.x has no
+    /// code for the warning, only libjpeg's message (JWRN_JPEG_EOF).
     private func check(_ status: Int32, _ message: String) throws {
         guard status != 0 else { return }
-        if tjGetErrorCode(handle) == Int32(TJERR_WARNING.rawValue) { return }
+        if tjGetErrorCode(handle) == Int32(TJERR_WARNING.rawValue) {
+            let text = String(cString: tjGetErrorStr2(handle))
+            guard text.contains("Premature end of JPEG file") else { return }
+            throw failure("the JPEG image is truncated")
+        }
         throw failure(message)
     }
 
