@@ -32,7 +32,30 @@ public final class AsyncLimiter: Sendable {
         return try await body()
     }
 
-    private func enter() async throws {
+    /// Tasks inside now (can exceed ``limit`` after ``forceEnter()``).
+    var inside: Int { state.withLock { $0.inside } }
+
+    /// Tasks waiting to get in.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Enters when there is room, without waiting; returns whether it did.
+    func tryEnter() -> Bool {
+        state.withLock { state in
+            guard state.inside < limit else { return false }
+            state.inside += 1
+            return true
+        }
+    }
+
+    /// Enters at once, even over the limit (the caller must not wait but must be counted).
+    func forceEnter() {
+        state.withLock { $0.inside += 1 }
+    }
+
+    /// Enters, waiting in line while ``limit`` tasks are inside.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while it waits.
+    func enter() async throws {
         let id = state.withLock { state -> UInt64? in
             if state.inside < limit {
                 state.inside += 1
@@ -71,13 +94,12 @@ public final class AsyncLimiter: Sendable {
         }
     }
 
-    private func leave() {
+    /// Leaves; the place passes straight to the first waiter, if there is room for it.
+    func leave() {
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            guard !state.waiters.isEmpty else {
-                state.inside -= 1
-                return nil
-            }
-            // The place passes straight to the first waiter.
+            state.inside -= 1
+            guard state.inside < limit, !state.waiters.isEmpty else { return nil }
+            state.inside += 1
             return state.waiters.removeFirst().continuation
         }
         next?.resume()
