@@ -3,3 +3,8 @@ public enum Attache {
     /// The library version, sent in the default `User-Agent`.
     public static let version = "0.1.0"
 }
+
+// The Foundation-free stages (detection, sealing, base64) and the shared error and source types live
+// in AttacheCore so that the small `attache` front executable can use them without Foundation; users
+// of the library see them through `import Attache`.
+@_exported import AttacheCore

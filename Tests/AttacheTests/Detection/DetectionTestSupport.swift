@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Attache
+@testable import AttacheCore
 
 /// A temporary folder holding the corpus files, written once per test process.
 enum CorpusFolder {

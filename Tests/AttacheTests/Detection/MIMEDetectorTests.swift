@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Attache
+@testable import AttacheCore
 
 @Suite("Detect: the labelled corpus")
 struct CorpusDetectionTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Attache
+@testable import AttacheCore
 
 /// Hostile and truncated input must give an answer, never a trap. A failure here is a crash of the
 /// test process, so each case is small and named.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite struct AttachmentKeyTests {
     @Test(arguments: [(SealScheme.streamGCM, 32), (.signal, 64), (.legacyCBC, 32), (.legacyECB, 32)])

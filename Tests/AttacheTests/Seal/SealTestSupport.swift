@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 /// Deterministic, non-repeating-looking bytes.
 func patternBytes(_ count: Int, seed: UInt32 = 1) -> [UInt8] {

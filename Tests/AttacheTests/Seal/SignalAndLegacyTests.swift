@@ -1,5 +1,6 @@
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite struct SignalAttachmentTests {
     // Key = AES key 00..1f ‖ HMAC key 20..3f, IV 40..4f, plaintext "signal attachment". The expected blob

@@ -1,5 +1,6 @@
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite struct StreamGCMTests {
     static let vectorKey = (0..<32).map { UInt8($0) }

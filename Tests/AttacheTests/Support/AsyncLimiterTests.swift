@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite("AsyncLimiter")
 struct AsyncLimiterTests {

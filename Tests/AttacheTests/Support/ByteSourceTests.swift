@@ -1,5 +1,6 @@
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite struct ByteSourceTests {
     @Test func concatenatedSourceYieldsPartsInOrder() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 /// Quality floors for the photo path against a reference made here, independently of the code under
 /// test: a plain Lanczos-3 resize (Double arithmetic, no DCT scaling) of the fully decoded source.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 @Suite struct ImageRecompressorTests {
     let red: [UInt8] = [230, 20, 20]

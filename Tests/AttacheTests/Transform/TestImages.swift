@@ -1,5 +1,6 @@
 import Foundation
 @testable import Attache
+@testable import AttacheCore
 
 /// Builds test images in memory: pixel patterns, JPEGs through the library's encoder, and PNGs through a
 /// tiny independent writer (stored deflate blocks), so that no binary fixtures are needed.

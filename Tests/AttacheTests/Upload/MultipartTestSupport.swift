@@ -2,6 +2,7 @@ import Foundation
 import MultipartKit
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 /// A part as a parser other than ours saw it.
 struct ParsedPart: Equatable, Decodable {

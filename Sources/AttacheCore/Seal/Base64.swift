@@ -26,7 +26,7 @@ public enum Base64 {
         /// Whether this is RFC 4648 §5's alphabet (`-` and `_`), which the vector encoder needs to know.
         var isURL: Bool { characters[62] == UInt8(ascii: "-") }
 
-        init(_ text: String, padded: Bool) {
+        package init(_ text: String, padded: Bool) {
             characters = Array(text.utf8)
             precondition(characters.count == 64)
             var pairs = [UInt16](repeating: 0, count: 4096)
@@ -240,13 +240,13 @@ public enum Base64 {
 }
 
 /// Base64 text of another source, produced as it is read.
-struct Base64EncodedSource: ByteSource {
+package struct Base64EncodedSource: ByteSource {
     let base: any ByteSource
     let alphabet: Base64.Alphabet
 
-    var byteCount: Int64 { Base64.encodedCount(base.byteCount, padded: alphabet.padded) }
+    package var byteCount: Int64 { Base64.encodedCount(base.byteCount, padded: alphabet.padded) }
 
-    func makeReader() throws -> any ByteReader {
+    package func makeReader() throws -> any ByteReader {
         // A small source gets a buffer just larger than itself, so it is encoded in one step.
         let capacity = Int(min(Int64(Base64EncodingProducer.inputCapacity), (base.byteCount / 3 + 1) * 3))
         return ProducingReader(Base64EncodingProducer(base: try base.makeReader(), alphabet: alphabet, capacity: capacity))
@@ -264,7 +264,7 @@ private final class Base64EncodingProducer: ChunkProducer {
     var done = false
 
     /// `capacity` is a multiple of 3.
-    init(base: any ByteReader, alphabet: Base64.Alphabet, capacity: Int) {
+    package init(base: any ByteReader, alphabet: Base64.Alphabet, capacity: Int) {
         self.base = base
         self.alphabet = alphabet
         input = .allocate(byteCount: capacity, alignment: 16)
@@ -285,7 +285,7 @@ private final class Base64EncodingProducer: ChunkProducer {
 }
 
 /// Decodes base64 text read from another reader, strictly, in bounded memory.
-final class Base64DecodingProducer: ChunkProducer {
+package final class Base64DecodingProducer: ChunkProducer {
     /// A multiple of 4; the last group of a full buffer is held back until the next read shows
     /// whether it ends the text (only the final group may be short or padded).
     static let inputCapacity = 1 << 16
@@ -297,7 +297,7 @@ final class Base64DecodingProducer: ChunkProducer {
     var consumed: Int64 = 0
     var done = false
 
-    init(base: any ByteReader, alphabet: Base64.Alphabet) {
+    package init(base: any ByteReader, alphabet: Base64.Alphabet) {
         self.base = base
         self.alphabet = alphabet
         input = .allocate(byteCount: Self.inputCapacity, alignment: 16)

@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Header parsers for audio formats and the RIFF family. Durations come from headers (Xing/VBRI,
 /// STREAMINFO, `fmt `+`data`, COMM, `pakt`, the last Ogg page) or from frame walks bounded by the
@@ -263,7 +269,7 @@ enum AudioHeaders {
             result.metadata.setDuration(Double(frames) * Double(microseconds) / 1_000_000)
         }
         if let strh = head.firstIndex(of: "strhvids", in: 0..<head.count), let handler = head.fourCC(strh + 12) {
-            let name = handler.lowercased().trimmingCharacters(in: .whitespaces)
+            let name = handler.lowercased().trimmingSpaces()
             if !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
                 result.metadata.videoCodec = name
             }
@@ -404,7 +410,7 @@ enum AudioHeaders {
         case "alaw": return "pcm_alaw"
         case ".mp3": return "mp3"
         case "flac": return "flac"
-        default: return format.isEmpty ? nil : format.trimmingCharacters(in: .whitespaces)
+        default: return format.isEmpty ? nil : format.trimmingSpaces()
         }
     }
 

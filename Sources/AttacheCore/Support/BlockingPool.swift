@@ -1,5 +1,11 @@
 import Dispatch
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// A pool of dedicated threads for blocking C work (curl transfers, codecs, file hashing), so that
@@ -51,10 +57,7 @@ public final class BlockingPool: Sendable {
             return true
         }
         if startThread {
-            let thread = Thread { [self] in workerLoop() }
-            thread.name = "attache-blocking"
-            thread.stackSize = 1 << 20
-            thread.start()
+            startDetachedThread(name: "attache-blocking", stackSize: 1 << 20) { [self] in workerLoop() }
         }
         available.signal()
     }

@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Zip and OLE compound files and their children, tar, and gzip (with Telegram's TGS stickers).
 enum Containers {

@@ -5,7 +5,7 @@
 /// 16-byte tag. The segment key and the key check come from HKDF-SHA256 over the attachment key and the
 /// salt. The nonce of segment `i` is prefix ‖ big-endian UInt32 `i` ‖ `0x01` for the final segment,
 /// `0x00` otherwise. Only an empty plaintext has an empty (final) segment.
-enum StreamGCM {
+package enum StreamGCM {
     static let magic: [UInt8] = Array("ATSG".utf8)
     static let version: UInt8 = 1
     static let saltCount = 32
@@ -15,7 +15,7 @@ enum StreamGCM {
     static let keyCount = 32
     static let tagCount = 16
     static let segmentPlaintextCount = 1 << 16
-    static let segmentCount = segmentPlaintextCount + tagCount
+    package static let segmentCount = segmentPlaintextCount + tagCount
     static let info: [UInt8] = Array("attache stream-gcm v1".utf8)
 
     /// The number of segments `n` plaintext bytes make.

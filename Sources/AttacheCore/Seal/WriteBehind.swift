@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Writes to a file descriptor on a second thread while the caller fills the next buffer.
 ///
@@ -15,7 +21,7 @@ final class WriteBehind: @unchecked Sendable {
 
     private let descriptor: Int32
     private let buffers: [UnsafeMutableRawBufferPointer]
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var free: [Int]
     private var queued: [(index: Int, count: Int)] = []
     private var closed = false
@@ -42,8 +48,7 @@ final class WriteBehind: @unchecked Sendable {
         }
         pipeline.free.removeFirst()
         pipeline.queued.append((0, n))
-        let thread = Thread { pipeline.drain() }
-        thread.start()
+        startDetachedThread(name: "attache-writer") { pipeline.drain() }
         do {
             try pipeline.fill(from: reader)
         } catch {

@@ -94,7 +94,7 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
     }
 
     /// Seconds with two decimals and no exponent: `3.52`, `0.00`, `3600.00`.
-    static func format(_ seconds: Double) -> String {
+    package static func format(_ seconds: Double) -> String {
         guard seconds.isFinite else { return "0.00" }
         let hundredths = Int64((min(max(seconds, 0), 1e15) * 100).rounded())
         let fraction = hundredths % 100

@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Decides what a file is from its content: the IANA media type, the message kind it is sent as,
 /// whether its extension lies, and the metadata its headers state.
@@ -76,7 +82,7 @@ public struct MIMEDetector: Sendable {
     private struct TypeFacts: Sendable {
         var rule: KindRule
         var isTextual: Bool
-        var preferredExtension: String?
+        package var preferredExtension: String?
     }
 
     /// Creates a detector.
@@ -274,7 +280,7 @@ public struct MIMEDetector: Sendable {
     }
 
     /// The lower-case extension of the last path component, if it has one (`.bashrc` has none).
-    static func fileExtension(_ filename: String) -> String? {
+    package static func fileExtension(_ filename: String) -> String? {
         // Scanned as UTF-8 from the end: no path components or substrings are built.
         let utf8 = filename.utf8
         var dot: String.Index?

@@ -1,8 +1,8 @@
 /// The extension table and the relations between types that detection uses for fallback, mismatch
 /// reports and preferred extensions. See docs/DETECTION.md for the tree.
-enum MIMETable {
+package enum MIMETable {
     /// Lower-case filename extension → the IANA type it stands for.
-    static let byExtension: [String: String] = [
+    package static let byExtension: [String: String] = [
         // Images
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "jpe": "image/jpeg", "jfif": "image/jpeg",
         "pjpeg": "image/jpeg", "pjp": "image/jpeg",
@@ -73,12 +73,12 @@ enum MIMETable {
     /// MPEG transport stream, when the file is text).
     static let textAlternatives: [String: String] = ["ts": "text/x-typescript"]
 
-    static let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-    static let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    static let pptx = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    package static let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    package static let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    package static let pptx = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
     /// Type → the usual extension.
-    static let preferredExtension: [String: String] = [
+    package static let preferredExtension: [String: String] = [
         "image/jpeg": "jpg", "image/png": "png", "image/apng": "png", "image/gif": "gif",
         "image/webp": "webp", "image/heic": "heic", "image/heif": "heif",
         "image/heic-sequence": "heics", "image/heif-sequence": "heifs", "image/avif": "avif",
@@ -126,7 +126,7 @@ enum MIMETable {
 
     /// Child → parent in the detection tree: a file of the child type is also a valid file of the
     /// parent type (a DOCX is a zip, an SVG is XML, JSON is text).
-    static let parent: [String: String] = [
+    package static let parent: [String: String] = [
         docx: "application/zip", xlsx: "application/zip", pptx: "application/zip",
         "application/vnd.oasis.opendocument.text": "application/zip",
         "application/vnd.oasis.opendocument.spreadsheet": "application/zip",
@@ -178,7 +178,7 @@ enum MIMETable {
     static let extensionLookup = TypeTable(byExtension.map { (key: $0.key, value: $0.value) })
     private static let parentLookup = TypeTable(parent.map { (key: $0.key, value: $0.value) })
 
-    static func isDescendant(_ type: String, of ancestor: String) -> Bool {
+    package static func isDescendant(_ type: String, of ancestor: String) -> Bool {
         var current = type
         for _ in 0..<8 {
             guard let next = parentLookup[current] else { return false }

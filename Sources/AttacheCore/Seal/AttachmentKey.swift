@@ -1,5 +1,11 @@
 internal import COpenSSL
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The secret for one attachment: 32 bytes (`stream-gcm`), 64 bytes (`signal`: AES key ‖ HMAC key), or
 /// a passphrase (`legacy-*`).

@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Signal's attachment format: IV ‖ AES-256-CBC/PKCS#7(plaintext ‖ zero padding) ‖ HMAC-SHA256.
@@ -6,7 +12,7 @@ import Synchronization
 /// The 64-byte key is the AES key followed by the HMAC key. The MAC covers IV ‖ ciphertext. The
 /// plaintext is padded with zeros to Signal's bucket size so that the length leaks only its bucket; the
 /// real length travels beside the attachment (in the receipt), and the digest is SHA-256 of the blob.
-enum SignalAttachment {
+package enum SignalAttachment {
     static let keyCount = 64
     static let ivCount = 16
     static let macCount = 32
@@ -14,7 +20,7 @@ enum SignalAttachment {
 
     /// Signal's bucket: `max(541, floor(1.05^ceil(log_1.05(n))))`, never less than `n` itself
     /// (Signal's padding stream adds nothing when rounding makes the bucket smaller).
-    static func paddedCount(forPlaintextCount n: Int64) -> Int64 {
+    package static func paddedCount(forPlaintextCount n: Int64) -> Int64 {
         guard n > 0 else { return 541 }
         let bucket = Int64(floor(pow(1.05, ceil(log(Double(n)) / log(1.05)))))
         return max(541, bucket, n)
@@ -247,7 +253,7 @@ extension ByteReader {
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
+package func hex(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out = [UInt8]()
     out.reserveCapacity(bytes.count * 2)

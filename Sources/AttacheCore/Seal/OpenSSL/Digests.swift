@@ -1,11 +1,11 @@
 internal import COpenSSL
 
 /// Owns one `EVP_MD_CTX` computing SHA-256: created in `init`, freed in `deinit`.
-final class SHA256Digest {
+package final class SHA256Digest {
     static let byteCount = 32
     private let context: OpaquePointer
 
-    init() throws {
+    package init() throws {
         guard let context = EVP_MD_CTX_new() else { throw AttacheError.openSSL("EVP_MD_CTX_new") }
         self.context = context
         try restart()
@@ -19,27 +19,27 @@ final class SHA256Digest {
         guard status == 1 else { throw AttacheError.openSSL("EVP_DigestInit_ex") }
     }
 
-    func update(_ bytes: UnsafeRawBufferPointer) throws {
+    package func update(_ bytes: UnsafeRawBufferPointer) throws {
         guard bytes.count > 0 else { return }
         let status = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
         guard status == 1 else { throw AttacheError.openSSL("EVP_DigestUpdate") }
     }
 
-    func finish() throws -> [UInt8] {
+    package func finish() throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.byteCount)
         try out.withUnsafeMutableBytes { try finish(into: $0.baseAddress!) }
         return out
     }
 
     /// Writes the 32-byte digest to `output`.
-    func finish(into output: UnsafeMutableRawPointer) throws {
+    package func finish(into output: UnsafeMutableRawPointer) throws {
         var length: UInt32 = 0
         let status = EVP_DigestFinal_ex(context, output.assumingMemoryBound(to: UInt8.self), &length)
         guard status == 1 else { throw AttacheError.openSSL("EVP_DigestFinal_ex") }
     }
 
     /// SHA-256 of `bytes` in one call.
-    static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
+    package static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
         let digest = try SHA256Digest()
         try bytes.withUnsafeBytes { try digest.update($0) }
         return try digest.finish()
@@ -47,12 +47,12 @@ final class SHA256Digest {
 }
 
 /// Owns one `EVP_MAC_CTX` computing HMAC-SHA256: created in `init`, freed in `deinit`.
-final class HMACSHA256 {
+package final class HMACSHA256 {
     static let byteCount = 32
     private let mac: OpaquePointer
     private let context: OpaquePointer
 
-    init(key: UnsafeRawBufferPointer) throws {
+    package init(key: UnsafeRawBufferPointer) throws {
         guard let mac = EVP_MAC_fetch(nil, "HMAC", nil) else { throw AttacheError.openSSL("EVP_MAC_fetch") }
         guard let context = EVP_MAC_CTX_new(mac) else {
             EVP_MAC_free(mac)
@@ -70,13 +70,13 @@ final class HMACSHA256 {
         EVP_MAC_free(mac)
     }
 
-    func update(_ bytes: UnsafeRawBufferPointer) throws {
+    package func update(_ bytes: UnsafeRawBufferPointer) throws {
         guard bytes.count > 0 else { return }
         let status = EVP_MAC_update(context, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         guard status == 1 else { throw AttacheError.openSSL("EVP_MAC_update") }
     }
 
-    func finish() throws -> [UInt8] {
+    package func finish() throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.byteCount)
         var length = 0
         let status = EVP_MAC_final(context, &out, &length, out.count)
@@ -90,12 +90,12 @@ final class HMACSHA256 {
 /// OpenSSL's `EVP_PKEY_HKDF` costs about 10 µs per derivation here (a context, provider lookups,
 /// parameter copies), half the budget for sealing a 1 KiB attachment; the six or seven SHA-256
 /// compressions HKDF actually needs take about 1 µs.
-enum HKDF {
+package enum HKDF {
     static let hashCount = 32
     static let blockCount = 64
 
     /// Extracts and expands `count` bytes (at most 255 × 32) from `key` with `salt` and `info`.
-    static func sha256(
+    package static func sha256(
         key: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8], count: Int
     ) throws -> SecureBytes {
         precondition(count <= 255 * hashCount, "HKDF-SHA256 output is limited to 8160 bytes")

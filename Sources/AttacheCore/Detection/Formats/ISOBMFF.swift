@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// ISO base media files (`ftyp` first): MP4, M4A, MOV, 3GP/3G2, HEIC/HEIF, AVIF.
 ///
@@ -408,7 +414,7 @@ enum ISOBMFF {
             return "prores"
         default:
             let text = withUnsafeBytes(of: format.bigEndian) { String(decoding: $0, as: UTF8.self) }
-            return text.trimmingCharacters(in: .whitespaces).lowercased()
+            return text.trimmingSpaces().lowercased()
         }
     }
 

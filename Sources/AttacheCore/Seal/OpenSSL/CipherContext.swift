@@ -4,7 +4,7 @@ internal import COpenSSL
 ///
 /// Used by one thread at a time. Lengths passed to OpenSSL are `Int32`; callers feed at most a few
 /// hundred KiB per call.
-final class CipherContext {
+package final class CipherContext {
     /// The ciphers the seal schemes use.
     enum Algorithm {
         case aes256GCM, aes256CBC, aes128ECB
@@ -20,7 +20,7 @@ final class CipherContext {
 
     private let context: OpaquePointer
 
-    init() throws {
+    package init() throws {
         guard let context = EVP_CIPHER_CTX_new() else { throw AttacheError.openSSL("EVP_CIPHER_CTX_new") }
         self.context = context
     }
@@ -46,7 +46,7 @@ final class CipherContext {
 
     /// Processes `count` bytes; `output` may equal `input`. Returns the bytes written, which for a
     /// padded block cipher may lag the input by up to one block.
-    func update(_ input: UnsafeRawPointer, count: Int, output: UnsafeMutableRawPointer) throws -> Int {
+    package func update(_ input: UnsafeRawPointer, count: Int, output: UnsafeMutableRawPointer) throws -> Int {
         var written: Int32 = 0
         let status = EVP_CipherUpdate(
             context, output.assumingMemoryBound(to: UInt8.self), &written,
@@ -57,7 +57,7 @@ final class CipherContext {
 
     /// Ends the message. Returns false (without throwing) when decryption fails its check: a GCM tag
     /// mismatch or bad PKCS#7 padding, both properties of the data rather than of OpenSSL.
-    func finish(output: UnsafeMutableRawPointer) -> (ok: Bool, written: Int) {
+    package func finish(output: UnsafeMutableRawPointer) -> (ok: Bool, written: Int) {
         var written: Int32 = 0
         let status = EVP_CipherFinal_ex(context, output.assumingMemoryBound(to: UInt8.self), &written)
         ERR_clear_error()

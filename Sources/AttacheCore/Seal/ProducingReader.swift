@@ -12,7 +12,7 @@ protocol ChunkProducer: AnyObject {
 /// When the caller's buffer can hold a whole chunk the producer writes straight into it, so a large
 /// reader (the CLI, curl's read callback) pays for no extra copy, and the reader's own buffer is
 /// allocated only if a smaller read ever needs it.
-final class ProducingReader: ByteReader {
+package final class ProducingReader: ByteReader {
     private let producer: any ChunkProducer
     private let chunkSize: Int
     private var storage: UnsafeMutableRawBufferPointer?
@@ -27,7 +27,7 @@ final class ProducingReader: ByteReader {
 
     deinit { storage?.deallocate() }
 
-    func read(into target: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into target: UnsafeMutableRawBufferPointer) throws -> Int {
         guard target.count > 0 else { return 0 }
         let buffer: UnsafeMutableRawBufferPointer
         if let storage {

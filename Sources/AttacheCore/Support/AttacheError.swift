@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The one error type the library throws.
 ///
@@ -136,7 +142,7 @@ public struct NativeError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(library) error \(code): \(text)" }
 
     /// The current `errno` as a native error.
-    static func posix(_ code: Int32 = errno) -> NativeError {
+    package static func posix(_ code: Int32 = errno) -> NativeError {
         NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code)))
     }
 }
