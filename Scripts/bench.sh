@@ -76,11 +76,14 @@ fi
 export ATTACHE_ROOT="$root"
 if ((build)); then
     # The client is linked with the Swift runtime and Foundation statically, as for deployment: the
-    # binary is self-contained and maps ~12 MB less of shared libraries. The reference server is built
-    # the ordinary way in its own build folder (its memory is not measured).
-    printf 'bench: swift build -c release --static-swift-stdlib --product attache\n'
-    (cd "$root" && swift build -c release --static-swift-stdlib --product attache) \
-        || { printf 'bench: error: release build of attache failed\n' >&2; exit 1; }
+    # binaries are self-contained (`attache` fully static) and map ~12 MB less of shared libraries.
+    # `attache` hands upload, batch and recompress to `attache-pipeline`, built next to it. The
+    # reference server is built the ordinary way in its own build folder (its memory is not measured).
+    for product in attache attache-pipeline; do
+        printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
+        (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
+            || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }
+    done
     printf 'bench: swift build -c release --scratch-path .build-server --product attache-server\n'
     (cd "$root" && swift build -c release --scratch-path .build-server --product attache-server) \
         || { printf 'bench: error: release build of attache-server failed\n' >&2; exit 1; }

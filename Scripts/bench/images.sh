@@ -18,6 +18,7 @@ if [ -n "${ATTACHE_BIN:-}" ]; then
     attache=$ATTACHE_BIN
 else
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache >&2)
+    (cd "$root" && swift build -c release --static-swift-stdlib --product attache-pipeline >&2)
     attache="$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)/attache"
 fi
 

@@ -1,11 +1,6 @@
 import Foundation
 import Synchronization
 
-extension AttacheError.Code {
-    /// Another batch is running on the same journal.
-    public static let journalBusy = AttacheError.Code("journal-busy")
-}
-
 /// An exclusive, advisory lock that keeps two batch runs off one journal.
 ///
 /// SQLite would let two runs share the database, each claiming files and resuming the other's

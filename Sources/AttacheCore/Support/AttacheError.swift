@@ -71,6 +71,8 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible {
         public static let cancelled = Code("cancelled")
         /// The journal database failed.
         public static let journal = Code("journal")
+        /// Another batch is running on the same journal.
+        public static let journalBusy = Code("journal-busy")
         /// An internal invariant failed; a bug.
         public static let internalError = Code("internal")
     }

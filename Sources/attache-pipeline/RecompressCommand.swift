@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheCommands
 import Foundation
 
 /// `attache recompress`: one image to a small clean JPEG, WebP, or a sticker.
@@ -72,7 +73,7 @@ struct RecompressCommand: AsyncParsableCommand {
                       + (result.passedThrough ? " (passed through)" : ""))
             }
         } catch let error as AttacheError {
-            FileHandle.standardError.write(Data("attache: \(error)\n".utf8))
+            writeToStandardError("attache: \(error)\n")
             throw ExitCode(Self.exitCode(for: error.code))
         }
     }

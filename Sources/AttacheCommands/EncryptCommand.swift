@@ -1,10 +1,18 @@
-import ArgumentParser
-import Attache
-import Foundation
+package import ArgumentParser
+package import AttacheCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `attache encrypt IN -o OUT --key-file K [--new-key] [--scheme S] [--base64]`
-struct EncryptCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct EncryptCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "encrypt",
         abstract: "Encrypt a file of any size, streaming, with a per-attachment key.",
         discussion: """
@@ -37,12 +45,12 @@ struct EncryptCommand: AsyncParsableCommand {
         visibility: .hidden))
     var repeatInMemory: Int?
 
-    func validate() throws {
+    package func validate() throws {
         _ = try SealKeyOptions.parseScheme(scheme)
         try key.validate(creating: newKey)
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors {
             let scheme = try SealKeyOptions.parseScheme(scheme)
             let attachmentKey: AttachmentKey
@@ -71,7 +79,7 @@ extension EncryptCommand {
     /// Seals the input's bytes `count` times from memory, as the pipeline does for small attachments:
     /// a fresh key, a sealer, one reader read to the end. Returns microseconds per seal.
     func measureInMemorySeals(scheme: SealScheme, count: Int) throws -> String {
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: input)))
+        let bytes = try Self.readWholeFile(input)
         let source = DataSource(bytes)
         let encoding: TransferEncoding = base64 ? .base64 : .binary
         var buffer = [UInt8](repeating: 0, count: 1 << 18)
@@ -84,12 +92,31 @@ extension EncryptCommand {
             }
         }
         let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
-        return String(format: "%.2f", micros / Double(count))
+        return Self.twoDecimals(micros / Double(count))
+    }
+
+    /// The whole file in memory (the benchmark's inputs are small attachments).
+    static func readWholeFile(_ path: String) throws -> [UInt8] {
+        let source = try FileSource(path: path)
+        var bytes = [UInt8](repeating: 0, count: Int(source.byteCount))
+        let reader = try source.makeReader()
+        let count = try bytes.withUnsafeMutableBytes { try reader.readFully(into: $0) }
+        bytes.removeSubrange(count...)
+        return bytes
+    }
+
+    /// `value` rounded to two decimals, as text ("5.10").
+    static func twoDecimals(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 }
 
 /// Where the key comes from: a file or an environment variable, never an argument.
-struct SealKeyOptions: ParsableArguments {
+package struct SealKeyOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: "Key file: 32 or 64 raw bytes or their base64 text (legacy schemes: a passphrase).")
     var keyFile: String?
 
@@ -108,7 +135,7 @@ struct SealKeyOptions: ParsableArguments {
     }
 
     /// Reads a key (or, for the legacy schemes, a passphrase) from a file or an environment variable.
-    static func loadKey(file keyFile: String?, environmentVariable keyEnv: String?, for scheme: SealScheme) throws
+    package static func loadKey(file keyFile: String?, environmentVariable keyEnv: String?, for scheme: SealScheme) throws
         -> AttachmentKey
     {
         switch (keyFile, scheme.usesPassphrase) {
@@ -119,7 +146,7 @@ struct SealKeyOptions: ParsableArguments {
         }
     }
 
-    static func parseScheme(_ text: String) throws -> SealScheme {
+    package static func parseScheme(_ text: String) throws -> SealScheme {
         guard let scheme = SealScheme(rawValue: text) else {
             let names = SealScheme.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValidationError("unknown scheme '\(text)'; choose one of \(names)")
@@ -129,11 +156,34 @@ struct SealKeyOptions: ParsableArguments {
 }
 
 /// Prints an ``AttacheError`` as one line on standard error and exits non-zero (64 for bad usage).
-func reportingErrors(_ body: () async throws -> Void) async throws {
+package func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as AttacheError {
-        FileHandle.standardError.write(Data("attache: \(error) [\(error.code)]\n".utf8))
+        writeToStandardError("attache: \(error) [\(error.code)]\n")
         throw ExitCode(ExitStatus.forError(error))
+    }
+}
+
+/// Writes `text` to standard error in one `write` where possible (short writes are retried).
+package func writeToStandardError(_ text: String) {
+    writeText(text, to: STDERR_FILENO)
+}
+
+/// Writes `text` to standard output, unbuffered, in one `write` where possible.
+package func writeToStandardOutput(_ text: String) {
+    writeText(text, to: STDOUT_FILENO)
+}
+
+private func writeText(_ text: String, to descriptor: Int32) {
+    var text = text
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
     }
 }

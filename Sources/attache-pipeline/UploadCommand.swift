@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheCommands
 import Foundation
 import Logging
 import Synchronization

@@ -1,8 +1,12 @@
 import ArgumentParser
 import Attache
+import AttacheCommands
 import CLibc
 
-/// The `attache` command-line tool.
+/// The whole `attache` command-line tool, as `attache-pipeline`.
+///
+/// The small `attache` executable runs `detect`, `encrypt` and `decrypt` itself and starts this one,
+/// with the same arguments, for everything else; run directly, it does everything.
 @main
 struct AttacheCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

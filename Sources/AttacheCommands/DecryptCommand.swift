@@ -1,9 +1,11 @@
-import ArgumentParser
-import Attache
+package import ArgumentParser
+import AttacheCore
 
 /// `attache decrypt IN -o OUT --key-file K [--scheme S] [--base64]`
-struct DecryptCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct DecryptCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "decrypt",
         abstract: "Decrypt and verify a file made by `attache encrypt`, streaming.",
         discussion: """
@@ -29,13 +31,13 @@ struct DecryptCommand: AsyncParsableCommand {
     @Option(help: "signal only: the real plaintext length, to strip the bucket padding.")
     var plaintextLength: Int64?
 
-    func validate() throws {
+    package func validate() throws {
         _ = try SealKeyOptions.parseScheme(scheme)
         try key.validate(creating: false)
         if let plaintextLength, plaintextLength < 0 { throw ValidationError("--plaintext-length must be ≥ 0") }
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors {
             let scheme = try SealKeyOptions.parseScheme(scheme)
             let unsealer = Unsealer(

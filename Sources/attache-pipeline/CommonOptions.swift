@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheCommands
 import Foundation
 import Logging
 
@@ -30,60 +31,27 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Exit statuses, documented in the README. One switch maps error codes to them.
-enum ExitStatus {
-    static let success: Int32 = 0
-    static let failure: Int32 = 1
-    static let usage: Int32 = 64
-    static let badInput: Int32 = 65
-    static let cannotRead: Int32 = 66
-    static let internalError: Int32 = 70
-    static let unavailable: Int32 = 69
-    static let ioError: Int32 = 74
-    static let temporaryFailure: Int32 = 75
-    static let badResponse: Int32 = 76
-    static let rejected: Int32 = 77
-    static let cancelled: Int32 = 130
-
-    static func forError(_ error: AttacheError) -> Int32 {
-        switch error.code {
-        case .invalidArgument: return usage
-        case .fileNotFound, .fileUnreadable: return cannotRead
-        case .corruptInput, .unsupportedInput, .limitExceeded, .invalidKey, .authenticationFailed:
-            return badInput
-        case .fileUnwritable: return ioError
-        case .connectionFailed, .tlsFailure: return unavailable
-        case .connectionLost, .timedOut, .retriesExhausted, .fileChanged, .journalBusy: return temporaryFailure
-        case .badResponse: return badResponse
-        case .rejected: return rejected
-        case .cancelled: return cancelled
-        case .internalError, .nativeLibrary: return internalError
-        default: return failure
-        }
-    }
-}
-
 /// Writes to stderr and stdout without buffering surprises between the two.
 enum Console {
     static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
 
     static func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeToStandardOutput(line + "\n")
     }
 
     static func err(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        writeToStandardError(line + "\n")
     }
 
     /// Redraws the current stderr line (terminal only).
     static func status(_ text: String) {
         guard stderrIsTerminal else { return }
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+        writeToStandardError("\r\u{1B}[2K" + text)
     }
 
     static func clearStatus() {
         guard stderrIsTerminal else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        writeToStandardError("\r\u{1B}[2K")
     }
 
     /// One JSON object, keys sorted, on one line.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheCommands
 import Foundation
 
 /// The options that shape the pipeline, shared by `upload` and `batch`.

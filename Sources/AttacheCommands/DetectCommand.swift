@@ -1,10 +1,18 @@
-import ArgumentParser
-import Attache
-import Foundation
+package import ArgumentParser
+import AttacheCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `attache detect FILE... [--json]`: prints what each file is, one line per file.
-struct DetectCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct DetectCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "detect",
         abstract: "Detect the MIME type, message kind and metadata of files from their content.",
         discussion: """
@@ -21,11 +29,11 @@ struct DetectCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object per line.")
     var json = false
 
-    func validate() throws {
+    package func validate() throws {
         if files.isEmpty { throw ValidationError("give at least one file") }
     }
 
-    func run() async throws {
+    package func run() async throws {
         if !Self.detect(files, json: json) { throw ExitCode(1) }
     }
 
@@ -43,7 +51,7 @@ struct DetectCommand: AsyncParsableCommand {
     ///     await main(nil)
     /// }
     /// ```
-    static func runIfPlain(_ arguments: [String]) {
+    package static func runIfPlain(_ arguments: [String]) {
         guard arguments.count > 2, arguments[1] == configuration.commandName else { return }
         var json = false
         var files: [String] = []

@@ -1,0 +1,78 @@
+import ArgumentParser
+import AttacheCommands
+import CLibc
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `attache` executable: runs `detect`, `encrypt` and `decrypt` itself and hands every other
+/// command line to `attache-pipeline`, which installs next to it.
+///
+/// Those three commands need neither Foundation nor libcurl, libjpeg or SQLite, so this executable is
+/// linked fully statically without them: it starts in about half a millisecond and a few MB, where
+/// the whole tool takes several times that (docs/BENCHMARKS.md, Start-up). A `detect` over a few
+/// hundred files and an `encrypt` of a small attachment are dominated by that start-up. Everything
+/// else (`upload`, `batch`, `recompress`, `--help`, `--version`) costs one `execv` more, which is
+/// nothing next to what those commands do.
+@main
+struct AttacheFront {
+    static let ownCommands: Set<String> = ["detect", "encrypt", "decrypt"]
+
+    static func main() async {
+        let arguments = CommandLine.arguments
+        guard arguments.count > 1, ownCommands.contains(arguments[1]) else {
+            runPipeline(arguments)
+        }
+        _ = attache_set_malloc_arena_limit(2)
+        DetectCommand.runIfPlain(arguments)
+        await FrontCommand.main(Array(arguments.dropFirst()))
+    }
+
+    /// Replaces this process with `attache-pipeline` and the same arguments: the copy next to this
+    /// executable, else the first one on `PATH`. Exits with 69 (unavailable) when there is none.
+    static func runPipeline(_ arguments: [String]) -> Never {
+        let name = "attache-pipeline"
+        let sibling = executableDirectory().map { $0 + "/" + name }
+        var failure = ENOENT
+        for candidate in [sibling, name].compactMap({ $0 }) {
+            withCStrings([candidate] + arguments.dropFirst()) { argv in
+                // execv for the sibling (an exact path), execvp for the bare name (a PATH search).
+                _ = candidate.contains("/") ? execv(candidate, argv) : execvp(candidate, argv)
+            }
+            failure = errno
+        }
+        let place = sibling.map { " (looked for \($0) and on PATH)" } ?? " (looked on PATH)"
+        writeToStandardError(
+            "attache: cannot start \(name), which runs every command but detect, encrypt and decrypt\(place): "
+                + String(cString: strerror(failure)) + "\n")
+        exit(ExitStatus.unavailable)
+    }
+
+    /// The directory this executable was started from, symbolic links resolved.
+    static func executableDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        return String(path[..<slash])
+    }
+
+    /// Calls `body` with a NULL-terminated C array of `strings`.
+    static func withCStrings(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Void) {
+        let pointers = strings.map { strdup($0) } + [nil]
+        defer { pointers.forEach { free($0) } }
+        pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
+
+/// The commands this executable runs itself; `commandName` keeps usage lines reading `attache …`.
+struct FrontCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache",
+        subcommands: [DetectCommand.self, EncryptCommand.self, DecryptCommand.self])
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// The `attache` executable runs detect, encrypt and decrypt itself and hands everything else to
+/// `attache-pipeline`; these tests run the built executables as a user would.
+@Suite("attache front executable")
+struct FrontExecutableTests {
+    func samples() -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Samples")
+    }
+
+    @Test func detectRunsInTheFrontAndReportsTheContentType() async throws {
+        let child = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: ["detect", "--json", samples().appendingPathComponent("photo.jpg").path])
+        #expect(try await child.wait(upTo: 30) == 0)
+        let line = try JSONSerialization.jsonObject(with: Data(child.standardOutput.utf8)) as? [String: Any]
+        #expect(line?["mime"] as? String == "image/jpeg")
+        #expect(line?["kind"] as? String == "image")
+    }
+
+    @Test func otherCommandsAreHandedToThePipelineExecutable() async throws {
+        let help = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--help"])
+        #expect(try await help.wait(upTo: 30) == 0)
+        // Only attache-pipeline knows `upload`; its usage line still names the tool `attache`.
+        #expect(help.standardOutput.contains("USAGE: attache upload"))
+
+        let top = try ChildProcess(executable: try attacheBinary(), arguments: ["--help"])
+        #expect(try await top.wait(upTo: 30) == 0)
+        for command in ["upload", "batch", "detect", "recompress", "encrypt", "decrypt"] {
+            #expect(top.standardOutput.contains("  \(command) "), "`attache --help` lists \(command)")
+        }
+    }
+
+    @Test func encryptAndDecryptRoundTripThroughTheFront() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-front-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let plain = folder.appendingPathComponent("plain.bin")
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        try Data(bytes).write(to: plain)
+        let key = folder.appendingPathComponent("key").path
+        let sealed = folder.appendingPathComponent("sealed").path
+        let opened = folder.appendingPathComponent("opened").path
+
+        let encrypt = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: ["encrypt", plain.path, "-o", sealed, "--key-file", key, "--new-key"])
+        #expect(try await encrypt.wait(upTo: 30) == 0, "\(encrypt.standardError)")
+        let decrypt = try ChildProcess(
+            executable: try attacheBinary(), arguments: ["decrypt", sealed, "-o", opened, "--key-file", key])
+        #expect(try await decrypt.wait(upTo: 30) == 0, "\(decrypt.standardError)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: opened)) == Data(bytes))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: sealed)) != Data(bytes))
+    }
+
+    @Test func aMissingPipelineExecutableIsReportedNotHidden() async throws {
+        // A copy of the front alone in a folder, with no attache-pipeline next to it or on PATH.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-alone-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let lonely = folder.appendingPathComponent("attache").path
+        try FileManager.default.copyItem(atPath: try attacheBinary(), toPath: lonely)
+
+        let child = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "batch", "x"])
+        #expect(try await child.wait(upTo: 30) == 69)
+        #expect(child.standardError.contains("cannot start attache-pipeline"))
+        #expect(child.standardError.contains(folder.path + "/attache-pipeline"))
+
+        // The front's own commands still work without it.
+        let detect = try ChildProcess(executable: lonely, arguments: ["detect", lonely])
+        #expect(try await detect.wait(upTo: 30) == 0)
+        #expect(detect.standardOutput.contains(": application/x-executable (file)"))
+    }
+}
