@@ -18,6 +18,7 @@ struct AttacheCommand: AsyncParsableCommand {
             BatchCommand.self,
             DetectCommand.self,
             RecompressCommand.self,
+            DownloadCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
         ])

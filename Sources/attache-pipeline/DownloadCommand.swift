@@ -1,0 +1,170 @@
+import ArgumentParser
+import Attache
+import AttacheCommands
+import Foundation
+import Synchronization
+
+/// `attache download URL -o OUT [--resume] [--key-file K]`
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download a file, resumably, and optionally decrypt it.",
+        discussion: """
+            The bytes collect in OUT.part and OUT appears only when the download is complete and \
+            checked: against the size the server announced, against its ETag when that is a SHA-256 \
+            (as attache-server sends), and, with --key-file/--key-env, by decrypting and verifying the \
+            sealed bytes into OUT. A broken connection or a 408/429/5xx answer is retried with backoff, \
+            each attempt continuing where the last stopped (Range). With --resume, an OUT.part left by \
+            an earlier run is continued too; without it, it is discarded.
+
+            Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
+            unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
+            77 rejected by the server (404, 403, ...), 130 cancelled.
+            """)
+
+    @Argument(help: "The http:// or https:// URL.")
+    var url: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The file to create.", valueName: "file"))
+    var output: String
+
+    @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
+    var resume = false
+
+    @Option(help: ArgumentHelp(
+        "Decrypt with the key in this file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
+        valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
+    var keyEnv: String?
+
+    @Option(help: ArgumentHelp(
+        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
+    var scheme = SealScheme.streamGCM.rawValue
+
+    @Flag(help: "With a key: the downloaded bytes are base64 text.")
+    var base64 = false
+
+    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
+    var plaintextLength: Int64?
+
+    @Option(name: .customLong("header"), help: ArgumentHelp("A request header NAME: VALUE; repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("Attempts, the first included (1 = no retries).", valueName: "n"))
+    var attempts = 6
+
+    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
+    var stallTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
+    var pinnedPublicKey: String?
+
+    @Flag(help: "Print the receipt as one JSON object.")
+    var json = false
+
+    @Flag(help: "Do not show progress on the terminal.")
+    var noProgress = false
+
+    func validate() throws {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            throw ValidationError("the URL must start with http:// or https://")
+        }
+        _ = try SealKeyOptions.parseScheme(scheme)
+        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
+        guard connectTimeout > 0, stallTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+        for header in headers where !header.contains(":") || header.hasPrefix(":") {
+            throw ValidationError("--header needs NAME: VALUE, got '\(header)'")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            var configuration = UploadConfiguration()
+            configuration.retry.maximumAttempts = attempts
+            configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+            configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
+            configuration.caFile = caFile
+            configuration.pinnedPublicKey = pinnedPublicKey
+
+            var request = DownloadRequest(url: url, destination: output, resume: resume)
+            request.headers = headers.map { line in
+                let colon = line.firstIndex(of: ":")!
+                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }
+            if keyFile != nil || keyEnv != nil {
+                let scheme = try SealKeyOptions.parseScheme(scheme)
+                request.unsealing = DownloadRequest.Unsealing(
+                    scheme: scheme, key: try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme),
+                    transferEncoding: base64 ? .base64 : .binary, plaintextByteCount: plaintextLength)
+            }
+
+            let showProgress = !noProgress && !json && Console.stderrIsTerminal
+            let meter = DownloadMeter(enabled: showProgress, name: (output as NSString).lastPathComponent)
+            let receipt: DownloadReceipt
+            do {
+                receipt = try await Downloader(configuration: configuration).download(request) { meter.update($0) }
+            } catch {
+                meter.clear()
+                throw error
+            }
+            meter.clear()
+            if json {
+                Console.out(Console.json(receipt))
+            } else {
+                var line = "\(receipt.path): \(formatBytes(receipt.storedByteCount))"
+                if receipt.unsealed { line += " decrypted from \(formatBytes(receipt.byteCount))" }
+                if receipt.resumedFrom > 0 { line += ", resumed at \(formatBytes(receipt.resumedFrom))" }
+                if receipt.attempts > 1 { line += ", \(receipt.attempts) attempts" }
+                line += receipt.verifiedByETag ? ", sha256 \(receipt.sha256) (matches the ETag)" : ", sha256 \(receipt.sha256)"
+                Console.out(line)
+            }
+        }
+    }
+}
+
+/// The one-line progress display of a download, redrawn at most ten times a second.
+final class DownloadMeter: Sendable {
+    private struct State {
+        var lastDraw: ContinuousClock.Instant?
+        var drawn = false
+    }
+
+    private let enabled: Bool
+    private let name: String
+    private let state = Mutex(State())
+
+    init(enabled: Bool, name: String) {
+        self.enabled = enabled
+        self.name = name
+    }
+
+    func update(_ progress: DownloadProgress) {
+        guard enabled else { return }
+        let now = ContinuousClock.now
+        let draw = state.withLock { state -> Bool in
+            if let last = state.lastDraw, now - last < .milliseconds(100) { return false }
+            state.lastDraw = now
+            state.drawn = true
+            return true
+        }
+        guard draw else { return }
+        var text = "\(name) \(formatBytes(progress.receivedBytes))"
+        if let total = progress.totalBytes, total > 0 {
+            text += " of \(formatBytes(total)) (\(progress.receivedBytes * 100 / total)%)"
+        }
+        Console.status(text)
+    }
+
+    func clear() {
+        if state.withLock({ $0.drawn }) { Console.clearStatus() }
+    }
+}
