@@ -46,11 +46,16 @@ let package = Package(
             providers: [.apt(["libpng-dev"])]),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
+        // libjpeg's own API (TurboJPEG 2.x does not expose it) to decode a JPEG's raw Y/Cb/Cr rows a few at
+        // a time, so the Transform stage never holds the whole decoded planes. libjpeg's error handler
+        // must not return, hence C with setjmp around each call. Linked from the static archive like
+        // libcrypto: no extra shared library to load at every start of every command.
+        .target(name: "CJPEGStream", linkerSettings: [.linkedLibrary(":libjpeg.a")]),
 
         .target(
             name: "Attache",
             dependencies: [
-                "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG", "CBase64",
+                "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG", "CBase64", "CJPEGStream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
