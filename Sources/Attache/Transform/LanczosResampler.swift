@@ -1,4 +1,5 @@
 import Foundation
+internal import CJPEGStream
 
 /// A separable Lanczos-3 resampler for 8-bit rasters of any channel count.
 ///
@@ -201,6 +202,8 @@ final class RowResampler {
     private let slots: Int
     private let ring: UnsafeMutablePointer<Float>
     private let accumulator: UnsafeMutablePointer<Float>
+    /// The ring rows of the output row being written, in order, for the C loop.
+    private let rowPointers: UnsafeMutablePointer<UnsafePointer<Float>?>
     private var output: [UInt8]
     private var received = 0
     private var produced = 0
@@ -219,12 +222,14 @@ final class RowResampler {
         let rowCount = sourceWidth * channels
         ring = .allocate(capacity: slots * rowCount)
         accumulator = .allocate(capacity: rowCount)
+        rowPointers = .allocate(capacity: slots)
         output = [UInt8](repeating: 0, count: width * height * channels)
     }
 
     deinit {
         ring.deallocate()
         accumulator.deallocate()
+        rowPointers.deallocate()
     }
 
     /// Whether every source row has been pushed (and so every output row written).
@@ -235,21 +240,56 @@ final class RowResampler {
         precondition(received < sourceHeight, "more source rows than the image has")
         let count = sourceWidth * channels
         let floats = ring + (received % slots) * count
-        for x in 0..<count { floats[x] = Float(row[x]) }
+        if Self.vectorKernels {
+            attache_resample_widen(row, floats, count)
+        } else {
+            for x in 0..<count { floats[x] = Float(row[x]) }
+        }
         received += 1
         // Starts never decrease, so an output row becomes ready exactly when its last source row arrives,
         // while all of its rows are still in the ring.
-        let rowSize = width * channels
         while produced < height, vertical.starts[produced] + slots <= received {
-            let y = produced
-            output.withUnsafeMutableBufferPointer { out in
-                vertical.weights.withUnsafeBufferPointer { vw in
-                    LanczosResampler.emitRow(into: out.baseAddress! + y * rowSize, accumulator: accumulator, ring: ring,
-                                             slots: slots, start: vertical.starts[y], weights: vw.baseAddress! + y * slots,
-                                             count: count, horizontal: horizontal, width: width, channels: channels)
+            emit(produced)
+            produced += 1
+        }
+    }
+
+    /// Whether the AVX2 + FMA loops of CJPEGStream run on this CPU (checked once).
+    static let vectorKernels = attache_resample_available() != 0
+
+    private func emit(_ y: Int) {
+        let count = sourceWidth * channels
+        let rowSize = width * channels
+        let start = vertical.starts[y]
+        output.withUnsafeMutableBufferPointer { out in
+            vertical.weights.withUnsafeBufferPointer { vw in
+                let o = out.baseAddress! + y * rowSize
+                let weights = vw.baseAddress! + y * slots
+                guard Self.vectorKernels else {
+                    LanczosResampler.emitRow(into: o, accumulator: accumulator, ring: ring, slots: slots, start: start,
+                                             weights: weights, count: count, horizontal: horizontal, width: width,
+                                             channels: channels)
+                    return
+                }
+                for k in 0..<slots { rowPointers[k] = UnsafePointer(ring + ((start + k) % slots) * count) }
+                attache_resample_vertical(accumulator, rowPointers, weights, Int32(slots), count)
+                if let h = horizontal {
+                    h.weights.withUnsafeBufferPointer { hw in
+                        h.starts.withUnsafeBufferPointer { hs in
+                            if channels == 1, h.taps % 4 == 0 {
+                                attache_resample_horizontal1(accumulator, o, hw.baseAddress!, hs.baseAddress!,
+                                                             Int32(h.taps), Int32(width))
+                            } else {
+                                LanczosResampler.horizontalPass(from: accumulator, to: o, weights: hw.baseAddress!,
+                                                                starts: hs.baseAddress!, taps: h.taps, width: width,
+                                                                channels: channels)
+                            }
+                        }
+                    }
+                } else {
+                    for x in 0..<count { o[x] = LanczosResampler.clampToByte(accumulator[x]) }
                 }
             }
-            produced += 1
         }
     }
 
