@@ -49,7 +49,7 @@ static void on_error(j_common_ptr cinfo) {
     longjmp(stream->jump, 1);
 }
 
-// Warnings are kept (the last one's text) but do not stop decoding, except the end of the data: libjpeg
+// Warnings are kept (the last one's text) but do not stop decoding, except running out of data: libjpeg
 // would go on and fill the rest of the picture with grey, and a cut-off photo must be refused instead.
 static void on_message(j_common_ptr cinfo, int level) {
     if (level >= 0) return;  // trace messages
@@ -57,7 +57,9 @@ static void on_message(j_common_ptr cinfo, int level) {
     cinfo->err->num_warnings++;
     stream->message_code = cinfo->err->msg_code;
     (*cinfo->err->format_message)(cinfo, stream->message);
-    if (cinfo->err->msg_code == JWRN_JPEG_EOF) stream->truncated = 1;
+    // JWRN_HIT_MARKER: the scan data ended (at a marker) before the picture did, as when a header
+    // declares more pixels than the data holds. Both would come back as grey.
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF || cinfo->err->msg_code == JWRN_HIT_MARKER) stream->truncated = 1;
 }
 
 // Each progressive scan is a full pass over the coefficients: a crafted file with thousands of tiny
