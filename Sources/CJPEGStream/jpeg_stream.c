@@ -2,6 +2,7 @@
 // the resampler, so the decoded planes of a 12 MP photo (10 MB at 3/4 scale) never exist at once.
 
 #include "attache_jpeg_stream.h"
+#include "attache_idct6.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -156,6 +157,14 @@ int attache_jpeg_stream_start(attache_jpeg_stream *stream, const unsigned char *
             SET_COMP_SCALED(comp, size_px);
             comp->MCU_sample_width = comp->MCU_width * size_px;
             cinfo->idct->inverse_DCT[c] = cinfo->idct->inverse_DCT[reference];
+        }
+    }
+
+    // At 3/4 scale every block goes through the 6×6 transform, which libjpeg-turbo has only in scalar C.
+    if (size_px == 6) {
+        attache_idct_method fast = attache_idct6_method();
+        if (fast) {
+            for (int c = 0; c < cinfo->num_components; c++) cinfo->idct->inverse_DCT[c] = fast;
         }
     }
 

@@ -3,6 +3,8 @@
 
 #include "attache_resample.h"
 
+#include <string.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -52,19 +54,40 @@ static inline unsigned char clamp_to_byte(float value) {
     return (unsigned char)value;
 }
 
+__attribute__((target("avx2,fma"))) static inline __m256 dot_lanes(const float *s, const float *w, int taps) {
+    __m256 sum8 = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= taps; k += 8) sum8 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(s + k), sum8);
+    if (k < taps) {
+        sum8 = _mm256_add_ps(sum8, _mm256_zextps128_ps256(_mm_mul_ps(_mm_loadu_ps(w + k), _mm_loadu_ps(s + k))));
+    }
+    return sum8;
+}
+
+// Four output pixels per step: their dot products are independent chains, and the four horizontal sums
+// share two hadd steps instead of a shuffle sequence each.
 __attribute__((target("avx2,fma"))) void attache_resample_horizontal1(
     const float *src, unsigned char *out, const float *weights, const intptr_t *starts, int taps, int width) {
-    for (int x = 0; x < width; x++) {
+    int x = 0;
+    for (; x + 4 <= width; x += 4) {
+        const float *w = weights + (size_t)x * (size_t)taps;
+        __m256 d0 = dot_lanes(src + starts[x], w, taps);
+        __m256 d1 = dot_lanes(src + starts[x + 1], w + taps, taps);
+        __m256 d2 = dot_lanes(src + starts[x + 2], w + 2 * taps, taps);
+        __m256 d3 = dot_lanes(src + starts[x + 3], w + 3 * taps, taps);
+        __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(d0, d1), _mm256_hadd_ps(d2, d3));
+        __m128 sums = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        __m128i values = _mm_cvtps_epi32(sums);  // round to nearest; packing saturates to 0...255
+        __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(values, values), _mm_setzero_si128());
+        int packed = _mm_cvtsi128_si32(bytes);
+        memcpy(out + x, &packed, 4);
+    }
+    for (; x < width; x++) {
         const float *s = src + starts[x];
         const float *w = weights + (size_t)x * (size_t)taps;
-        __m256 sum8 = _mm256_setzero_ps();
-        int k = 0;
-        for (; k + 8 <= taps; k += 8) sum8 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(s + k), sum8);
-        __m128 sum4 = _mm_add_ps(_mm256_castps256_ps128(sum8), _mm256_extractf128_ps(sum8, 1));
-        if (k < taps) sum4 = _mm_fmadd_ps(_mm_loadu_ps(w + k), _mm_loadu_ps(s + k), sum4);
-        sum4 = _mm_add_ps(sum4, _mm_movehl_ps(sum4, sum4));
-        sum4 = _mm_add_ss(sum4, _mm_movehdup_ps(sum4));
-        out[x] = clamp_to_byte(_mm_cvtss_f32(sum4));
+        float sum = 0;
+        for (int k = 0; k < taps; k++) sum += w[k] * s[k];
+        out[x] = clamp_to_byte(sum);
     }
 }
 
