@@ -48,6 +48,11 @@ let package = Package(
             providers: [.apt(["libpng-dev"])]),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
+        // libjpeg's own API (TurboJPEG 2.x does not expose it) to decode a JPEG's raw Y/Cb/Cr rows a few at
+        // a time, so the Transform stage never holds the whole decoded planes. libjpeg's error handler
+        // must not return, hence C with setjmp around each call. Linked from the static archive like
+        // libcrypto: no extra shared library to load at every start of every command.
+        .target(name: "CJPEGStream", linkerSettings: [.linkedLibrary(":libjpeg.a")]),
 
         // Detection, sealing, base64 and the shared error/source types: everything here uses the C library
         // and OpenSSL only, never Foundation, so the `attache` front executable that runs `detect`,
@@ -63,7 +68,7 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttacheCore", "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG",
+                "AttacheCore", "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG", "CJPEGStream",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

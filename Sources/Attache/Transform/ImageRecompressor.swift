@@ -16,10 +16,11 @@
 /// the metadata segments cut out and the compressed data copied unchanged. A recompressed JPEG that would
 /// come out larger than that stripped original is replaced by it.
 ///
-/// Memory: the pixel limit is checked from the header before anything is allocated. A baseline 12 MP
-/// JPEG to 1280 px needs about 12 MB of pixels (the 3/4-scale planes and the output), plus the file and
-/// libjpeg's own buffers; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample
-/// (about 36 MB at 12 MP, 4:2:0). PNG, WebP and BMP are decoded whole: 3–4 bytes per pixel.
+/// Memory: the pixel limit is checked from the header before anything is allocated. A YCbCr or grey JPEG
+/// is decoded a few rows at a time straight into the resampler, so a baseline 12 MP JPEG to 1280 px needs
+/// the file, the output planes (1.8 MB at 1280 × 960) and well under 1 MB of rows, never the decoded
+/// picture; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample (about 36 MB at
+/// 12 MP, 4:2:0). CMYK JPEGs, PNG, WebP and BMP are decoded whole: 3–4 bytes per pixel.
 ///
 /// ```swift
 /// let recompressor = ImageRecompressor(options: .standard)

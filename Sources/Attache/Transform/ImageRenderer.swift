@@ -12,6 +12,8 @@ struct InspectedImage {
     var hasAlpha: Bool
     var jpeg: JPEGHeader?
     var markers: JPEGMarkers?
+    /// The most progressive scans the decoder may go through (already checked by the marker walk).
+    var scanLimit = 64
 
     /// The size as the image is meant to be seen, after orientation.
     var displayedWidth: Int { orientation >= 5 ? height : width }
@@ -49,6 +51,7 @@ enum ImageRenderer {
             throw AttacheError(.unsupportedInput, stage: .transform, "not a JPEG, PNG, WebP, GIF or BMP image")
         }
         var image = InspectedImage(format: format, data: data, width: 0, height: 0, orientation: 1, hasAlpha: false)
+        image.scanLimit = scanLimit
         switch format {
         case .jpeg:
             let header = try TurboJPEGDecoder().header(data)
@@ -126,9 +129,15 @@ enum ImageRenderer {
             let scaledHeight = TurboJPEGDecoder.scaled(header.height, factor)
             let flags = TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT
             if planar, header.isYCbCrOrGray, header.subsampling >= 0 {
+                let chromaWidth = (storedWidth + 1) / 2, chromaHeight = (storedHeight + 1) / 2
+                if let planes = try streamPlanes(image, scaleNumerator: factor.num * 8 / factor.denom,
+                                                 scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+                                                 targets: [(storedWidth, storedHeight), (chromaWidth, chromaHeight),
+                                                           (chromaWidth, chromaHeight)]) {
+                    return .planes(planes.map { $0.applyingOrientation(image.orientation) }, width: width, height: height)
+                }
                 let planes = try decoder.decodePlanes(image.data, header: header, scaledWidth: scaledWidth,
                                                       scaledHeight: scaledHeight, flags: flags)
-                let chromaWidth = (storedWidth + 1) / 2, chromaHeight = (storedHeight + 1) / 2
                 let out = planes.enumerated().map { index, plane in
                     let resized = index == 0
                         ? LanczosResampler.resample(plane, width: storedWidth, height: storedHeight)
@@ -169,6 +178,36 @@ enum ImageRenderer {
         case .gif:
             throw AttacheError(.unsupportedInput, stage: .transform, "GIF images are not recompressed")
         }
+    }
+
+    /// Decodes a YCbCr or grey JPEG a few rows at a time straight into one ``RowResampler`` per plane,
+    /// resampling plane `i` to `targets[i]`; nil when the stream decoder does not take this file.
+    ///
+    /// Only the resamplers' rings and outputs and libjpeg's row buffers exist at once, not the decoded planes.
+    static func streamPlanes(_ image: InspectedImage, scaleNumerator: Int, scaledWidth: Int, scaledHeight: Int,
+                             targets: [(Int, Int)]) throws -> [Raster]? {
+        let decoder = try JPEGStreamDecoder()
+        var resamplers: [RowResampler] = []
+        let streamed = try decoder.decode(image.data, scaleNumerator: scaleNumerator, maxScans: image.scanLimit,
+                                          prepare: { layout in
+            // The sizes were planned from TurboJPEG's reading of the header; both libraries must agree.
+            guard layout.width == scaledWidth, layout.height == scaledHeight, layout.planes.count <= targets.count
+            else {
+                throw AttacheError(.corruptInput, stage: .transform,
+                                   "the JPEG decodes to \(layout.width)×\(layout.height), not the \(scaledWidth)×\(scaledHeight) its header declares")
+            }
+            resamplers = layout.planes.enumerated().map { index, plane in
+                RowResampler(sourceWidth: max(plane.width, 1), sourceHeight: max(plane.height, 1),
+                             width: targets[index].0, height: targets[index].1, channels: 1)
+            }
+        }, sink: { plane, row in
+            resamplers[plane].push(row)
+        })
+        guard streamed else { return nil }
+        guard resamplers.allSatisfy(\.isComplete) else {
+            throw AttacheError(.corruptInput, stage: .transform, "the JPEG image ended early")
+        }
+        return resamplers.map { $0.finish() }
     }
 
     /// Resamples packed pixels, premultiplying alpha around the resampling so transparent colour does

@@ -1,10 +1,12 @@
 import Foundation
+internal import CJPEGStream
 
 /// A separable Lanczos-3 resampler for 8-bit rasters of any channel count.
 ///
 /// It runs the vertical pass first, one output row at a time, over whole contiguous source rows, then
 /// the horizontal pass on that single Float row. Source rows are converted to Float once, into a ring
-/// of `taps` rows, because each one is read by several output rows. The extra memory is that ring plus
+/// of `taps` rows, because each one is read by several output rows; they can be fed one at a time
+/// (``RowResampler``), so the whole source never has to exist. The extra memory is that ring plus
 /// one row. When downscaling, the kernel is stretched by the scale factor so every source pixel
 /// contributes (no aliasing); results are clamped, which hides the small overshoot ("ringing") Lanczos
 /// produces at hard edges.
@@ -20,8 +22,11 @@ enum LanczosResampler {
         let ax = abs(x)
         if ax < 1e-9 { return 1 }
         if ax >= 3 { return 0 }
+        // sin(πx) = sin(3t) = sin t · (3 − 4 sin² t) with t = πx/3: one sine instead of two, and there are
+        // tens of thousands of weights per photo.
         let px = Double.pi * x
-        return 3 * sin(px) * sin(px / 3) / (px * px)
+        let s = sin(px / 3)
+        return 3 * s * (3 - 4 * s * s) * s / (px * px)
     }
 
     /// The weights for resampling `source` samples to `destination` samples along one axis.
@@ -72,60 +77,36 @@ enum LanczosResampler {
     static func resample(_ source: Raster, width: Int, height: Int) -> Raster {
         precondition(width > 0 && height > 0)
         if width == source.width && height == source.height { return source }
-        let c = source.channels
-        let srcRow = source.width * c
-        let dstRow = width * c
-        let vertical = weights(from: source.height, to: height)
-        let horizontal = width == source.width
-            ? nil : weights(from: source.width, to: width, tapMultiple: c == 1 ? 4 : 1)
-        var out = [UInt8](repeating: 0, count: dstRow * height)
-        var row = [Float](repeating: 0, count: srcRow)
-        // Source row `r` lives, as Floats, in slot `r % taps` while it is needed.
-        let slots = vertical.taps
-        var ring = [Float](repeating: 0, count: slots * srcRow)
-        var slotRow = [Int](repeating: -1, count: slots)
-
+        let rows = RowResampler(sourceWidth: source.width, sourceHeight: source.height,
+                                width: width, height: height, channels: source.channels)
+        let stride = source.width * source.channels
         source.pixels.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
-                row.withUnsafeMutableBufferPointer { acc in
-                    ring.withUnsafeMutableBufferPointer { ringBuffer in
-                        vertical.weights.withUnsafeBufferPointer { vw in
-                            let s = src.baseAddress!, a = acc.baseAddress!, r = ringBuffer.baseAddress!
-                            for y in 0..<height {
-                                let start = vertical.starts[y]
-                                for k in 0..<slots where slotRow[(start + k) % slots] != start + k {
-                                    let slot = (start + k) % slots
-                                    slotRow[slot] = start + k
-                                    let line = s + (start + k) * srcRow, floats = r + slot * srcRow
-                                    for x in 0..<srcRow { floats[x] = Float(line[x]) }
-                                }
-                                verticalPass(into: a, ring: r, slots: slots, start: start,
-                                             weights: vw.baseAddress! + y * slots, count: srcRow)
-                                // Horizontal pass from `acc` into the output row.
-                                let o = dst.baseAddress! + y * dstRow
-                                if let h = horizontal {
-                                    h.weights.withUnsafeBufferPointer { hw in
-                                        h.starts.withUnsafeBufferPointer { hs in
-                                            horizontalPass(from: a, to: o, weights: hw.baseAddress!, starts: hs.baseAddress!,
-                                                           taps: h.taps, width: width, channels: c)
-                                        }
-                                    }
-                                } else {
-                                    for x in 0..<dstRow { o[x] = clampToByte(a[x]) }
-                                }
-                            }
-                        }
-                    }
+            for y in 0..<source.height { rows.push(src.baseAddress! + y * stride) }
+        }
+        return rows.finish()
+    }
+
+    /// One output row of the vertical pass from the ring (see ``RowResampler``), then the horizontal pass.
+    static func emitRow(into o: UnsafeMutablePointer<UInt8>, accumulator a: UnsafeMutablePointer<Float>,
+                        ring: UnsafeMutablePointer<Float>, slots: Int, start: Int, weights: UnsafePointer<Float>,
+                        count: Int, horizontal: Weights?, width: Int, channels: Int) {
+        verticalPass(into: a, ring: ring, slots: slots, start: start, weights: weights, count: count)
+        if let h = horizontal {
+            h.weights.withUnsafeBufferPointer { hw in
+                h.starts.withUnsafeBufferPointer { hs in
+                    horizontalPass(from: a, to: o, weights: hw.baseAddress!, starts: hs.baseAddress!,
+                                   taps: h.taps, width: width, channels: channels)
                 }
             }
+        } else {
+            for x in 0..<count { o[x] = clampToByte(a[x]) }
         }
-        return Raster(width: width, height: height, channels: c, pixels: out)
     }
 
     /// `a = Σ weights[k] · ring row (start + k)`, two rows per sweep so `a` is loaded and stored half as
     /// often; each sweep is a contiguous multiply-add that the compiler vectorises.
     @inline(__always)
-    private static func verticalPass(into a: UnsafeMutablePointer<Float>, ring: UnsafeMutablePointer<Float>, slots: Int,
+    static func verticalPass(into a: UnsafeMutablePointer<Float>, ring: UnsafeMutablePointer<Float>, slots: Int,
                                      start: Int, weights: UnsafePointer<Float>, count: Int) {
         func line(_ k: Int) -> UnsafeMutablePointer<Float> { ring + ((start + k) % slots) * count }
         let first = line(0), w0 = weights[0]
@@ -145,7 +126,7 @@ enum LanczosResampler {
     /// One output row of the horizontal pass; the one-channel case (JPEG planes, the hot path) gets a
     /// loop of its own so the compiler can keep everything in registers.
     @inline(__always)
-    private static func horizontalPass(from a: UnsafeMutablePointer<Float>, to o: UnsafeMutablePointer<UInt8>,
+    static func horizontalPass(from a: UnsafeMutablePointer<Float>, to o: UnsafeMutablePointer<UInt8>,
                                        weights: UnsafePointer<Float>, starts: UnsafePointer<Int>,
                                        taps: Int, width: Int, channels c: Int) {
         if c == 1, taps % 4 == 0 {
@@ -205,5 +186,119 @@ enum LanczosResampler {
             return (maxSide, max(1, Int((Double(height) * scale).rounded())))
         }
         return (max(1, Int((Double(width) * scale).rounded())), maxSide)
+    }
+}
+
+/// Resamples one image (Lanczos-3, as ``LanczosResampler``) whose source rows arrive one at a time, top to
+/// bottom, and writes each output row as soon as the source rows it needs are in.
+///
+/// Only a ring of `taps` source rows (as Float) is kept, so a decoder can feed it straight from its own
+/// small row buffer: the source image never has to exist whole.
+final class RowResampler {
+    let sourceWidth: Int
+    let sourceHeight: Int
+    let width: Int
+    let height: Int
+    let channels: Int
+    private let vertical: LanczosResampler.Weights
+    private let horizontal: LanczosResampler.Weights?
+    private let slots: Int
+    private let ring: UnsafeMutablePointer<Float>
+    private let accumulator: UnsafeMutablePointer<Float>
+    /// The ring rows of the output row being written, in order, for the C loop.
+    private let rowPointers: UnsafeMutablePointer<UnsafePointer<Float>?>
+    private var output: [UInt8]
+    private var received = 0
+    private var produced = 0
+
+    init(sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, channels: Int) {
+        precondition(sourceWidth > 0 && sourceHeight > 0 && width > 0 && height > 0)
+        self.sourceWidth = sourceWidth
+        self.sourceHeight = sourceHeight
+        self.width = width
+        self.height = height
+        self.channels = channels
+        vertical = LanczosResampler.weights(from: sourceHeight, to: height)
+        horizontal = width == sourceWidth
+            ? nil : LanczosResampler.weights(from: sourceWidth, to: width, tapMultiple: channels == 1 ? 4 : 1)
+        slots = vertical.taps
+        let rowCount = sourceWidth * channels
+        ring = .allocate(capacity: slots * rowCount)
+        accumulator = .allocate(capacity: rowCount)
+        rowPointers = .allocate(capacity: slots)
+        output = [UInt8](repeating: 0, count: width * height * channels)
+    }
+
+    deinit {
+        ring.deallocate()
+        accumulator.deallocate()
+        rowPointers.deallocate()
+    }
+
+    /// Whether every source row has been pushed (and so every output row written).
+    var isComplete: Bool { received == sourceHeight }
+
+    /// Takes the next source row (`sourceWidth × channels` samples) and writes the output rows it completes.
+    func push(_ row: UnsafePointer<UInt8>) {
+        precondition(received < sourceHeight, "more source rows than the image has")
+        let count = sourceWidth * channels
+        let floats = ring + (received % slots) * count
+        if Self.vectorKernels {
+            attache_resample_widen(row, floats, count)
+        } else {
+            for x in 0..<count { floats[x] = Float(row[x]) }
+        }
+        received += 1
+        // Starts never decrease, so an output row becomes ready exactly when its last source row arrives,
+        // while all of its rows are still in the ring.
+        while produced < height, vertical.starts[produced] + slots <= received {
+            emit(produced)
+            produced += 1
+        }
+    }
+
+    /// Whether the AVX2 + FMA loops of CJPEGStream run on this CPU (checked once).
+    static let vectorKernels = attache_resample_available() != 0
+
+    private func emit(_ y: Int) {
+        let count = sourceWidth * channels
+        let rowSize = width * channels
+        let start = vertical.starts[y]
+        output.withUnsafeMutableBufferPointer { out in
+            vertical.weights.withUnsafeBufferPointer { vw in
+                let o = out.baseAddress! + y * rowSize
+                let weights = vw.baseAddress! + y * slots
+                guard Self.vectorKernels else {
+                    LanczosResampler.emitRow(into: o, accumulator: accumulator, ring: ring, slots: slots, start: start,
+                                             weights: weights, count: count, horizontal: horizontal, width: width,
+                                             channels: channels)
+                    return
+                }
+                for k in 0..<slots { rowPointers[k] = UnsafePointer(ring + ((start + k) % slots) * count) }
+                attache_resample_vertical(accumulator, rowPointers, weights, Int32(slots), count)
+                if let h = horizontal {
+                    h.weights.withUnsafeBufferPointer { hw in
+                        h.starts.withUnsafeBufferPointer { hs in
+                            if channels == 1, h.taps % 4 == 0 {
+                                attache_resample_horizontal1(accumulator, o, hw.baseAddress!, hs.baseAddress!,
+                                                             Int32(h.taps), Int32(width))
+                            } else {
+                                LanczosResampler.horizontalPass(from: accumulator, to: o, weights: hw.baseAddress!,
+                                                                starts: hs.baseAddress!, taps: h.taps, width: width,
+                                                                channels: channels)
+                            }
+                        }
+                    }
+                } else {
+                    for x in 0..<count { o[x] = LanczosResampler.clampToByte(accumulator[x]) }
+                }
+            }
+        }
+    }
+
+    /// The resampled image; every source row must have been pushed.
+    func finish() -> Raster {
+        precondition(isComplete && produced == height, "the source image is incomplete")
+        return Raster(width: width, height: height, channels: channels, pixels: output)
     }
 }
