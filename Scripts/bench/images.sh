@@ -38,12 +38,13 @@ measure() {
     local log="$work/time.log"; : > "$log"
     for _ in $(seq "$runs"); do
         rm -f "$output"
-        /usr/bin/time -f "%U %S %e %M" -a -o "$log" "$@" > /dev/null 2>&1
+        # CPU (user + system) with microsecond resolution, wall, peak RSS: Scripts/bench/rusage.py.
+        python3 "$root/Scripts/bench/rusage.py" "$@" >> "$log"
     done
     local cpu wall rss
-    cpu=$(awk '{ print $1 + $2 }' "$log" | median)
-    wall=$(awk '{ print $3 }' "$log" | median)
-    rss=$(awk '{ print $4 }' "$log" | median)
+    cpu=$(awk '{ print $1 }' "$log" | median)
+    wall=$(awk '{ print $2 }' "$log" | median)
+    rss=$(awk '{ print $3 }' "$log" | median)
     echo "$cpu $wall $rss"
 }
 
