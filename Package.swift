@@ -54,12 +54,13 @@ let package = Package(
         // libcrypto: no extra shared library to load at every start of every command.
         .target(name: "CJPEGStream", linkerSettings: [.linkedLibrary(":libjpeg.a")]),
 
-        // Detection, sealing, base64 and the shared error/source types: everything here uses the C library
-        // and OpenSSL only, never Foundation, so the `attache` front executable that runs `detect`,
-        // `encrypt` and `decrypt` starts in a fraction of the time and memory the full tool needs.
+        // Detection, image recompression, sealing, base64 and the shared error/source types: everything
+        // here uses the C library, the codecs and OpenSSL only, never Foundation, so the `attache` front
+        // executable that runs `detect`, `recompress`, `encrypt` and `decrypt` starts in a fraction of
+        // the time and memory the full tool needs.
         .target(
             name: "AttacheCore",
-            dependencies: ["COpenSSL", "CBase64", "CLibc"],
+            dependencies: ["COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream"],
             swiftSettings: swiftSettings,
             // libcrypto is linked from its static archive (libssl-dev ships it): the shared library
             // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB
@@ -68,12 +69,12 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttacheCore", "CCurl", "CTurboJPEG", "CWebP", "COpenSSL", "CPNG", "CJPEGStream",
+                "AttacheCore", "CCurl", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings),
-        // `detect`, `encrypt` and `decrypt` with ArgumentParser, shared by both executables.
+        // `detect`, `recompress`, `encrypt` and `decrypt` with ArgumentParser, shared by both executables.
         .target(
             name: "AttacheCommands",
             dependencies: [
@@ -81,8 +82,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // The `attache` executable users run: detect, encrypt and decrypt in a fully static binary without
-        // Foundation (≈ 0.5 ms and a few MB to start); every other command line is handed to
+        // The `attache` executable users run: detect, recompress, encrypt and decrypt in a fully static
+        // binary without Foundation (< 1 ms and a few MB to start); every other command line is handed to
         // `attache-pipeline` with execv (Sources/attache/AttacheFront.swift). Static linking is what makes
         // it start fast: no dynamic loader work for libstdc++ and the C libraries.
         .executableTarget(
@@ -95,10 +96,11 @@ let package = Package(
             linkerSettings: [
                 .unsafeFlags(["-static-executable"]),
                 // ArgumentParser's FoundationEssentials needs these two archives, which SwiftPM leaves out of a
-                // static executable's link line.
+                // static executable's link line; so are libpng's zlib and libm (pkg-config's private libraries).
                 .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
+                .linkedLibrary("z"), .linkedLibrary("m"),
             ]),
-        // The whole tool (upload, batch, recompress and the three above), installed next to `attache`.
+        // The whole tool (upload, batch, download and the four above), installed next to `attache`.
         .executableTarget(
             name: "attache-pipeline",
             dependencies: [

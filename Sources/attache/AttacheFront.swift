@@ -9,18 +9,19 @@ import Musl
 import Darwin
 #endif
 
-/// The `attache` executable: runs `detect`, `encrypt` and `decrypt` itself and hands every other
-/// command line to `attache-pipeline`, which installs next to it.
+/// The `attache` executable: runs `detect`, `recompress`, `encrypt` and `decrypt` itself and hands
+/// every other command line to `attache-pipeline`, which installs next to it.
 ///
-/// Those three commands need neither Foundation nor libcurl, libjpeg or SQLite, so this executable is
-/// linked fully statically without them: it starts in about half a millisecond and a few MB, where
-/// the whole tool takes several times that (docs/BENCHMARKS.md, Start-up). A `detect` over a few
-/// hundred files and an `encrypt` of a small attachment are dominated by that start-up. Everything
-/// else (`upload`, `batch`, `recompress`, `--help`, `--version`) costs one `execv` more, which is
-/// nothing next to what those commands do.
+/// Those four commands need neither Foundation nor libcurl or SQLite, so this executable is linked
+/// fully statically without them (the codecs and libcrypto from their static archives): it starts in
+/// under a millisecond and a few MB, where the whole tool takes several times that
+/// (docs/BENCHMARKS.md, Start-up). A `detect` over a few hundred files, a `recompress` of one photo and
+/// an `encrypt` of a small attachment all feel that start-up. Everything else (`upload`, `batch`,
+/// `download`, `--help`, `--version`) costs one `execv` more, which is nothing next to what those
+/// commands do.
 @main
 struct AttacheFront {
-    static let ownCommands: Set<String> = ["detect", "encrypt", "decrypt"]
+    static let ownCommands: Set<String> = ["detect", "recompress", "encrypt", "decrypt"]
 
     static func main() async {
         let arguments = CommandLine.arguments
@@ -74,5 +75,5 @@ struct AttacheFront {
 struct FrontCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
-        subcommands: [DetectCommand.self, EncryptCommand.self, DecryptCommand.self])
+        subcommands: [DetectCommand.self, RecompressCommand.self, EncryptCommand.self, DecryptCommand.self])
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// The `attache` executable runs detect, encrypt and decrypt itself and hands everything else to
-/// `attache-pipeline`; these tests run the built executables as a user would.
+/// The `attache` executable runs detect, recompress, encrypt and decrypt itself and hands everything
+/// else to `attache-pipeline`; these tests run the built executables as a user would.
 @Suite("attache front executable")
 struct FrontExecutableTests {
     func samples() -> URL {
@@ -72,5 +72,11 @@ struct FrontExecutableTests {
         let detect = try ChildProcess(executable: lonely, arguments: ["detect", lonely])
         #expect(try await detect.wait(upTo: 30) == 0)
         #expect(detect.standardOutput.contains(": application/x-executable (file)"))
+        let recompress = try ChildProcess(
+            executable: lonely,
+            arguments: ["recompress", samples().appendingPathComponent("photo.jpg").path, "-o", folder.path + "/small.jpg",
+                        "--max-side", "320", "--json"])
+        #expect(try await recompress.wait(upTo: 60) == 0, "\(recompress.standardError)")
+        #expect(recompress.standardOutput.contains("\"outputWidth\":240"))
     }
 }

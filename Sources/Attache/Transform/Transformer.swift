@@ -147,34 +147,3 @@ public struct TransformOutput: Sendable {
     }
 }
 
-/// A small JPEG preview of an image or sticker, sent as its own multipart part.
-public struct Thumbnail: Sendable {
-    /// The part name: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px).
-    public var name: String
-    /// The part's filename.
-    public var filename: String
-    /// Always `image/jpeg`.
-    public var mimeType: String
-    /// The JPEG bytes.
-    public var bytes: [UInt8]
-    /// The preview's width.
-    public var width: Int
-    /// The preview's height.
-    public var height: Int
-
-    /// Creates a thumbnail.
-    public init(name: String, filename: String, mimeType: String, bytes: [UInt8], width: Int, height: Int) {
-        self.name = name
-        self.filename = filename
-        self.mimeType = mimeType
-        self.bytes = bytes
-        self.width = width
-        self.height = height
-    }
-
-    init(side: Int, bytes: [UInt8], width: Int, height: Int) {
-        let tiny = side <= 64
-        self.init(name: tiny ? "thumbnailTiny" : "thumbnail", filename: tiny ? "thumbnail-tiny.jpg" : "thumbnail.jpg",
-                  mimeType: "image/jpeg", bytes: bytes, width: width, height: height)
-    }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheCore
 
 /// The streaming JPEG decoder (libjpeg rows straight into the resampler) against broken input, and its
 /// pixels against TurboJPEG's whole-plane decode of the same file.

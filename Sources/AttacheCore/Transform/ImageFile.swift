@@ -1,9 +1,15 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Whole-file reads and writes for images, which are decoded from memory.
-enum ImageFile {
+package enum ImageFile {
     /// Reads the file at `path`, refusing files larger than `limit` bytes before reading them.
-    static func read(_ path: String, limit: Int) throws -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -37,7 +43,7 @@ enum ImageFile {
     }
 
     /// Writes `bytes` to `path`, replacing it.
-    static func write(_ bytes: [UInt8], to path: String) throws {
+    package static func write(_ bytes: [UInt8], to path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno

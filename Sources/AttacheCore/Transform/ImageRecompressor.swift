@@ -130,14 +130,14 @@ public struct ImageRecompressor: Sendable {
 
     /// The result of one image: new bytes (nil when the input passes through unchanged), the summary, and
     /// any thumbnails asked for.
-    struct Outcome {
-        var bytes: [UInt8]?
-        var result: RecompressionResult
-        var thumbnails: [Thumbnail]
+    package struct Outcome {
+        package var bytes: [UInt8]?
+        package var result: RecompressionResult
+        package var thumbnails: [Thumbnail]
     }
 
     /// Recompresses a photo held in memory.
-    func recompress(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+    package func recompress(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.maxSide)
@@ -182,7 +182,7 @@ public struct ImageRecompressor: Sendable {
     }
 
     /// Makes a sticker from an image held in memory.
-    func makeSticker(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+    package func makeSticker(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.stickerSide, allowUpscale: true)

@@ -1,11 +1,13 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
+package import ArgumentParser
+import AttacheCore
+// JSONEncoder without the rest of Foundation: ArgumentParser links FoundationEssentials already.
+import FoundationEssentials
 
 /// `attache recompress`: one image to a small clean JPEG, WebP, or a sticker.
-struct RecompressCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct RecompressCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "recompress",
         abstract: "Recompress an image the way uploads do: resized, upright, metadata stripped.",
         discussion: """
@@ -37,7 +39,7 @@ struct RecompressCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the result as one JSON object.")
     var json = false
 
-    func validate() throws {
+    package func validate() throws {
         if let maxSide, !(16...16384).contains(maxSide) {
             throw ValidationError("--max-side must be between 16 and 16384")
         }
@@ -49,7 +51,7 @@ struct RecompressCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         var options = ImageRecompressor.Options.standard
         if let maxSide { options.maxSide = maxSide }
         if let quality { options.quality = quality }
