@@ -89,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheCommands", "CLibc",
+                "AttacheCommands", "AttacheCore", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings,
