@@ -71,10 +71,28 @@ public struct Unsealer: Sendable {
     /// - Throws: ``AttacheError`` naming `input` (sealed-data and key errors) or `output` (write errors).
     public func unseal(fileAt input: String, to output: String) throws {
         do {
-            let reader = try unseal(try FileSource(path: input))
+            let source = try FileSource(path: input)
+            if scheme == .streamGCM, transferEncoding == .binary, try unsealInParallel(source, to: output) { return }
+            let reader = try unseal(source)
             try StreamingFileWriter.write(reader, to: output)
         } catch let error as AttacheError {
             throw error.concerning(input)
+        }
+    }
+
+    /// Opens an intact `stream-gcm` file on every core; false when it is not intact (nothing is left
+    /// at `output` then), so that the sequential reader runs and names what is wrong.
+    private func unsealInParallel(_ source: FileSource, to output: String) throws -> Bool {
+        struct NotIntact: Error {}
+        do {
+            try StreamingFileWriter.write(to: output) { descriptor in
+                guard try StreamGCMFiles.open(key: key, source: source, to: descriptor, outputPath: output) else {
+                    throw NotIntact()
+                }
+            }
+            return true
+        } catch is NotIntact {
+            return false
         }
     }
 }
@@ -83,6 +101,17 @@ public struct Unsealer: Sendable {
 enum StreamingFileWriter {
     /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever the reader throws.
     static func write(_ reader: any ByteReader, to path: String, mode: mode_t = 0o644) throws {
+        try write(to: path, mode: mode) { descriptor in
+            if let code = try WriteBehind.copy(reader, to: descriptor) {
+                throw unwritable(path, "write failed: \(String(cString: strerror(code)))")
+            }
+        }
+    }
+
+    /// Runs `body` on the descriptor of a new temporary file beside `path`, then renames it to `path`;
+    /// when `body` throws, the temporary file is removed and its error rethrown.
+    /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever `body` throws.
+    static func write(to path: String, mode: mode_t = 0o644, _ body: (Int32) throws -> Void) throws {
         // Split by hand: the temporary file must be in the same directory so that rename is atomic.
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[...$0]) } ?? "./"
@@ -97,9 +126,7 @@ enum StreamingFileWriter {
         }
         do {
             defer { close(fd) }
-            if let code = try WriteBehind.copy(reader, to: fd) {
-                throw unwritable(path, "write failed: \(String(cString: strerror(code)))")
-            }
+            try body(fd)
             guard fchmod(fd, mode) == 0 else { throw unwritable(path, "cannot set the file mode") }
         }
         guard rename(temporary, path) == 0 else {
@@ -124,5 +151,27 @@ extension ByteSource {
     /// - Throws: ``AttacheError`` from reading the source, or `.fileUnwritable` naming `path`.
     public func write(toFile path: String) throws {
         try StreamingFileWriter.write(try makeReader(), to: path)
+    }
+}
+
+extension SealedPayload {
+    /// Writes the sealed bytes to `path` through a temporary file renamed into place, like
+    /// ``ByteSource/write(toFile:)``, and for binary `stream-gcm` of a file on every core (the bytes
+    /// are the same as a reader's).
+    ///
+    /// Blocking: call it from ``BlockingPool`` in async code.
+    /// ```swift
+    /// let payload = try Sealer(scheme: .streamGCM, key: key).seal(try FileSource(path: "video.mp4"))
+    /// try await BlockingPool.shared.run { try payload.write(toFile: "video.sealed") }
+    /// ```
+    /// - Throws: ``AttacheError`` from reading the plaintext (`.fileChanged` when the file is not what
+    ///   its ``FileSource`` recorded), or `.fileUnwritable` naming `path`.
+    public func write(toFile path: String) throws {
+        guard case .streamGCM(let plan) = plan, transferEncoding == .binary, let file = plaintext as? FileSource else {
+            return try StreamingFileWriter.write(try makeReader(), to: path)
+        }
+        try StreamingFileWriter.write(to: path) { descriptor in
+            try StreamGCMFiles.seal(plan: plan, source: file, to: descriptor, outputPath: path)
+        }
     }
 }
