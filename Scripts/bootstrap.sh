@@ -72,12 +72,13 @@ required=(
     git ca-certificates       # SwiftPM clones the Swift package dependencies over https
     libcurl4-openssl-dev      # Upload (CCurl)
     libturbojpeg0-dev         # Transform (CTurboJPEG)
-    "$jpeg_dev"
+    "$jpeg_dev"               # Transform (CJPEGStream: libjpeg's static archive, jpegint.h)
     libwebp-dev               # Transform (CWebP)
     libssl-dev                # Seal (COpenSSL)
     libpng-dev                # Transform (CPNG)
     libsqlite3-dev            # GRDB links the system SQLite (batch journal)
-    zlib1g-dev                # swift-nio-extras, pulled in by Hummingbird, links zlib
+    zlib1g-dev                # swift-nio-extras links zlib; the static `attache` links libpng's zlib
+    libc6-dev                 # libc.a for the fully static `attache` executable
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
