@@ -52,20 +52,7 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(name: .customLong("header"), help: ArgumentHelp("A request header NAME: VALUE; repeatable.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(help: ArgumentHelp("Attempts, the first included (1 = no retries).", valueName: "n"))
-    var attempts = 6
-
-    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
-    var connectTimeout: Double = 10
-
-    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
-    var stallTimeout: Double = 30
-
-    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
-    var caFile: String?
-
-    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
-    var pinnedPublicKey: String?
+    @OptionGroup var connection: ConnectionOptions
 
     @Flag(help: "Print the receipt as one JSON object.")
     var json = false
@@ -79,8 +66,6 @@ struct DownloadCommand: AsyncParsableCommand {
         }
         _ = try SealKeyOptions.parseScheme(scheme)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
-        guard connectTimeout > 0, stallTimeout > 0 else { throw ValidationError("timeouts must be positive") }
         for header in headers where !header.contains(":") || header.hasPrefix(":") {
             throw ValidationError("--header needs NAME: VALUE, got '\(header)'")
         }
@@ -89,11 +74,7 @@ struct DownloadCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             var configuration = UploadConfiguration()
-            configuration.retry.maximumAttempts = attempts
-            configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-            configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-            configuration.caFile = caFile
-            configuration.pinnedPublicKey = pinnedPublicKey
+            connection.apply(to: &configuration)
 
             var request = DownloadRequest(url: url, destination: output, resume: resume)
             request.headers = headers.map { line in

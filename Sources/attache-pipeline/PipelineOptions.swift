@@ -19,23 +19,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The form name of the attachment part.", valueName: "name"))
     var fileField = "file"
 
-    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
-    var attempts = 6
-
-    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
-    var retryBudget: Double = 600
-
-    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
-    var connectTimeout: Double = 10
-
-    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
-    var stallTimeout: Double = 30
-
-    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
-    var caFile: String?
-
-    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
-    var pinnedPublicKey: String?
+    @OptionGroup var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
@@ -73,10 +57,6 @@ struct PipelineOptions: ParsableArguments {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
         }
-        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
-        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
-            throw ValidationError("timeouts must be positive")
-        }
         let sealScheme = try SealKeyOptions.parseScheme(scheme)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil {
@@ -95,12 +75,7 @@ struct PipelineOptions: ParsableArguments {
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), String(parts[1]))
         }
-        configuration.upload.retry.maximumAttempts = attempts
-        configuration.upload.retry.budget = .milliseconds(Int64(retryBudget * 1000))
-        configuration.upload.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.upload.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        configuration.upload.caFile = caFile
-        configuration.upload.pinnedPublicKey = pinnedPublicKey
+        connection.apply(to: &configuration.upload)
         configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
         configuration.seal.transferEncoding = base64 ? .base64 : .binary
         if keyFile != nil || keyEnv != nil {
@@ -118,5 +93,43 @@ struct PipelineOptions: ParsableArguments {
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
         return configuration
+    }
+}
+
+/// Retries, timeouts and TLS trust: the options every command that talks to a server shares.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
+    var attempts = 6
+
+    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
+    var retryBudget: Double = 600
+
+    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
+    var connectTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
+    var stallTimeout: Double = 30
+
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
+    var pinnedPublicKey: String?
+
+    func validate() throws {
+        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
+        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
+            throw ValidationError("timeouts must be positive")
+        }
+    }
+
+    /// Sets the retry policy, timeouts and TLS settings of `configuration` from these options.
+    func apply(to configuration: inout UploadConfiguration) {
+        configuration.retry.maximumAttempts = attempts
+        configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000))
+        configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
+        configuration.caFile = caFile
+        configuration.pinnedPublicKey = pinnedPublicKey
     }
 }

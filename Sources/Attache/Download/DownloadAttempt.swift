@@ -167,18 +167,16 @@ final class DownloadAttempt {
     // MARK: Callback bodies (called on the transfer's thread)
 
     fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
-        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        switch HeaderLine(bytes) {
+        case .status(let code):
             // A new response (after a redirect or 100 Continue): only the last one counts.
             headers.removeAll()
-            let parts = line.split(separator: " ")
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            return
+            status = code
+        case .field(let name, let value):
+            headers.append((name, value))
+        case .other:
+            break
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        headers.append((
-            String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-            String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
     }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
