@@ -113,7 +113,7 @@ public final class Downloader: Sendable {
         let configuration = configuration
         return try await withTaskCancellationHandler {
             try await BlockingPool.shared.run {
-                try DownloadSession(
+                try DownloadRun(
                     request: request, configuration: configuration, cancellation: cancellation,
                     progress: progress ?? { _ in }
                 ).run()
@@ -125,7 +125,7 @@ public final class Downloader: Sendable {
 }
 
 /// One `download` call: its attempts, the `.part` file, verification and the final rename.
-final class DownloadSession {
+final class DownloadRun {
     let request: DownloadRequest
     let configuration: UploadConfiguration
     let cancellation: CancellationFlag
