@@ -7,6 +7,7 @@
 // point, so a sample may differ from libjpeg's by one.
 
 #include "attache_idct6.h"
+#include "attache_resample.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -96,6 +97,7 @@ __attribute__((target("avx2,fma"))) static void idct_6x6(j_decompress_ptr cinfo,
 }
 
 attache_idct_method attache_idct6_method(void) {
+    if (attache_simd_disabled()) return NULL;
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
     pthread_once(&basis_once, prepare_basis);

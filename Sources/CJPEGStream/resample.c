@@ -3,12 +3,20 @@
 
 #include "attache_resample.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+int attache_simd_disabled(void) {
+    // ATTACHE_NO_SIMD=1 runs the portable code on a CPU that has AVX2, so tests can check it.
+    const char *value = getenv("ATTACHE_NO_SIMD");
+    return value != NULL && value[0] == '1';
+}
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 int attache_resample_available(void) {
+    if (attache_simd_disabled()) return 0;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }

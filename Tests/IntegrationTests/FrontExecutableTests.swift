@@ -79,4 +79,46 @@ struct FrontExecutableTests {
         #expect(try await recompress.wait(upTo: 60) == 0, "\(recompress.standardError)")
         #expect(recompress.standardOutput.contains("\"outputWidth\":240"))
     }
+
+    /// ATTACHE_NO_SIMD=1 switches off every AVX2 path (6×6 IDCT, resampler loops, base64 encoder): the
+    /// portable code a CPU without AVX2 runs must give the same picture and valid base64.
+    @Test func thePortableCodePathsGiveTheSameResults() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-nosimd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let photo = samples().appendingPathComponent("photo.jpg").path
+        var sizes: [String: Int] = [:]
+        for simd in ["0", "1"] {
+            let out = folder.path + "/photo-\(simd).jpg"
+            let run = try ChildProcess(
+                executable: "/usr/bin/env",
+                arguments: ["ATTACHE_NO_SIMD=\(simd)", try attacheBinary(), "recompress", photo, "-o", out,
+                            "--max-side", "1000", "--json"])
+            #expect(try await run.wait(upTo: 60) == 0, "\(run.standardError)")
+            #expect(run.standardOutput.contains("\"outputWidth\":750"))
+            sizes[simd] = try Data(contentsOf: URL(fileURLWithPath: out)).count
+        }
+        // Same filter and transform, different rounding order: the JPEGs are the same size within 1 %.
+        let vector = try #require(sizes["0"]), portable = try #require(sizes["1"])
+        #expect(abs(vector - portable) * 100 <= vector)
+
+        // Base64 from the portable encoder decodes (strictly) with the default build, and back.
+        let plain = folder.appendingPathComponent("plain.bin")
+        try Data((0..<100_003).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 5) }).write(to: plain)
+        let key = folder.path + "/key"
+        for (encodeSIMD, decodeSIMD) in [("1", "0"), ("0", "1")] {
+            let sealed = folder.path + "/sealed-\(encodeSIMD).b64", opened = folder.path + "/opened-\(encodeSIMD).bin"
+            var encryptArguments = ["ATTACHE_NO_SIMD=\(encodeSIMD)", try attacheBinary(), "encrypt", plain.path, "-o", sealed,
+                                    "--key-file", key, "--base64"]
+            if !FileManager.default.fileExists(atPath: key) { encryptArguments.append("--new-key") }
+            let encrypt = try ChildProcess(executable: "/usr/bin/env", arguments: encryptArguments)
+            #expect(try await encrypt.wait(upTo: 60) == 0, "\(encrypt.standardError)")
+            let decrypt = try ChildProcess(
+                executable: "/usr/bin/env",
+                arguments: ["ATTACHE_NO_SIMD=\(decodeSIMD)", try attacheBinary(), "decrypt", sealed, "-o", opened,
+                            "--key-file", key, "--base64"])
+            #expect(try await decrypt.wait(upTo: 60) == 0, "\(decrypt.standardError)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: opened)) == Data(contentsOf: plain))
+        }
+    }
 }

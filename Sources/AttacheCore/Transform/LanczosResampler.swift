@@ -80,11 +80,12 @@ enum LanczosResampler {
     }
 
     /// Returns `source` resampled to `width` × `height`.
-    static func resample(_ source: Raster, width: Int, height: Int) -> Raster {
+    static func resample(_ source: Raster, width: Int, height: Int,
+                         vectorKernels: Bool = RowResampler.vectorKernels) -> Raster {
         precondition(width > 0 && height > 0)
         if width == source.width && height == source.height { return source }
         let rows = RowResampler(sourceWidth: source.width, sourceHeight: source.height,
-                                width: width, height: height, channels: source.channels)
+                                width: width, height: height, channels: source.channels, vectorKernels: vectorKernels)
         let stride = source.width * source.channels
         source.pixels.withUnsafeBufferPointer { src in
             for y in 0..<source.height { rows.push(src.baseAddress! + y * stride) }
@@ -216,9 +217,13 @@ final class RowResampler {
     private var output: [UInt8]
     private var received = 0
     private var produced = 0
+    /// AVX2 loops (when the CPU has them) or the portable Swift ones; tests compare the two.
+    private let vector: Bool
 
-    init(sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, channels: Int) {
+    init(sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, channels: Int,
+         vectorKernels: Bool = RowResampler.vectorKernels) {
         precondition(sourceWidth > 0 && sourceHeight > 0 && width > 0 && height > 0)
+        vector = vectorKernels
         self.sourceWidth = sourceWidth
         self.sourceHeight = sourceHeight
         self.width = width
@@ -249,7 +254,7 @@ final class RowResampler {
         precondition(received < sourceHeight, "more source rows than the image has")
         let count = sourceWidth * channels
         let floats = ring + (received % slots) * count
-        if Self.vectorKernels {
+        if vector {
             attache_resample_widen(row, floats, count)
         } else {
             for x in 0..<count { floats[x] = Float(row[x]) }
@@ -274,7 +279,7 @@ final class RowResampler {
             vertical.weights.withUnsafeBufferPointer { vw in
                 let o = out.baseAddress! + y * rowSize
                 let weights = vw.baseAddress! + y * slots
-                guard Self.vectorKernels else {
+                guard vector else {
                     LanczosResampler.emitRow(into: o, accumulator: accumulator, ring: ring, slots: slots, start: start,
                                              weights: weights, count: count, horizontal: horizontal, width: width,
                                              channels: channels)

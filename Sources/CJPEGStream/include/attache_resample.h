@@ -10,6 +10,9 @@
 /// Whether this CPU runs the functions below; when it does not, they must not be called.
 int attache_resample_available(void);
 
+/// Nonzero when the environment variable ATTACHE_NO_SIMD is 1: every vector path of CJPEGStream is skipped.
+int attache_simd_disabled(void);
+
 /// acc[x] = Σ_k weights[k] · rows[k][x] for x in 0 ..< count, over `taps` rows.
 void attache_resample_vertical(float *acc, const float *const *rows, const float *weights, int taps, size_t count);
 
