@@ -82,6 +82,22 @@ public struct Transformer: Sendable {
                 return try passThrough(path: path, mimeType: mimeType)
             }
             let result = outcome.result
+            // An opaque PNG that needs no downscaling (a screenshot, a diagram) is often smaller than any
+            // JPEG of it: then it goes as a PNG, minus its metadata chunks, rather than grow.
+            if kind == .image, type == "image/png", result.outputWidth == result.inputWidth,
+               result.outputHeight == result.inputHeight, let png = PNGChunks.opaqueStripped(data),
+               png.count <= outcome.bytes?.count ?? Int.max
+            {
+                var output = TransformOutput(
+                    path: path, mimeType: "image/png", filenameExtension: nil, didTransform: png != data,
+                    originalByteCount: Int64(data.count), outputByteCount: Int64(png.count),
+                    width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+                if png != data {
+                    output.path = Self.workPath(for: path, in: workDirectory, extension: "png")
+                    try ImageFile.write(png, to: output.path)
+                }
+                return output
+            }
             let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
             var output = TransformOutput(
                 path: path, mimeType: result.mimeType,
@@ -90,10 +106,7 @@ public struct Transformer: Sendable {
                 originalByteCount: result.inputByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
             if let bytes = outcome.bytes {
-                let name = (path as NSString).lastPathComponent
-                let stem = (name as NSString).deletingPathExtension
-                let target = (workDirectory as NSString)
-                    .appendingPathComponent("\(stem.isEmpty ? "image" : stem)-transformed.\(format.filenameExtension)")
+                let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
                 try ImageFile.write(bytes, to: target)
                 output.path = target
             }
@@ -101,6 +114,14 @@ public struct Transformer: Sendable {
         } catch let error as AttacheError {
             throw error.concerning(path)
         }
+    }
+
+    /// Where the transformed copy of `path` is written: `<stem>-transformed.<extension>` in the work directory.
+    private static func workPath(for path: String, in workDirectory: String, extension: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        let stem = (name as NSString).deletingPathExtension
+        return (workDirectory as NSString)
+            .appendingPathComponent("\(stem.isEmpty ? "image" : stem)-transformed.\(`extension`)")
     }
 
     private static func passThrough(path: String, mimeType: String) throws -> TransformOutput {

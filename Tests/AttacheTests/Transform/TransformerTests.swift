@@ -56,6 +56,50 @@ import Testing
         #expect(try TestImages.decodeJPEG(TestImages.read(output.path)).width == 40)
     }
 
+    @Test func anOpaqueScreenshotSmallerAsPNGStaysAPNGWithoutItsMetadata() async throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The committed sample screenshot (1280×800, flat colours) with a text chunk and an eXIf chunk
+        // after its header, the kind of metadata that must not leave.
+        let sample = try TestImages.read(
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Samples/screenshot.png").path)
+        let ihdrEnd = 8 + 12 + 13
+        let tagged = Array(sample[..<ihdrEnd]) + TestImages.chunk("tEXt", Array("Location\u{0}52.5200 N 13.4050 E".utf8))
+            + TestImages.chunk("eXIf", Array("MM\u{0}*secret-gps".utf8)) + Array(sample[ihdrEnd...])
+        let input = try TestImages.write(tagged, "shot.png", in: dir)
+
+        let output = try await Transformer().transform(fileAt: input, mimeType: "image/png", kind: .image, workDirectory: dir)
+        #expect(output.mimeType == "image/png" && output.filenameExtension == nil)
+        #expect(output.didTransform && output.path != input && output.path.hasSuffix(".png"))
+        let sent = try TestImages.read(output.path)
+        #expect(sent == sample, "the same chunks as the clean original, byte for byte")
+        #expect(!TestImages.contains(sent, "52.5200") && !TestImages.contains(sent, "secret-gps"))
+        #expect(output.width == 1280 && output.height == 800)
+        #expect(output.thumbnails.map(\.name) == ["thumbnail", "thumbnailTiny"])
+
+        // Without the metadata there is nothing to change: the file goes as it is.
+        let clean = try TestImages.write(sample, "clean.png", in: dir)
+        let same = try await Transformer().transform(fileAt: clean, mimeType: "image/png", kind: .image, workDirectory: dir)
+        #expect(same.path == clean && !same.didTransform && same.mimeType == "image/png")
+    }
+
+    @Test func pngChunkSurgeryRefusesWhatShouldNotGoAsItIs() {
+        let opaque = TestImages.png(width: 4, height: 2, colourType: 2, samples: [UInt8](repeating: 9, count: 24))
+        #expect(PNGChunks.opaqueStripped(opaque) == opaque)
+        let alpha = TestImages.png(width: 4, height: 2, colourType: 6, samples: [UInt8](repeating: 9, count: 32))
+        #expect(PNGChunks.opaqueStripped(alpha) == nil)
+        let ihdrEnd = 8 + 12 + 13
+        let transparent = Array(opaque[..<ihdrEnd]) + TestImages.chunk("tRNS", [0, 9, 0, 9, 0, 9]) + Array(opaque[ihdrEnd...])
+        #expect(PNGChunks.opaqueStripped(transparent) == nil)
+        let animated = Array(opaque[..<ihdrEnd]) + TestImages.chunk("acTL", [0, 0, 0, 2, 0, 0, 0, 0]) + Array(opaque[ihdrEnd...])
+        #expect(PNGChunks.opaqueStripped(animated) == nil)
+        #expect(PNGChunks.opaqueStripped(Array(opaque.dropLast(5))) == nil, "cut off before IEND")
+        var lying = opaque
+        lying[ihdrEnd + 3] = 0xFF  // the IDAT length now runs past the end
+        #expect(PNGChunks.opaqueStripped(lying) == nil)
+    }
+
     @Test(arguments: [MessageKind.voice, .video, .file])
     func otherKindsPassThroughUnchanged(kind: MessageKind) async throws {
         let dir = try TestImages.directory()
