@@ -20,6 +20,8 @@ final class DownloadAttempt {
     let headerLines: [String]
     let configuration: UploadConfiguration
     let cancellation: CancellationFlag
+    /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it.
+    let hash: RunningHash
     let progress: @Sendable (DownloadProgress) -> Void
 
     /// Body bytes written to the file by this attempt.
@@ -36,8 +38,9 @@ final class DownloadAttempt {
 
     init(
         url: String, partialPath: String, offset: Int64, headerLines: [String], configuration: UploadConfiguration,
-        cancellation: CancellationFlag, progress: @escaping @Sendable (DownloadProgress) -> Void
+        cancellation: CancellationFlag, hash: RunningHash, progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
+        self.hash = hash
         self.url = url
         self.partialPath = partialPath
         self.offset = offset
@@ -199,6 +202,12 @@ final class DownloadAttempt {
             }
             done += n
         }
+        do {
+            try hash.append(bytes)
+        } catch {
+            localError = AttacheError(.nativeLibrary, stage: .download, "SHA-256 of the download failed: \(error)")
+            return 0
+        }
         written += Int64(bytes.count)
         return bytes.count
     }
@@ -226,6 +235,12 @@ final class DownloadAttempt {
             base = 0
             total = header("Content-Length").flatMap { Int64($0) }
             descriptor = open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            do {
+                try hash.reset()
+            } catch {
+                localError = AttacheError(.nativeLibrary, stage: .download, "SHA-256 of the download failed: \(error)")
+                return false
+            }
         default:
             return true  // an error answer: its body is collected, the file is left alone
         }

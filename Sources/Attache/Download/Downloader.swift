@@ -150,12 +150,15 @@ final class DownloadRun {
         var attempts = 0
         var transferred: Int64 = 0
         var restartedAfterMismatch = false
+        let hash = try RunningHash()
         while true {
             attempts += 1
             let offset = Self.size(of: part) ?? 0
+            // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
+            try hash.catchUp(toLength: offset, ofFile: part)
             let attempt = DownloadAttempt(
                 url: request.url, partialPath: part, offset: offset, headerLines: headerLines(),
-                configuration: configuration, cancellation: cancellation, progress: progress)
+                configuration: configuration, cancellation: cancellation, hash: hash, progress: progress)
             let outcome = attempt.run()
             transferred += attempt.written
             switch outcome {
@@ -165,7 +168,8 @@ final class DownloadRun {
                         .corruptInput, stage: .download,
                         "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
                 }
-                let digest = try Self.sha256(ofFile: part)
+                try hash.catchUp(toLength: total, ofFile: part)
+                let digest = try hash.finishHex()
                 var verified = false
                 if let etag, let expected = Self.sha256ETag(etag) {
                     guard expected == digest else {
@@ -253,17 +257,58 @@ final class DownloadRun {
         guard text.utf8.count == 64, text.utf8.allSatisfy({ $0 < 128 && isxdigit(Int32($0)) != 0 }) else { return nil }
         return text.lowercased()
     }
+}
 
-    static func sha256(ofFile path: String) throws -> String {
-        let digest = try SHA256Digest()
-        let reader = try FileSource(path: path).makeReader()
-        var buffer = [UInt8](repeating: 0, count: 1 << 18)
-        while true {
-            let count = try buffer.withUnsafeMutableBytes { try reader.read(into: $0) }
-            if count == 0 { break }
-            try buffer.withUnsafeBytes { try digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+/// The SHA-256 of a `.part` file's first ``count`` bytes, kept up to date as a download appends to it, so
+/// a finished download is not read a second time to be checked.
+final class RunningHash {
+    private let digest: SHA256Digest
+    /// How many bytes from the start of the file the hash covers.
+    private(set) var count: Int64 = 0
+
+    init() throws { digest = try SHA256Digest() }
+
+    /// Starts over at byte 0 (a 200 answer replaces the file).
+    func reset() throws {
+        try digest.restart()
+        count = 0
+    }
+
+    /// Adds bytes just written at offset ``count``.
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        try digest.update(bytes)
+        count += Int64(bytes.count)
+    }
+
+    /// Makes the hash cover exactly the first `length` bytes of the file at `path`, reading only the
+    /// bytes it has not seen (all of them after ``reset()`` or when the file became shorter).
+    func catchUp(toLength length: Int64, ofFile path: String) throws {
+        if count > length { try reset() }
+        guard count < length else { return }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AttacheError(.fileUnreadable, stage: .download, "cannot read the partial file back",
+                               file: path, cause: NativeError.posix())
         }
-        return try digest.finish().map { String(format: "%02x", $0) }.joined()
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 18)
+        while count < length {
+            let want = Int(min(Int64(buffer.count), length - count))
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(count)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw AttacheError(.fileUnreadable, stage: .download, "the partial file is shorter than expected",
+                                   file: path, cause: n < 0 ? NativeError.posix() : nil)
+            }
+            try buffer.withUnsafeBytes { try append(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+        }
+    }
+
+    /// The hex digest of what the hash covers; the hash then starts over at byte 0.
+    func finishHex() throws -> String {
+        let text = hex(try digest.finish())
+        try reset()
+        return text
     }
 }
 

@@ -14,7 +14,7 @@ package final class SHA256Digest {
     deinit { EVP_MD_CTX_free(context) }
 
     /// Forgets everything hashed so far, so one context serves many short hashes.
-    func restart() throws {
+    package func restart() throws {
         let status = EVP_DigestInit_ex(context, attache_sha256(), nil)
         guard status == 1 else { throw AttacheError.openSSL("EVP_DigestInit_ex") }
     }
