@@ -175,6 +175,8 @@ let package = Package(
                 "Attache", "AttacheServer",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
+            // Helper programs the tests start (a proxy that loses answers), run from their source folder.
+            exclude: ["Tools"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -32,7 +32,9 @@ struct AttacheCommand: AsyncParsableCommand {
     /// (docs/BENCHMARKS.md, Batch). The library leaves the process's allocator alone; the tool sets it.
     static func main() async {
         _ = attache_set_malloc_arena_limit(2)
-        DetectCommand.runIfPlain(CommandLine.arguments)
-        await main(nil)
+        // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
+        let arguments = PlatformPath.commandLineArguments
+        DetectCommand.runIfPlain(arguments)
+        await main(Array(arguments.dropFirst()))
     }
 }

@@ -87,7 +87,8 @@ struct BatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.bootstrapLogging()
-        let pipelineConfiguration = try pipeline.makeConfiguration(url: pipeline.resolvedURL ?? "http://127.0.0.1/")
+        let pipelineConfiguration = try pipeline.makeConfiguration(
+            url: pipeline.resolvedURL ?? "http://127.0.0.1/", retry: .batch)
 
         var configuration = BatchConfiguration(
             pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)

@@ -68,14 +68,14 @@ struct PipelineOptions: ParsableArguments {
 
     /// The pipeline configuration these options describe.
     /// - Throws: `ExitCode` after printing one line when the key cannot be read.
-    func makeConfiguration(url: String) throws -> PipelineConfiguration {
+    func makeConfiguration(url: String, retry: RetryPolicy = .standard) throws -> PipelineConfiguration {
         var configuration = PipelineConfiguration(url: url)
         configuration.fileFieldName = fileField
         configuration.fields = fields.map { field in
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), String(parts[1]))
         }
-        connection.apply(to: &configuration.upload)
+        connection.apply(to: &configuration.upload, defaults: retry)
         configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
         configuration.seal.transferEncoding = base64 ? .base64 : .binary
         if keyFile != nil || keyEnv != nil {
@@ -98,11 +98,20 @@ struct PipelineOptions: ParsableArguments {
 
 /// Retries, timeouts and TLS trust: the options every command that talks to a server shares.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Attempts per file, the first included (1 = no retries).", valueName: "n"))
-    var attempts = 6
+    @Option(
+        help: ArgumentHelp(
+            "Attempts per file, the first included (1 = no retries). Default: 6 for upload and download; "
+                + "no count limit for batch, whose retries are bounded by --retry-budget.",
+            valueName: "n"))
+    var attempts: Int?
 
-    @Option(help: ArgumentHelp("Stop retrying a file after this many seconds.", valueName: "seconds"))
-    var retryBudget: Double = 600
+    @Option(
+        help: ArgumentHelp(
+            "Start no new attempt of a file after this many seconds. Default: 600 for upload and download "
+                + "(with at most --attempts); 180 for batch, enough to ride out a server restart of a minute "
+                + "or more (retries every 5-10 s once backed off).",
+            valueName: "seconds"))
+    var retryBudget: Double?
 
     @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
     var connectTimeout: Double = 10
@@ -117,16 +126,18 @@ struct ConnectionOptions: ParsableArguments {
     var pinnedPublicKey: String?
 
     func validate() throws {
-        guard attempts >= 1 else { throw ValidationError("--attempts must be at least 1") }
-        guard connectTimeout > 0, stallTimeout > 0, retryBudget >= 0 else {
+        guard (attempts ?? 1) >= 1 else { throw ValidationError("--attempts must be at least 1") }
+        guard connectTimeout > 0, stallTimeout > 0, (retryBudget ?? 0) >= 0 else {
             throw ValidationError("timeouts must be positive")
         }
     }
 
     /// Sets the retry policy, timeouts and TLS settings of `configuration` from these options.
-    func apply(to configuration: inout UploadConfiguration) {
-        configuration.retry.maximumAttempts = attempts
-        configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000))
+    /// `defaults` is the command's retry policy before --attempts and --retry-budget.
+    func apply(to configuration: inout UploadConfiguration, defaults: RetryPolicy = .standard) {
+        configuration.retry = defaults
+        if let attempts { configuration.retry.maximumAttempts = attempts }
+        if let retryBudget { configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000)) }
         configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.caFile = caFile

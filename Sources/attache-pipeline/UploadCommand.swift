@@ -33,8 +33,20 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
     var concurrency = 4
 
-    @Option(help: ArgumentHelp("Idempotency-Key to send (one file only); a random key per file otherwise.", valueName: "key"))
+    @Option(
+        help: ArgumentHelp(
+            "Idempotency-Key to send (one file only); a random key per file otherwise. The seal key and nonce "
+                + "seed used with it are kept (0600) in --seal-material-dir, so sending again under the same key "
+                + "sends identical bytes and the receipt's key opens what the server stored.",
+            valueName: "key"))
     var idempotencyKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Where the seal material of --idempotency-key uploads is kept (default: "
+                + "$XDG_STATE_HOME/attache/seal-material or ~/.local/state/attache/seal-material).",
+            valueName: "dir"))
+    var sealMaterialDir: String?
 
     @Flag(help: "Print one JSON object per line.")
     var json = false
@@ -57,9 +69,24 @@ struct UploadCommand: AsyncParsableCommand {
         let configuration = try self.pipeline.makeConfiguration(url: self.pipeline.resolvedURL!)
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
+        // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
+        // material is made durable before anything is sent, and found again the next time.
+        var material: (material: SealMaterial, existed: Bool)?
+        if let idempotencyKey {
+            do {
+                let store = try SealMaterialStore(directory: sealMaterialDir ?? SealMaterialStore.defaultDirectory)
+                store.prune(olderThan: .seconds(7 * 24 * 3600))
+                material = try store.material(
+                    forKey: idempotencyKey, scope: configuration.url, scheme: configuration.seal.scheme)
+            } catch let error as AttacheError {
+                Console.err("attache: \(error)")
+                throw ExitCode(ExitStatus.forError(error))
+            }
+        }
+
         let showProgress = !noProgress && !json && Console.stderrIsTerminal
         let board = ProgressBoard(enabled: showProgress)
-        let outcomes = await sendAll(pipeline: pipeline, board: board)
+        let outcomes = await sendAll(pipeline: pipeline, board: board, material: material)
         board.finish()
 
         var firstFailure: AttacheError?
@@ -78,13 +105,16 @@ struct UploadCommand: AsyncParsableCommand {
         }
     }
 
-    private func sendAll(pipeline: AttachmentPipeline, board: ProgressBoard) async -> [Result<UploadReceipt, AttacheError>] {
+    private func sendAll(
+        pipeline: AttachmentPipeline, board: ProgressBoard, material: (material: SealMaterial, existed: Bool)?
+    ) async -> [Result<UploadReceipt, AttacheError>] {
         await withTaskGroup(of: (Int, Result<UploadReceipt, AttacheError>).self) { group in
             var results = [Result<UploadReceipt, AttacheError>?](repeating: nil, count: files.count)
             var next = 0
             func start(_ index: Int) {
                 let attachment = Attachment(
-                    path: files[index], declaredKind: self.pipeline.kind, idempotencyKey: idempotencyKey)
+                    path: files[index], declaredKind: self.pipeline.kind, idempotencyKey: idempotencyKey,
+                    sealMaterial: material?.material, resumesEarlierSend: material?.existed ?? false)
                 group.addTask {
                     do {
                         let receipt = try await pipeline.send(attachment) { event in

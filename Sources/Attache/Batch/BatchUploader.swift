@@ -379,7 +379,7 @@ private struct BatchDriver: Sendable {
         do {
             identity = try await pool.run {
                 let source = try FileSource(path: file.path)
-                let sha256 = try ContentHasher.sha256(of: source)
+                let sha256 = try ContentDigest.sha256Hex(of: source)
                 return FileIdentity(
                     byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
             }
@@ -403,11 +403,13 @@ private struct BatchDriver: Sendable {
                 decision =
                     try await pool.run {
                         try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
-                    } ?? .send(idempotencyKey: "", resumed: false)
+                    } ?? .send(idempotencyKey: "", material: nil, resumed: false)
             } else if let journal {
+                let scheme = configuration.pipeline.configuration.seal.scheme
                 decision = try await pool.run {
                     try journal.claim(
-                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID)
+                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
+                        scheme: scheme)
                 }
             } else {
                 return .fatal(AttacheError(.internalError, stage: .batch, "no journal"))
@@ -417,6 +419,7 @@ private struct BatchDriver: Sendable {
         }
 
         let key: String
+        let material: SealMaterial?
         let resumed: Bool
         switch decision {
         case .alreadyDone:
@@ -429,18 +432,24 @@ private struct BatchDriver: Sendable {
         case .duplicate:
             await events.send(.skipped(file, .duplicate))
             return .skipped(.duplicate)
-        case .send(let idempotencyKey, let wasResumed):
+        case .send(let idempotencyKey, let sealMaterial, let wasResumed):
             if configuration.dryRun {
                 await events.send(.wouldSend(file, resumed: wasResumed))
                 return .wouldSend
             }
             key = idempotencyKey
+            material = sealMaterial
             resumed = wasResumed
         }
         guard let journal else { return .fatal(AttacheError(.internalError, stage: .batch, "no journal")) }
 
         await events.send(.started(file, idempotencyKey: key, resumed: resumed))
-        let attachment = Attachment(path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key)
+        // The journal committed the key and seal material before this point: every attempt, in this
+        // process or the next, seals to the same bytes, so a replayed receipt's key opens what the
+        // server holds.
+        let attachment = Attachment(
+            path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material,
+            resumesEarlierSend: resumed)
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
         let events = self.events

@@ -80,7 +80,7 @@ final class FileWalker: Sendable {
 
     private func visitRoot(_ path: String, push: (Frame) -> Void) -> Item? {
         var info = stat()
-        guard stat(path, &info) == 0 else {
+        guard PlatformPath.withCString(path, { stat($0, &info) }) == 0 else {
             let code = errno
             return .failed(
                 path: path, code: code == ENOENT ? .fileNotFound : .fileUnreadable,
@@ -101,7 +101,7 @@ final class FileWalker: Sendable {
         _ path: String, rootReal: String, ancestors: [(UInt64, UInt64)], push: (Frame) -> Void
     ) -> Item? {
         var info = stat()
-        guard lstat(path, &info) == 0 else {
+        guard PlatformPath.withCString(path, { lstat($0, &info) }) == 0 else {
             let code = errno
             // Gone between listing and looking: nothing to send, nothing to report.
             if code == ENOENT { return nil }
@@ -114,7 +114,7 @@ final class FileWalker: Sendable {
             return enter(path, info: info, rootReal: rootReal, push: push)
         case S_IFLNK:
             var target = stat()
-            guard stat(path, &target) == 0, let real = Self.realPath(path) else {
+            guard PlatformPath.withCString(path, { stat($0, &target) }) == 0, let real = Self.realPath(path) else {
                 return .failed(path: path, code: .fileNotFound, message: "the symbolic link's target does not exist")
             }
             let inside = real == rootReal || real.hasPrefix(rootReal == "/" ? "/" : rootReal + "/")
@@ -147,9 +147,9 @@ final class FileWalker: Sendable {
     private func enter(_ path: String, info: stat, rootReal: String, push: (Frame) -> Void) -> Item? {
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+            names = try Self.listNames(path)
         } catch {
-            return .failed(path: path, code: .fileUnreadable, message: "cannot list the folder")
+            return .failed(path: path, code: .fileUnreadable, message: "cannot list the folder: \(error)")
         }
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         push(
@@ -164,8 +164,29 @@ final class FileWalker: Sendable {
     }
 
     private static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
+        guard let resolved = PlatformPath.withCString(path, { realpath($0, nil) }) else { return nil }
         defer { free(resolved) }
-        return String(cString: resolved)
+        return PlatformPath.string(cString: resolved)
+    }
+
+    /// The names in a folder, sorted by their bytes, each kept exactly (names that are not UTF-8 too:
+    /// ``PlatformPath``). Foundation's listing drops or alters such names, which would make their files
+    /// vanish from the batch without a word.
+    private static func listNames(_ path: String) throws -> [String] {
+        guard let directory = PlatformPath.withCString(path, { opendir($0) }) else {
+            throw NativeError.posix()
+        }
+        defer { closedir(directory) }
+        var names: [(bytes: [UInt8], name: String)] = []
+        errno = 0
+        while let entry = readdir(directory) {
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                Array(raw.prefix(while: { $0 != 0 }))
+            }
+            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+            names.append((bytes, PlatformPath.string(fromBytes: bytes)))
+        }
+        if errno != 0 { throw NativeError.posix() }
+        return names.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.map(\.name)
     }
 }

@@ -15,7 +15,7 @@ final class JournalLock: Sendable {
     /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it.
     init(journalPath: String) throws {
         let path = journalPath + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw AttacheError(
                 .journal, stage: .batch, "cannot create the journal's lock file: \(String(cString: strerror(errno)))",

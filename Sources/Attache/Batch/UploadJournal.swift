@@ -65,6 +65,7 @@ public final class UploadJournal: Sendable {
             }
         }
         do {
+            if !readOnly { try Self.restrictAccess(path) }
             database = try DatabaseQueue(path: path, configuration: configuration)
             if !readOnly {
                 try Self.migrator.migrate(database)
@@ -113,6 +114,11 @@ public final class UploadJournal: Sendable {
                     );
                     CREATE INDEX file_state ON file(state);
                     """)
+        }
+        // The seal key and nonce seed of the upload in progress, committed with its idempotency key before
+        // the first byte leaves, so that a resumed send regenerates identical bytes.
+        migrator.registerMigration("v2-seal-material") { db in
+            try db.execute(sql: "ALTER TABLE file ADD COLUMN sealMaterial TEXT")
         }
         return migrator
     }
@@ -189,9 +195,9 @@ public final class UploadJournal: Sendable {
 
     /// What the batch should do with a file, decided against its row.
     enum Decision: Sendable, Equatable {
-        /// Send it with this key (already committed as `inFlight`); `resumed` when the key came from an
-        /// earlier, unfinished send.
-        case send(idempotencyKey: String, resumed: Bool)
+        /// Send it with this key and seal material (already committed as `inFlight`); `resumed` when the
+        /// key came from an earlier, unfinished send. The material is nil only in dry runs.
+        case send(idempotencyKey: String, material: SealMaterial?, resumed: Bool)
         /// Unchanged and stored before.
         case alreadyDone
         /// Unchanged and failed before; the earlier error's code and message.
@@ -205,8 +211,8 @@ public final class UploadJournal: Sendable {
         case changed
         case done
         case failed(code: String, message: String)
-        /// Send it, with the stored key when there is one.
-        case send(storedKey: String?, resumed: Bool)
+        /// Send it, with the stored key and material when there are.
+        case send(storedKey: String?, storedMaterial: String?, resumed: Bool)
     }
 
     private static func verdict(row: Row, identity: FileIdentity, retryFailed: Bool) -> Verdict {
@@ -223,7 +229,9 @@ public final class UploadJournal: Sendable {
             return .failed(code: row["errorCode"] ?? "unknown", message: row["errorMessage"] ?? "")
         default:
             let stored: String? = row["idempotencyKey"]
-            return .send(storedKey: stored, resumed: stored != nil && (state == .inFlight || state == .pending))
+            return .send(
+                storedKey: stored, storedMaterial: row["sealMaterial"],
+                resumed: stored != nil && (state == .inFlight || state == .pending))
         }
     }
 
@@ -234,21 +242,25 @@ public final class UploadJournal: Sendable {
         return try access("read the journal") {
             try database.read { db in
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key]) else {
-                    return .send(idempotencyKey: "", resumed: false)
+                    return .send(idempotencyKey: "", material: nil, resumed: false)
                 }
                 switch Self.verdict(row: row, identity: identity, retryFailed: retryFailed) {
-                case .changed: return .send(idempotencyKey: "", resumed: false)
+                case .changed: return .send(idempotencyKey: "", material: nil, resumed: false)
                 case .done: return .alreadyDone
                 case .failed(let code, let message): return .previouslyFailed(code: code, message: message)
-                case .send(let stored, let resumed): return .send(idempotencyKey: stored ?? "", resumed: resumed)
+                case .send(let stored, _, let resumed):
+                    return .send(idempotencyKey: stored ?? "", material: nil, resumed: resumed)
                 }
             }
         }
     }
 
     /// Decides what to do with the file at `path` with `identity`; when it is to be sent, commits it as
-    /// `inFlight` with its idempotency key before returning (the key of an unfinished send is kept).
-    func claim(path: String, identity: FileIdentity, retryFailed: Bool, runID: Int64) throws -> Decision {
+    /// `inFlight` with its idempotency key and seal material before returning (the key and material of
+    /// an unfinished send are kept).
+    func claim(
+        path: String, identity: FileIdentity, retryFailed: Bool, runID: Int64, scheme: SealScheme = .streamGCM
+    ) throws -> Decision {
         let key = Self.absolute(path)
         return try access("record a file in the journal") {
             try database.write { db in
@@ -267,38 +279,45 @@ public final class UploadJournal: Sendable {
                         return .alreadyDone
                     case .failed(let code, let message):
                         return .previouslyFailed(code: code, message: message)
-                    case .send(let stored, let resumed):
-                        let idempotencyKey = stored ?? Uploader.makeIdempotencyKey()
+                    case .send(let stored, let storedMaterial, let resumed):
+                        // A row from before seal material was journaled, or a failed send retried: the
+                        // key is kept only together with the material it was used with.
+                        let kept = storedMaterial.flatMap { try? SealMaterial(encoded: $0) }
+                        let keepKey = stored != nil && kept != nil
+                        let idempotencyKey = keepKey ? stored! : Uploader.makeIdempotencyKey()
+                        let material = keepKey ? kept! : SealMaterial.random(for: scheme)
                         try db.execute(
                             sql: """
-                                UPDATE file SET state = 'inFlight', idempotencyKey = ?, attempts = attempts + 1,
-                                    errorCode = NULL, errorStage = NULL, errorMessage = NULL,
+                                UPDATE file SET state = 'inFlight', idempotencyKey = ?, sealMaterial = ?,
+                                    attempts = attempts + 1, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
                                     runId = ?, updatedAt = ?, startedAt = ?, finishedAt = NULL
                                 WHERE path = ?
                                 """,
-                            arguments: [idempotencyKey, runID, now, now, key])
-                        return .send(idempotencyKey: idempotencyKey, resumed: resumed)
+                            arguments: [idempotencyKey, material.encoded, runID, now, now, key])
+                        return .send(idempotencyKey: idempotencyKey, material: material, resumed: resumed && keepKey)
                     }
                 }
-                // New or changed: a new upload under a new key.
+                // New or changed: a new upload under a new key, with new seal material.
                 let idempotencyKey = Uploader.makeIdempotencyKey()
+                let material = SealMaterial.random(for: scheme)
                 try db.execute(
                     sql: """
-                        INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, attempts,
+                        INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, sealMaterial, attempts,
                                           runId, createdAt, updatedAt, startedAt)
-                        VALUES (?, ?, ?, ?, 'inFlight', ?, 1, ?, ?, ?, ?)
+                        VALUES (?, ?, ?, ?, 'inFlight', ?, ?, 1, ?, ?, ?, ?)
                         ON CONFLICT(path) DO UPDATE SET
                             size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
-                            state = 'inFlight', idempotencyKey = excluded.idempotencyKey, attempts = 1,
+                            state = 'inFlight', idempotencyKey = excluded.idempotencyKey,
+                            sealMaterial = excluded.sealMaterial, attempts = 1,
                             receipt = NULL, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
                             runId = excluded.runId, updatedAt = excluded.updatedAt,
                             startedAt = excluded.startedAt, finishedAt = NULL
                         """,
                     arguments: [
                         key, identity.byteCount, identity.modificationTime, identity.sha256, idempotencyKey,
-                        runID, now, now, now,
+                        material.encoded, runID, now, now, now,
                     ])
-                return .send(idempotencyKey: idempotencyKey, resumed: false)
+                return .send(idempotencyKey: idempotencyKey, material: material, resumed: false)
             }
         }
     }
@@ -400,6 +419,28 @@ public final class UploadJournal: Sendable {
     }
 
     private static func now() -> Double { Date().timeIntervalSince1970 }
+
+    /// Creates the database file readable and writable by its owner only (0600, whatever the umask),
+    /// and takes those rights back from files an older version created 0644. The journal holds every
+    /// file's seal key and nonce seed. SQLite gives the `-wal` and `-shm` files it creates the main
+    /// file's mode; existing ones are narrowed here too.
+    static func restrictAccess(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw AttacheError(
+                .journal, stage: .batch, "cannot create the journal: \(String(cString: strerror(errno)))", file: path,
+                cause: NativeError.posix())
+        }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw AttacheError(
+                .journal, stage: .batch, "cannot make the journal private: \(String(cString: strerror(errno)))",
+                file: path, cause: NativeError.posix())
+        }
+        for companion in ["-wal", "-shm", "-journal"] {
+            _ = chmod(path + companion, 0o600)
+        }
+    }
 
     /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
     static func absolute(_ path: String) -> String {

@@ -14,17 +14,31 @@ public struct Attachment: Sendable {
     /// The idempotency key; a random one is made when nil. Give a stable key to make a re-run of the
     /// same attachment deduplicate on the server (the batch journal does).
     public var idempotencyKey: String?
+    /// The key and nonce seed to seal with; fresh random ones are drawn when nil.
+    ///
+    /// Give material that was made durable before the first attempt (``SealMaterialStore``, a journal,
+    /// a queue row) whenever the upload may be replayed: every attempt under one idempotency key, in any
+    /// process, must send identical bytes, or the server keeps the first attempt's bytes and answers a
+    /// later one with their receipt while the key in hand belongs to the later one.
+    public var sealMaterial: SealMaterial?
+    /// True when an earlier process may already have sent this attachment under the same idempotency
+    /// key (a resumed batch entry, a key found in a ``SealMaterialStore``). The receipt is then checked
+    /// against what is sent now whenever the server reports a digest (a `sha256` member).
+    public var resumesEarlierSend: Bool
 
     /// Creates an attachment.
     public init(
         path: String, declaredKind: MessageKind? = nil, filename: String? = nil,
-        fields: [(name: String, value: String)] = [], idempotencyKey: String? = nil
+        fields: [(name: String, value: String)] = [], idempotencyKey: String? = nil,
+        sealMaterial: SealMaterial? = nil, resumesEarlierSend: Bool = false
     ) {
         self.path = path
         self.declaredKind = declaredKind
         self.filename = filename
         self.fields = fields
         self.idempotencyKey = idempotencyKey
+        self.sealMaterial = sealMaterial
+        self.resumesEarlierSend = resumesEarlierSend
     }
 }
 
@@ -140,8 +154,12 @@ public struct AttachmentPipeline: Sendable {
     ) async throws -> UploadReceipt {
         let clock = ContinuousClock()
         let start = clock.now
-        let original = try FileSource(path: attachment.path)
-        var filename = attachment.filename ?? (attachment.path as NSString).lastPathComponent
+        // A guarded source: a reader that finds the bytes changed while it read them (whatever the size
+        // and modification time say) fails before handing out the last bytes, so a torn file never
+        // completes on the server.
+        let original = try FileSource(path: attachment.path, verifiesContent: true)
+        // A name whose bytes are not UTF-8 goes out with U+FFFD for each such byte (PlatformPath).
+        var filename = PlatformPath.displayName(attachment.filename ?? (attachment.path as NSString).lastPathComponent)
 
         // Detect: type, kind and metadata from the content (the caller's declared kind is checked).
         progress?(.stage(.detect))
@@ -169,7 +187,18 @@ public struct AttachmentPipeline: Sendable {
                 fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
                 workDirectory: workDirectory ?? NSTemporaryDirectory())
         }
+        // The transform reads the source on its own; a change while it reads shows in a second
+        // fingerprint of the (small) image file.
+        let before = transforms ? try await BlockingPool.shared.run { try original.contentFingerprint() } : 0
         let transformed = transforms ? try await transformLimiter.run(transform) : try await transform()
+        if transforms, transformed.didTransform {
+            let after = try await BlockingPool.shared.run { try original.contentFingerprint() }
+            guard after == before else {
+                throw AttacheError(
+                    .fileChanged, stage: .transform, "the file changed while it was being recompressed",
+                    file: attachment.path, isRetryable: true)
+            }
+        }
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
         if let newExtension = transformed.filenameExtension {
             filename = Self.replacingExtension(of: filename, with: newExtension)
@@ -178,10 +207,11 @@ public struct AttachmentPipeline: Sendable {
         // Seal: encryption and transfer encoding, streamed (nothing is read until the upload pulls).
         progress?(.stage(.seal))
         let seal = configuration.seal
-        let key = seal.key ?? (seal.scheme == .none ? nil : AttachmentKey.random(for: seal.scheme))
-        let sealer = Sealer(
-            scheme: seal.scheme, key: key ?? AttachmentKey.random(for: .none), transferEncoding: seal.transferEncoding)
-        let sealed = try sealer.seal(payload)
+        let material = attachment.sealMaterial ?? SealMaterial.random(for: seal.scheme)
+        let key = seal.key ?? material.key
+        let sealer = Sealer(scheme: seal.scheme, key: key, transferEncoding: seal.transferEncoding)
+        // Part 0 is the attachment, 1... the thumbnails: each its own header values from the one seed.
+        let sealed = try sealer.seal(payload, material: material, part: 0)
         let isPlain = seal.scheme == .none && seal.transferEncoding == .binary
         let sealedContentType =
             isPlain ? transformed.mimeType : (seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain")
@@ -205,8 +235,8 @@ public struct AttachmentPipeline: Sendable {
         }
         try body.addFile(
             name: configuration.fileFieldName, filename: filename, contentType: sealedContentType, source: sealed)
-        for thumbnail in transformed.thumbnails {
-            let thumbnailSource = try sealer.seal(DataSource(thumbnail.bytes))
+        for (index, thumbnail) in transformed.thumbnails.enumerated() {
+            let thumbnailSource = try sealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1)
             try body.addFile(
                 name: thumbnail.name, filename: thumbnail.filename,
                 contentType: isPlain ? thumbnail.mimeType : sealedContentType, source: thumbnailSource)
@@ -217,6 +247,9 @@ public struct AttachmentPipeline: Sendable {
 
         switch result.outcome {
         case .stored(let receipt):
+            try await checkReplay(
+                receipt, sent: sealed, attachment: attachment, attempts: result.attempts,
+                freshMaterial: attachment.sealMaterial == nil && seal.key == nil && seal.scheme != .none)
             return UploadReceipt(
                 path: attachment.path, filename: filename, kind: detection.kind, mimeType: transformed.mimeType,
                 fileId: receipt.fileId, url: receipt.url, originalByteCount: original.byteCount,
@@ -226,7 +259,7 @@ public struct AttachmentPipeline: Sendable {
                 seal: SealReceipt(
                     scheme: seal.scheme, transferEncoding: seal.transferEncoding,
                     plaintextByteCount: sealed.plaintextByteCount, digest: sealed.digest,
-                    key: seal.key == nil ? key?.base64EncodedString : nil),
+                    key: seal.key == nil && seal.scheme != .none ? key.base64EncodedString : nil),
                 detection: detection,
                 transform: TransformReceipt(
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
@@ -237,6 +270,37 @@ public struct AttachmentPipeline: Sendable {
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
                 "the server refused the upload: \(rejection)", file: attachment.path,
                 cause: RejectionError(rejection: rejection))
+        }
+    }
+
+    /// Makes sure a receipt that may belong to an earlier upload under the same idempotency key is a
+    /// receipt for the bytes sent now, so that the key it is returned with opens what the server holds.
+    ///
+    /// When the server says it replayed (`Idempotent-Replayed: true`) or this send resumes an earlier one,
+    /// and the answer carries a `sha256` of the stored part, the part is sealed again (identical bytes)
+    /// and hashed; a different digest is an error. A replay of an upload made with other material, and
+    /// without a digest to compare, is an error too: this process cannot know that upload's key.
+    private func checkReplay(
+        _ receipt: ServerReceipt, sent: SealedPayload, attachment: Attachment, attempts: Int, freshMaterial: Bool
+    ) async throws {
+        guard receipt.replayed || attachment.resumesEarlierSend else { return }
+        let reported = receipt.data["sha256"]?.stringValue?.lowercased()
+        guard let reported, reported.count == 64 else {
+            if receipt.replayed, attempts == 1, freshMaterial {
+                throw AttacheError(
+                    .replayMismatch, stage: .interpret,
+                    "the server replayed an earlier upload made under this idempotency key with another seal key, "
+                        + "and gave no digest to check it against", file: attachment.path)
+            }
+            return
+        }
+        let actual = try await BlockingPool.shared.run { try ContentDigest.sha256Hex(of: sent) }
+        guard actual == reported else {
+            throw AttacheError(
+                .replayMismatch, stage: .interpret,
+                "the server answered with the receipt of other bytes stored under this idempotency key "
+                    + "(sha256 \(reported.prefix(16))…, sent \(actual.prefix(16))…); its key would not open them",
+                file: attachment.path)
         }
     }
 

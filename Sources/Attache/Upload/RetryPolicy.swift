@@ -36,6 +36,12 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Six attempts, 250 ms doubling to 30 s, half jitter, ten minutes in all.
     public static let standard = RetryPolicy()
+    /// For batches, budgeted by time rather than by count: attempts without a count limit, 250 ms
+    /// doubling to 10 s, half jitter, for three minutes. A server that is down for a minute (a restart,
+    /// a deploy) costs a batch time, not files: every file in flight keeps trying about every 5–10 s
+    /// until it is back. `attache batch` uses it unless `--attempts` or `--retry-budget` say otherwise.
+    public static let batch = RetryPolicy(
+        maximumAttempts: Int.max, maximumDelay: .seconds(10), budget: .seconds(180))
     /// One attempt only.
     public static let never = RetryPolicy(maximumAttempts: 1)
 

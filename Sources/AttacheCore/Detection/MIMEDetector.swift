@@ -150,7 +150,7 @@ public struct MIMEDetector: Sendable {
     /// ```
     /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
     public func detect(fileAt path: String, declaredKind: MessageKind? = nil, reusing scratch: inout [UInt8]) throws -> Detection {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = PlatformPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard descriptor >= 0 else {
             let code = errno
             throw AttacheError(

@@ -58,6 +58,31 @@ public struct Sealer: Sendable {
         return SealedPayload(sealer: self, plaintext: plaintext, plan: plan)
     }
 
+    /// Wraps a plaintext source as part `part` of an upload whose header values come from `material`'s
+    /// seed: sealing the same plaintext with the same material and part gives the same bytes in any
+    /// process, which is what a replayed or resumed upload needs. The sealer's own key is used (normally
+    /// `material.key`, or a configured fixed key).
+    /// - Throws: ``AttacheError`` `.invalidKey` when the key does not suit the scheme.
+    public func seal(_ plaintext: any ByteSource, material: SealMaterial, part: Int) throws -> SealedPayload {
+        let plan: SealedPayload.Plan
+        switch scheme {
+        case .streamGCM:
+            let values = try material.headerValues(
+                part: part, count: StreamGCM.saltCount + StreamGCM.noncePrefixCount)
+            plan = .streamGCM(
+                try StreamGCMSealPlan(
+                    key: key, salt: Array(values[..<StreamGCM.saltCount]),
+                    noncePrefix: Array(values[StreamGCM.saltCount...])))
+        case .signal:
+            try SignalAttachment.checkKey(key)
+            plan = .signal(iv: try material.headerValues(part: part, count: SignalAttachment.ivCount))
+        case .legacyCBC, .legacyECB, .none:
+            // No random header values: the key alone fixes the bytes.
+            return try seal(plaintext)
+        }
+        return SealedPayload(sealer: self, plaintext: plaintext, plan: plan)
+    }
+
     /// For test vectors: `stream-gcm` with a fixed salt and nonce prefix, or `signal` with a fixed IV.
     func seal(_ plaintext: any ByteSource, salt: [UInt8], noncePrefix: [UInt8]) throws -> SealedPayload {
         SealedPayload(

@@ -90,7 +90,7 @@ struct StreamGCMSealPlan: Sendable {
         header = StreamGCM.header(salt: salt, noncePrefix: noncePrefix, keyCheck: keys.keyCheck)
     }
 
-    /// For test vectors only: fixed salt and prefix.
+    /// Fixed salt and prefix: derived from durable seal material, or test vectors.
     init(key: AttachmentKey, salt: [UInt8], noncePrefix: [UInt8]) throws {
         self.noncePrefix = noncePrefix
         keys = try StreamGCM.deriveKeys(from: key, salt: salt)

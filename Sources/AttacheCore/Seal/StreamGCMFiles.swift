@@ -270,7 +270,7 @@ private final class InputFile: Sendable {
 
     init(_ source: FileSource) throws {
         self.source = source
-        let fd = Glibc.open(source.path, O_RDONLY | O_CLOEXEC)
+        let fd = PlatformPath.withCString(source.path) { Glibc.open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             throw AttacheError(

@@ -65,6 +65,10 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible {
         public static let badResponse = Code("bad-response")
         /// The server refused the upload (4xx or a business error); retrying will not help.
         public static let rejected = Code("rejected")
+        /// The server answered with the receipt of an earlier upload under the same idempotency key whose
+        /// bytes are not the ones sent now (its digest differs), or whose key is not known here: the key
+        /// in a receipt would not open what the server holds.
+        public static let replayMismatch = Code("replay-mismatch")
         /// The server kept asking to retry until attempts or the time budget ran out.
         public static let retriesExhausted = Code("retries-exhausted")
         /// The operation was cancelled.

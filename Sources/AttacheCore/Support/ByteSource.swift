@@ -75,6 +75,13 @@ public struct DataSource: ByteSource {
 /// The size and modification time are taken when the source is created. A reader that finds the file
 /// shorter or longer than that, or modified since, fails with ``AttacheError/Code/fileChanged``
 /// instead of sending a body that contradicts its `Content-Length`.
+///
+/// Size and modification time do not see every change: a same-size rewrite that puts the old time back
+/// (`rsync --inplace -t`, `touch -r`) passes them. With `verifiesContent`, a reader also fingerprints
+/// the bytes it hands out and, just before handing out the last ones, reads the file again and compares:
+/// a file whose bytes changed while it was read fails with `.fileChanged` while the last bytes are
+/// still held back, so a torn copy never completes. That costs a second read of the file (usually from
+/// the page cache) and a non-cryptographic hash of both passes, several GB/s.
 public struct FileSource: ByteSource {
     /// The file's path.
     public let path: String
@@ -82,12 +89,16 @@ public struct FileSource: ByteSource {
     public let byteCount: Int64
     /// The modification time seen when the source was created, in nanoseconds since the epoch.
     public let modificationTime: Int64
+    /// Whether readers check the content itself before handing out the last byte.
+    public let verifiesContent: Bool
 
     /// Creates a source for the file at `path`, recording its size and modification time.
+    /// - Parameter verifiesContent: fingerprint the bytes as they are read and compare them with a
+    ///   second read before the last ones are handed out (see above).
     /// - Throws: ``AttacheError`` with `.fileNotFound` or `.fileUnreadable`.
-    public init(path: String) throws {
+    public init(path: String, verifiesContent: Bool = false) throws {
         var info = stat()
-        guard stat(path, &info) == 0 else {
+        guard PlatformPath.withCString(path, { stat($0, &info) }) == 0 else {
             let code = errno
             throw AttacheError(
                 code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .read,
@@ -100,20 +111,45 @@ public struct FileSource: ByteSource {
         self.path = path
         self.byteCount = Int64(info.st_size)
         self.modificationTime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        self.verifiesContent = verifiesContent
     }
 
     public func makeReader() throws -> any ByteReader {
         try Reader(source: self)
     }
 
+    /// A fingerprint of the file's whole content as it is now (a fast non-cryptographic hash), to tell
+    /// whether the bytes changed between two moments.
+    /// - Throws: ``AttacheError`` from opening or reading, `.fileChanged` when the size changed.
+    public func contentFingerprint() throws -> UInt64 {
+        let reader = try Reader(source: FileSource(copying: self, verifiesContent: false))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        var hash = ContentFingerprint()
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            hash.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+        return hash.value
+    }
+
+    private init(copying other: FileSource, verifiesContent: Bool) {
+        path = other.path
+        byteCount = other.byteCount
+        modificationTime = other.modificationTime
+        self.verifiesContent = verifiesContent
+    }
+
     private final class Reader: ByteReader {
         let source: FileSource
         let descriptor: Int32
         var remaining: Int64
+        var fingerprint: ContentFingerprint?
 
         init(source: FileSource) throws {
             self.source = source
-            let fd = open(source.path, O_RDONLY | O_CLOEXEC)
+            let fd = PlatformPath.withCString(source.path) { open($0, O_RDONLY | O_CLOEXEC) }
             guard fd >= 0 else {
                 let code = errno
                 throw AttacheError(
@@ -123,6 +159,7 @@ public struct FileSource: ByteSource {
             }
             self.descriptor = fd
             self.remaining = source.byteCount
+            self.fingerprint = source.verifiesContent ? ContentFingerprint() : nil
             _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         }
 
@@ -143,6 +180,11 @@ public struct FileSource: ByteSource {
                 let n = Glibc.read(descriptor, buffer.baseAddress, want)
                 if n > 0 {
                     remaining -= Int64(n)
+                    if fingerprint != nil {
+                        fingerprint!.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                        // The last bytes stay here until a second read agrees with what was handed out.
+                        if remaining == 0 { try verifyContent() }
+                    }
                     return n
                 }
                 if n == 0 { throw changed("the file shrank while it was being read") }
@@ -151,6 +193,15 @@ public struct FileSource: ByteSource {
                 throw AttacheError(
                     .fileUnreadable, stage: .read, "read failed: \(String(cString: strerror(code)))",
                     file: source.path, cause: NativeError.posix(code))
+            }
+        }
+
+        /// Reads the whole file again and compares its fingerprint with the bytes read so far.
+        private func verifyContent() throws {
+            try checkUnmodified()
+            let again = try source.contentFingerprint()
+            guard again == fingerprint?.value else {
+                throw changed("the file's bytes changed while it was being read")
             }
         }
 
@@ -197,5 +248,71 @@ public struct ConcatenatedSource: ByteSource {
             }
             return 0
         }
+    }
+}
+
+/// A fast non-cryptographic 64-bit hash of a byte stream, for telling whether a file's bytes changed
+/// between two reads (not for anything an adversary chooses: the writer of the file could simply write
+/// other bytes). Four independent multiply-rotate lanes over 8-byte words, so the CPU runs them in
+/// parallel; the same bytes give the same value however they are split into updates.
+struct ContentFingerprint {
+    private var lanes: (UInt64, UInt64, UInt64, UInt64) = (
+        0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9, 0x85EB_CA77_C2B2_AE63
+    )
+    private var pending = [UInt8]()
+    private var total: UInt64 = 0
+    private static let prime: UInt64 = 0x9FB2_1C65_1E98_DF25
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        total &+= UInt64(bytes.count)
+        var rest = bytes
+        if !pending.isEmpty {
+            let take = min(32 - pending.count, rest.count)
+            pending += rest[..<take]
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            guard pending.count == 32 else { return }
+            pending.withUnsafeBytes { mix($0) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        let whole = rest.count & ~31
+        if whole > 0 { mix(UnsafeRawBufferPointer(rebasing: rest[..<whole])) }
+        if whole < rest.count { pending += rest[whole...] }
+    }
+
+    private mutating func mix(_ blocks: UnsafeRawBufferPointer) {
+        var (a, b, c, d) = lanes
+        var offset = 0
+        while offset < blocks.count {
+            a = Self.round(a, blocks.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            b = Self.round(b, blocks.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+            c = Self.round(c, blocks.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
+            d = Self.round(d, blocks.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self))
+            offset += 32
+        }
+        lanes = (a, b, c, d)
+    }
+
+    @inline(__always)
+    private static func round(_ lane: UInt64, _ word: UInt64) -> UInt64 {
+        let mixed = (lane ^ word) &* prime
+        return (mixed << 31) | (mixed >> 33)
+    }
+
+    var value: UInt64 {
+        var (a, b, c, d) = lanes
+        var tail = pending
+        tail += [UInt8](repeating: 0, count: 32 - tail.count)
+        tail.withUnsafeBytes { raw in
+            a = Self.round(a, raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            b = Self.round(b, raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            c = Self.round(c, raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+            d = Self.round(d, raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
+        var h = total &* Self.prime
+        for lane in [a, b, c, d] {
+            h = (h ^ lane) &* Self.prime
+            h ^= h >> 29
+        }
+        return h
     }
 }

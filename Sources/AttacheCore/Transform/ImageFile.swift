@@ -10,7 +10,7 @@ import Darwin
 package enum ImageFile {
     /// Reads the file at `path`, refusing files larger than `limit` bytes before reading them.
     package static func read(_ path: String, limit: Int) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = PlatformPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             throw AttacheError(code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .transform,
@@ -44,7 +44,7 @@ package enum ImageFile {
 
     /// Writes `bytes` to `path`, replacing it.
     package static func write(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = PlatformPath.withCString(path) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         guard fd >= 0 else {
             let code = errno
             throw AttacheError(.fileUnwritable, stage: .transform,
