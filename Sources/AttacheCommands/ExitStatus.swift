@@ -24,7 +24,7 @@ package enum ExitStatus {
         case .fileUnwritable: return ioError
         case .connectionFailed, .tlsFailure: return unavailable
         case .connectionLost, .timedOut, .retriesExhausted, .fileChanged, .journalBusy: return temporaryFailure
-        case .badResponse: return badResponse
+        case .badResponse, .replayMismatch: return badResponse
         case .rejected: return rejected
         case .cancelled: return cancelled
         case .internalError, .nativeLibrary: return internalError

@@ -77,7 +77,8 @@ struct UploadCommand: AsyncParsableCommand {
                 let store = try SealMaterialStore(directory: sealMaterialDir ?? SealMaterialStore.defaultDirectory)
                 store.prune(olderThan: .seconds(7 * 24 * 3600))
                 material = try store.material(
-                    forKey: idempotencyKey, scope: configuration.url, scheme: configuration.seal.scheme)
+                    forKey: idempotencyKey, scope: configuration.url + " " + configuration.seal.scheme.rawValue,
+                    scheme: configuration.seal.scheme)
             } catch let error as AttacheError {
                 Console.err("attache: \(error)")
                 throw ExitCode(ExitStatus.forError(error))

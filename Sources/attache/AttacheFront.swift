@@ -30,7 +30,8 @@ struct AttacheFront {
     /// executable first: ~12 ms of CPU on each run (perf), more than a `detect` or a small `encrypt` costs.
     /// Here the main thread waits on a condition instead while the command runs as a task, then exits.
     static func main() {
-        let arguments = CommandLine.arguments
+        // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
+        let arguments = PlatformPath.commandLineArguments
         guard arguments.count > 1, ownCommands.contains(arguments[1]) else {
             runPipeline(arguments)
         }
@@ -99,7 +100,8 @@ struct AttacheFront {
 
     /// Calls `body` with a NULL-terminated C array of `strings`.
     static func withCStrings(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Void) {
-        let pointers = strings.map { strdup($0) } + [nil]
+        // The exact bytes each string stands for, raw file-name bytes included.
+        let pointers = strings.map { string in PlatformPath.withCString(string) { strdup($0) } } + [nil]
         defer { pointers.forEach { free($0) } }
         pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }

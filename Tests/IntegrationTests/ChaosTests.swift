@@ -1,6 +1,9 @@
 import Attache
 import AttacheServer
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Synchronization
 import Testing
 
@@ -129,7 +132,7 @@ struct ChaosTests {
     private func download(port: Int, fileId: String) async throws -> [UInt8] {
         let url = URL(string: "http://127.0.0.1:\(port)/files/\(fileId)")!
         let (data, response) = try await URLSession.shared.data(from: url)
-        try #require((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
         return Array(data)
     }
 
@@ -163,9 +166,9 @@ final class ServerProcess: Sendable {
     let store: String
     private let lock = Mutex<(process: Process?, restarts: Int)>((nil, 0))
 
-    init(store: String) throws {
+    init(store: String, port: Int? = nil) throws {
         self.store = store
-        port = try freePort()
+        self.port = try port ?? freePort()
         try start()
     }
 

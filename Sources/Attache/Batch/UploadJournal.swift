@@ -282,7 +282,9 @@ public final class UploadJournal: Sendable {
                     case .send(let stored, let storedMaterial, let resumed):
                         // A row from before seal material was journaled, or a failed send retried: the
                         // key is kept only together with the material it was used with.
-                        let kept = storedMaterial.flatMap { try? SealMaterial(encoded: $0) }
+                        let kept = storedMaterial.flatMap { try? SealMaterial(encoded: $0) }.flatMap {
+                            $0.suits(scheme) ? $0 : nil
+                        }
                         let keepKey = stored != nil && kept != nil
                         let idempotencyKey = keepKey ? stored! : Uploader.makeIdempotencyKey()
                         let material = keepKey ? kept! : SealMaterial.random(for: scheme)

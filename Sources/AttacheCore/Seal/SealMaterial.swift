@@ -67,6 +67,16 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
             nonceSeed: SecureBytes(seedBytes))
     }
 
+    /// Whether the key is of the kind `scheme` takes (32 bytes, 64 bytes, a passphrase); material made
+    /// for one scheme is not reused for another.
+    public func suits(_ scheme: SealScheme) -> Bool {
+        switch scheme {
+        case .streamGCM, .none: !key.isPassphrase && key.bytes.count == 32
+        case .signal: !key.isPassphrase && key.bytes.count == 64
+        case .legacyCBC, .legacyECB: key.isPassphrase && key.bytes.count > 0
+        }
+    }
+
     /// `count` bytes of header values for part `part` of the upload.
     func headerValues(part: Int, count: Int) throws -> [UInt8] {
         let info = Array("attache seal header values v1, part \(part)".utf8)

@@ -162,20 +162,20 @@ struct UploadJournalTests {
     }
 }
 
-@Suite("ContentHasher")
-struct ContentHasherTests {
+@Suite("ContentDigest")
+struct ContentDigestTests {
     @Test(arguments: [
         ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
         ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
     ])
     func knownDigests(input: String, hex: String) throws {
-        #expect(try ContentHasher.sha256(of: DataSource(input)) == hex)
+        #expect(try ContentDigest.sha256Hex(of: DataSource(input)) == hex)
     }
 
     @Test func largeInputsAreHashedInChunks() throws {
         // 1,000,000 × "a": the FIPS 180-2 long-message vector, read in several 256 KiB chunks.
         let source = DataSource([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
-        #expect(try ContentHasher.sha256(of: source) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(try ContentDigest.sha256Hex(of: source) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 }
 
