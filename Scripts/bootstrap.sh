@@ -80,6 +80,7 @@ required=(
     zlib1g-dev                # swift-nio-extras links zlib; the static `attache` links libpng's zlib
     libc6-dev                 # libc.a for the fully static `attache` executable
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
+    php-cli                   # tests send hostile filenames to PHP's built-in server as another receiver
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI

@@ -74,6 +74,10 @@ struct FaultInjector {
         case .business(let code, let message):
             try await drain(request.body)
             return jsonResponse(.ok, ServerJSON.error(code: code, message: message))
+
+        case .crash:
+            // Carried out by the store during the commit (UploadController), never here.
+            preconditionFailure("a crash fault is injected by the store's commit")
         }
     }
 

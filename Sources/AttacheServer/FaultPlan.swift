@@ -17,6 +17,7 @@ import Foundation
 /// | `empty` | 200 with an empty body | |
 /// | `truncated` | 200 JSON cut in the middle: `Content-Length` larger than what is sent, then close | |
 /// | `business` | 200 with `{"errorCode":N,"message":…}` | `code` (default 1001), `message` |
+/// | `crash` | kill the server (SIGKILL) at a point of the request's commit; per-run plans only | `at`: `after-part`, `after-files` (default), `after-key` |
 ///
 /// `WHEN` is `N` (the Nth request, 1-based), `N-M`, `*` (every request, the default) or `P%` (each
 /// request with probability P). In a per-run plan (`attache-server --fault`) requests are counted
@@ -179,6 +180,10 @@ public enum FaultKind: Sendable, Hashable {
     case truncated
     /// Drain the body, then answer 200 with `{"errorCode":code,"message":message}`.
     case business(code: Int, message: String)
+    /// Store the upload as usual but kill the server with SIGKILL at `point` of the commit, to test
+    /// that a retry after a crash at the worst moment still stores one copy. Accepted in
+    /// `attache-server --fault` only, never from the `X-Attache-Fault` header of a request.
+    case crash(at: CrashPoint)
 
     init(name: String, options: [String: String], rule: String) throws {
         func integer(_ key: String, default value: Int, minimum: Int = 0) throws -> Int {
@@ -221,6 +226,14 @@ public enum FaultKind: Sendable, Hashable {
         case "business":
             self = .business(code: try integer("code", default: 1001, minimum: Int.min), message: options["message"] ?? "rejected by business rule")
             allowed = ["code", "message"]
+        case "crash":
+            let text = options["at"] ?? CrashPoint.afterFiles.rawValue
+            guard let point = CrashPoint(rawValue: text) else {
+                let known = CrashPoint.allCases.map(\.rawValue).joined(separator: ", ")
+                throw invalidRule(rule, "at=\(text) is not one of \(known)")
+            }
+            self = .crash(at: point)
+            allowed = ["at"]
         default:
             throw invalidRule(rule, "unknown fault kind '\(name)'")
         }
@@ -240,6 +253,7 @@ public enum FaultKind: Sendable, Hashable {
         case .empty: "empty"
         case .truncated: "truncated"
         case .business: "business"
+        case .crash: "crash"
         }
     }
 
@@ -251,9 +265,21 @@ public enum FaultKind: Sendable, Hashable {
         case .drop(let after): [("after", "\(after)")]
         case .business(let code, let message):
             [("code", "\(code)"), ("message", message.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? message)]
+        case .crash(let point): [("at", point.rawValue)]
         case .tooLargeEarly, .garbage, .empty, .truncated: []
         }
     }
+}
+
+/// A moment inside the reference server's commit of an upload (see ``FaultKind/crash(at:)``).
+public enum CrashPoint: String, Sendable, Hashable, CaseIterable {
+    /// The first file part is in the store, its receipt is not.
+    case afterPart = "after-part"
+    /// Every part and its receipt are in the store, the idempotency key is not recorded yet: the
+    /// moment at which a crash once made the client's retry store a second copy.
+    case afterFiles = "after-files"
+    /// The idempotency key is recorded (the upload is committed); the answer has not been sent.
+    case afterKey = "after-key"
 }
 
 private func invalidRule(_ rule: String, _ reason: String) -> AttacheError {

@@ -9,7 +9,8 @@ import Glibc
 /// One part of a received multipart body: a file part spooled to a temporary file, or a text field
 /// kept in memory.
 struct SpooledPart: Sendable {
-    /// The `name` parameter, exactly as received (still percent-escaped if the client escaped it).
+    /// The `name` parameter, exactly as received (still percent-escaped if the client escaped it; see
+    /// ``ContentDisposition``).
     var name: String
     /// The `filename` parameter as received; `nil` for a text field.
     var filename: String?
@@ -277,40 +278,44 @@ private final class PartCollector {
 
 /// Parsing of `Content-Disposition: form-data; name="a"; filename="b"`.
 enum ContentDisposition {
-    /// The parameters, names lowercased, values as received: quoted strings lose their quotes (and
-    /// backslash escapes their backslash) but percent escapes are kept.
+    /// The parameters, names lowercased, values as received: quoted strings lose their quotes, percent
+    /// escapes are kept.
+    ///
+    /// A quoted value runs from its opening quote to the next `"`, and a backslash in it is an ordinary
+    /// character. That is how the WHATWG form-data encoding that browsers, curl ≥ 7.81 and Attache use
+    /// writes values: `"` is sent as `%22`, never as `\"`. Reading `\` as an escape (RFC 7230's
+    /// quoted-pair) stored a file named `end\` from a browser as `end"`.
     static func parameters(of value: String) -> [String: String] {
+        // Bytes, not Characters: a `"` followed by a combining mark is one Character, and would hide
+        // the quote that opens or closes a name beginning with that mark.
+        let bytes = Array(value.utf8)
+        let quote = UInt8(ascii: "\""), semicolon = UInt8(ascii: ";"), equals = UInt8(ascii: "=")
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+        func trimmed(_ range: Range<Int>) -> Range<Int> {
+            var lower = range.lowerBound, upper = range.upperBound
+            while lower < upper, isBlank(bytes[lower]) { lower += 1 }
+            while upper > lower, isBlank(bytes[upper - 1]) { upper -= 1 }
+            return lower..<upper
+        }
         var result: [String: String] = [:]
-        var characters = Substring(value)
         // Skip the disposition type.
-        guard let firstSemicolon = characters.firstIndex(of: ";") else { return result }
-        characters = characters[characters.index(after: firstSemicolon)...]
-        while !characters.isEmpty {
-            characters = characters.drop(while: { $0 == " " || $0 == "\t" || $0 == ";" })
-            guard let equals = characters.firstIndex(of: "=") else { break }
-            let key = characters[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            characters = characters[characters.index(after: equals)...].drop(while: { $0 == " " })
-            var parameter = ""
-            if characters.first == "\"" {
-                characters = characters.dropFirst()
-                var escaped = false
-                while let next = characters.first {
-                    characters = characters.dropFirst()
-                    if escaped {
-                        parameter.append(next)
-                        escaped = false
-                    } else if next == "\\" {
-                        escaped = true
-                    } else if next == "\"" {
-                        break
-                    } else {
-                        parameter.append(next)
-                    }
-                }
+        guard var index = bytes.firstIndex(of: semicolon) else { return result }
+        while index < bytes.count {
+            while index < bytes.count, isBlank(bytes[index]) || bytes[index] == semicolon { index += 1 }
+            guard let equalsIndex = bytes[index...].firstIndex(of: equals) else { break }
+            let key = text(trimmed(index..<equalsIndex)).lowercased()
+            index = equalsIndex + 1
+            while index < bytes.count, isBlank(bytes[index]) { index += 1 }
+            let parameter: String
+            if index < bytes.count, bytes[index] == quote {
+                let end = bytes[(index + 1)...].firstIndex(of: quote) ?? bytes.count
+                parameter = text((index + 1)..<end)
+                index = min(end + 1, bytes.count)
             } else {
-                let end = characters.firstIndex(of: ";") ?? characters.endIndex
-                parameter = characters[..<end].trimmingCharacters(in: .whitespaces)
-                characters = characters[end...]
+                let end = bytes[index...].firstIndex(of: semicolon) ?? bytes.count
+                parameter = text(trimmed(index..<end))
+                index = end
             }
             if result[key] == nil { result[key] = parameter }
         }

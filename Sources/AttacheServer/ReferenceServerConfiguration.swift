@@ -12,8 +12,9 @@ public struct ReferenceServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// The TCP port; 0 picks a free port (read it from ``withReferenceServer(configuration:_:)``).
     public var port: Int = 8080
-    /// The store: `files/` (bytes and receipts), `keys/` (idempotency keys), `tmp/` (uploads in
-    /// progress). Created if missing.
+    /// The store: `files/` (bytes and receipts), `keys/` (idempotency keys), `pending/` (commits in
+    /// progress, finished or undone at start-up), `salt`, `tmp/` (uploads in progress). Created if
+    /// missing.
     public var storeDirectory: String
     /// Faults injected into `POST /upload` for the whole run; see ``FaultPlan``.
     public var faults: FaultPlan = .none

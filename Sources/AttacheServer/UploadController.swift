@@ -32,10 +32,19 @@ struct UploadController: Sendable {
                 return errorResponse(.badRequest, error.message)
             }
         }
+        if requestPlan.rules.contains(where: { if case .crash = $0.kind { true } else { false } }) {
+            _ = store.countRequest(key: key)
+            return errorResponse(.badRequest, "a crash fault is accepted from attache-server --fault only")
+        }
         let ticket = store.countRequest(key: key)
+        var crash: CrashPoint?
         if let fault = requestPlan.fault(forRequest: ticket.attempt) ?? configuration.faults.fault(forRequest: ticket.number) {
             context.logger.info("injecting fault", metadata: ["fault": "\(fault.name)", "request": "\(ticket.number)"])
-            return try await FaultInjector(context: context).inject(fault, into: request)
+            if case .crash(let point) = fault {
+                crash = point
+            } else {
+                return try await FaultInjector(context: context).inject(fault, into: request)
+            }
         }
 
         if let limit = configuration.maxBodySize, let length = request.headers[.contentLength].flatMap(Int64.init),
@@ -86,7 +95,10 @@ struct UploadController: Sendable {
             }
             let store = self.store
             let verified = checks
-            let committed = try await BlockingPool.shared.run { try store.commit(parts: parts, key: key, checks: verified) }
+            let crashPoint = crash
+            let committed = try await BlockingPool.shared.run {
+                try store.commit(parts: parts, key: key, checks: verified, crash: crashPoint)
+            }
             committedId = committed.fileId
             return jsonResponse(.ok, committed.receipt)
         } catch let rejection as MultipartRejection {

@@ -11,8 +11,10 @@ struct AttacheServerCommand: AsyncParsableCommand {
         abstract: "Reference server for Attache uploads: multipart POST /upload, GET /files/{id}, fault injection.",
         discussion: """
             Fault rules (--fault, repeatable or comma-separated; or per request in the X-Attache-Fault header):
-              KIND[@WHEN][:key=value...]  KIND = 500|502|503|504|408|429|413|stall|drop|garbage|empty|truncated|business
+              KIND[@WHEN][:key=value...]  KIND = 500|502|503|504|408|429|413|stall|drop|garbage|empty|truncated|business|crash
               WHEN = N | N-M | * | P%   (default *)
+              crash:at=after-part|after-files|after-key kills the server (SIGKILL) at that point of the commit
+              (--fault only).
             Examples: --fault 503@1-2:retry-after=1   --fault drop@3:after=4096   --fault business:code=1002
             """)
 

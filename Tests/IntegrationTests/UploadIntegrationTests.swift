@@ -33,6 +33,8 @@ struct UploadIntegrationTests {
         ("two\r\nlines.txt", "two%0D%0Alines.txt"),
         ("résumé 履歴書 😀.pdf", "résumé 履歴書 😀.pdf"),
         (String(repeating: "ж", count: 296) + ".txt", String(repeating: "ж", count: 296) + ".txt"),
+        ("tab\tname", "tab%09name"),
+        ("end\\", "end%5C"),
     ])
     func hostileFilenames(filename: String, onTheWire: String) async throws {
         let file = try TemporaryFile(bytes: Array("hello".utf8))
@@ -46,13 +48,13 @@ struct UploadIntegrationTests {
         }
     }
 
-    @Test("a filename with another control character is refused before sending")
-    func controlCharacterFilename() async throws {
+    @Test("an empty filename is refused before sending")
+    func emptyFilename() async throws {
         let file = try TemporaryFile(bytes: [1])
         defer { file.remove() }
         try await LiveServer.with { server in
             let error = await #expect(throws: AttacheError.self) {
-                try await server.pipeline().send(Attachment(path: file.path, filename: "tab\tname"))
+                try await server.pipeline().send(Attachment(path: file.path, filename: ""))
             }
             #expect(error?.code == .invalidArgument)
             #expect(error?.file == file.path)

@@ -4,8 +4,8 @@ import Foundation
 ///
 /// Fields and file parts are added in order; file parts are ``ByteSource``s that are read only when
 /// the body is streamed, so a body over a 10 GB file costs a few hundred bytes of memory until then.
-/// Names and filenames are escaped the way browsers and curl ≥ 7.81 do it: `"` → `%22`, CR → `%0D`,
-/// LF → `%0A`, UTF-8 kept raw. Any other control character is refused.
+/// Names and filenames are written so that every common receiver (Werkzeug, PHP, Python's `email`,
+/// MultipartKit-based servers) reads exactly one part with the same name: see ``escape(_:what:)``.
 ///
 /// ```swift
 /// var body = MultipartBody()
@@ -55,16 +55,15 @@ public struct MultipartBody: ByteSource {
     }
 
     /// Adds a text field. Repeat the call to send a name several times (`tags[]`).
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name holds a control character other
-    ///   than CR or LF.
+    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name is empty.
     public mutating func addField(name: String, value: String) throws {
         let head = try header(name: name, filename: nil, contentType: nil)
         parts.append(Part(head: head, content: DataSource(value), name: name, filename: nil))
     }
 
     /// Adds a file part whose bytes come from `source` when the body is streamed.
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name, filename or content type holds a
-    ///   forbidden control character.
+    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name or filename is empty or the content
+    ///   type holds a control character.
     public mutating func addFile(
         name: String, filename: String, contentType: String, source: any ByteSource
     ) throws {
@@ -115,24 +114,53 @@ public struct MultipartBody: ByteSource {
         return Array(text.utf8)
     }
 
-    /// Escapes a name or filename for a quoted `Content-Disposition` parameter.
+    /// Writes a name or filename as the value of a quoted `Content-Disposition` parameter.
     ///
-    /// Follows the WHATWG HTML form-data encoding that browsers and curl ≥ 7.81 use: `"` → `%22`,
-    /// CR → `%0D`, LF → `%0A`, everything else (UTF-8 included) raw. Other C0 controls and DEL are
-    /// refused: no receiving parser agrees on them.
-    /// - Throws: ``AttacheError/Code/invalidArgument`` naming `what`.
+    /// The value sent is the name itself, or a clearly replaced form of it: these characters become
+    /// `%XX` (the uppercase hex of each of their UTF-8 bytes), everything else, `%` and non-ASCII
+    /// included, goes as raw UTF-8:
+    /// - `"`, CR and LF, as the WHATWG form-data encoding that browsers and curl ≥ 7.81 use;
+    /// - `\`: Werkzeug ≥ 2.3, PHP, Python's `email` and RFC 7230 read it as an escape (`a\` made
+    ///   Werkzeug see no file at all), browsers send it raw; only `%5C` reads the same everywhere;
+    /// - `/`: PHP keeps only what follows the last `/` or `\` of a filename;
+    /// - the other C0 controls and DEL, which no two parsers treat alike when raw;
+    /// - white space (Unicode `White_Space`) at the start or the end, which Python's
+    ///   `get_filename()` and others strip;
+    /// - a `%` followed by `22`, which becomes `%2522`: Werkzeug ≥ 2.3 turns every `%22` back into
+    ///   `"`, and would otherwise show a quote the name never had.
+    ///
+    /// Receivers do not decode these escapes (browsers' names are read the same way), except that
+    /// Werkzeug ≥ 2.3 shows `%22` as the `"` it stands for. `RFC 5987`'s `filename*` is not sent:
+    /// RFC 7578 §4.2 forbids it in `multipart/form-data`.
+    ///
+    /// ```swift
+    /// try MultipartBody.escape(#"say "hi"\.txt"#)  // "say %22hi%22%5C.txt"
+    /// ```
+    /// - Throws: ``AttacheError/Code/invalidArgument`` when `value` is empty (PHP reads an empty
+    ///   filename as "no file"); the message names `what`.
     public static func escape(_ value: String, what: String = "name") throws -> String {
+        let scalars = Array(value.unicodeScalars)
+        guard !scalars.isEmpty else {
+            throw AttacheError(.invalidArgument, stage: .upload, "the \(what) is empty")
+        }
+        let leading = scalars.prefix { $0.properties.isWhitespace }.count
+        let trailing = leading == scalars.count ? 0 : scalars.reversed().prefix { $0.properties.isWhitespace }.count
         var out = String.UnicodeScalarView()
-        for scalar in value.unicodeScalars {
+        for (index, scalar) in scalars.enumerated() {
+            let atEdge = index < leading || index >= scalars.count - trailing
+            let replaced: Bool
             switch scalar {
-            case "\"": out.append(contentsOf: "%22".unicodeScalars)
-            case "\r": out.append(contentsOf: "%0D".unicodeScalars)
-            case "\n": out.append(contentsOf: "%0A".unicodeScalars)
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                throw AttacheError(
-                    .invalidArgument, stage: .upload,
-                    "the \(what) contains control character U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4))")
-            default: out.append(scalar)
+            case "\"", "\\", "/": replaced = true
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: replaced = true
+            case "%": replaced = scalars[(index + 1)...].starts(with: ["2", "2"])
+            default: replaced = atEdge
+            }
+            guard replaced else {
+                out.append(scalar)
+                continue
+            }
+            for byte in String(scalar).utf8 {
+                out.append(contentsOf: ("%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)).unicodeScalars)
             }
         }
         return String(out)
