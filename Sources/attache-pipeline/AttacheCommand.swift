@@ -24,7 +24,9 @@ struct AttacheCommand: AsyncParsableCommand {
         ])
 
     /// `attache detect` with only files and `--json` runs without the argument parser, whose cost
-    /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``).
+    /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``). Words that
+    /// ArgumentParser would misread as a help request are refused first, and its error messages are
+    /// printed escaped (``CommandLineScreen``).
     ///
     /// glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps what is
     /// freed in each: a batch at concurrency 8, whose image buffers are allocated and freed on many pool
@@ -33,6 +35,6 @@ struct AttacheCommand: AsyncParsableCommand {
     static func main() async {
         _ = attache_set_malloc_arena_limit(2)
         DetectCommand.runIfPlain(CommandLine.arguments)
-        await main(nil)
+        await CommandLineScreen.run(AttacheCommand.self, CommandLine.arguments)
     }
 }
