@@ -94,17 +94,14 @@ struct TerminalLogHandler: LogHandler {
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
+        set { inner[metadataKey: key] = newValue.map { .string(TerminalText.escaping("\($0)")) } }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        let escaped = metadata?.mapValues { Logger.MetadataValue.string(TerminalText.escaping("\($0)")) }
-        inner.log(
-            level: level, message: "\(TerminalText.escaping(message.description))", metadata: escaped,
-            source: source, file: file, function: function, line: line)
+    func log(event: LogEvent) {
+        var event = event
+        event.message = "\(TerminalText.escaping(event.message.description))"
+        event.metadata = event.metadata?.mapValues { .string(TerminalText.escaping("\($0)")) }
+        inner.log(event: event)
     }
 }
 

@@ -106,9 +106,12 @@ struct CommandLineTests {
         try folder.write("a.bin", [1, 2, 3])
         let message = "quota\u{1B}]0;owned\u{7}\u{9B}2Jx"
         try await LiveServer.with(faults: "business:message=quota%1B%5D0%3Bowned%07%C2%9B2Jx") { server in
-            let plain = try await Self.attache(["upload", "a.bin", "--url", server.uploadURL, "--no-progress"], in: folder.root)
+            // --verbose: the log lines quote the answer too.
+            let plain = try await Self.attache(
+                ["upload", "a.bin", "--url", server.uploadURL, "--no-progress", "--verbose"], in: folder.root)
             #expect(plain.status == 77)
             #expect(plain.standardError.contains(#"quota\x1b]0;owned\x07\u{9b}2Jx"#), "\(plain.standardError)")
+            #expect(plain.standardError.contains("rejected: "), "the log line is there: \(plain.standardError)")
             #expect(!Self.holdsControlBytes(plain.standardError))
 
             let json = try await Self.attache(["upload", "a.bin", "--url", server.uploadURL, "--json"], in: folder.root)
