@@ -46,6 +46,10 @@ let package = Package(
         .systemLibrary(
             name: "CPNG", pkgConfig: "libpng",
             providers: [.apt(["libpng-dev"])]),
+        // zlib's inflate, for the gzip heads detection reads (TGS stickers); libpng links zlib anyway.
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
         // libjpeg's own API (TurboJPEG 2.x does not expose it) to decode a JPEG's raw Y/Cb/Cr rows a few at
@@ -60,7 +64,7 @@ let package = Package(
         // the time and memory the full tool needs.
         .target(
             name: "AttacheCore",
-            dependencies: ["COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream"],
+            dependencies: ["COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CZlib"],
             swiftSettings: swiftSettings,
             // libcrypto is linked from its static archive (libssl-dev ships it): the shared library
             // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB
@@ -96,7 +100,8 @@ let package = Package(
             linkerSettings: [
                 .unsafeFlags(["-static-executable"]),
                 // ArgumentParser's FoundationEssentials needs these two archives, which SwiftPM leaves out of a
-                // static executable's link line; so are libpng's zlib and libm (pkg-config's private libraries).
+                // static executable's link line; so are zlib (libpng's, and CZlib's for detection) and libm
+                // (pkg-config's private libraries), which must follow libpng's archive.
                 .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
                 .linkedLibrary("z"), .linkedLibrary("m"),
             ]),
@@ -172,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Attache", "AttacheServer",
+                "Attache", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)

@@ -77,7 +77,7 @@ required=(
     libssl-dev                # Seal (COpenSSL)
     libpng-dev                # Transform (CPNG)
     libsqlite3-dev            # GRDB links the system SQLite (batch journal)
-    zlib1g-dev                # swift-nio-extras links zlib; the static `attache` links libpng's zlib
+    zlib1g-dev                # detection's gzip heads (CZlib), libpng and swift-nio-extras link zlib
     libc6-dev                 # libc.a for the fully static `attache` executable
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
     php-cli                   # tests send hostile filenames to PHP's built-in server as another receiver

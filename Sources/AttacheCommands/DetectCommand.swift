@@ -19,8 +19,9 @@ package struct DetectCommand: AsyncParsableCommand {
             Prints `path: mime (kind)` per file, like `file --mime-type` plus the message kind, and \
             ` [mismatch: extension says TYPE]` when the extension lies. With --json, prints one JSON \
             object per line: path, mime, kind, mismatch, extensionMime, the metadata read from the \
-            headers, and error (with code) for files that could not be read. Exits 1 when some file \
-            could not be read (the others are still printed).
+            headers, and error (with code) for files that could not be read. When some file could not \
+            be read, the others are still printed and the exit status is the first failure's (66 for \
+            a missing or unreadable file; docs/EXIT-STATUS.md).
             """)
 
     @Argument(help: "The files to detect.")
@@ -34,11 +35,12 @@ package struct DetectCommand: AsyncParsableCommand {
     }
 
     package func run() async throws {
-        if !Self.detect(files, json: json) { throw ExitCode(1) }
+        let status = Self.detect(files, json: json)
+        if status != ExitStatus.success { throw ExitCode(status) }
     }
 
-    /// Runs `attache detect` straight from the process arguments when they are only files and
-    /// `--json`, and exits; returns without doing anything otherwise (`--help`, an unknown option,
+    /// Runs `attache detect` straight from the process arguments when they are only files, `--json`
+    /// and `--` (after which every word is a file), and exits; returns without doing anything otherwise (`--help`, an unknown option,
     /// no file), for ArgumentParser to handle.
     ///
     /// ArgumentParser's handling of a repeated positional argument copies what it has collected for
@@ -56,8 +58,13 @@ package struct DetectCommand: AsyncParsableCommand {
         var json = false
         var files: [String] = []
         files.reserveCapacity(arguments.count - 2)
+        var onlyFiles = false
         for argument in arguments.dropFirst(2) {
-            if argument == "--json" {
+            if onlyFiles {
+                files.append(argument)
+            } else if argument == "--" {
+                onlyFiles = true
+            } else if argument == "--json" {
                 json = true
             } else if argument.utf8.first == UInt8(ascii: "-") {
                 return
@@ -66,15 +73,16 @@ package struct DetectCommand: AsyncParsableCommand {
             }
         }
         guard !files.isEmpty else { return }
-        terminate(detect(files, json: json) ? 0 : 1)
+        terminate(detect(files, json: json))
     }
 
-    /// Detects `files` in order and prints one line per file; returns false when some could not be read.
-    static func detect(_ files: [String], json: Bool) -> Bool {
+    /// Detects `files` in order and prints one line per file; returns 0, or the status
+    /// (``ExitStatus/table``) of the first file that could not be read.
+    static func detect(_ files: [String], json: Bool) -> Int32 {
         let detector = MIMEDetector()
         var output = OutputBuffer(descriptor: STDOUT_FILENO)
         var scratch: [UInt8] = []
-        var failed = false
+        var status = ExitStatus.success
         for path in files {
             do {
                 let detection = try detector.detect(fileAt: path, reusing: &scratch)
@@ -84,7 +92,7 @@ package struct DetectCommand: AsyncParsableCommand {
                     output.appendTextLine(path, detection)
                 }
             } catch let error as AttacheError {
-                failed = true
+                if status == ExitStatus.success { status = ExitStatus.forError(error) }
                 if json {
                     output.append("{\"path\":")
                     output.appendQuoted(path)
@@ -97,16 +105,16 @@ package struct DetectCommand: AsyncParsableCommand {
                     output.flush()
                     var message = OutputBuffer(descriptor: STDERR_FILENO)
                     message.append("attache detect: ")
-                    message.append("\(error)")
+                    message.appendEscaped("\(error)")
                     message.append("\n")
                     message.flush()
                 }
             } catch {
-                failed = true
+                if status == ExitStatus.success { status = ExitStatus.internalError }
             }
         }
         output.flush()
-        return !failed
+        return status
     }
 }
 
@@ -128,6 +136,11 @@ struct OutputBuffer {
 
     mutating func append(_ text: String) {
         bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Text for people: control characters escaped (``TerminalText``).
+    mutating func appendEscaped(_ text: String) {
+        TerminalText.append(text, to: &bytes)
     }
 
     mutating func append(_ value: Int) {
@@ -169,40 +182,59 @@ struct OutputBuffer {
         append(fraction)
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped; everything else,
-    /// non-ASCII included, as its UTF-8 bytes.
+    /// A JSON string literal: quotes, backslashes and control characters (C0, DEL and, by
+    /// ``TerminalText/escapingJSONControls(_:)``'s rule, C1) escaped; everything else, non-ASCII
+    /// included, as its UTF-8 bytes.
     mutating func appendQuoted(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        var afterC2 = false
         for byte in text.utf8 {
+            if afterC2 {
+                afterC2 = false
+                if byte < 0xA0 {
+                    // U+0080…U+009F (C2 80…C2 9F): the C2 was held back.
+                    append("\\u00")
+                    appendHex(byte)
+                    continue
+                }
+                bytes.append(0xC2)
+            }
             switch byte {
             case UInt8(ascii: "\""): append("\\\"")
             case UInt8(ascii: "\\"): append("\\\\")
             case 0x0A: append("\\n")
             case 0x0D: append("\\r")
             case 0x09: append("\\t")
-            case 0..<0x20:
-                let hex: StaticString = "0123456789abcdef"
+            case 0..<0x20, 0x7F:
                 append("\\u00")
-                bytes.append(hex.utf8Start[Int(byte >> 4)])
-                bytes.append(hex.utf8Start[Int(byte & 0x0F)])
+                appendHex(byte)
+            case 0xC2:
+                afterC2 = true
             default:
                 bytes.append(byte)
             }
         }
+        if afterC2 { bytes.append(0xC2) }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendHex(_ byte: UInt8) {
+        let hex: StaticString = "0123456789abcdef"
+        bytes.append(hex.utf8Start[Int(byte >> 4)])
+        bytes.append(hex.utf8Start[Int(byte & 0x0F)])
     }
 
     /// `path: mime (kind)`, and ` [mismatch: extension says TYPE]` when the extension lies.
     mutating func appendTextLine(_ path: String, _ detection: Detection) {
-        append(path)
+        appendEscaped(path)
         append(": ")
-        append(detection.mimeType)
+        appendEscaped(detection.mimeType)
         append(" (")
         append(detection.kind.rawValue)
         append(")")
         if detection.mismatch, let claimed = detection.extensionMIMEType {
             append(" [mismatch: extension says ")
-            append(claimed)
+            appendEscaped(claimed)
             append("]")
         }
         append("\n")

@@ -66,10 +66,10 @@ package struct EncryptCommand: AsyncParsableCommand {
             try await BlockingPool.shared.run { try payload.write(toFile: output) }
             var line = "\(scheme) \(input) -> \(output): plaintext \(payload.plaintextByteCount) bytes, sealed \(payload.byteCount) bytes"
             if let digest = payload.digest { line += ", sha256 \(digest)" }
-            print(line)
+            writeOutputLine(line)
             if let repeatInMemory, repeatInMemory > 0 {
                 let perSeal = try measureInMemorySeals(scheme: scheme, count: repeatInMemory)
-                print("in-process: \(repeatInMemory) seals of \(payload.plaintextByteCount) bytes, \(perSeal) µs per seal")
+                writeOutputLine("in-process: \(repeatInMemory) seals of \(payload.plaintextByteCount) bytes, \(perSeal) µs per seal")
             }
         }
     }
@@ -155,14 +155,25 @@ package struct SealKeyOptions: ParsableArguments {
     }
 }
 
-/// Prints an ``AttacheError`` as one line on standard error and exits non-zero (64 for bad usage).
+/// Prints an ``AttacheError`` as one line on standard error and exits with its status in
+/// ``ExitStatus/table``.
 package func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as AttacheError {
-        writeToStandardError("attache: \(error) [\(error.code)]\n")
+        writeErrorLine("attache: \(error) [\(error.code)]")
         throw ExitCode(ExitStatus.forError(error))
     }
+}
+
+/// Writes one line for people on standard error, control characters escaped (``TerminalText``).
+package func writeErrorLine(_ line: String) {
+    writeToStandardError(TerminalText.escaping(line) + "\n")
+}
+
+/// Writes one line for people on standard output, control characters escaped (``TerminalText``).
+package func writeOutputLine(_ line: String) {
+    writeToStandardOutput(TerminalText.escaping(line) + "\n")
 }
 
 /// Writes `text` to standard error in one `write` where possible (short writes are retried).

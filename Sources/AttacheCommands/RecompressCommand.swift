@@ -68,25 +68,17 @@ package struct RecompressCommand: AsyncParsableCommand {
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                writeToStandardOutput(
+                    String(decoding: TerminalText.escapingJSONControls(Array(try encoder.encode(result))), as: UTF8.self)
+                        + "\n")
             } else {
-                print("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
+                writeOutputLine("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
                       + "\(result.outputWidth)×\(result.outputHeight) \(result.outputByteCount) B \(result.mimeType)"
                       + (result.passedThrough ? " (passed through)" : ""))
             }
         } catch let error as AttacheError {
-            writeToStandardError("attache: \(error)\n")
-            throw ExitCode(Self.exitCode(for: error.code))
-        }
-    }
-
-    /// sysexits-style codes, so scripts can tell bad input from a broken disk.
-    static func exitCode(for code: AttacheError.Code) -> Int32 {
-        switch code {
-        case .corruptInput, .unsupportedInput, .limitExceeded: 65  // EX_DATAERR
-        case .fileNotFound, .fileUnreadable: 66  // EX_NOINPUT
-        case .fileUnwritable: 73  // EX_CANTCREAT
-        default: 1
+            writeErrorLine("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
         }
     }
 }

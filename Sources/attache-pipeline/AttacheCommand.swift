@@ -24,7 +24,9 @@ struct AttacheCommand: AsyncParsableCommand {
         ])
 
     /// `attache detect` with only files and `--json` runs without the argument parser, whose cost
-    /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``).
+    /// grows with the square of the number of files (see ``DetectCommand/runIfPlain(_:)``). Words that
+    /// ArgumentParser would misread as a help request are refused first, and its error messages are
+    /// printed escaped (``CommandLineScreen``).
     ///
     /// glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps what is
     /// freed in each: a batch at concurrency 8, whose image buffers are allocated and freed on many pool
@@ -35,6 +37,6 @@ struct AttacheCommand: AsyncParsableCommand {
         // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
         let arguments = PlatformPath.commandLineArguments
         DetectCommand.runIfPlain(arguments)
-        await main(Array(arguments.dropFirst()))
+        await CommandLineScreen.run(AttacheCommand.self, arguments)
     }
 }

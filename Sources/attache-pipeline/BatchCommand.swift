@@ -6,11 +6,6 @@ import Foundation
 import Logging
 import Synchronization
 
-extension ExitStatus {
-    /// `attache batch`: the run finished but some files are not stored (failed now or before).
-    static let someFailed: Int32 = 3
-}
-
 /// `attache batch PATH... --url URL`
 struct BatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -115,8 +110,8 @@ struct BatchCommand: AsyncParsableCommand {
             }
         } catch let error as AttacheError {
             output.abandon()
-            Console.err("attache: \(error)")
-            throw ExitCode(error.code == .journal ? ExitStatus.ioError : ExitStatus.forError(error))
+            Console.err("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
         }
         guard let summary else { throw ExitCode(ExitStatus.internalError) }
 
@@ -144,11 +139,27 @@ private func absolutePath(_ path: String) -> String {
     path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
 }
 
-/// Quotes `word` for a POSIX shell when it needs it.
+/// Quotes `word` for a POSIX shell when it needs it. A word with characters ``TerminalText`` escapes
+/// is written in bash's `$'…'` form with those bytes as `\xHH`, so that the printed command holds no
+/// control character and still names the same file when pasted into bash or zsh.
 func shellQuoted(_ word: String) -> String {
     let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@%+,")
     if !word.isEmpty, word.allSatisfy({ safe.contains($0) }) { return word }
-    return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    guard TerminalText.needsEscaping(word) else {
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+    var quoted = "$'"
+    for character in word {
+        let text = String(character)
+        if text == "'" || text == "\\" {
+            quoted += "\\" + text
+        } else if TerminalText.needsEscaping(text) {
+            for byte in text.utf8 { quoted += "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16) }
+        } else {
+            quoted += text
+        }
+    }
+    return quoted + "'"
 }
 
 /// Turns the first SIGINT into a cancellation of the run; a second one exits at once (the journal is
@@ -225,7 +236,7 @@ final class BatchOutput {
         track(event)
         switch mode {
         case .json:
-            Console.out(Console.json(BatchEventLine(event)))
+            Console.outJSON(BatchEventLine(event))
         case .plain:
             if let line = line(for: event) { Console.out(line) }
             if case .finished(let summary) = event { printSummary(summary, to: Console.out) }

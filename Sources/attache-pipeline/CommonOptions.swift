@@ -17,7 +17,7 @@ struct GlobalOptions: ParsableArguments {
         let level: Logger.Level =
             logLevel.flatMap(Logger.Level.init(rawValue:)) ?? (verbose ? .debug : .warning)
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TerminalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
@@ -32,21 +32,32 @@ struct GlobalOptions: ParsableArguments {
 }
 
 /// Writes to stderr and stdout without buffering surprises between the two.
+///
+/// Every line for people goes through ``TerminalText``, so a file name or a server message cannot
+/// send escape sequences to the terminal; JSON lines are written with ``outJSON(_:)``, whose encoder
+/// escapes control characters the JSON way.
 enum Console {
     static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
 
+    /// One line for people on stdout, control characters escaped.
     static func out(_ line: String) {
-        writeToStandardOutput(line + "\n")
+        writeToStandardOutput(TerminalText.escaping(line) + "\n")
     }
 
+    /// One JSON object on stdout, on one line (``json(_:)``).
+    static func outJSON<T: Encodable>(_ value: T) {
+        writeToStandardOutput(json(value) + "\n")
+    }
+
+    /// One line for people on stderr, control characters escaped.
     static func err(_ line: String) {
-        writeToStandardError(line + "\n")
+        writeToStandardError(TerminalText.escaping(line) + "\n")
     }
 
-    /// Redraws the current stderr line (terminal only).
+    /// Redraws the current stderr line (terminal only); `text`'s control characters are escaped.
     static func status(_ text: String) {
         guard stderrIsTerminal else { return }
-        writeToStandardError("\r\u{1B}[2K" + text)
+        writeToStandardError("\r\u{1B}[2K" + TerminalText.escaping(text))
     }
 
     static func clearStatus() {
@@ -54,12 +65,43 @@ enum Console {
         writeToStandardError("\r\u{1B}[2K")
     }
 
-    /// One JSON object, keys sorted, on one line.
+    /// One JSON object, keys sorted, on one line; DEL and C1 controls escaped as well as C0
+    /// (``TerminalText/escapingJSONControls(_:)``).
     static func json<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: TerminalText.escapingJSONControls(Array(data)), as: UTF8.self)
+    }
+}
+
+/// swift-log's stderr handler with the message and metadata values escaped (``TerminalText``): a
+/// verbose log line quotes server answers and file names.
+struct TerminalLogHandler: LogHandler {
+    private var inner: StreamLogHandler
+
+    init(label: String) { inner = StreamLogHandler.standardError(label: label) }
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue.map { .string(TerminalText.escaping("\($0)")) } }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.message = "\(TerminalText.escaping(event.message.description))"
+        event.metadata = event.metadata?.mapValues { .string(TerminalText.escaping("\($0)")) }
+        inner.log(event: event)
     }
 }
 

@@ -99,7 +99,7 @@ struct DownloadCommand: AsyncParsableCommand {
             }
             meter.clear()
             if json {
-                Console.out(Console.json(receipt))
+                Console.outJSON(receipt)
             } else {
                 var line = "\(receipt.path): \(formatBytes(receipt.storedByteCount))"
                 if receipt.unsealed { line += " decrypted from \(formatBytes(receipt.byteCount))" }

@@ -83,7 +83,7 @@ struct PipelineOptions: ParsableArguments {
                 configuration.seal.key = try SealKeyOptions.loadKey(
                     file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme)
             } catch let error as AttacheError {
-                Console.err("attache: \(error)")
+                Console.err("attache: \(error) [\(error.code)]")
                 throw ExitCode(ExitStatus.forError(error))
             }
         }

@@ -94,11 +94,11 @@ struct UploadCommand: AsyncParsableCommand {
         for (path, outcome) in zip(files, outcomes) {
             switch outcome {
             case .success(let receipt):
-                Console.out(json ? Console.json(ReceiptLine(receipt)) : describe(receipt))
+                if json { Console.outJSON(ReceiptLine(receipt)) } else { Console.out(describe(receipt)) }
             case .failure(let error):
                 if firstFailure == nil { firstFailure = error }
-                if json { Console.out(Console.json(FailureLine(path: path, error: error))) }
-                Console.err("attache: \(error)")
+                if json { Console.outJSON(FailureLine(path: path, error: error)) }
+                Console.err("attache: \(error) [\(error.code)]")
             }
         }
         if let firstFailure {

@@ -42,7 +42,7 @@ struct AttacheFront {
         // thread this function is about to block.
         Task.detached {
             // Exits the process itself on errors and `--help`; returns on success.
-            await FrontCommand.main(Array(arguments.dropFirst()))
+            await CommandLineScreen.run(FrontCommand.self, arguments)
             finished.signal()
         }
         finished.wait()
@@ -82,9 +82,9 @@ struct AttacheFront {
             failure = errno
         }
         let place = sibling.map { " (looked for \($0) and on PATH)" } ?? " (looked on PATH)"
-        writeToStandardError(
+        writeErrorLine(
             "attache: cannot start \(name), which runs every command but detect, encrypt and decrypt\(place): "
-                + String(cString: strerror(failure)) + "\n")
+                + String(cString: strerror(failure)))
         exit(ExitStatus.unavailable)
     }
 

@@ -299,7 +299,7 @@ struct UploadIntegrationTests {
         }
     }
 
-    @Test("an unreachable server is a connection error after the retries")
+    @Test("an unreachable server is connection-failed (exit 69) after the retries, not retries-exhausted")
     func unreachableServer() async throws {
         let file = try TemporaryFile(bytes: [1])
         defer { file.remove() }
@@ -308,7 +308,8 @@ struct UploadIntegrationTests {
         let error = await #expect(throws: AttacheError.self) {
             try await AttachmentPipeline(configuration: configuration).send(Attachment(path: file.path))
         }
-        #expect(error?.code == .retriesExhausted)
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.contains("gave up after 2 attempts") == true)
         #expect((error?.cause as? AttacheError)?.code == .connectionFailed)
     }
 }

@@ -101,9 +101,9 @@ public final class Downloader: Sendable {
     /// Downloads `request.url` to `request.destination`.
     ///
     /// - Throws: `AttacheError` with stage `.download`: `rejected` for a 4xx answer (404 and the like,
-    ///   not retried), `retriesExhausted` when 5xx/429 answers or broken connections outlast the retry
-    ///   policy, `corruptInput` when the bytes do not match the server's SHA-256 `ETag` or the size it
-    ///   announced, `fileUnwritable` for the local file; unsealing errors (`authenticationFailed`, ...)
+    ///   not retried), `connectionFailed` when no attempt could connect, `retriesExhausted` when
+    ///   5xx/429 answers or broken connections outlast the retry policy, `corruptInput` when the bytes
+    ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file; unsealing errors (`authenticationFailed`, ...)
     ///   come from the seal stage. The `.part` file is kept on every error but a hash mismatch, so a
     ///   later call with `resume` continues it.
     public func download(
@@ -150,6 +150,8 @@ final class DownloadRun {
         var attempts = 0
         var transferred: Int64 = 0
         var restartedAfterMismatch = false
+        // Every attempt so far failed to connect: giving up is then `connectionFailed` (exit 69).
+        var neverConnected = true
         let hash = try RunningHash()
         while true {
             attempts += 1
@@ -208,10 +210,11 @@ final class DownloadRun {
                     sha256: digest, verifiedByETag: verified, unsealed: request.unsealing != nil)
 
             case .failed(let error, let retryAfter):
+                if error.code != .connectionFailed { neverConnected = false }
                 guard error.isRetryable, attempts < configuration.retry.maximumAttempts else {
                     if error.isRetryable, attempts > 1 {
                         throw AttacheError(
-                            .retriesExhausted, stage: .download,
+                            neverConnected ? .connectionFailed : .retriesExhausted, stage: .download,
                             "gave up after \(attempts) attempts: \(error.message)", file: request.url,
                             isRetryable: true, cause: error.cause)
                     }
@@ -220,7 +223,7 @@ final class DownloadRun {
                 let delay = configuration.retry.delay(afterAttempt: attempts, retryAfter: retryAfter)
                 guard clock.now - started + delay < configuration.retry.budget else {
                     throw AttacheError(
-                        .retriesExhausted, stage: .download,
+                        neverConnected ? .connectionFailed : .retriesExhausted, stage: .download,
                         "gave up after \(attempts) attempts (retry budget spent): \(error.message)",
                         file: request.url, isRetryable: true, cause: error.cause)
                 }

@@ -125,8 +125,9 @@ public struct Uploader: Sendable {
     ///
     /// - Parameter progress: called from a transfer thread with non-decreasing fractions: 0 first, 1 last
     ///   (1 only when the server stored the upload).
-    /// - Throws: ``AttacheError`` — `.cancelled`; `.retriesExhausted` when every attempt failed with a
-    ///   retryable error (the last one is the `cause`); a non-retryable transport or source error
+    /// - Throws: ``AttacheError`` — `.cancelled`; `.connectionFailed` when no attempt could connect
+    ///   (refused, unresolvable; the last one is the `cause`); `.retriesExhausted` when every attempt
+    ///   failed with another retryable error (the last one is the `cause`); a non-retryable transport or source error
     ///   (`.tlsFailure`, `.invalidArgument`, `.fileChanged`, …) as it happened.
     public func upload(
         _ request: UploadRequest,
@@ -140,6 +141,9 @@ public struct Uploader: Sendable {
         let tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
         var reasons: [String] = []
         var attempt = 0
+        // A server that was never reached is unavailable (exit 69), not a temporary failure that
+        // retrying has used up.
+        var neverConnected = true
         let headerLines = makeHeaderLines(for: request)
         var requestLogger = logger
         requestLogger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
@@ -192,6 +196,7 @@ public struct Uploader: Sendable {
             }
 
             reasons.append(advice.reason)
+            if failure?.code != .connectionFailed { neverConnected = false }
             let delay = policy.delay(afterAttempt: attempt, retryAfter: advice.retryAfter)
             let elapsed = clock.now - start
             if attempt >= policy.maximumAttempts || elapsed + delay > policy.budget {
@@ -200,7 +205,7 @@ public struct Uploader: Sendable {
                     ? "gave up after \(attempt) attempts" : "gave up after \(attempt) attempts: time budget spent"
                 requestLogger.notice("\(why): \(advice.reason)")
                 throw AttacheError(
-                    .retriesExhausted, stage: failure == nil ? .interpret : .upload,
+                    neverConnected ? .connectionFailed : .retriesExhausted, stage: failure == nil ? .interpret : .upload,
                     "\(why); last: \(advice.reason)", isRetryable: true, cause: failure)
             }
             requestLogger.notice(

@@ -248,10 +248,15 @@ final class StreamGCMOpenProducer: ChunkProducer {
             throw AttacheError(
                 .sealedHeaderInvalid, stage: .seal, "unsupported stream-gcm version \(header[4])")
         }
+        // docs/FORMAT.md: fewer than the 5 bytes of magic and version cannot be told from other data
+        // (header invalid); with those 5 bytes right, a shorter header is a truncated stream.
         guard n == StreamGCM.headerCount else {
             throw AttacheError(
-                n == 0 ? .sealedHeaderInvalid : .sealedDataTruncated, stage: .seal,
-                n == 0 ? "the sealed data is empty" : "the sealed data ends inside its header")
+                n < 5 ? .sealedHeaderInvalid : .sealedDataTruncated, stage: .seal,
+                n == 0
+                    ? "the sealed data is empty"
+                    : n < 5 ? "the data is not stream-gcm (\(n) bytes, shorter than its magic and version)"
+                    : "the sealed data ends inside its header")
         }
         let saltEnd = 5 + StreamGCM.saltCount
         let prefixEnd = saltEnd + StreamGCM.noncePrefixCount

@@ -269,7 +269,8 @@ enum Containers {
         }
         if flags & 0x02 != 0 { offset += 2 }
         guard offset < head.count else { return result }
-        let text = Inflater.inflate(head, from: offset, limit: 256)
+        // What zlib decoded before any error: a corrupt stream still shows its first keys.
+        let text = (try? Inflater.inflate(head, from: offset, limit: 256))?.bytes ?? []
         if let lottie = Lottie(ByteSpan(text)) {
             result.mimeType = "application/x-tgsticker"
             result.metadata.setSize(lottie.width, lottie.height)

@@ -1,218 +1,78 @@
-/// A small DEFLATE (RFC 1951) decoder for the first bytes of a gzip stream, so that detection can
-/// tell a TGS sticker (gzip of Lottie JSON) from any other gzip without linking zlib.
+internal import CZlib
+
+/// The first bytes of a raw DEFLATE (RFC 1951) stream, decoded by zlib's `inflate`, so that detection
+/// can tell a TGS sticker (gzip of Lottie JSON) from any other gzip.
 ///
-/// It decodes at most `limit` bytes and stops quietly at the first inconsistency: its output is a
-/// hint for sniffing, never data to trust.
-struct Inflater {
-    private let input: ByteSpan
-    private var position: Int
-    private var bitBuffer = 0
-    private var bitCount = 0
-    private var output: [UInt8] = []
-    private let limit: Int
-
-    private struct Huffman {
-        var counts = [Int](repeating: 0, count: 16)
-        var symbols: [Int]
-
-        /// Builds a canonical code from code lengths; nil when the lengths are over-subscribed.
-        init?(lengths: ArraySlice<Int>) {
-            symbols = [Int](repeating: 0, count: lengths.count)
-            for length in lengths { counts[length] += 1 }
-            var left = 1
-            for length in 1..<16 {
-                left = left << 1 - counts[length]
-                if left < 0 { return nil }
-            }
-            var offsets = [Int](repeating: 0, count: 16)
-            for length in 1..<15 { offsets[length + 1] = offsets[length] + counts[length] }
-            for (symbol, length) in lengths.enumerated() where length != 0 {
-                symbols[offsets[length]] = symbol
-                offsets[length] += 1
-            }
-            // The lookup table: every code of up to `tableBits` bits, indexed by the next input bits
-            // in stream order (least significant first), so that one lookup replaces a walk per bit.
-            table = [UInt16](repeating: 0, count: 1 << Self.tableBits)
-            var code = 0
-            var index = 0
-            for length in 1...Self.tableBits {
-                for _ in 0..<counts[length] {
-                    var reversed = 0
-                    for bit in 0..<length where code & (1 << bit) != 0 { reversed |= 1 << (length - 1 - bit) }
-                    let entry = UInt16(symbols[index] << 4 | length)
-                    for fill in stride(from: reversed, to: 1 << Self.tableBits, by: 1 << length) { table[fill] = entry }
-                    code += 1
-                    index += 1
-                }
-                code <<= 1
-            }
-        }
-
-        static let tableBits = 9
-        /// Symbol << 4 | code length, for the codes of at most `tableBits` bits; 0 elsewhere.
-        var table: [UInt16]
+/// zlib is linked already (libpng needs it, in both executables), and its decoder has had decades of
+/// fuzzing that a hand-written one has not. At most `limit` bytes are produced, whatever the input
+/// claims (a gzip bomb's head costs `limit` bytes and one call), and the input is only read.
+enum Inflater {
+    /// Why decoding stopped.
+    enum End: Equatable, Sendable {
+        /// The stream's final block ended.
+        case streamEnd
+        /// `limit` bytes were produced; the rest was not decoded.
+        case limitReached
+        /// The input ended inside the stream (a file's head holds only its beginning).
+        case inputEnded
+        /// The stream is not valid DEFLATE from this point on; zlib's message.
+        case corrupt(String)
     }
 
-    /// The fixed code of block type 1, built once.
-    private static let fixedLiterals: Huffman? = {
-        var lengths = [Int](repeating: 8, count: 288)
-        for index in 144..<256 { lengths[index] = 9 }
-        for index in 256..<280 { lengths[index] = 7 }
-        return Huffman(lengths: lengths[...])
-    }()
-    private static let fixedDistances = Huffman(lengths: [Int](repeating: 5, count: 30)[...])
-
-    private static let lengthBase = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258]
-    private static let lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
-    private static let distanceBase = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577]
-    private static let distanceExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
-    private static let codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
-
-    /// Inflates the raw DEFLATE stream at `input[start...]`; returns what was decoded, at most `limit` bytes.
-    static func inflate(_ input: ByteSpan, from start: Int, limit: Int) -> [UInt8] {
-        var inflater = Inflater(input: input, position: start, limit: limit)
-        inflater.run()
-        return inflater.output
+    /// What was decoded and why decoding stopped.
+    struct Head: Sendable {
+        /// The bytes decoded before the end, at most `limit`: on ``End/corrupt(_:)`` the output that
+        /// preceded the bad data, which is a hint for sniffing, never data to trust.
+        var bytes: [UInt8]
+        /// Why decoding stopped.
+        var end: End
     }
 
-    private init(input: ByteSpan, position: Int, limit: Int) {
-        self.input = input
-        self.position = position
-        self.limit = limit
-        output.reserveCapacity(limit)
+    /// zlib could not be used at all.
+    enum Failure: Error, Equatable, Sendable {
+        /// `inflateInit2` failed with this zlib code (`Z_MEM_ERROR`, `Z_VERSION_ERROR`).
+        case initialization(code: Int32)
     }
 
-    private mutating func bits(_ count: Int) -> Int? {
-        while bitCount < count {
-            guard position < input.count else { return nil }
-            bitBuffer |= Int(input[position]) << bitCount
-            position += 1
-            bitCount += 8
-        }
-        let value = bitBuffer & ((1 << count) - 1)
-        bitBuffer >>= count
-        bitCount -= count
-        return value
-    }
-
-    private mutating func decode(_ code: Huffman) -> Int? {
-        while bitCount <= 56 - 8, position < input.count {
-            bitBuffer |= Int(input[position]) << bitCount
-            position += 1
-            bitCount += 8
-        }
-        let entry = Int(code.table[bitBuffer & (1 << Huffman.tableBits - 1)])
-        let length = entry & 0x0F
-        if length > 0 && length <= bitCount {
-            bitBuffer >>= length
-            bitCount -= length
-            return entry >> 4
-        }
-        // A longer code, or the last bits of the input: one bit at a time.
-        var value = 0
-        var first = 0
-        var index = 0
-        for length in 1..<16 {
-            guard let bit = bits(1) else { return nil }
-            value |= bit
-            let count = code.counts[length]
-            if value - first < count { return code.symbols[index + value - first] }
-            index += count
-            first = (first + count) << 1
-            value <<= 1
-        }
-        return nil
-    }
-
-    private mutating func run() {
-        var last = 0
-        while last == 0, output.count < limit {
-            guard let final = bits(1), let type = bits(2) else { return }
-            last = final
-            switch type {
-            case 0:
-                // Stored data starts at the next byte boundary; whole bytes already buffered are given back.
-                position -= bitCount >> 3
-                bitBuffer = 0
-                bitCount = 0
-                guard position <= input.count - 4, let length = input.le16(position), let check = input.le16(position + 2),
-                    length == ~check & 0xFFFF
-                else { return }
-                position += 4
-                let end = min(position + length, input.count)
-                output += input[position..<end].prefix(limit - output.count)
-                position = end
-            case 1:
-                guard let literals = Self.fixedLiterals, let distances = Self.fixedDistances,
-                    block(literals, distances)
-                else { return }
-            case 2:
-                guard dynamicBlock() else { return }
-            default:
-                return
+    /// Inflates the raw DEFLATE stream at `input[start...]`, producing at most `limit` bytes.
+    /// - Throws: ``Failure`` only when zlib cannot start; bad data is an ``End/corrupt(_:)`` head.
+    static func inflate(_ input: ByteSpan, from start: Int, limit: Int) throws(Failure) -> Head {
+        guard start >= 0, start < input.count, limit > 0 else { return Head(bytes: [], end: .inputEnded) }
+        // On the heap: zlib keeps the stream's address in its state and refuses a stream that moved.
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        defer { stream.deallocate() }
+        let status = attache_inflate_init_raw(stream)
+        guard status == Z_OK else { throw .initialization(code: status) }
+        defer { inflateEnd(stream) }
+        var output = [UInt8](repeating: 0, count: limit)
+        let result: Int32 = input.withUnsafeBytes { whole in
+            // zlib's next_in is not const (for old compilers); inflate only reads through it.
+            stream.pointee.next_in = UnsafeMutableRawPointer(mutating: whole.baseAddress!).advanced(by: start)
+                .assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_in = uInt(whole.count - start)
+            return output.withUnsafeMutableBufferPointer { buffer in
+                stream.pointee.next_out = buffer.baseAddress
+                stream.pointee.avail_out = uInt(buffer.count)
+                // One call decodes until the output is full, the input ends, the stream ends or the
+                // data is bad: Z_FINISH only says that no more input will follow.
+                let code = CZlib.inflate(stream, Z_FINISH)
+                stream.pointee.next_in = nil
+                stream.pointee.next_out = nil
+                return code
             }
         }
-    }
-
-    private mutating func dynamicBlock() -> Bool {
-        guard let literalCount = bits(5).map({ $0 + 257 }), let distanceCount = bits(5).map({ $0 + 1 }),
-            let codeCount = bits(4).map({ $0 + 4 }), literalCount <= 286, distanceCount <= 30
-        else { return false }
-        var codeLengths = [Int](repeating: 0, count: 19)
-        for index in 0..<codeCount {
-            guard let length = bits(3) else { return false }
-            codeLengths[Self.codeLengthOrder[index]] = length
+        let produced = limit - Int(stream.pointee.avail_out)
+        output.removeSubrange(produced...)
+        let end: End
+        switch result {
+        case Z_STREAM_END:
+            end = .streamEnd
+        case Z_DATA_ERROR, Z_NEED_DICT:
+            end = .corrupt(stream.pointee.msg.map { String(cString: $0) } ?? "invalid deflate data")
+        default:
+            // Z_BUF_ERROR or Z_OK: the output is full or the input ran out first.
+            end = stream.pointee.avail_out == 0 ? .limitReached : .inputEnded
         }
-        guard let lengthCode = Huffman(lengths: codeLengths[...]) else { return false }
-        var lengths: [Int] = []
-        while lengths.count < literalCount + distanceCount {
-            guard let symbol = decode(lengthCode) else { return false }
-            if symbol < 16 {
-                lengths.append(symbol)
-                continue
-            }
-            var value = 0
-            let repeatCount: Int
-            switch symbol {
-            case 16:
-                guard let previous = lengths.last, let extra = bits(2) else { return false }
-                value = previous
-                repeatCount = 3 + extra
-            case 17:
-                guard let extra = bits(3) else { return false }
-                repeatCount = 3 + extra
-            default:
-                guard let extra = bits(7) else { return false }
-                repeatCount = 11 + extra
-            }
-            guard lengths.count + repeatCount <= literalCount + distanceCount else { return false }
-            lengths += repeatElement(value, count: repeatCount)
-        }
-        guard let literals = Huffman(lengths: lengths[0..<literalCount]),
-            let distances = Huffman(lengths: lengths[literalCount...])
-        else { return false }
-        return block(literals, distances)
-    }
-
-    private mutating func block(_ literals: Huffman, _ distances: Huffman) -> Bool {
-        while output.count < limit {
-            guard let symbol = decode(literals) else { return false }
-            if symbol < 256 {
-                output.append(UInt8(symbol))
-            } else if symbol == 256 {
-                return true
-            } else {
-                let index = symbol - 257
-                guard index < 29, let extra = bits(Self.lengthExtra[index]),
-                    let distanceSymbol = decode(distances), distanceSymbol < 30,
-                    let distanceExtra = bits(Self.distanceExtra[distanceSymbol])
-                else { return false }
-                let length = Self.lengthBase[index] + extra
-                let distance = Self.distanceBase[distanceSymbol] + distanceExtra
-                guard distance <= output.count else { return false }
-                for _ in 0..<min(length, limit - output.count) { output.append(output[output.count - distance]) }
-            }
-        }
-        return true
+        return Head(bytes: output, end: end)
     }
 }
