@@ -170,6 +170,11 @@ public struct AttachmentPipeline: Sendable {
                 workDirectory: workDirectory ?? NSTemporaryDirectory())
         }
         let transformed = transforms ? try await transformLimiter.run(transform) : try await transform()
+        if let reason = transformed.skipReason {
+            logger.notice(
+                "sending the original: the image cannot be recompressed",
+                metadata: ["file": "\(attachment.path)", "reason": "\(reason)"])
+        }
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
         if let newExtension = transformed.filenameExtension {
             filename = Self.replacingExtension(of: filename, with: newExtension)
@@ -231,7 +236,7 @@ public struct AttachmentPipeline: Sendable {
                 transform: TransformReceipt(
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
                     width: transformed.width, height: transformed.height,
-                    thumbnails: transformed.thumbnails.map(\.name)))
+                    thumbnails: transformed.thumbnails.map(\.name), skipped: transformed.skipReason))
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
