@@ -100,7 +100,7 @@ public struct ImageRecompressor: Sendable {
     ///
     /// - Throws: ``AttacheError`` in stage `.transform`, naming `input`: `.fileNotFound`/`.fileUnreadable`,
     ///   `.unsupportedInput` (not an image, animated WebP, GIF), `.corruptInput`, `.limitExceeded` (pixel,
-    ///   scan or file size limit), `.fileUnwritable`.
+    ///   scan, whole-image or file size limit), `.fileUnwritable`.
     ///
     /// ```swift
     /// let result = try ImageRecompressor().recompress(fileAt: "photo.jpg", to: "photo-small.jpg")
