@@ -112,7 +112,9 @@ read -r c w r < <(measure "$work/cap-vips.jpg" vipsthumbnail "$work/cap.png" -s 
 cap_row "thumbnail → 1280 px" vipsthumbnail "$c" "$w" "$r"
 
 if [[ -n "${ATTACHE_SERVER_BIN:-}" && -x "${ATTACHE_SERVER_BIN}" ]]; then
+    # lib.sh takes over the EXIT trap: hand it the work directory's removal too.
     . "$root/Scripts/bench/lib.sh"
+    bench_on_exit "rm -rf '$work'"
     bench_start_server "$work/store"
     read -r c w r < <(measure "$work/none" "$attache" upload "$work/cap.png" --url "$BENCH_URL/upload")
     cap_row "upload (1 file)" attache "$c" "$w" "$r"
