@@ -57,6 +57,9 @@ let package = Package(
         // must not return, hence C with setjmp around each call. Linked from the static archive like
         // libcrypto: no extra shared library to load at every start of every command.
         .target(name: "CJPEGStream", linkerSettings: [.linkedLibrary(":libjpeg.a")]),
+        // libpng's row API, for the same reason: a PNG is decoded a row at a time into the resampler
+        // (the simplified API CPNG wraps only decodes whole pictures), and libpng's errors longjmp.
+        .target(name: "CPNGStream", linkerSettings: [.linkedLibrary("png16")]),
 
         // Detection, image recompression, sealing, base64 and the shared error/source types: everything
         // here uses the C library, the codecs and OpenSSL only, never Foundation, so the `attache` front
@@ -64,7 +67,9 @@ let package = Package(
         // the time and memory the full tool needs.
         .target(
             name: "AttacheCore",
-            dependencies: ["COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CZlib"],
+            dependencies: [
+                "COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CPNGStream", "CZlib",
+            ],
             swiftSettings: swiftSettings,
             // libcrypto is linked from its static archive (libssl-dev ships it): the shared library
             // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB

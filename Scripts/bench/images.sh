@@ -4,8 +4,14 @@
 # wall time, median peak RSS, output size, and SSIM against one reference per input (ImageMagick Lanczos
 # from a full decode, no JPEG step; alpha flattened onto white), then the acceptance ratios.
 #
+# Then the pixel cap: cap.png, an all-zero 10000×9999 RGB PNG (100 MP, ~291 KB), through `attache
+# recompress` and vipsthumbnail, through `attache upload` and, eight copies, `attache batch` to the
+# reference server on 127.0.0.1 (peak RSS of the client; the batch transforms as many images at once as
+# the machine has cores, which is printed).
+#
 # Usage: Scripts/bench/images.sh [RUNS]      (default 5 runs per tool and input)
 # Needs: swift, ImageMagick (convert), vipsthumbnail, python3 with numpy and scipy, GNU time.
+# ATTACHE_BIN and ATTACHE_SERVER_BIN (Scripts/bench.sh exports them) skip the build.
 set -euo pipefail
 
 runs=${1:-5}
@@ -19,7 +25,10 @@ if [ -n "${ATTACHE_BIN:-}" ]; then
 else
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache >&2)
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache-pipeline >&2)
+    (cd "$root" && swift build -c release --static-swift-stdlib --product attache-server >&2)
     attache="$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)/attache"
+    ATTACHE_SERVER_BIN="$(dirname "$attache")/attache-server"
+    export ATTACHE_SERVER_BIN
 fi
 
 echo "making inputs in $work…" >&2
@@ -29,6 +38,22 @@ convert -size 4000x3000 -seed 7 plasma:fractal -blur 0x1 +noise Gaussian -attenu
 convert "$work/photo.jpg" -interlace JPEG -quality 90 -sampling-factor 2x2 "$work/progressive.jpg"
 convert "$work/photo.jpg" \( -size 3000x4000 gradient:white-black -rotate 90 \) -alpha off \
     -compose CopyOpacity -composite "$work/alpha.png"
+# A photo saved as PNG: opaque 8-bit RGB, filtered and deflated by ImageMagick's defaults (~28 MB).
+convert "$work/photo.jpg" "$work/photo.png"
+# The pixel cap: 10000×9999 RGB, all zero, deflated at level 9 (~291 KB), written row by row.
+python3 - "$work/cap.png" <<'PY'
+import struct, sys, zlib
+width, height = 10000, 9999
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+deflate, row, idat = zlib.compressobj(9), bytes(1 + width * 3), []
+for _ in range(height):
+    idat.append(deflate.compress(row))
+idat.append(deflate.flush())
+with open(sys.argv[1], "wb") as out:
+    out.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
+    out.write(chunk(b"IDAT", b"".join(idat)) + chunk(b"IEND", b""))
+PY
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
@@ -51,7 +76,7 @@ measure() {
 printf '| input | tool | CPU s (median) | wall s | peak RSS MiB | output bytes | SSIM |\n'
 printf '|---|---|---:|---:|---:|---:|---:|\n'
 summary=""
-for input in photo.jpg progressive.jpg alpha.png; do
+for input in photo.jpg progressive.jpg alpha.png photo.png; do
     in="$work/$input"
     ref="$work/ref-${input%.*}.png"
     convert "$in" -background white -flatten -filter Lanczos -resize 1280x1280 "$ref"
@@ -69,8 +94,43 @@ for input in photo.jpg progressive.jpg alpha.png; do
         printf '| %s | %s | %.3f | %.3f | %.1f | %d | %s |\n' "$input" "$tool" "$c" "$w" "$(echo "$r / 1024" | bc -l)" "$size" "$ssim"
         eval "size_${tool}=$size; ssim_${tool}=$ssim"
     done
-    summary+=$(printf '%s: CPU attache/vips %.2f (≤ 0.5), attache/ImageMagick %.2f (≤ 0.25), SSIM attache−vips %+.4f (≥ −0.003), size attache/vips %.2f (0.90–1.10)' \
-        "$input" "$(echo "${cpu[attache]} / ${cpu[vipsthumbnail]}" | bc -l)" "$(echo "${cpu[attache]} / ${cpu[imagemagick]}" | bc -l)" \
+    bar=0.5
+    [[ $input == photo.png ]] && bar=0.7
+    summary+=$(printf '%s: CPU attache/vips %.2f (≤ %s), attache/ImageMagick %.2f (≤ 0.25), SSIM attache−vips %+.4f (≥ −0.003), size attache/vips %.2f (0.90–1.10)' \
+        "$input" "$(echo "${cpu[attache]} / ${cpu[vipsthumbnail]}" | bc -l)" "$bar" "$(echo "${cpu[attache]} / ${cpu[imagemagick]}" | bc -l)" \
         "$(echo "$ssim_attache - $ssim_vipsthumbnail" | bc -l)" "$(echo "$size_attache / $size_vipsthumbnail" | bc -l)")$'\n'
 done
 printf '\n%s' "$summary"
+
+# --- The pixel cap ---------------------------------------------------------------------------------
+printf '\n| 100 MP all-zero PNG (cap.png) | tool | CPU s (median) | wall s | peak RSS MiB |\n|---|---|---:|---:|---:|\n'
+cap_row() { printf '| %s | %s | %.3f | %.3f | %.1f |\n' "$1" "$2" "$3" "$4" "$(echo "$5 / 1024" | bc -l)"; }
+read -r c w r < <(measure "$work/cap-attache.jpg" "$attache" recompress "$work/cap.png" -o "$work/cap-attache.jpg" --max-side 1280 --quality 80)
+cap_row "recompress → 1280 px" attache "$c" "$w" "$r"
+cap_rss=$r
+read -r c w r < <(measure "$work/cap-vips.jpg" vipsthumbnail "$work/cap.png" -s 1280 -o "$work/cap-vips.jpg[Q=80]")
+cap_row "thumbnail → 1280 px" vipsthumbnail "$c" "$w" "$r"
+
+if [[ -n "${ATTACHE_SERVER_BIN:-}" && -x "${ATTACHE_SERVER_BIN}" ]]; then
+    # lib.sh takes over the EXIT trap: hand it the work directory's removal too.
+    . "$root/Scripts/bench/lib.sh"
+    bench_on_exit "rm -rf '$work'"
+    bench_start_server "$work/store"
+    read -r c w r < <(measure "$work/none" "$attache" upload "$work/cap.png" --url "$BENCH_URL/upload")
+    cap_row "upload (1 file)" attache "$c" "$w" "$r"
+    upload_rss=$r
+    mkdir -p "$work/eight"
+    for i in 1 2 3 4 5 6 7 8; do
+        # Eight different files (the batch would skip identical ones as already sent).
+        { cat "$work/cap.png"; printf 'copy %d' "$i"; } > "$work/eight/cap$i.png"
+    done
+    # A fresh journal per run, so that every run sends all eight.
+    read -r c w r < <(measure "$work/none" bash -c 'rm -f "$1"/journal.sqlite*; exec "$2" batch "$1/eight" --url "$3" --journal "$1/journal.sqlite" --concurrency 8' \
+        batch "$work" "$attache" "$BENCH_URL/upload")
+    cap_row "batch of 8 ($(nproc) transforms at once)" attache "$c" "$w" "$r"
+    batch_rss=$r
+fi
+printf '\ncap.png: peak RSS recompress %.1f MiB (≤ 64)' "$(echo "$cap_rss / 1024" | bc -l)"
+[[ -n "${upload_rss:-}" ]] && printf ', upload %.1f MiB (≤ 64), batch of 8 %.1f MiB (≤ 200)' \
+    "$(echo "$upload_rss / 1024" | bc -l)" "$(echo "$batch_rss / 1024" | bc -l)"
+printf '\n'

@@ -108,9 +108,54 @@ __attribute__((target("avx2"))) void attache_resample_widen(const unsigned char 
     for (; x < count; x++) dst[x] = (float)src[x];
 }
 
+// Eight pixels per step: their bytes are gathered per channel with byte shuffles (two overlapping
+// loads for RGB), widened to 32-bit integers and converted.
+__attribute__((target("avx2"))) void attache_resample_widen_planar(const unsigned char *src, float *dst,
+                                                                   size_t width, int channels) {
+    size_t x = 0;
+    float *p0 = dst, *p1 = dst + width, *p2 = dst + 2 * width, *p3 = dst + 3 * width;
+    if (channels == 3) {
+        const __m128i r_lo = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i r_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i g_lo = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i g_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i b_lo = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+        for (; x + 8 <= width; x += 8) {
+            __m128i lo = _mm_loadu_si128((const __m128i *)(src + x * 3));
+            __m128i hi = _mm_loadu_si128((const __m128i *)(src + x * 3 + 8));
+            __m128i r = _mm_or_si128(_mm_shuffle_epi8(lo, r_lo), _mm_shuffle_epi8(hi, r_hi));
+            __m128i g = _mm_or_si128(_mm_shuffle_epi8(lo, g_lo), _mm_shuffle_epi8(hi, g_hi));
+            __m128i b = _mm_or_si128(_mm_shuffle_epi8(lo, b_lo), _mm_shuffle_epi8(hi, b_hi));
+            _mm256_storeu_ps(p0 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(r)));
+            _mm256_storeu_ps(p1 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(g)));
+            _mm256_storeu_ps(p2 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+        }
+    } else if (channels == 4) {
+        const __m256i group = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                               0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (; x + 8 <= width; x += 8) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(src + x * 4));
+            v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, group), order);
+            __m128i rg = _mm256_castsi256_si128(v), ba = _mm256_extracti128_si256(v, 1);
+            _mm256_storeu_ps(p0 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(rg)));
+            _mm256_storeu_ps(p1 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(rg, 8))));
+            _mm256_storeu_ps(p2 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(ba)));
+            _mm256_storeu_ps(p3 + x, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(ba, 8))));
+        }
+    }
+    for (; x < width; x++) {
+        for (int c = 0; c < channels; c++) dst[(size_t)c * width + x] = (float)src[x * (size_t)channels + (size_t)c];
+    }
+}
+
 #else
 
 int attache_resample_available(void) { return 0; }
+void attache_resample_widen_planar(const unsigned char *src, float *dst, size_t width, int channels) {
+    (void)src; (void)dst; (void)width; (void)channels;
+}
 void attache_resample_vertical(float *acc, const float *const *rows, const float *weights, int taps, size_t count) {
     (void)acc; (void)rows; (void)weights; (void)taps; (void)count;
 }
@@ -123,3 +168,9 @@ void attache_resample_widen(const unsigned char *src, float *dst, size_t count) 
 }
 
 #endif
+
+void attache_resample_interleave(const unsigned char *planes, unsigned char *out, size_t width, int channels) {
+    for (size_t x = 0; x < width; x++) {
+        for (int c = 0; c < channels; c++) out[x * (size_t)channels + (size_t)c] = planes[(size_t)c * width + x];
+    }
+}

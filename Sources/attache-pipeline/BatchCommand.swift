@@ -304,6 +304,7 @@ final class BatchOutput {
             if receipt.sentByteCount != receipt.originalByteCount { text += " → \(formatBytes(receipt.sentByteCount))" }
             if receipt.attempts > 1 { text += ", \(receipt.attempts) attempts" }
             if receipt.replayed { text += ", already on the server" }
+            if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
             return text + ")"
         case .skipped(let file, let reason):
             return "skipped \(file.path): \(reason)"

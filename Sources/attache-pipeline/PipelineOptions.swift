@@ -49,6 +49,11 @@ struct PipelineOptions: ParsableArguments {
     @Flag(help: "Do not send thumbnails with images and stickers.")
     var noThumbnails = false
 
+    @Option(help: ArgumentHelp(
+        "An image that cannot be recompressed (broken, over a limit): send-original (default; the receipt says why) or fail.",
+        valueName: "policy"))
+    var onTransformError = TransformErrorPolicy.sendOriginal.rawValue
+
     /// `--url`, else `$ATTACHE_URL`.
     var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
 
@@ -64,6 +69,9 @@ struct PipelineOptions: ParsableArguments {
         }
         guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
+        guard TransformErrorPolicy(rawValue: onTransformError) != nil else {
+            throw ValidationError("--on-transform-error must be fail or send-original")
+        }
     }
 
     /// The pipeline configuration these options describe.
@@ -92,6 +100,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
+        configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal
         return configuration
     }
 }

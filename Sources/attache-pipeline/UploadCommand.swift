@@ -159,6 +159,7 @@ struct UploadCommand: AsyncParsableCommand {
         if receipt.seal.transferEncoding != .binary { text += "+\(receipt.seal.transferEncoding)" }
         text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
         if receipt.replayed { text += ", replayed" }
+        if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
         text += String(format: ", %.2f s)", receipt.seconds)
         if let url = receipt.url { text += " \(url)" }
         if let key = receipt.seal.key { text += " key=\(key)" }

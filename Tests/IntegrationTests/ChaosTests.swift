@@ -24,43 +24,44 @@ struct ChaosTests {
         let count = 400
         try makeMixedFiles(count: count, in: scratch.root + "/files", using: &generator)
 
-        let server = try ServerProcess(store: scratch.root + "/store")
-        defer { server.stop() }
-        let proxy = try DropAnswersProxy(upstream: server.port, drop: 0.2, seed: generator.next())
+        let store = scratch.root + "/store"
+        var server = try await ServerProcess.start(store: store)
+        let port = server.port
+        let proxy = try DropAnswersProxy(upstream: port, drop: 0.2, seed: generator.next())
         defer { proxy.stop() }
         let arguments = [
             "batch", scratch.root + "/files", "--url", "http://127.0.0.1:\(proxy.port)/upload", "--journal",
             scratch.journal, "--concurrency", "4",
         ]
 
-        // The server dies five times while the batch runs and is killed three times.
-        let serverKills = Task {
-            var generator = SeededGenerator(seed: seed ^ 0x5EED)
-            for _ in 0..<5 {
-                try await Task.sleep(for: .milliseconds(Int.random(in: 300...1500, using: &generator)))
-                try server.kill9AndRestart(downFor: .milliseconds(Int.random(in: 100...800, using: &generator)))
-            }
-        }
+        // Three runs, each SIGKILLed; during them the server is SIGKILLed and restarted five times.
         var batchKills = 0
-        for _ in 0..<3 {
+        var serverRestarts = 0
+        for serverKills in [1, 2, 2] {
             let batch = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
-            let delay = Double.random(in: 0.8...2.5, using: &generator)
-            if try await batch.wait(upTo: delay) == nil {
+            for _ in 0..<serverKills {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 300...900, using: &generator)))
+                server.kill()
+                _ = try await server.waitForExit()
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...600, using: &generator)))
+                server = try await ServerProcess.start(store: store, port: port)
+                serverRestarts += 1
+            }
+            if try await batch.wait(upTo: Double.random(in: 0.3...1.5, using: &generator)) == nil {
                 kill(batch.processIdentifier, SIGKILL)
                 _ = try await batch.wait(upTo: 30)
                 batchKills += 1
             }
         }
-        try await serverKills.value
         #expect(batchKills == 3, "a batch run ended before it could be killed; the test proved less")
-        #expect(server.restarts == 5)
+        #expect(serverRestarts == 5)
 
         let final = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
         let status = try await final.wait(upTo: 600)
         #expect(status == 0, "the final run failed: \(final.standardError.suffix(2000))")
 
         // Exactly once: one upload and one idempotency key per file, counted from the store on disk.
-        let stats = try await serverStats(port: server.port)
+        let stats = try await serverStats(port: port)
         #expect(stats.uploads == count, "uploads stored: \(stats.uploads)")
         #expect(stats.idempotencyKeys == count)
 
@@ -74,7 +75,7 @@ struct ChaosTests {
             let receipt = try #require(entry.receipt, "\(entry.path): no receipt")
             let fileId = try #require(receipt.fileId)
             let keyText = try #require(receipt.seal.key, "\(entry.path): no key in the receipt")
-            let stored = try await download(port: server.port, fileId: fileId)
+            let stored = try await download(port: port, fileId: fileId)
             let key = AttachmentKey(bytes: SecureBytes(try Base64.decode(keyText)))
             let plaintext: [UInt8]
             do {
@@ -98,6 +99,7 @@ struct ChaosTests {
             if plaintext == expected { opened += 1 }
         }
         #expect(opened == count)
+        server.kill()
     }
 
     // MARK: Support
@@ -156,73 +158,5 @@ func readAllBytes(_ reader: any ByteReader) throws -> [UInt8] {
         let n = try reader.read(into: buffer)
         if n == 0 { return out }
         out += buffer[..<n]
-    }
-}
-
-/// The `attache-server` executable on a fixed free port, killed with SIGKILL and started again on the
-/// same port and store.
-final class ServerProcess: Sendable {
-    let port: Int
-    let store: String
-    private let lock = Mutex<(process: Process?, restarts: Int)>((nil, 0))
-
-    init(store: String, port: Int? = nil) throws {
-        self.store = store
-        self.port = try port ?? freePort()
-        try start()
-    }
-
-    var restarts: Int { lock.withLock { $0.restarts } }
-
-    private func start() throws {
-        let folder = URL(fileURLWithPath: try attacheBinary()).deletingLastPathComponent().path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: folder + "/attache-server")
-        process.arguments = [
-            "--host", "127.0.0.1", "--port", String(port), "--store", store, "--log-level", "critical",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        lock.withLock { $0.process = process }
-        try waitUntilListening()
-    }
-
-    private func waitUntilListening() throws {
-        // Connecting is the event: a refused connect means not yet.
-        for _ in 0..<400 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            close(fd)
-            if connected == 0 { return }
-            usleep(25_000)
-        }
-        throw TestFailure("attache-server did not start listening on \(port)")
-    }
-
-    func kill9AndRestart(downFor: Duration) throws {
-        let process = lock.withLock { $0.process }
-        if let process {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        usleep(UInt32(downFor.components.attoseconds / 1_000_000_000_000) + UInt32(downFor.components.seconds) * 1_000_000)
-        try start()
-        lock.withLock { $0.restarts += 1 }
-    }
-
-    func stop() {
-        if let process = lock.withLock({ $0.process }) {
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-        }
     }
 }

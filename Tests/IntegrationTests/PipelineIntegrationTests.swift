@@ -110,7 +110,7 @@ struct PipelineIntegrationTests {
         }
     }
 
-    @Test("a corrupt image is a transform error naming the file, and nothing is sent")
+    @Test("with --on-transform-error fail, a corrupt image is a transform error naming the file, and nothing is sent")
     func corruptImage() async throws {
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: Self.sample("photo.jpg"))))
         bytes = Array(bytes.prefix(600)) + [UInt8](repeating: 0x00, count: 4000)
@@ -118,7 +118,7 @@ struct PipelineIntegrationTests {
         defer { file.remove() }
         try await LiveServer.with { server in
             let error = await #expect(throws: AttacheError.self) {
-                try await server.pipeline().send(Attachment(path: file.path))
+                try await server.pipeline { $0.transform.onTransformError = .fail }.send(Attachment(path: file.path))
             }
             #expect(error?.stage == .transform)
             #expect(error?.file == file.path)

@@ -182,9 +182,9 @@ struct TrustIntegrationTests {
             ])
         // Down for 12 s: the old defaults (6 attempts, 250 ms doubling) gave up after 4-8 s.
         try await Task.sleep(for: .seconds(12))
-        let server = try ServerProcess(store: scratch.root + "/store", port: port)
-        defer { server.stop() }
+        let server = try await ServerProcess.start(store: scratch.root + "/store", port: port)
         #expect(try await batch.wait(upTo: 90) == 0, "\(batch.standardError)")
+        server.kill()
     }
 
     // MARK: Support

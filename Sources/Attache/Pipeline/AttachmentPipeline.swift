@@ -199,6 +199,11 @@ public struct AttachmentPipeline: Sendable {
                     file: attachment.path, isRetryable: true)
             }
         }
+        if let reason = transformed.skipReason {
+            logger.notice(
+                "sending the original: the image cannot be recompressed",
+                metadata: ["file": "\(attachment.path)", "reason": "\(reason)"])
+        }
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
         if let newExtension = transformed.filenameExtension {
             filename = Self.replacingExtension(of: filename, with: newExtension)
@@ -264,7 +269,7 @@ public struct AttachmentPipeline: Sendable {
                 transform: TransformReceipt(
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
                     width: transformed.width, height: transformed.height,
-                    thumbnails: transformed.thumbnails.map(\.name)))
+                    thumbnails: transformed.thumbnails.map(\.name), skipped: transformed.skipReason))
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,

@@ -76,14 +76,20 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     public var height: Int?
     /// The form names of the thumbnail parts sent with the attachment.
     public var thumbnails: [String]
+    /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
+    /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
+    /// otherwise (and in receipts written before this field existed).
+    public var skipped: String?
 
     /// Creates a transform receipt.
-    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = []) {
+    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
+                skipped: String? = nil) {
         self.recompressed = recompressed
         self.byteCount = byteCount
         self.width = width
         self.height = height
         self.thumbnails = thumbnails
+        self.skipped = skipped
     }
 }
 

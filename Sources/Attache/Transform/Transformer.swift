@@ -25,6 +25,9 @@ public struct Transformer: Sendable {
         public var makeThumbnails = true
         /// The longest side of each preview, largest first: `thumbnail`, then `thumbnailTiny`.
         public var thumbnailSides = [320, 40]
+        /// What happens to an image or sticker that cannot be recompressed (broken, truncated, over a
+        /// pixel or memory limit): by default it is sent as it is, and the receipt says why.
+        public var onTransformError: TransformErrorPolicy = .sendOriginal
 
         /// Creates the default configuration.
         public init() {}
@@ -45,9 +48,13 @@ public struct Transformer: Sendable {
     /// formats pass through unchanged. Any new file is written into `workDirectory`, which the
     /// caller creates and deletes.
     ///
-    /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput` for a broken image,
-    ///   `.limitExceeded` for one over the pixel or scan limit, `.fileNotFound`/`.fileUnreadable`,
-    ///   `.fileUnwritable` for the work directory.
+    /// An image that cannot be recompressed (``TransformErrorPolicy/recoverable(_:)``) is sent as it is
+    /// under ``Configuration/onTransformError`` `.sendOriginal` (the default), with the reason in
+    /// ``TransformOutput/skipReason``; under `.fail` its error is thrown.
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: under `.fail`, `.corruptInput` for a
+    ///   broken image, `.limitExceeded` for one over the pixel, scan or memory limit, `.nativeLibrary`;
+    ///   always `.fileNotFound`/`.fileUnreadable`, `.fileUnwritable` for the work directory.
     public func transform(fileAt path: String, mimeType: String, kind: MessageKind,
                           workDirectory: String) async throws -> TransformOutput {
         let configuration = configuration
@@ -80,6 +87,14 @@ public struct Transformer: Sendable {
                 // An animated WebP (or a BMP variant the decoder does not handle) is a valid file that this
                 // stage cannot improve: send it as it is rather than fail the upload.
                 return try passThrough(path: path, mimeType: mimeType)
+            } catch let error as AttacheError
+                where configuration.onTransformError == .sendOriginal && TransformErrorPolicy.recoverable(error)
+            {
+                // The server takes any file; a picture this stage cannot read may still open elsewhere
+                // (or be wanted as it is), so it goes unchanged and the receipt says why.
+                var output = try passThrough(path: path, mimeType: mimeType)
+                output.skipReason = "\(error.code): \(error.message)"
+                return output
             }
             let result = outcome.result
             // An opaque PNG that needs no downscaling (a screenshot, a diagram) is often smaller than any
@@ -151,6 +166,9 @@ public struct TransformOutput: Sendable {
     public var height: Int?
     /// JPEG previews, sent as extra multipart parts.
     public var thumbnails: [Thumbnail]
+    /// Why an image went as it is instead of recompressed (its Transform error, under
+    /// ``TransformErrorPolicy/sendOriginal``); nil when it was transformed or was never meant to be.
+    public var skipReason: String?
 
     /// Creates an output.
     public init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,
@@ -165,6 +183,22 @@ public struct TransformOutput: Sendable {
         self.width = width
         self.height = height
         self.thumbnails = thumbnails
+    }
+}
+
+/// What the pipeline does with an image or sticker the Transform stage cannot recompress.
+public enum TransformErrorPolicy: String, Sendable, Codable, CaseIterable {
+    /// The upload fails with the Transform stage's error (exit 65 for a broken image, from the command line).
+    case fail
+    /// The original bytes are sent unchanged, as any other file would be; the receipt's
+    /// ``TransformReceipt/skipped`` and a log notice give the reason. The default: the upload itself is
+    /// valid, and a picture that one decoder refuses often opens in another.
+    case sendOriginal = "send-original"
+
+    /// Whether `error` is about the picture itself (broken, truncated, over a limit, refused by a codec)
+    /// rather than about the file system or a bug: only those fall back to the original.
+    public static func recoverable(_ error: AttacheError) -> Bool {
+        error.stage == .transform && [.corruptInput, .limitExceeded, .nativeLibrary].contains(error.code)
     }
 }
 

@@ -61,3 +61,33 @@ enum BMPDecoder {
         return raster
     }
 }
+
+extension BMPDecoder {
+    /// Calls `body` with each row of the picture, top to bottom, as RGB or straight RGBA
+    /// (`width × 3` or `× 4` bytes, valid during the call); the rows are converted one at a time from
+    /// the file, which already holds them uncompressed.
+    static func forEachRow(_ data: [UInt8], header: Header, _ body: (UnsafePointer<UInt8>) -> Void) throws {
+        let bytesPerPixel = header.bitsPerPixel / 8
+        let rowBytes = (header.width * bytesPerPixel + 3) & ~3
+        guard header.pixelOffset >= 0, header.pixelOffset + rowBytes * header.height <= data.count else {
+            throw AttacheError(.corruptInput, stage: .transform, "the BMP pixel data is truncated")
+        }
+        let channels = header.hasAlpha ? 4 : 3
+        let row = UnsafeMutablePointer<UInt8>.allocate(capacity: header.width * channels)
+        defer { row.deallocate() }
+        data.withUnsafeBufferPointer { file in
+            for y in 0..<header.height {
+                let sourceRow = header.topDown ? y : header.height - 1 - y
+                let source = file.baseAddress! + header.pixelOffset + sourceRow * rowBytes
+                for x in 0..<header.width {
+                    let s = source + x * bytesPerPixel, d = row + x * channels
+                    d[0] = s[2]
+                    d[1] = s[1]
+                    d[2] = s[0]
+                    if channels == 4 { d[3] = s[3] }
+                }
+                body(row)
+            }
+        }
+    }
+}

@@ -20,7 +20,12 @@
 /// is decoded a few rows at a time straight into the resampler, so a baseline 12 MP JPEG to 1280 px needs
 /// the file, the output planes (1.8 MB at 1280 × 960) and well under 1 MB of rows, never the decoded
 /// picture; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample (about 36 MB at
-/// 12 MP, 4:2:0). CMYK JPEGs, PNG, WebP and BMP are decoded whole: 3–4 bytes per pixel.
+/// 12 MP, 4:2:0). PNG and BMP rows also go straight into the resampler as they are decoded (a 100 MP
+/// PNG to 1280 px holds a few MB), and a WebP larger than twice the target is scaled down by libwebp
+/// while it is decoded. What cannot stream is bounded by ``Options/wholeImageByteLimit``: an interlaced
+/// PNG (decoded whole, 3–4 bytes per pixel), a lossless WebP (libwebp holds 4 bytes per pixel) and the
+/// alpha plane of a lossy WebP (1 byte per pixel). CMYK JPEGs are decoded whole at their DCT-scaled size.
+/// GIFs are not decoded at all (they are sent as they are).
 ///
 /// ```swift
 /// let recompressor = ImageRecompressor(options: .standard)
@@ -56,6 +61,11 @@ public struct ImageRecompressor: Sendable {
         public var decodeOversampling = 2.0
         /// The largest input file read, in bytes.
         public var maxInputByteCount = 200 << 20
+        /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
+        /// PNG, a lossless WebP or a lossy WebP's alpha plane over it is refused with `.limitExceeded`
+        /// (in the pipeline it is then sent as it is, by default). Every other image is
+        /// decoded a few rows at a time and needs no such bound.
+        public var wholeImageByteLimit = 64 << 20
         /// The side of a sticker (the longer side is made exactly this long).
         public var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
@@ -90,7 +100,7 @@ public struct ImageRecompressor: Sendable {
     ///
     /// - Throws: ``AttacheError`` in stage `.transform`, naming `input`: `.fileNotFound`/`.fileUnreadable`,
     ///   `.unsupportedInput` (not an image, animated WebP, GIF), `.corruptInput`, `.limitExceeded` (pixel,
-    ///   scan or file size limit), `.fileUnwritable`.
+    ///   scan, whole-image or file size limit), `.fileUnwritable`.
     ///
     /// ```swift
     /// let result = try ImageRecompressor().recompress(fileAt: "photo.jpg", to: "photo-small.jpg")
@@ -138,7 +148,8 @@ public struct ImageRecompressor: Sendable {
 
     /// Recompresses a photo held in memory.
     package func recompress(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
-        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
+        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
+                                              wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.maxSide)
         let downscaled = width != image.displayedWidth || height != image.displayedHeight
@@ -183,7 +194,8 @@ public struct ImageRecompressor: Sendable {
 
     /// Makes a sticker from an image held in memory.
     package func makeSticker(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
-        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans)
+        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
+                                              wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.stickerSide, allowUpscale: true)
         // A WebP that already is a sticker (right size, within the byte limit, no EXIF/XMP chunks) goes as

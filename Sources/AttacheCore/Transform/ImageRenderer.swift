@@ -14,6 +14,10 @@ struct InspectedImage {
     var markers: JPEGMarkers?
     /// The most progressive scans the decoder may go through (already checked by the marker walk).
     var scanLimit = 64
+    /// An Adam7-interlaced PNG, which is decoded whole rather than row by row.
+    var interlaced = false
+    /// A lossless WebP (whose decoder holds the whole picture as ARGB), rather than a lossy one.
+    var lossless = false
 
     /// The size as the image is meant to be seen, after orientation.
     var displayedWidth: Int { orientation >= 5 ? height : width }
@@ -46,7 +50,11 @@ enum RenderedImage {
 /// The decode → resample → orient part of the Transform stage, shared by photos, stickers and thumbnails.
 enum ImageRenderer {
     /// Reads the header of `data` and enforces the pixel and scan limits before anything is allocated.
-    static func inspect(_ data: [UInt8], pixelLimit: Int, scanLimit: Int) throws -> InspectedImage {
+    ///
+    /// `wholeImageByteLimit` bounds the images whose decoder needs the whole picture in memory at once
+    /// (see ``wholeImageBytes(_:)``); every other image is decoded a few rows at a time.
+    static func inspect(_ data: [UInt8], pixelLimit: Int, scanLimit: Int,
+                        wholeImageByteLimit: Int = .max) throws -> InspectedImage {
         guard let format = SniffedImageFormat(data) else {
             throw AttacheError(.unsupportedInput, stage: .transform, "not a JPEG, PNG, WebP, GIF or BMP image")
         }
@@ -59,10 +67,11 @@ enum ImageRenderer {
             image.height = header.height
             image.jpeg = header
         case .png:
-            let png = try PNGDecoder(data)
+            let png = try PNGStreamDecoder.layout(data)
             image.width = png.width
             image.height = png.height
             image.hasAlpha = png.hasAlpha
+            image.interlaced = png.interlaced
         case .webp:
             let header = try WebPHeader(data)
             guard !header.isAnimated else {
@@ -71,6 +80,7 @@ enum ImageRenderer {
             image.width = header.width
             image.height = header.height
             image.hasAlpha = header.hasAlpha
+            image.lossless = header.isLossless
         case .bmp:
             let header = try BMPDecoder.Header(data)
             image.width = header.width
@@ -89,6 +99,11 @@ enum ImageRenderer {
             throw AttacheError(.limitExceeded, stage: .transform,
                                "the image declares \(image.width)×\(image.height) pixels, over the limit of \(pixelLimit)")
         }
+        let whole = wholeImageBytes(image)
+        guard whole <= wholeImageByteLimit else {
+            throw AttacheError(.limitExceeded, stage: .transform,
+                               "the \(image.width)×\(image.height) \(format.rawValue.uppercased()) can only be decoded whole (\(whole) bytes), over the limit of \(wholeImageByteLimit)")
+        }
         if format == .jpeg {
             guard let markers = JPEGMarkers(data, scanLimit: scanLimit) else {
                 throw AttacheError(.corruptInput, stage: .transform, "the JPEG marker structure is broken")
@@ -103,6 +118,19 @@ enum ImageRenderer {
         return image
     }
 
+    /// The bytes a decoder must hold at once for a picture it cannot hand over row by row: an
+    /// Adam7-interlaced PNG (its last pass fills every other row of the whole picture) at its decoded
+    /// size, a lossless WebP (libwebp keeps the whole ARGB picture: LZ77 references reach anywhere above)
+    /// at 4 bytes per pixel, the alpha plane of a lossy WebP at 1. Zero for everything that streams.
+    static func wholeImageBytes(_ image: InspectedImage) -> Int {
+        let pixels = image.width * image.height
+        switch image.format {
+        case .png: return image.interlaced ? pixels * (image.hasAlpha ? 4 : 3) : 0
+        case .webp: return image.lossless ? pixels * 4 : (image.hasAlpha ? pixels : 0)
+        case .jpeg, .gif, .bmp: return 0
+        }
+    }
+
     /// Decodes `image` at the cheapest DCT scale that still covers the target, resamples it with Lanczos-3
     /// to `width` × `height` (displayed orientation) and applies the EXIF orientation.
     ///
@@ -110,8 +138,9 @@ enum ImageRenderer {
     ///   - oversampling: how much larger than the target the DCT-scaled decode must be (1 = cheapest).
     ///   - planar: a YCbCr JPEG may come back as `.planes` (the cheapest path to a JPEG).
     ///   - keepAlpha: images with alpha come back as RGBA; otherwise alpha is composited onto white.
+    ///   - probe: when given, records how much memory the decode held (for tests).
     static func render(_ image: InspectedImage, width: Int, height: Int, planar: Bool, keepAlpha: Bool,
-                       oversampling: Double = 1) throws -> RenderedImage {
+                       oversampling: Double = 1, probe: RenderProbe? = nil) throws -> RenderedImage {
         // The size to produce before orientation turns it.
         let swaps = image.orientation >= 5
         let storedWidth = swaps ? height : width
@@ -159,21 +188,29 @@ enum ImageRenderer {
             return .packed(raster.applyingOrientation(image.orientation))
 
         case .png:
-            let decoder = try PNGDecoder(image.data)
-            let withAlpha = keepAlpha && image.hasAlpha
-            let raster = try decoder.decode(onWhite: !withAlpha)
-            return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
-                                        orientation: image.orientation, keepAlpha: withAlpha))
+            return .packed(try streamPNG(image, width: storedWidth, height: storedHeight,
+                                         keepAlpha: keepAlpha && image.hasAlpha, probe: probe))
 
         case .webp:
-            let raster = try WebPDecoder.decodeRGBA(image.data, header: WebPHeader(image.data))
+            // Larger than twice the target: libwebp scales while decoding (an area average over the rows
+            // as they come), so only the reduced picture is ever held; Lanczos-3 finishes from there, as
+            // after a JPEG's DCT scaling.
+            let factor = max(oversampling, 2)
+            var decodeWidth = image.width, decodeHeight = image.height
+            if Double(image.width) > Double(storedWidth) * factor, Double(image.height) > Double(storedHeight) * factor {
+                decodeWidth = min(image.width, Int((Double(storedWidth) * factor).rounded(.up)))
+                decodeHeight = min(image.height, Int((Double(storedHeight) * factor).rounded(.up)))
+            }
+            let raster = try WebPDecoder.decode(image.data, header: WebPHeader(image.data), width: decodeWidth,
+                                                height: decodeHeight, alpha: image.hasAlpha)
+            probe?.record(decodedWidth: decodeWidth, decodedHeight: decodeHeight,
+                          bytes: raster.pixels.count + wholeImageBytes(image))
             return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
                                         orientation: image.orientation, keepAlpha: keepAlpha && image.hasAlpha))
 
         case .bmp:
-            let raster = try BMPDecoder.decode(image.data)
-            return .packed(finishPacked(raster, width: storedWidth, height: storedHeight,
-                                        orientation: image.orientation, keepAlpha: keepAlpha && image.hasAlpha))
+            return .packed(try streamBMP(image, width: storedWidth, height: storedHeight,
+                                         keepAlpha: keepAlpha && image.hasAlpha, probe: probe))
 
         case .gif:
             throw AttacheError(.unsupportedInput, stage: .transform, "GIF images are not recompressed")
@@ -208,6 +245,41 @@ enum ImageRenderer {
             throw AttacheError(.corruptInput, stage: .transform, "the JPEG image ended early")
         }
         return resamplers.map { $0.finish() }
+    }
+
+    /// Decodes a PNG row by row into a resampler (an interlaced one whole first; see ``PNGStreamDecoder``).
+    static func streamPNG(_ image: InspectedImage, width: Int, height: Int, keepAlpha: Bool,
+                          probe: RenderProbe?) throws -> Raster {
+        let decoder = PNGStreamDecoder()
+        var rows: PackedRowResampler?
+        try decoder.decode(image.data, prepare: { layout in
+            guard layout.width == image.width, layout.height == image.height else {
+                throw AttacheError(.corruptInput, stage: .transform, "the PNG header changed between two reads")
+            }
+            rows = PackedRowResampler(sourceWidth: layout.width, sourceHeight: layout.height,
+                                      channels: layout.channels, width: width, height: height)
+        }, sink: { row in
+            rows!.push(row)
+        })
+        guard let rows, rows.isComplete else {
+            throw AttacheError(.corruptInput, stage: .transform, "the PNG image ended early")
+        }
+        probe?.record(decodedWidth: image.width, decodedHeight: image.height,
+                      bytes: decoder.peakLibraryBytes + decoder.peakRowBytes + rows.bufferBytes)
+        return rows.finish(keepAlpha: keepAlpha, orientation: image.orientation)
+    }
+
+    /// Feeds a BMP's rows straight from the file into a resampler (bottom-up files from the end).
+    static func streamBMP(_ image: InspectedImage, width: Int, height: Int, keepAlpha: Bool,
+                          probe: RenderProbe?) throws -> Raster {
+        let header = try BMPDecoder.Header(image.data)
+        let channels = header.hasAlpha ? 4 : 3
+        let rows = PackedRowResampler(sourceWidth: header.width, sourceHeight: header.height, channels: channels,
+                                      width: width, height: height)
+        try BMPDecoder.forEachRow(image.data, header: header) { row in rows.push(row) }
+        probe?.record(decodedWidth: header.width, decodedHeight: header.height,
+                      bytes: header.width * channels + rows.bufferBytes)
+        return rows.finish(keepAlpha: keepAlpha, orientation: image.orientation)
     }
 
     /// Resamples packed pixels, premultiplying alpha around the resampling so transparent colour does

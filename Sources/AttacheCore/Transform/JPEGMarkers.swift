@@ -25,7 +25,7 @@ struct JPEGMarkers {
     /// Whether an Adobe APP14 segment is present (its CMYK data is stored inverted).
     var hasAdobeMarker = false
     /// Whether anything a stripped copy would drop is present (APPn other than plain JFIF/ICC/Adobe, COM,
-    /// bytes after EOI).
+    /// bytes after EOI, stray bytes between segments).
     var hasRemovableMetadata = false
     /// The APP2 ICC_PROFILE segments, in order.
     var iccSegments: [Segment] = []
@@ -39,7 +39,14 @@ struct JPEGMarkers {
         let n = bytes.count
         end = n
         walk: while i + 1 < n {
-            guard bytes[i] == 0xFF else { return nil }
+            if bytes[i] != 0xFF {
+                // Bytes where a marker should be: libjpeg skips them to the next 0xFF with a warning
+                // ("N extraneous bytes before marker"), and so does every viewer.
+                // A stripped copy leaves them out.
+                i = Self.nextFF(bytes, from: i)
+                hasRemovableMetadata = true
+                continue
+            }
             let marker = bytes[i + 1]
             if marker == 0xFF { i += 1; continue }  // fill bytes
             if marker == 0xD9 {
@@ -89,7 +96,10 @@ struct JPEGMarkers {
         var i = 2
         let n = bytes.count
         while i + 1 < n {
-            guard bytes[i] == 0xFF else { break }
+            if bytes[i] != 0xFF {
+                i = nextFF(bytes, from: i)  // stray bytes between segments are left out
+                continue
+            }
             let marker = bytes[i + 1]
             if marker == 0xFF { i += 1; continue }
             if marker == 0xD9 { out += [0xFF, 0xD9]; return out }
@@ -169,6 +179,13 @@ struct JPEGMarkers {
             }
             return n
         }
+    }
+
+    /// The index of the next 0xFF at or after `start`, or the end.
+    static func nextFF(_ bytes: [UInt8], from start: Int) -> Int {
+        var i = start
+        while i < bytes.count, bytes[i] != 0xFF { i += 1 }
+        return i
     }
 
     private static func hasPrefix(_ bytes: [UInt8], _ body: Range<Int>, _ prefix: String) -> Bool {

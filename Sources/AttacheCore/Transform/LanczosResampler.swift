@@ -219,6 +219,11 @@ final class RowResampler {
     private var produced = 0
     /// AVX2 loops (when the CPU has them) or the portable Swift ones; tests compare the two.
     private let vector: Bool
+    /// Multi-channel rows kept one plane after the other in the ring (vector loops only), so that each
+    /// channel goes through the one-channel AVX2 horizontal loop; `planeRow` holds one output row of
+    /// planes before it is interleaved.
+    private let planar: Bool
+    private let planeRow: UnsafeMutablePointer<UInt8>?
 
     init(sourceWidth: Int, sourceHeight: Int, width: Int, height: Int, channels: Int,
          vectorKernels: Bool = RowResampler.vectorKernels) {
@@ -230,8 +235,11 @@ final class RowResampler {
         self.height = height
         self.channels = channels
         vertical = LanczosResampler.weights(from: sourceHeight, to: height)
-        horizontal = width == sourceWidth
-            ? nil : LanczosResampler.weights(from: sourceWidth, to: width, tapMultiple: channels == 1 ? 4 : 1)
+        let horizontal = width == sourceWidth
+            ? nil : LanczosResampler.weights(from: sourceWidth, to: width, tapMultiple: 4)
+        self.horizontal = horizontal
+        planar = vectorKernels && (channels == 3 || channels == 4) && (horizontal.map { $0.taps % 4 == 0 } ?? false)
+        planeRow = planar ? .allocate(capacity: width * channels) : nil
         slots = vertical.taps
         let rowCount = sourceWidth * channels
         ring = .allocate(capacity: slots * rowCount)
@@ -244,6 +252,12 @@ final class RowResampler {
         ring.deallocate()
         accumulator.deallocate()
         rowPointers.deallocate()
+        planeRow?.deallocate()
+    }
+
+    /// The bytes this resampler holds: the ring of Float rows, the accumulator and the output image.
+    var bufferBytes: Int {
+        (slots + 1) * sourceWidth * channels * MemoryLayout<Float>.size + output.count + (planar ? width * channels : 0)
     }
 
     /// Whether every source row has been pushed (and so every output row written).
@@ -254,7 +268,9 @@ final class RowResampler {
         precondition(received < sourceHeight, "more source rows than the image has")
         let count = sourceWidth * channels
         let floats = ring + (received % slots) * count
-        if vector {
+        if planar {
+            attache_resample_widen_planar(row, floats, sourceWidth, Int32(channels))
+        } else if vector {
             attache_resample_widen(row, floats, count)
         } else {
             for x in 0..<count { floats[x] = Float(row[x]) }
@@ -293,6 +309,13 @@ final class RowResampler {
                             if channels == 1, h.taps % 4 == 0 {
                                 attache_resample_horizontal1(accumulator, o, hw.baseAddress!, hs.baseAddress!,
                                                              Int32(h.taps), Int32(width))
+                            } else if let planeRow {
+                                for c in 0..<channels {
+                                    attache_resample_horizontal1(accumulator + c * sourceWidth, planeRow + c * width,
+                                                                 hw.baseAddress!, hs.baseAddress!, Int32(h.taps),
+                                                                 Int32(width))
+                                }
+                                attache_resample_interleave(planeRow, o, width, Int32(channels))
                             } else {
                                 LanczosResampler.horizontalPass(from: accumulator, to: o, weights: hw.baseAddress!,
                                                                 starts: hs.baseAddress!, taps: h.taps, width: width,

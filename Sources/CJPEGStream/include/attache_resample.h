@@ -24,4 +24,12 @@ void attache_resample_horizontal1(const float *src, unsigned char *out, const fl
 /// Converts `count` bytes to floats.
 void attache_resample_widen(const unsigned char *src, float *dst, size_t count);
 
+/// Converts a row of `width` interleaved pixels of `channels` (3 or 4) bytes to floats, one plane after
+/// the other: dst[c · width + x] = src[x · channels + c]. Planar rows let every channel go through the
+/// one-channel horizontal loop.
+void attache_resample_widen_planar(const unsigned char *src, float *dst, size_t width, int channels);
+
+/// Interleaves `channels` byte planes of `width` samples each into packed pixels.
+void attache_resample_interleave(const unsigned char *planes, unsigned char *out, size_t width, int channels);
+
 #endif

@@ -112,15 +112,52 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["x.bin"])
     }
 
-    @Test func corruptImageIsATypedErrorNamingTheFile() async throws {
+    @Test func corruptImageIsATypedErrorNamingTheFileWhenTheyFail() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let input = try TestImages.write([0xFF, 0xD8, 0xFF, 0xDB, 0, 3, 1], "broken.jpg", in: dir)
+        var configuration = Transformer.Configuration()
+        configuration.onTransformError = .fail
         await #expect {
-            try await Transformer().transform(fileAt: input, mimeType: "image/jpeg", kind: .image, workDirectory: dir)
+            try await Transformer(configuration: configuration)
+                .transform(fileAt: input, mimeType: "image/jpeg", kind: .image, workDirectory: dir)
         } throws: { error in
             let error = error as? AttacheError
             return error?.code == .corruptInput && error?.file == input && error?.stage == .transform
+        }
+    }
+
+    @Test(arguments: [MessageKind.image, .sticker])
+    func anImageThatCannotBeRecompressedGoesAsItIsByDefault(kind: MessageKind) async throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let jpeg = try TestImages.jpeg(TestImages.photo(width: 1600, height: 1200))
+        let cut = Array(jpeg.prefix(jpeg.count / 2))
+        let input = try TestImages.write(cut, "cut.jpg", in: dir)
+        let output = try await Transformer().transform(fileAt: input, mimeType: "image/jpeg", kind: kind, workDirectory: dir)
+        #expect(output.path == input && !output.didTransform && output.thumbnails.isEmpty)
+        #expect(output.mimeType == "image/jpeg" && output.filenameExtension == nil)
+        #expect(output.outputByteCount == Int64(cut.count))
+        let reason = try #require(output.skipReason)
+        #expect(reason.hasPrefix("corrupt-input: the JPEG image is truncated"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["cut.jpg"])
+    }
+
+    @Test func anImageOverTheWholeImageLimitGoesAsItIs() async throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let png = StreamedDecodeTests.pngOfKind("interlaced-rgb8", width: 300, height: 200)
+        let input = try TestImages.write(png, "adam7.png", in: dir)
+        var configuration = Transformer.Configuration()
+        configuration.image.wholeImageByteLimit = 100_000
+        let output = try await Transformer(configuration: configuration)
+            .transform(fileAt: input, mimeType: "image/png", kind: .image, workDirectory: dir)
+        #expect(output.path == input && !output.didTransform)
+        #expect(output.skipReason?.hasPrefix("limit-exceeded") == true)
+        configuration.onTransformError = .fail
+        await #expect(throws: AttacheError.self) {
+            try await Transformer(configuration: configuration)
+                .transform(fileAt: input, mimeType: "image/png", kind: .image, workDirectory: dir)
         }
     }
 

@@ -13,6 +13,7 @@ SIGTERM.
 """
 import argparse
 import asyncio
+import os
 import random
 import signal
 import sys
@@ -93,12 +94,15 @@ async def main():
     port = server.sockets[0].getsockname()[1]
     print(port, flush=True)
     loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    loop.add_signal_handler(signal.SIGTERM, lambda: stop.done() or stop.set_result(None))
-    async with server:
-        await stop
-    print(f"answers={counts['answers']} dropped={counts['dropped']} connections={counts['connections']}",
-          file=sys.stderr, flush=True)
+
+    def stop():
+        # At once: connections still open must not keep the process alive.
+        print(f"answers={counts['answers']} dropped={counts['dropped']} connections={counts['connections']}",
+              file=sys.stderr, flush=True)
+        os._exit(0)
+
+    loop.add_signal_handler(signal.SIGTERM, stop)
+    await server.serve_forever()
 
 
 asyncio.run(main())

@@ -1,7 +1,10 @@
 internal import CPNG
 
-/// Reads a PNG through libpng's simplified API, which handles every bit depth, palette, grey, tRNS and
-/// interlacing, and reduces 16-bit samples to 8-bit sRGB correctly.
+/// Reads a PNG whole through libpng's simplified API, which handles every bit depth, palette, grey, tRNS
+/// and interlacing, and reduces 16-bit samples to 8-bit sRGB correctly.
+///
+/// The Transform stage decodes with ``PNGStreamDecoder``, row by row; this whole-picture decoder is the
+/// independent reference the tests hold it to, pixel for pixel.
 ///
 /// The header is read in `init`, so a caller can refuse an oversized image before any pixel buffer exists.
 /// The `png_image` and a copy of the file live at fixed heap addresses because libpng keeps pointers

@@ -58,7 +58,11 @@ final class TurboJPEGDecoder {
         let status = jpeg.withUnsafeBufferPointer {
             tjDecompressHeader3(handle, $0.baseAddress, UInt(jpeg.count), &width, &height, &subsampling, &colorspace)
         }
-        guard status == 0 else { throw failure("cannot read the JPEG header") }
+        // A warning (an unknown JFIF version, stray bytes before a marker) leaves a complete header:
+        // libjpeg-turbo's own tools go on, and so does this.
+        guard status == 0 || tjGetErrorCode(handle) == Int32(TJERR_WARNING.rawValue) else {
+            throw failure("cannot read the JPEG header")
+        }
         guard width > 0, height > 0 else {
             throw AttacheError(.corruptInput, stage: .transform, "the JPEG header declares an empty image")
         }
@@ -125,8 +129,9 @@ final class TurboJPEGDecoder {
         return raster
     }
 
-    /// Accepts warnings (libjpeg's "corrupt data: extraneous bytes" and the like, common in camera
-    /// files: the picture is still complete) and turns fatal errors into `corruptInput`. A truncated
+    /// Accepts warnings (libjpeg's "corrupt data: extraneous bytes", "unknown JFIF revision" and the
+    /// like, common in camera files: the picture is still complete), as libjpeg-turbo's own tools do
+    /// without `-stoponwarning`, and turns fatal errors into `corruptInput`. A truncated
     /// file is also only a warning to libjpeg, which fills the missing part with grey: that is refused,
     /// so that a cut-off photo is reported instead of sent as a half-grey picture. TurboJPEG 2.x has no
     /// code for the warning, only libjpeg's message (JWRN_JPEG_EOF).

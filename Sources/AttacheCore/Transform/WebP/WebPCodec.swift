@@ -6,6 +6,8 @@ struct WebPHeader {
     var height: Int
     var hasAlpha: Bool
     var isAnimated: Bool
+    /// VP8L (lossless) rather than VP8 (lossy) image data.
+    var isLossless: Bool
 
     init(_ data: [UInt8]) throws {
         var features = WebPBitstreamFeatures()
@@ -18,21 +20,48 @@ struct WebPHeader {
         height = Int(features.height)
         hasAlpha = features.has_alpha != 0
         isAnimated = features.has_animation != 0
+        isLossless = features.format == 2
     }
 }
 
-/// Decodes a still WebP image to RGBA.
+/// Decodes a still WebP image.
 enum WebPDecoder {
+    /// Decodes to RGBA at full size.
     static func decodeRGBA(_ data: [UInt8], header: WebPHeader) throws -> Raster {
-        var raster = Raster(width: header.width, height: header.height, channels: 4)
-        let result = data.withUnsafeBufferPointer { src in
+        try decode(data, header: header, width: header.width, height: header.height, alpha: true)
+    }
+
+    /// Decodes to RGBA (straight alpha) or RGB at `width` × `height`; a size smaller than the image's is
+    /// reached by libwebp's own rescaler (an area average, alpha premultiplied around it) on the rows as
+    /// they are decoded, so the full-size picture is never held (a lossless file excepted: its decoder
+    /// keeps the whole ARGB picture regardless).
+    static func decode(_ data: [UInt8], header: WebPHeader, width: Int, height: Int, alpha: Bool) throws -> Raster {
+        var config = WebPDecoderConfig()
+        guard attache_webp_init_decoder_config(&config) != 0 else {
+            throw AttacheError(.nativeLibrary, stage: .transform, "libwebp version mismatch",
+                               cause: NativeError(library: "webp", code: -1, text: "WebPInitDecoderConfig failed"))
+        }
+        let channels = alpha ? 4 : 3
+        var raster = Raster(width: width, height: height, channels: channels)
+        let status = data.withUnsafeBufferPointer { src in
             raster.pixels.withUnsafeMutableBufferPointer { dst in
-                WebPDecodeRGBAInto(src.baseAddress, data.count, dst.baseAddress, dst.count, Int32(header.width * 4))
+                config.output.colorspace = alpha ? MODE_RGBA : MODE_RGB
+                config.output.is_external_memory = 1
+                config.output.u.RGBA.rgba = dst.baseAddress
+                config.output.u.RGBA.stride = Int32(width * channels)
+                config.output.u.RGBA.size = dst.count
+                if header.width != width || header.height != height {
+                    config.options.use_scaling = 1
+                    config.options.scaled_width = Int32(width)
+                    config.options.scaled_height = Int32(height)
+                }
+                return WebPDecode(src.baseAddress, data.count, &config)
             }
         }
-        guard result != nil else {
+        WebPFreeDecBuffer(&config.output)
+        guard status == VP8_STATUS_OK else {
             throw AttacheError(.corruptInput, stage: .transform, "cannot decode the WebP image",
-                               cause: NativeError(library: "webp", code: -1, text: "WebPDecodeRGBAInto failed"))
+                               cause: NativeError(library: "webp", code: Int(status.rawValue), text: "VP8StatusCode \(status.rawValue)"))
         }
         return raster
     }
