@@ -113,7 +113,7 @@ struct TrustIntegrationTests {
                     "--scheme", "none", "--json",
                 ])
             #expect(try await batch.wait(upTo: 60) == 0, "\(batch.standardError)")
-            let succeeded = batch.standardOutput.split(separator: "\n").filter { $0.contains("\"succeeded\"") }
+            let succeeded = batch.standardOutput.split(separator: "\n").filter { $0.contains("\"event\":\"succeeded\"") }
             #expect(succeeded.count == 2, "\(batch.standardOutput)")
             #expect(try await server.stats().files == 2)
             let names = try storedFilenames(server.store)
@@ -274,7 +274,8 @@ final class DropAnswersProxy {
     }
 
     func stop() {
-        kill(process.processIdentifier, SIGTERM)
+        // SIGKILL: a child started by the test process may inherit a signal mask that blocks SIGTERM.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 }
