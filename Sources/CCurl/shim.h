@@ -74,6 +74,10 @@ static inline CURLcode attache_curl_setopt_slist(CURL *h, CURLoption o, struct c
 static inline CURLcode attache_curl_setopt_read_function(CURL *h, curl_read_callback f) {
     return attache_curl_api.easy_setopt(h, CURLOPT_READFUNCTION, f);
 }
+// CURLOPT_SEEKFUNCTION takes a function pointer through the variadic setopt.
+static inline CURLcode attache_curl_setopt_seek_function(CURL *h, curl_seek_callback f) {
+    return attache_curl_api.easy_setopt(h, CURLOPT_SEEKFUNCTION, f);
+}
 static inline CURLcode attache_curl_setopt_write_function(CURL *h, curl_write_callback f) {
     return attache_curl_api.easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
 }

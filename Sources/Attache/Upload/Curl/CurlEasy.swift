@@ -73,6 +73,10 @@ final class CurlEasy {
         try check(attache_curl_setopt_read_function(handle, function), CURLOPT_READFUNCTION)
     }
 
+    func setSeekFunction(_ function: curl_seek_callback) throws {
+        try check(attache_curl_setopt_seek_function(handle, function), CURLOPT_SEEKFUNCTION)
+    }
+
     func setWriteFunction(_ function: curl_write_callback) throws {
         try check(attache_curl_setopt_write_function(handle, function), CURLOPT_WRITEFUNCTION)
     }

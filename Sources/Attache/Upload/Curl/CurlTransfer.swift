@@ -92,6 +92,10 @@ final class CurlTransfer {
             try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, size: plan.body.byteCount)
             try easy.setReadFunction(curlReadCallback)
             try easy.set(CURLOPT_READDATA, pointer: context)
+            // curl rewinds the body when it must send the request again within one attempt (a reused
+            // connection the server had closed, an auth round): the body is re-opened from its start.
+            try easy.setSeekFunction(curlSeekCallback)
+            try easy.set(CURLOPT_SEEKDATA, pointer: context)
             try easy.setWriteFunction(curlWriteCallback)
             try easy.set(CURLOPT_WRITEDATA, pointer: context)
             try easy.setHeaderFunction(curlHeaderCallback)
@@ -206,6 +210,21 @@ final class CurlTransfer {
         return attache_curl_readfunc_abort()
     }
 
+    /// Starts the body again from its first byte; any other offset cannot be sought.
+    fileprivate func rewindBody(to offset: Int64) -> Int32 {
+        guard offset == 0 else { return CURL_SEEKFUNC_CANTSEEK }
+        do {
+            reader = try plan.body.makeReader()
+            bodySent = 0
+            return CURL_SEEKFUNC_OK
+        } catch let error as AttacheError {
+            readError = error
+        } catch {
+            readError = AttacheError(.fileUnreadable, stage: .read, "\(error)")
+        }
+        return CURL_SEEKFUNC_FAIL
+    }
+
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         if responseBody.count + bytes.count > plan.maximumResponseSize {
             responseBody.append(contentsOf: bytes.prefix(plan.maximumResponseSize - responseBody.count))
@@ -247,6 +266,12 @@ private func curlReadCallback(
     guard let buffer, let user else { return attache_curl_readfunc_abort() }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
     return transfer.fillUploadBuffer(UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private func curlSeekCallback(_ user: UnsafeMutableRawPointer?, _ offset: curl_off_t, _ origin: Int32) -> Int32 {
+    guard let user, origin == SEEK_SET else { return CURL_SEEKFUNC_CANTSEEK }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.rewindBody(to: Int64(offset))
 }
 
 private func curlWriteCallback(
