@@ -103,8 +103,9 @@ final class FileWalker: Sendable {
         var info = stat()
         guard PlatformPath.withCString(path, { lstat($0, &info) }) == 0 else {
             let code = errno
-            // Gone between listing and looking: nothing to send, nothing to report.
-            if code == ENOENT { return nil }
+            // Gone between listing and looking: nothing to send, but counted and reported like every
+            // other name the walk meets.
+            if code == ENOENT { return .skipped(path: path, reason: "removed while the folder was being walked") }
             return .failed(path: path, code: .fileUnreadable, message: String(cString: strerror(code)))
         }
         switch info.st_mode & S_IFMT {
