@@ -78,15 +78,17 @@ final class PNGStreamDecoder {
     /// - Throws: `.corruptInput` for broken or truncated data, and what `prepare` throws.
     func decode(_ png: [UInt8], prepare: (Layout) throws -> Void,
                 sink: (UnsafePointer<UInt8>) -> Void) throws {
+        peakLibraryBytes = 0
+        peakRowBytes = 0
+        inflatedWhole = false
         try png.withUnsafeBufferPointer { buffer in
             let stream = try Self.open(buffer)
             defer {
-                peakLibraryBytes = attache_png_stream_peak_allocated(stream)
+                peakLibraryBytes = max(peakLibraryBytes, attache_png_stream_peak_allocated(stream))
                 attache_png_stream_destroy(stream)
             }
             let layout = try Self.start(stream)
             try prepare(layout)
-            inflatedWhole = false
             guard let whole = layout.wholeInflate, whole.bytes <= inflateByteLimit else {
                 return try decodeRows(stream, layout: layout, sink: sink)
             }
@@ -109,7 +111,7 @@ final class PNGStreamDecoder {
     private func decodeRows(_ stream: OpaquePointer, layout: Layout, sink: (UnsafePointer<UInt8>) -> Void) throws {
         let rowBytes = layout.width * layout.channels
         if layout.interlaced {
-            peakRowBytes = rowBytes * layout.height
+            peakRowBytes = max(peakRowBytes, rowBytes * layout.height)
             var pixels = [UInt8](repeating: 0, count: rowBytes * layout.height)
             try pixels.withUnsafeMutableBufferPointer { whole in
                 try Self.check(attache_png_stream_read_image(stream, whole.baseAddress, rowBytes), stream)
@@ -137,7 +139,7 @@ final class PNGStreamDecoder {
                               sink: (UnsafePointer<UInt8>) -> Void) throws -> Bool {
         let filtered = UnsafeMutablePointer<UInt8>.allocate(capacity: whole.filteredBytes)
         defer { filtered.deallocate() }
-        peakRowBytes = whole.bytes
+        peakRowBytes = max(peakRowBytes, whole.bytes)
         guard attache_png_stream_inflate(stream, filtered, whole.filteredBytes) == Int32(ATTACHE_PNG_OK) else {
             return false
         }
