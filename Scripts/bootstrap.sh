@@ -76,6 +76,7 @@ required=(
     libwebp-dev               # Transform (CWebP)
     libssl-dev                # Seal (COpenSSL)
     libpng-dev                # Transform (CPNG)
+    libdeflate-dev            # Transform (CPNGStream: whole-buffer inflate of a PNG's image data)
     libsqlite3-dev            # GRDB links the system SQLite (batch journal)
     zlib1g-dev                # detection's gzip heads (CZlib), libpng and swift-nio-extras link zlib
     libc6-dev                 # libc.a for the fully static `attache` executable

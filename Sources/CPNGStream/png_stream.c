@@ -4,10 +4,12 @@
 #include "attache_png_stream.h"
 
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <libdeflate.h>
 #include <png.h>
 
 struct attache_png_stream {
@@ -23,6 +25,10 @@ struct attache_png_stream {
     int passes;
     int height;
     int rows_read;
+    /// Where the first IDAT chunk starts (its length field), the chunk count and payload total.
+    size_t idat_start;
+    size_t idat_chunks;
+    size_t idat_bytes;
     size_t allocated;
     size_t peak_allocated;
     char message[256];
@@ -102,6 +108,9 @@ void attache_png_stream_destroy(attache_png_stream *stream) {
     free(stream);
 }
 
+static void find_whole_inflate(struct attache_png_stream *stream, attache_png_stream_info *info, int bit_depth,
+                               int color_type);
+
 static int status_after_error(const struct attache_png_stream *stream) {
     return stream->truncated ? ATTACHE_PNG_TRUNCATED : ATTACHE_PNG_ERROR;
 }
@@ -144,9 +153,110 @@ int attache_png_stream_start(attache_png_stream *stream, attache_png_stream_info
     info->bit_depth = bit_depth;
     info->color_type = color_type;
     stream->height = info->height;
+    find_whole_inflate(stream, info, bit_depth, color_type);
     if (png_get_bit_depth(png, header) != 8 || (info->channels != 1 && info->channels != 3 && info->channels != 4)
         || png_get_rowbytes(png, header) != (size_t)info->width * (size_t)info->channels) {
         snprintf(stream->message, sizeof stream->message, "unexpected row format after conversion");
+        return ATTACHE_PNG_ERROR;
+    }
+    return ATTACHE_PNG_OK;
+}
+
+static uint32_t big_endian32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+// Whether the file's own samples are what libpng would deliver, and where its image data lies. libpng's
+// png_read_info stops right after the first IDAT chunk's length and type, so the chunk starts 8 bytes
+// before the read offset; the IDAT chunks that follow it are walked without reading their data.
+static void find_whole_inflate(struct attache_png_stream *stream, attache_png_stream_info *info, int bit_depth,
+                               int color_type) {
+    png_structp png = stream->png;
+    png_infop header = stream->info;
+    if (bit_depth != 8 || stream->interlaced || png_get_valid(png, header, PNG_INFO_tRNS)) return;
+    int channels;
+    switch (color_type) {
+    case PNG_COLOR_TYPE_GRAY: channels = 1; break;
+    case PNG_COLOR_TYPE_GRAY_ALPHA: channels = 2; break;
+    case PNG_COLOR_TYPE_RGB: channels = 3; break;
+    case PNG_COLOR_TYPE_RGB_ALPHA: channels = 4; break;
+    default: return;
+    }
+    // libpng corrects gamma when the file's (from gAMA, or sRGB's 1/2.2) times the output's (sRGB, 2.2)
+    // is 5 % or more away from 1; without either chunk it assumes the output's and corrects nothing.
+    // Only a product well inside that band is taken here (2 %), so a rounding difference can never
+    // decide: everything else goes through libpng's rows.
+    png_fixed_point file_gamma = 0;
+    if (png_get_gAMA_fixed(png, header, &file_gamma)) {
+        double product = (double)file_gamma * 2.2;
+        if (product < 98000.0 || product > 102000.0) return;
+    }
+    size_t offset = stream->offset;
+    if (offset < 8 || memcmp(stream->data + offset - 4, "IDAT", 4) != 0) return;
+    size_t at = offset - 8, chunks = 0, total = 0;
+    while (at + 12 <= stream->size && memcmp(stream->data + at + 4, "IDAT", 4) == 0) {
+        uint32_t length = big_endian32(stream->data + at);
+        if (length > 0x7FFFFFFFu || length > stream->size - at - 12) return; // cut off: libpng says how
+        total += length;
+        chunks++;
+        at += 12 + (size_t)length;
+    }
+    stream->idat_start = offset - 8;
+    stream->idat_chunks = chunks;
+    stream->idat_bytes = total;
+    info->whole_inflate = 1;
+    info->file_channels = channels;
+    info->filtered_bytes = (size_t)info->height * (1 + (size_t)info->width * (size_t)channels);
+    info->compressed_bytes = total;
+    info->gathered_bytes = chunks > 1 ? total : 0;
+}
+
+int attache_png_stream_inflate(attache_png_stream *stream, unsigned char *filtered, size_t size) {
+    if (!stream->started || stream->idat_chunks == 0 || stream->rows_read != 0) {
+        snprintf(stream->message, sizeof stream->message, "no image data to inflate");
+        return ATTACHE_PNG_ERROR;
+    }
+    const unsigned char *compressed = NULL;
+    unsigned char *gathered = NULL;
+    if (stream->idat_chunks > 1) {
+        gathered = malloc(stream->idat_bytes ? stream->idat_bytes : 1);
+        if (!gathered) {
+            snprintf(stream->message, sizeof stream->message, "out of memory");
+            return ATTACHE_PNG_ERROR;
+        }
+    }
+    size_t at = stream->idat_start, copied = 0;
+    for (size_t chunk = 0; chunk < stream->idat_chunks; chunk++) {
+        const unsigned char *p = stream->data + at;
+        uint32_t length = big_endian32(p);
+        // The CRC covers the type and the data; libdeflate's CRC-32 uses the carry-less multiply.
+        if ((uint32_t)libdeflate_crc32(0, p + 4, (size_t)length + 4) != big_endian32(p + 8 + length)) {
+            free(gathered);
+            snprintf(stream->message, sizeof stream->message, "IDAT: CRC error");
+            return ATTACHE_PNG_ERROR;
+        }
+        if (gathered) {
+            memcpy(gathered + copied, p + 8, length);
+        } else {
+            compressed = p + 8;
+        }
+        copied += length;
+        at += 12 + (size_t)length;
+    }
+    if (gathered) compressed = gathered;
+    struct libdeflate_decompressor *inflater = libdeflate_alloc_decompressor();
+    if (!inflater) {
+        free(gathered);
+        snprintf(stream->message, sizeof stream->message, "out of memory");
+        return ATTACHE_PNG_ERROR;
+    }
+    // No actual-size argument: anything but exactly `size` bytes is an error.
+    enum libdeflate_result result = libdeflate_zlib_decompress(inflater, compressed, copied, filtered, size, NULL);
+    libdeflate_free_decompressor(inflater);
+    free(gathered);
+    if (result != LIBDEFLATE_SUCCESS) {
+        snprintf(stream->message, sizeof stream->message, "the image data does not inflate in one piece (%d)",
+                 (int)result);
         return ATTACHE_PNG_ERROR;
     }
     return ATTACHE_PNG_OK;

@@ -21,7 +21,8 @@
 /// the file, the output planes (1.8 MB at 1280 × 960) and well under 1 MB of rows, never the decoded
 /// picture; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample (about 36 MB at
 /// 12 MP, 4:2:0). PNG and BMP rows also go straight into the resampler as they are decoded (a 100 MP
-/// PNG to 1280 px holds a few MB), and a WebP larger than twice the target is scaled down by libwebp
+/// PNG to 1280 px holds a few MB; a PNG whose image data fits the whole-image limit is inflated in one
+/// piece first, for speed), and a WebP larger than twice the target is scaled down by libwebp
 /// while it is decoded. What cannot stream is bounded by ``Options/wholeImageByteLimit``: an interlaced
 /// PNG (decoded whole, 3–4 bytes per pixel), a lossless WebP (libwebp holds 4 bytes per pixel) and the
 /// alpha plane of a lossy WebP (1 byte per pixel). CMYK JPEGs are decoded whole at their DCT-scaled size.
@@ -64,7 +65,9 @@ public struct ImageRecompressor: Sendable {
         /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
         /// PNG, a lossless WebP or a lossy WebP's alpha plane over it is refused with `.limitExceeded`
         /// (in the pipeline it is then sent as it is, by default). Every other image is
-        /// decoded a few rows at a time and needs no such bound.
+        /// decoded a few rows at a time and needs no such bound; a non-interlaced PNG whose image data,
+        /// inflated plus compressed, fits in it is inflated in one piece for speed, and otherwise
+        /// streams (never refused for it).
         public var wholeImageByteLimit = 64 << 20
         /// The side of a sticker (the longer side is made exactly this long).
         public var stickerSide = 512

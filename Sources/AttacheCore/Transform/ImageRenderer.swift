@@ -18,6 +18,9 @@ struct InspectedImage {
     var interlaced = false
     /// A lossless WebP (whose decoder holds the whole picture as ARGB), rather than a lossy one.
     var lossless = false
+    /// The most bytes a PNG decode may hold to inflate its image data in one piece (the whole-image
+    /// limit); above it the PNG goes through libpng's rows.
+    var inflateByteLimit = 0
 
     /// The size as the image is meant to be seen, after orientation.
     var displayedWidth: Int { orientation >= 5 ? height : width }
@@ -52,7 +55,8 @@ enum ImageRenderer {
     /// Reads the header of `data` and enforces the pixel and scan limits before anything is allocated.
     ///
     /// `wholeImageByteLimit` bounds the images whose decoder needs the whole picture in memory at once
-    /// (see ``wholeImageBytes(_:)``); every other image is decoded a few rows at a time.
+    /// (see ``wholeImageBytes(_:)``); every other image is decoded a few rows at a time, except that a PNG
+    /// whose inflated image data fits in it is inflated in one piece (``PNGStreamDecoder``).
     static func inspect(_ data: [UInt8], pixelLimit: Int, scanLimit: Int,
                         wholeImageByteLimit: Int = .max) throws -> InspectedImage {
         guard let format = SniffedImageFormat(data) else {
@@ -60,6 +64,7 @@ enum ImageRenderer {
         }
         var image = InspectedImage(format: format, data: data, width: 0, height: 0, orientation: 1, hasAlpha: false)
         image.scanLimit = scanLimit
+        image.inflateByteLimit = wholeImageByteLimit
         switch format {
         case .jpeg:
             let header = try TurboJPEGDecoder().header(data)
@@ -250,7 +255,7 @@ enum ImageRenderer {
     /// Decodes a PNG row by row into a resampler (an interlaced one whole first; see ``PNGStreamDecoder``).
     static func streamPNG(_ image: InspectedImage, width: Int, height: Int, keepAlpha: Bool,
                           probe: RenderProbe?) throws -> Raster {
-        let decoder = PNGStreamDecoder()
+        let decoder = PNGStreamDecoder(inflateByteLimit: image.inflateByteLimit)
         var rows: PackedRowResampler?
         try decoder.decode(image.data, prepare: { layout in
             guard layout.width == image.width, layout.height == image.height else {

@@ -30,6 +30,19 @@ typedef struct {
     /// The file's own bit depth and colour type, for tests and messages.
     int bit_depth;
     int color_type;
+    /// Non-zero when the image data may instead be inflated in one piece and unfiltered here
+    /// (attache_png_stream_inflate, attache_png_unfilter_row): 8-bit grey, grey with alpha, RGB or RGBA,
+    /// not interlaced, no tRNS, no gamma correction for libpng to apply, so that the file's bytes are
+    /// the delivered samples (grey with alpha is widened to RGBA by the caller).
+    int whole_inflate;
+    /// Bytes per pixel in the file (1, 2, 3 or 4) when whole_inflate is set.
+    int file_channels;
+    /// The inflated image data: height × (1 + width × file_channels), filter bytes included.
+    size_t filtered_bytes;
+    /// The compressed image data (every IDAT chunk's payload), and the bytes
+    /// attache_png_stream_inflate() allocates to gather it: 0 when it is one chunk, read in place.
+    size_t compressed_bytes;
+    size_t gathered_bytes;
 } attache_png_stream_info;
 
 typedef struct attache_png_stream attache_png_stream;
@@ -51,6 +64,22 @@ int attache_png_stream_read_rows(attache_png_stream *stream, unsigned char *rows
 
 /// Decodes a whole interlaced image into `buffer` (height rows, `stride` bytes apart).
 int attache_png_stream_read_image(attache_png_stream *stream, unsigned char *buffer, size_t stride);
+
+/// Inflates the whole image data of a started `whole_inflate` stream into `filtered` (`size` =
+/// filtered_bytes) with libdeflate, after checking every IDAT chunk's CRC; libdeflate checks the zlib
+/// Adler-32. ATTACHE_PNG_ERROR for anything amiss (a bad CRC, a damaged or short zlib stream, data that
+/// ends early): the caller then decodes with the row API from a new decoder, which refuses or tolerates
+/// the file exactly as it does any other. Nothing is delivered before the whole data checked out.
+int attache_png_stream_inflate(attache_png_stream *stream, unsigned char *filtered, size_t size);
+
+/// Undoes PNG row filter `filter` (0–4) in place on `row` (`size` bytes, `bpp` bytes per pixel), given the
+/// already unfiltered row above (all zero for the first row). Byte for byte what libpng computes; SSE2 for
+/// 3- and 4-byte pixels. ATTACHE_PNG_ERROR for a filter type that does not exist.
+int attache_png_unfilter_row(unsigned char *row, const unsigned char *previous, size_t size, int bpp, int filter);
+
+/// The same in plain C loops, for the tests to hold the vector code to.
+int attache_png_unfilter_row_scalar(unsigned char *row, const unsigned char *previous, size_t size, int bpp,
+                                    int filter);
 
 /// The text of the last error, empty when there was none.
 const char *attache_png_stream_message(const attache_png_stream *stream);
