@@ -50,6 +50,9 @@ swift build -c release --scratch-path "$scratch" --product attache-fuzz \
     -Xcc -fsanitize=fuzzer-no-link,address
 binary="$(swift build -c release --scratch-path "$scratch" --show-bin-path)/attache-fuzz"
 
+# Leaks in system libraries that are not ours to fix, each with its reason.
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/Scripts/sanitizers/lsan.supp:print_suppressions=0}"
+
 failed=()
 for target in "${targets[@]}"; do
     mkdir -p "$scratch/corpus/$target" "$findings/$target"
