@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// `Scripts/test.sh --sanitize address|thread` sets ATTACHE_SANITIZE: the sanitizer runtimes need the dynamic
+// loader and cannot be linked into a fully static executable, so that build links `attache` dynamically.
+let sanitizing = Context.environment["ATTACHE_SANITIZE"] != nil
+
 let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -106,14 +110,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings,
-            linkerSettings: [
-                .unsafeFlags(["-static-executable"]),
-                // ArgumentParser's FoundationEssentials needs these two archives, which SwiftPM leaves out of a
-                // static executable's link line; so are zlib (libpng's, and CZlib's for detection) and libm
-                // (pkg-config's private libraries), which must follow libpng's archive.
-                .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
-                .linkedLibrary("z"), .linkedLibrary("m"),
-            ]),
+            linkerSettings: sanitizing
+                ? [.linkedLibrary("z"), .linkedLibrary("m")]
+                : [
+                    .unsafeFlags(["-static-executable"]),
+                    // ArgumentParser's FoundationEssentials needs these two archives, which SwiftPM leaves out of a
+                    // static executable's link line; so are zlib (libpng's, and CZlib's for detection) and
+                    // libm (pkg-config's private libraries), which must follow libpng's archive.
+                    .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
+                    .linkedLibrary("z"), .linkedLibrary("m"),
+                ]),
         // The whole tool (upload, batch, download and the four above), installed next to `attache`.
         .executableTarget(
             name: "attache-pipeline",
@@ -135,10 +141,17 @@ let package = Package(
                     ["-Xclang-linker", "-no-pie", "-Xlinker", "--no-export-dynamic"],
                     .when(configuration: .release))
             ]),
-        // The detector's libFuzzer target (Scripts/fuzz.sh); a plain build replays inputs given as files.
+        // The fuzz targets: one function per parser that reads hostile input (detection, unsealing, the
+        // server's answers, image decoders). Shared by the fuzzer and by the test that replays the corpora
+        // under Tests/FuzzCorpus.
+        .target(
+            name: "AttacheFuzzTargets",
+            dependencies: ["Attache", "AttacheCore"],
+            swiftSettings: swiftSettings),
+        // libFuzzer's driver over those targets (Scripts/fuzz.sh); a plain build replays inputs given as files.
         .executableTarget(
             name: "attache-fuzz",
-            dependencies: ["Attache"],
+            dependencies: ["AttacheFuzzTargets", "Attache"],
             swiftSettings: swiftSettings),
         .target(
             name: "AttacheServer",
@@ -171,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "AttacheTests",
             dependencies: [
-                "Attache", "AttacheCore",
+                "Attache", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings),

@@ -65,6 +65,28 @@ extension Raster {
     }
 
     /// Composites an RGBA image onto opaque white and returns RGB.
+    /// The raster grown to at least `width` × `height`, its last column and row repeated; itself when
+    /// it is already that large.
+    func padded(width paddedWidth: Int, height paddedHeight: Int) -> Raster {
+        guard paddedWidth > width || paddedHeight > height else { return self }
+        let newWidth = max(width, paddedWidth)
+        let newHeight = max(height, paddedHeight)
+        var result = Raster(width: newWidth, height: newHeight, channels: channels)
+        let rowCount = width * channels
+        let newRowCount = newWidth * channels
+        for y in 0..<newHeight {
+            let source = min(y, height - 1) * rowCount
+            let target = y * newRowCount
+            result.pixels.replaceSubrange(target..<(target + rowCount), with: pixels[source..<(source + rowCount)])
+            for x in width..<newWidth {
+                for c in 0..<channels {
+                    result.pixels[target + x * channels + c] = pixels[source + (width - 1) * channels + c]
+                }
+            }
+        }
+        return result
+    }
+
     func compositedOnWhite() -> Raster {
         precondition(channels == 4)
         var out = [UInt8](repeating: 0, count: width * height * 3)

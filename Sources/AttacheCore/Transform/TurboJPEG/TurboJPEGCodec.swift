@@ -168,8 +168,15 @@ final class TurboJPEGEncoder {
 
     /// Encodes Y/Cb/Cr planes (three planes sized for 4:2:0, or one plane for greyscale).
     func encode(planes: [Raster], width: Int, height: Int, quality: Int, progressive: Bool) throws -> [UInt8] {
-        var planes = planes
         let subsampling = planes.count == 1 ? Int32(TJSAMP_GRAY.rawValue) : Int32(TJSAMP_420.rawValue)
+        // TurboJPEG reads each plane at its padded size (tjPlaneWidth × tjPlaneHeight: for 4:2:0 the Y
+        // plane's width and height rounded up to even), whatever the strides say. An odd-sized Y plane
+        // would have it read up to a row past the pixels, and encode those heap bytes into the padding
+        // of the JPEG that is sent.
+        var planes = planes.enumerated().map { id, plane in
+            plane.padded(width: Int(tjPlaneWidth(Int32(id), Int32(width), subsampling)),
+                         height: Int(tjPlaneHeight(Int32(id), Int32(height), subsampling)))
+        }
         var strides = planes.map { Int32($0.width) }
         var buffer: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0

@@ -1,18 +1,26 @@
+import AttacheFuzzTargets
 import Attache
 import Foundation
 
-// The detector's fuzz target. Built with `-sanitize=fuzzer -DFUZZING` (Scripts/fuzz.sh), `main`
-// starts libFuzzer's driver, which calls `detectAll` with mutated inputs. In a normal build there is
-// no libFuzzer, so `main` runs `detectAll` over files named on the command line, which is how a
-// crasher found by the fuzzer is replayed: `attache-fuzz crash-<sha1>`.
+// The fuzzers' executable. Built with `-sanitize=fuzzer -DFUZZING` (Scripts/fuzz.sh), `main` starts
+// libFuzzer's driver on the target named by the first argument, which calls it with mutated inputs.
+// In a normal build there is no libFuzzer, and `main` runs a target over files, which is how a
+// crasher the fuzzer found is replayed (`attache-fuzz unseal crash-<sha1>`), and how Scripts/fuzz.sh
+// checks the corpora before fuzzing.
 
-/// Runs every detection path over one input: whole contents, a prefix of unknown length, with and
-/// without a filename that could disagree with the content.
-func detectAll(_ bytes: [UInt8]) {
-    let detector = MIMEDetector()
-    _ = try? detector.detect(contents: bytes, filename: nil)
-    _ = try? detector.detect(contents: bytes, filename: "input.mp4", declaredKind: .voice)
-    _ = detector.detect(prefix: Array(bytes.prefix(MIMEDetector.headSize)), filename: "input.txt")
+let usage = """
+    usage: attache-fuzz TARGET [libFuzzer options] [CORPUS...]    (a build with Scripts/fuzz.sh)
+           attache-fuzz TARGET PATH...       replay files, or every file in directories, through TARGET
+           attache-fuzz --all PATH...        replay them through every target
+           attache-fuzz --write-seeds DIR    write the generated seeds to DIR/<target>/
+           attache-fuzz --bench [--runs N | --rounds N | --each] FILE...
+    targets: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))
+
+    """
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data(message.utf8))
+    exit(status)
 }
 
 #if FUZZING
@@ -25,13 +33,27 @@ private func runFuzzerDriver(
     _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 ) -> CInt
 
+/// The target libFuzzer calls. Written once in `main` before the driver starts and only read after, on
+/// the driver's one thread; a C callback cannot capture it.
+nonisolated(unsafe) var selectedTarget = FuzzTarget.detect
+
 @main
-struct DetectFuzzer {
+struct AttacheFuzz {
     static func main() {
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        let status = runFuzzerDriver(&argc, &argv) { data, size in
-            detectAll(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 2, let target = FuzzTarget(rawValue: arguments[1]) else {
+            fail(usage, status: 64)
+        }
+        selectedTarget = target
+        // libFuzzer sees the command line without the target's name.
+        let argv = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: arguments.count)
+        argv[0] = CommandLine.unsafeArgv[0]
+        for index in 2..<arguments.count { argv[index - 1] = CommandLine.unsafeArgv[index] }
+        argv[arguments.count - 1] = nil
+        var argc = CInt(arguments.count - 1)
+        var driverArgv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+        let status = runFuzzerDriver(&argc, &driverArgv) { data, size in
+            selectedTarget.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
             return 0
         }
         exit(status)
@@ -39,26 +61,55 @@ struct DetectFuzzer {
 }
 #else
 @main
-struct DetectFuzzerReplay {
+struct AttacheFuzzReplay {
     static func main() {
-        var paths = Array(CommandLine.arguments.dropFirst())
-        if paths.first == "--bench" {
-            paths.removeFirst()
-            bench(paths)
-            return
-        }
-        if paths.isEmpty {
-            FileHandle.standardError.write(Data("usage: attache-fuzz FILE... (build with Scripts/fuzz.sh to fuzz)\n".utf8))
-            exit(64)
-        }
-        for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                FileHandle.standardError.write(Data("attache-fuzz: cannot read \(path)\n".utf8))
-                exit(1)
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard let first = arguments.first else { fail(usage, status: 64) }
+        arguments.removeFirst()
+        switch first {
+        case "--bench":
+            bench(arguments)
+        case "--write-seeds":
+            guard arguments.count == 1 else { fail(usage, status: 64) }
+            do {
+                try SeedWriter.write(to: arguments[0])
+            } catch {
+                fail("attache-fuzz: \(error)\n", status: 1)
             }
-            detectAll([UInt8](data))
+        case "--all":
+            replay(FuzzTarget.allCases, arguments)
+        default:
+            guard let target = FuzzTarget(rawValue: first) else {
+                fail("attache-fuzz: unknown target or option \(first)\n" + usage, status: 64)
+            }
+            replay([target], arguments)
         }
-        print("ran \(paths.count) input(s) without a crash")
+    }
+
+    /// Runs every file named in `paths` (directories: every file in them, sorted) through `targets`.
+    static func replay(_ targets: [FuzzTarget], _ paths: [String]) {
+        guard !paths.isEmpty else { fail(usage, status: 64) }
+        var files: [String] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                fail("attache-fuzz: no such file or directory: \(path)\n", status: 1)
+            }
+            if isDirectory.boolValue {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+                files += names.sorted().map { (path as NSString).appendingPathComponent($0) }
+            } else {
+                files.append(path)
+            }
+        }
+        for file in files {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                fail("attache-fuzz: cannot read \(file)\n", status: 1)
+            }
+            let bytes = [UInt8](data)
+            for target in targets { target.run(bytes) }
+        }
+        print("ran \(files.count) input(s) through \(targets.map(\.rawValue).joined(separator: ", ")) without a crash")
     }
 
     /// `--bench [--runs N | --rounds N | --each] FILE...`: in-process detections per second on the
