@@ -94,13 +94,7 @@ public enum UnsealTarget {
 
     /// Every byte a reader produces; nil when it throws.
     static func readAll(_ reader: any ByteReader) throws -> [UInt8] {
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = try chunk.withUnsafeMutableBytes { try reader.read(into: $0) }
-            if n == 0 { return result }
-            result += chunk[..<n]
-        }
+        try reader.readToEnd()
     }
 
     /// `Unsealer.unseal(fileAt:to:)` on the input written to a temporary file; nil when it throws.

@@ -79,7 +79,7 @@ struct ChaosTests {
             let key = AttachmentKey(bytes: SecureBytes(try Base64.decode(keyText)))
             let plaintext: [UInt8]
             do {
-                plaintext = try readAllBytes(try Unsealer(scheme: .streamGCM, key: key).unseal(DataSource(stored)))
+                plaintext = try Unsealer(scheme: .streamGCM, key: key).unseal(DataSource(stored)).readToEnd()
             } catch {
                 Issue.record("\(entry.path): the receipt's key does not open the stored file: \(error)")
                 continue
@@ -150,13 +150,3 @@ struct ChaosTests {
     }
 }
 
-func readAllBytes(_ reader: any ByteReader) throws -> [UInt8] {
-    var out: [UInt8] = []
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-    defer { buffer.deallocate() }
-    while true {
-        let n = try reader.read(into: buffer)
-        if n == 0 { return out }
-        out += buffer[..<n]
-    }
-}

@@ -40,6 +40,19 @@ extension ByteReader {
     }
 }
 
+extension ByteReader {
+    /// Reads to the end and returns every byte; for small sources (tests, fuzzing, verification).
+    public func readToEnd() throws -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try read(into: $0) }
+            if n == 0 { return result }
+            result += chunk[..<n]
+        }
+    }
+}
+
 /// Bytes held in memory: form fields, small parts, tests.
 public struct DataSource: ByteSource {
     /// The bytes.
