@@ -73,7 +73,7 @@ struct DownloadCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            var configuration = UploadConfiguration()
+            var configuration = ConnectionConfiguration()
             connection.apply(to: &configuration)
 
             var request = DownloadRequest(url: url, destination: output, resume: resume)

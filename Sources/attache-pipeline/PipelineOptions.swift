@@ -83,7 +83,7 @@ struct PipelineOptions: ParsableArguments {
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), String(parts[1]))
         }
-        connection.apply(to: &configuration.upload, defaults: retry)
+        connection.apply(to: &configuration.connection, defaults: retry)
         configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
         configuration.seal.transferEncoding = base64 ? .base64 : .binary
         if keyFile != nil || keyEnv != nil {
@@ -143,7 +143,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// Sets the retry policy, timeouts and TLS settings of `configuration` from these options.
     /// `defaults` is the command's retry policy before --attempts and --retry-budget.
-    func apply(to configuration: inout UploadConfiguration, defaults: RetryPolicy = .standard) {
+    func apply(to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard) {
         configuration.retry = defaults
         if let attempts { configuration.retry.maximumAttempts = attempts }
         if let retryBudget { configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000)) }

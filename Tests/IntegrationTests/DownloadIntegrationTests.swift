@@ -9,7 +9,7 @@ import Testing
 @Suite("Downloads")
 struct DownloadIntegrationTests {
     func downloader(attempts: Int = 3) -> Downloader {
-        var configuration = UploadConfiguration()
+        var configuration = ConnectionConfiguration()
         configuration.retry = RetryPolicy(
             maximumAttempts: attempts, initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50),
             budget: .seconds(30))

@@ -77,7 +77,7 @@ struct HostileFilenameTests {
                         var configuration = PipelineConfiguration(url: target.url)
                         configuration.fileFieldName = field.sent
                         configuration.seal = .none
-                        configuration.upload.retry = RetryPolicy(maximumAttempts: 1)
+                        configuration.connection.retry = RetryPolicy(maximumAttempts: 1)
                         let receipt = try await AttachmentPipeline(configuration: configuration)
                             .send(Attachment(path: path, filename: name.sent))
                         let report = try Self.report(from: receipt.server, attacheServer: target.name == "attache-server")

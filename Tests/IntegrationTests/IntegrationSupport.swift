@@ -60,11 +60,11 @@ struct LiveServer: Sendable {
         stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
     ) -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: uploadURL)
-        configuration.upload.defaultHeaders = headers
-        configuration.upload.retry = RetryPolicy(
+        configuration.connection.headers = headers
+        configuration.connection.retry = RetryPolicy(
             maximumAttempts: attempts, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200),
             budget: .seconds(60))
-        configuration.upload.stallTimeout = stallTimeout
+        configuration.connection.stallTimeout = stallTimeout
         // Transport tests compare the server's bytes with the file's; sealing has its own tests.
         configuration.seal = .none
         configure(&configuration)

@@ -162,7 +162,7 @@ struct KeyedServer: Sendable {
 
     func pipeline(seal: SealConfiguration) -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: "http://127.0.0.1:\(port)/upload")
-        configuration.upload.retry = RetryPolicy(
+        configuration.connection.retry = RetryPolicy(
             maximumAttempts: 1, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(20), budget: .seconds(30))
         configuration.seal = seal
         return AttachmentPipeline(configuration: configuration)

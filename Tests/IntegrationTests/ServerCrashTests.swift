@@ -184,7 +184,7 @@ struct ServerCrashTests {
             var configuration = PipelineConfiguration(url: "http://127.0.0.1:\(port)/upload")
             configuration.seal = .none
             configuration.sendMetadataFields = false
-            configuration.upload.retry = RetryPolicy(
+            configuration.connection.retry = RetryPolicy(
                 maximumAttempts: attempts, initialDelay: .milliseconds(10), maximumDelay: .milliseconds(100),
                 budget: .seconds(120))
             return AttachmentPipeline(configuration: configuration)

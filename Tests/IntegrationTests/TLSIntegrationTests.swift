@@ -56,7 +56,7 @@ struct TLSIntegrationTests {
         defer { certificate.remove(); file.remove() }
         try await LiveServer.with(tls: certificate.files) { server in
             #expect(server.uploadURL.hasPrefix("https://"))
-            let receipt = try await server.pipeline { $0.upload.caFile = certificate.files.certificateChain }
+            let receipt = try await server.pipeline { $0.connection.caFile = certificate.files.certificateChain }
                 .send(Attachment(path: file.path))
             #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(content)))
         }
@@ -70,15 +70,15 @@ struct TLSIntegrationTests {
         defer { certificate.remove(); other.remove(); file.remove() }
         try await LiveServer.with(tls: certificate.files) { server in
             let receipt = try await server.pipeline {
-                $0.upload.caFile = certificate.files.certificateChain
-                $0.upload.pinnedPublicKey = certificate.pin
+                $0.connection.caFile = certificate.files.certificateChain
+                $0.connection.pinnedPublicKey = certificate.pin
             }.send(Attachment(path: file.path))
             #expect(receipt.fileId != nil)
 
             let error = await #expect(throws: AttacheError.self) {
                 try await server.pipeline {
-                    $0.upload.caFile = certificate.files.certificateChain
-                    $0.upload.pinnedPublicKey = other.pin
+                    $0.connection.caFile = certificate.files.certificateChain
+                    $0.connection.pinnedPublicKey = other.pin
                 }.send(Attachment(path: file.path))
             }
             #expect(error?.code == .tlsFailure)

@@ -304,7 +304,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: [1])
         defer { file.remove() }
         var configuration = PipelineConfiguration(url: "http://127.0.0.1:9/upload")
-        configuration.upload.retry = RetryPolicy(maximumAttempts: 2, initialDelay: .milliseconds(10))
+        configuration.connection.retry = RetryPolicy(maximumAttempts: 2, initialDelay: .milliseconds(10))
         let error = await #expect(throws: AttacheError.self) {
             try await AttachmentPipeline(configuration: configuration).send(Attachment(path: file.path))
         }

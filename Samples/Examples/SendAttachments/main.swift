@@ -14,7 +14,7 @@ let files = Array(arguments.dropFirst())
 
 var configuration = PipelineConfiguration(url: url)
 configuration.fields = [("appVersion", "5.2"), ("platform", "server")]  // sent with every upload
-configuration.upload.retry = RetryPolicy(maximumAttempts: 5, budget: .seconds(120))
+configuration.connection.retry = RetryPolicy(maximumAttempts: 5, budget: .seconds(120))
 configuration.transform.image.maxSide = 2560  // the "HD" size
 let pipeline = AttachmentPipeline(configuration: configuration)
 

@@ -18,7 +18,7 @@ final class DownloadAttempt {
     /// The size of the `.part` file when the attempt started: what the `Range` asks to continue from.
     let offset: Int64
     let headerLines: [String]
-    let configuration: UploadConfiguration
+    let configuration: ConnectionConfiguration
     let cancellation: CancellationFlag
     /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it.
     let hash: RunningHash
@@ -37,7 +37,7 @@ final class DownloadAttempt {
     private var localError: AttacheError?
 
     init(
-        url: String, partialPath: String, offset: Int64, headerLines: [String], configuration: UploadConfiguration,
+        url: String, partialPath: String, offset: Int64, headerLines: [String], configuration: ConnectionConfiguration,
         cancellation: CancellationFlag, hash: RunningHash, progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
         self.hash = hash

@@ -90,11 +90,11 @@ public struct DownloadProgress: Sendable, Hashable {
 /// print(receipt.byteCount, receipt.resumedFrom)
 /// ```
 public final class Downloader: Sendable {
-    public let configuration: UploadConfiguration
+    public let configuration: ConnectionConfiguration
 
     /// - Parameter configuration: timeouts, TLS trust and pinning, retries and default headers; the
     ///   same settings uploads use.
-    public init(configuration: UploadConfiguration = UploadConfiguration()) {
+    public init(configuration: ConnectionConfiguration = ConnectionConfiguration()) {
         self.configuration = configuration
     }
 
@@ -127,12 +127,12 @@ public final class Downloader: Sendable {
 /// One `download` call: its attempts, the `.part` file, verification and the final rename.
 final class DownloadRun {
     let request: DownloadRequest
-    let configuration: UploadConfiguration
+    let configuration: ConnectionConfiguration
     let cancellation: CancellationFlag
     let progress: @Sendable (DownloadProgress) -> Void
 
     init(
-        request: DownloadRequest, configuration: UploadConfiguration, cancellation: CancellationFlag,
+        request: DownloadRequest, configuration: ConnectionConfiguration, cancellation: CancellationFlag,
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
         self.request = request
@@ -234,7 +234,10 @@ final class DownloadRun {
 
     private func headerLines() -> [String] {
         var lines = ["User-Agent: \(configuration.userAgent)", "Accept-Encoding: identity"]
-        for (name, value) in configuration.defaultHeaders + request.headers { lines.append("\(name): \(value)") }
+        if let authorization = configuration.authorization {
+            lines.append("Authorization: \(authorization.headerValue)")
+        }
+        for (name, value) in configuration.headers + request.headers { lines.append("\(name): \(value)") }
         return lines
     }
 

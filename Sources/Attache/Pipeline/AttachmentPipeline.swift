@@ -62,8 +62,10 @@ public struct PipelineConfiguration: Sendable {
     public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount
     /// How attachments are encrypted on their way to the server.
     public var seal = SealConfiguration()
-    /// How to talk to the server.
-    public var upload = UploadConfiguration()
+    /// How to talk to the server: timeouts, retries, TLS, headers, credentials.
+    public var connection = ConnectionConfiguration()
+    /// How the server's answers are read.
+    public var answers = ResponseInterpreter.Configuration()
 
     /// Creates a configuration for `url` with the defaults.
     public init(url: String) {
@@ -129,7 +131,7 @@ public struct AttachmentPipeline: Sendable {
         self.detector = MIMEDetector(configuration: configuration.detection)
         self.transformer = Transformer(configuration: configuration.transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
-        self.uploader = Uploader(configuration: configuration.upload, logger: logger)
+        self.uploader = Uploader(connection: configuration.connection, answers: configuration.answers, logger: logger)
     }
 
     /// Sends one attachment and returns the server's receipt.

@@ -2,34 +2,6 @@ import Foundation
 public import Logging
 import Synchronization
 
-/// How the uploader talks to the server.
-public struct UploadConfiguration: Sendable {
-    /// The longest wait for a TCP (and TLS) connection.
-    public var connectTimeout: Duration = .seconds(10)
-    /// An attempt fails when no byte moves in either direction for this long.
-    public var stallTimeout: Duration = .seconds(30)
-    /// When and how often to retry.
-    public var retry: RetryPolicy = .standard
-    /// A PEM file of CA certificates to trust instead of the system's (a private CA). TLS verification
-    /// is always on.
-    public var caFile: String?
-    /// A public key to pin (`sha256//BASE64`, or a PEM/DER file path), as curl's `PINNEDPUBLICKEY`.
-    public var pinnedPublicKey: String?
-    /// Ask for HTTP/2 over TLS (ALPN), falling back to HTTP/1.1.
-    public var preferHTTP2 = true
-    /// Headers sent with every request (after the uploader's own).
-    public var defaultHeaders: [(name: String, value: String)] = []
-    /// The `User-Agent` header.
-    public var userAgent = "attache/\(Attache.version)"
-    /// The size of curl's upload buffer, which is the size of the chunks the body is read in.
-    public var uploadBufferSize = 512 * 1024
-    /// How the server's answers are read.
-    public var interpreter = ResponseInterpreter.Configuration()
-
-    /// The defaults: 10 s connect, 30 s stall, standard retries, system CAs.
-    public init() {}
-}
-
 /// One multipart POST, ready to send.
 public struct UploadRequest: Sendable {
     /// The endpoint, `http://` or `https://`.
@@ -104,19 +76,23 @@ public struct UploadResult: Sendable {
 /// if case .stored(let receipt) = result.outcome { print(receipt.fileId ?? "") }
 /// ```
 public struct Uploader: Sendable {
-    /// The configuration in use.
-    public var configuration: UploadConfiguration
+    /// Timeouts, retries, TLS, headers and credentials.
+    public var connection: ConnectionConfiguration
+    /// How the server's answers are read.
+    public var answers: ResponseInterpreter.Configuration
     /// Where request and response summaries are logged (at `.debug`; failures at `.notice`).
     public var logger: Logger
     private let pool: BlockingPool
 
     /// Creates an uploader.
     public init(
-        configuration: UploadConfiguration = .init(),
+        connection: ConnectionConfiguration = .init(),
+        answers: ResponseInterpreter.Configuration = .init(),
         logger: Logger = Logger(label: "attache.upload"),
         pool: BlockingPool = .shared
     ) {
-        self.configuration = configuration
+        self.connection = connection
+        self.answers = answers
         self.logger = logger
         self.pool = pool
     }
@@ -134,8 +110,8 @@ public struct Uploader: Sendable {
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> UploadResult {
         try validate(request)
-        let interpreter = ResponseInterpreter(configuration: configuration.interpreter)
-        let policy = configuration.retry
+        let interpreter = ResponseInterpreter(configuration: answers)
+        let policy = connection.retry
         let clock = ContinuousClock()
         let start = clock.now
         let tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
@@ -154,7 +130,7 @@ public struct Uploader: Sendable {
             try Task.checkCancellation()
             let plan = AttemptPlan(
                 url: request.url, headerLines: headerLines, body: request.body,
-                configuration: configuration, maximumResponseSize: configuration.interpreter.maximumBodySize,
+                configuration: connection, maximumResponseSize: answers.maximumBodySize,
                 timeout: nil)
             requestLogger.debug(
                 "POST attempt \(attempt)",
@@ -240,7 +216,7 @@ public struct Uploader: Sendable {
             throw AttacheError(
                 .invalidArgument, stage: .upload, "the URL must be http:// or https:// with a host: \(Self.redact(url: request.url))")
         }
-        for (name, value) in request.headers + configuration.defaultHeaders {
+        for (name, value) in request.headers + connection.headers {
             let forbidden = { (c: Unicode.Scalar) in c.value < 0x20 || c.value == 0x7F }
             guard !name.isEmpty, !name.unicodeScalars.contains(where: { forbidden($0) || $0 == ":" || $0 == " " }),
                 !value.unicodeScalars.contains(where: { forbidden($0) && $0 != "\t" })
@@ -254,13 +230,16 @@ public struct Uploader: Sendable {
         var lines = [
             "Content-Type: \(request.body.contentType)",
             "Idempotency-Key: \(request.idempotencyKey)",
-            "User-Agent: \(configuration.userAgent)",
+            "User-Agent: \(connection.userAgent)",
             "Accept: application/json",
             // No `Expect: 100-continue`: most servers never answer it and curl would wait a second
             // before every large body.
             "Expect:",
         ]
-        for (name, value) in configuration.defaultHeaders + request.headers {
+        if let authorization = connection.authorization {
+            lines.append("Authorization: \(authorization.headerValue)")
+        }
+        for (name, value) in connection.headers + request.headers {
             lines.append("\(name): \(value)")
         }
         return lines

@@ -76,8 +76,8 @@ func makeBatch(url: String, journal: String, concurrency: Int = 2, configure: (i
     -> BatchUploader
 {
     var pipeline = PipelineConfiguration(url: url)
-    pipeline.upload.retry = .never
-    pipeline.upload.connectTimeout = .seconds(2)
+    pipeline.connection.retry = .never
+    pipeline.connection.connectTimeout = .seconds(2)
     var configuration = BatchConfiguration(pipeline: pipeline, journalPath: journal)
     configuration.concurrency = concurrency
     configure(&configuration)

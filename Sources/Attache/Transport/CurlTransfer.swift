@@ -22,7 +22,7 @@ struct AttemptPlan: Sendable {
     var url: String
     var headerLines: [String]
     var body: any ByteSource
-    var configuration: UploadConfiguration
+    var configuration: ConnectionConfiguration
     var maximumResponseSize: Int
     /// Remaining time budget for the whole attempt, if any.
     var timeout: Duration?
