@@ -48,7 +48,21 @@ static void load(void) {
         || resolve(library, "curl_easy_getinfo", &api.easy_getinfo) != 0
         || resolve(library, "curl_easy_strerror", &api.easy_strerror) != 0
         || resolve(library, "curl_slist_append", &api.slist_append) != 0
-        || resolve(library, "curl_slist_free_all", &api.slist_free_all) != 0) {
+        || resolve(library, "curl_slist_free_all", &api.slist_free_all) != 0
+        || resolve(library, "curl_easy_pause", &api.easy_pause) != 0
+        || resolve(library, "curl_multi_init", &api.multi_init) != 0
+        || resolve(library, "curl_multi_cleanup", &api.multi_cleanup) != 0
+        || resolve(library, "curl_multi_add_handle", &api.multi_add_handle) != 0
+        || resolve(library, "curl_multi_remove_handle", &api.multi_remove_handle) != 0
+        || resolve(library, "curl_multi_perform", &api.multi_perform) != 0
+        || resolve(library, "curl_multi_poll", &api.multi_poll) != 0
+        || resolve(library, "curl_multi_wakeup", &api.multi_wakeup) != 0
+        || resolve(library, "curl_multi_info_read", &api.multi_info_read) != 0
+        || resolve(library, "curl_multi_setopt", &api.multi_setopt) != 0
+        || resolve(library, "curl_multi_strerror", &api.multi_strerror) != 0
+        || resolve(library, "curl_share_init", &api.share_init) != 0
+        || resolve(library, "curl_share_setopt", &api.share_setopt) != 0
+        || resolve(library, "curl_share_cleanup", &api.share_cleanup) != 0) {
         dlclose(library);
         return;
     }

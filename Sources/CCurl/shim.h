@@ -22,6 +22,20 @@ struct attache_curl_functions {
     const char *(*easy_strerror)(CURLcode code);
     struct curl_slist *(*slist_append)(struct curl_slist *list, const char *string);
     void (*slist_free_all)(struct curl_slist *list);
+    CURLcode (*easy_pause)(CURL *handle, int bitmask);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_cleanup)(CURLM *multi);
+    CURLMcode (*multi_add_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_perform)(CURLM *multi, int *running);
+    CURLMcode (*multi_poll)(CURLM *multi, struct curl_waitfd fds[], unsigned int nfds, int timeout_ms, int *numfds);
+    CURLMcode (*multi_wakeup)(CURLM *multi);
+    CURLMsg *(*multi_info_read)(CURLM *multi, int *queued);
+    CURLMcode (*multi_setopt)(CURLM *multi, CURLMoption option, ...);
+    const char *(*multi_strerror)(CURLMcode code);
+    CURLSH *(*share_init)(void);
+    CURLSHcode (*share_setopt)(CURLSH *share, CURLSHoption option, ...);
+    CURLSHcode (*share_cleanup)(CURLSH *share);
 };
 
 /// The loaded functions; valid only after attache_curl_load returned 0.
@@ -52,6 +66,45 @@ static inline struct curl_slist *attache_curl_slist_append(struct curl_slist *l,
     return attache_curl_api.slist_append(l, s);
 }
 static inline void attache_curl_slist_free_all(struct curl_slist *l) { attache_curl_api.slist_free_all(l); }
+
+static inline CURLcode attache_curl_easy_pause(CURL *h, int bitmask) { return attache_curl_api.easy_pause(h, bitmask); }
+
+// The multi interface: one event loop drives many transfers (Transport/CurlMultiLoop.swift).
+static inline CURLM *attache_curl_multi_init(void) { return attache_curl_api.multi_init(); }
+static inline CURLMcode attache_curl_multi_cleanup(CURLM *m) { return attache_curl_api.multi_cleanup(m); }
+static inline CURLMcode attache_curl_multi_add_handle(CURLM *m, CURL *h) { return attache_curl_api.multi_add_handle(m, h); }
+static inline CURLMcode attache_curl_multi_remove_handle(CURLM *m, CURL *h) {
+    return attache_curl_api.multi_remove_handle(m, h);
+}
+static inline CURLMcode attache_curl_multi_perform(CURLM *m, int *running) { return attache_curl_api.multi_perform(m, running); }
+static inline CURLMcode attache_curl_multi_poll(CURLM *m, int timeout_ms) {
+    return attache_curl_api.multi_poll(m, NULL, 0, timeout_ms, NULL);
+}
+static inline CURLMcode attache_curl_multi_wakeup(CURLM *m) { return attache_curl_api.multi_wakeup(m); }
+static inline const char *attache_curl_multi_strerror(CURLMcode c) { return attache_curl_api.multi_strerror(c); }
+static inline CURLMcode attache_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
+    return attache_curl_api.multi_setopt(m, o, v);
+}
+/// The next finished transfer and its result, or NULL when none is waiting. Skips other messages
+/// (libcurl defines none today) so Swift never touches CURLMsg's union.
+static inline CURL *attache_curl_multi_next_done(CURLM *m, CURLcode *result) {
+    int queued = 0;
+    CURLMsg *message;
+    while ((message = attache_curl_api.multi_info_read(m, &queued)) != NULL) {
+        if (message->msg == CURLMSG_DONE) {
+            *result = message->data.result;
+            return message->easy_handle;
+        }
+    }
+    return NULL;
+}
+
+// The share interface: TLS sessions and DNS answers shared by every handle of one loop.
+static inline CURLSH *attache_curl_share_init(void) { return attache_curl_api.share_init(); }
+static inline CURLSHcode attache_curl_share_cleanup(CURLSH *s) { return attache_curl_api.share_cleanup(s); }
+static inline CURLSHcode attache_curl_share_data(CURLSH *s, curl_lock_data what) {
+    return attache_curl_api.share_setopt(s, CURLSHOPT_SHARE, what);
+}
 
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call:
 // one typed wrapper per argument type the project passes.
@@ -104,6 +157,8 @@ static inline CURLcode attache_curl_getinfo_string(CURL *h, CURLINFO i, char **v
 // Macros Swift does not import as constants.
 static inline size_t attache_curl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 static inline size_t attache_curl_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
+static inline size_t attache_curl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+static inline int attache_curl_pause_cont(void) { return CURLPAUSE_CONT; }
 static inline long attache_curl_version_num(void) { return LIBCURL_VERSION_NUM; }
 
 #endif

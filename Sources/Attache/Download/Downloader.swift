@@ -1,5 +1,6 @@
 internal import AttacheCore
 import Foundation
+import Logging
 
 /// What to fetch and where to put it.
 public struct DownloadRequest: Sendable {
@@ -91,11 +92,27 @@ public struct DownloadProgress: Sendable, Hashable {
 /// ```
 public final class Downloader: Sendable {
     public let configuration: ConnectionConfiguration
+    private let transport: any HTTPTransport
+    private let sleep: @Sendable (Duration) async throws -> Void
 
-    /// - Parameter configuration: timeouts, TLS trust and pinning, retries and default headers; the
-    ///   same settings uploads use.
-    public init(configuration: ConnectionConfiguration = ConnectionConfiguration()) {
+    /// - Parameters:
+    ///   - configuration: timeouts, TLS trust and pinning, retries, headers and credentials; the same
+    ///     settings uploads use.
+    ///   - transport: what sends the requests; the shared ``CurlTransport`` when nil.
+    public init(configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)? = nil) {
         self.configuration = configuration
+        self.transport = transport ?? CurlTransport.shared(for: configuration)
+        self.sleep = { try await Task.sleep(for: $0) }
+    }
+
+    /// Creates a downloader whose waits between attempts go through `sleep` (tests).
+    init(
+        configuration: ConnectionConfiguration, transport: any HTTPTransport,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.sleep = sleep
     }
 
     /// Downloads `request.url` to `request.destination`.
@@ -109,143 +126,140 @@ public final class Downloader: Sendable {
     public func download(
         _ request: DownloadRequest, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> DownloadReceipt {
-        let cancellation = CancellationFlag()
-        let configuration = configuration
-        return try await withTaskCancellationHandler {
-            try await BlockingPool.shared.run {
-                try DownloadRun(
-                    request: request, configuration: configuration, cancellation: cancellation,
-                    progress: progress ?? { _ in }
-                ).run()
-            }
-        } onCancel: {
-            cancellation.set()
-        }
+        try await DownloadRun(
+            request: request, configuration: configuration, transport: transport, sleep: sleep,
+            progress: progress ?? { _ in }
+        ).run()
     }
 }
 
 /// One `download` call: its attempts, the `.part` file, verification and the final rename.
-final class DownloadRun {
+struct DownloadRun: Sendable {
     let request: DownloadRequest
     let configuration: ConnectionConfiguration
-    let cancellation: CancellationFlag
+    let transport: any HTTPTransport
+    let sleep: @Sendable (Duration) async throws -> Void
     let progress: @Sendable (DownloadProgress) -> Void
 
-    init(
-        request: DownloadRequest, configuration: ConnectionConfiguration, cancellation: CancellationFlag,
-        progress: @escaping @Sendable (DownloadProgress) -> Void
-    ) {
-        self.request = request
-        self.configuration = configuration
-        self.cancellation = cancellation
-        self.progress = progress
+    /// What the attempts share: the running hash and where the first one started.
+    private final class Shared: @unchecked Sendable {
+        let hash: RunningHash
+        var transferred: Int64 = 0
+        var restartedAfterMismatch = false
+        init() throws { hash = try RunningHash() }
     }
 
-    func run() throws -> DownloadReceipt {
+    func run() async throws -> DownloadReceipt {
         let part = request.partialPath
         if !request.resume { unlink(part) }
         let resumedFrom = Self.size(of: part) ?? 0
-        let clock = ContinuousClock()
-        let started = clock.now
-        var attempts = 0
-        var transferred: Int64 = 0
-        var restartedAfterMismatch = false
-        // Every attempt so far failed to connect: giving up is then `connectionFailed` (exit 69).
-        var neverConnected = true
-        let hash = try RunningHash()
-        while true {
-            attempts += 1
-            let offset = Self.size(of: part) ?? 0
-            // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
-            try hash.catchUp(toLength: offset, ofFile: part)
-            let attempt = DownloadAttempt(
-                url: request.url, partialPath: part, offset: offset, headerLines: headerLines(),
-                configuration: configuration, cancellation: cancellation, hash: hash, progress: progress)
-            let outcome = attempt.run()
-            transferred += attempt.written
-            switch outcome {
-            case .complete(let total, let etag):
-                guard let size = Self.size(of: part), size == total else {
+        let shared = try Shared()
+        let driver = RetryDriver(
+            policy: configuration.retry, answerStage: .download, transportStage: .download,
+            logger: Logger(label: "attache.download"), sleep: sleep)
+        let outcome: RetryDriver.Outcome<DownloadReceipt>
+        do {
+            outcome = try await driver.run { attempt in
+                try await self.attempt(shared: shared, resumedFrom: resumedFrom)
+            }
+        } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
+            error.file = request.url
+            throw error
+        }
+        var receipt = outcome.value
+        receipt.attempts = outcome.attempts
+        return receipt
+    }
+
+    /// One GET from the end of the `.part` file; its verdict for the retry driver.
+    private func attempt(shared: Shared, resumedFrom: Int64) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+        let part = request.partialPath
+        let offset = Self.size(of: part) ?? 0
+        // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
+        let hash = shared.hash
+        try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) }
+        var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")] + request.headers
+        if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
+        let sink = DownloadSink(
+            url: request.url, partialPath: part, offset: offset, hash: hash, progress: progress)
+        let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
+        progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(exchange, sink: sink)
+            try sink.closeFile()
+        } catch var error as AttacheError {
+            try? sink.closeFile()
+            shared.transferred += sink.written
+            error.stage = error.stage == .upload ? .download : error.stage
+            if error.code == .connectionLost {
+                error.message = "connection lost after \(sink.base + sink.written) bytes: \((error.cause as? NativeError)?.text ?? error.message)"
+            }
+            if error.file == nil, error.code != .fileUnwritable { error.file = request.url }
+            guard error.isRetryable else { throw error }
+            return .retry(RetryAdvice(reason: error.message), failure: error)
+        }
+        shared.transferred += sink.written
+        switch sink.verdict(for: response) {
+        case .complete(let total, let etag):
+            return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
+        case .failed(let error, let retryAfter):
+            guard error.isRetryable else { throw error }
+            return .retry(RetryAdvice(reason: error.message, retryAfter: retryAfter), failure: retryAfter == nil ? error : nil)
+        }
+    }
+
+    /// Verifies the complete `.part` file and moves (or unseals) it into place.
+    private func finish(
+        total: Int64, etag: String?, offset: Int64, resumedFrom: Int64, shared: Shared
+    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+        let request = request
+        let part = request.partialPath
+        return try await BlockingPool.shared.run { () -> RetryDriver.Verdict<DownloadReceipt> in
+            guard let size = Self.size(of: part), size == total else {
+                throw AttacheError(
+                    .corruptInput, stage: .download,
+                    "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
+            }
+            try shared.hash.catchUp(toLength: total, ofFile: part)
+            let digest = try shared.hash.finishHex()
+            var verified = false
+            if let etag, let expected = Self.sha256ETag(etag) {
+                guard expected == digest else {
+                    // A .part from another version of the file, or damaged: start over once.
+                    unlink(part)
+                    if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
+                        shared.restartedAfterMismatch = true
+                        return .retry(RetryAdvice(reason: "the resumed file did not match its ETag; starting over"), failure: nil)
+                    }
                     throw AttacheError(
                         .corruptInput, stage: .download,
-                        "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
+                        "the downloaded bytes do not match the server's SHA-256 ETag", file: request.url)
                 }
-                try hash.catchUp(toLength: total, ofFile: part)
-                let digest = try hash.finishHex()
-                var verified = false
-                if let etag, let expected = Self.sha256ETag(etag) {
-                    guard expected == digest else {
-                        // A .part from another version of the file, or damaged: start over once.
-                        unlink(part)
-                        if offset > 0 || resumedFrom > 0, !restartedAfterMismatch {
-                            restartedAfterMismatch = true
-                            continue
-                        }
-                        throw AttacheError(
-                            .corruptInput, stage: .download,
-                            "the downloaded bytes do not match the server's SHA-256 ETag", file: request.url)
-                    }
-                    verified = true
-                }
-                let stored: Int64
-                if let unsealing = request.unsealing {
-                    let unsealer = Unsealer(
-                        scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
-                        plaintextByteCount: unsealing.plaintextByteCount)
-                    try unsealer.unseal(fileAt: part, to: request.destination)
-                    unlink(part)
-                    stored = Self.size(of: request.destination) ?? 0
-                } else {
-                    guard rename(part, request.destination) == 0 else {
-                        throw AttacheError(
-                            .fileUnwritable, stage: .download,
-                            "cannot move the download into place: \(String(cString: strerror(errno)))",
-                            file: request.destination, cause: NativeError.posix())
-                    }
-                    stored = total
-                }
-                return DownloadReceipt(
-                    url: request.url, path: request.destination, byteCount: total, storedByteCount: stored,
-                    transferredByteCount: transferred, resumedFrom: resumedFrom, attempts: attempts,
-                    sha256: digest, verifiedByETag: verified, unsealed: request.unsealing != nil)
-
-            case .failed(let error, let retryAfter):
-                if error.code != .connectionFailed { neverConnected = false }
-                guard error.isRetryable, attempts < configuration.retry.maximumAttempts else {
-                    if error.isRetryable, attempts > 1 {
-                        throw AttacheError(
-                            neverConnected ? .connectionFailed : .retriesExhausted, stage: .download,
-                            "gave up after \(attempts) attempts: \(error.message)", file: request.url,
-                            isRetryable: true, cause: error.cause)
-                    }
-                    throw error
-                }
-                let delay = configuration.retry.delay(afterAttempt: attempts, retryAfter: retryAfter)
-                guard clock.now - started + delay < configuration.retry.budget else {
-                    throw AttacheError(
-                        neverConnected ? .connectionFailed : .retriesExhausted, stage: .download,
-                        "gave up after \(attempts) attempts (retry budget spent): \(error.message)",
-                        file: request.url, isRetryable: true, cause: error.cause)
-                }
-                try sleepUnlessCancelled(delay)
+                verified = true
             }
-        }
-    }
-
-    private func headerLines() -> [String] {
-        var lines = ["User-Agent: \(configuration.userAgent)", "Accept-Encoding: identity"]
-        if let authorization = configuration.authorization {
-            lines.append("Authorization: \(authorization.headerValue)")
-        }
-        for (name, value) in configuration.headers + request.headers { lines.append("\(name): \(value)") }
-        return lines
-    }
-
-    private func sleepUnlessCancelled(_ delay: Duration) throws {
-        let deadline = ContinuousClock.now + delay
-        while ContinuousClock.now < deadline {
-            if cancellation.isSet { throw AttacheError(.cancelled, stage: .download, "the download was cancelled") }
-            usleep(useconds_t(min(50_000, max(1, (deadline - ContinuousClock.now).microseconds))))
+            let stored: Int64
+            if let unsealing = request.unsealing {
+                let unsealer = Unsealer(
+                    scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
+                    plaintextByteCount: unsealing.plaintextByteCount)
+                try unsealer.unseal(fileAt: part, to: request.destination)
+                unlink(part)
+                stored = Self.size(of: request.destination) ?? 0
+            } else {
+                guard rename(part, request.destination) == 0 else {
+                    throw AttacheError(
+                        .fileUnwritable, stage: .download,
+                        "cannot move the download into place: \(String(cString: strerror(errno)))",
+                        file: request.destination, cause: NativeError.posix())
+                }
+                stored = total
+            }
+            return .done(
+                DownloadReceipt(
+                    url: request.url, path: request.destination, byteCount: total, storedByteCount: stored,
+                    transferredByteCount: shared.transferred, resumedFrom: resumedFrom, attempts: 0,
+                    sha256: digest, verifiedByETag: verified, unsealed: request.unsealing != nil))
         }
     }
 
@@ -267,7 +281,7 @@ final class DownloadRun {
 
 /// The SHA-256 of a `.part` file's first ``count`` bytes, kept up to date as a download appends to it, so
 /// a finished download is not read a second time to be checked.
-final class RunningHash {
+final class RunningHash: @unchecked Sendable {
     private let digest: SHA256Digest
     /// How many bytes from the start of the file the hash covers.
     private(set) var count: Int64 = 0

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Owns one libcurl easy handle: created in `init`, cleaned up in `deinit`.
 ///
-/// Used by one thread at a time. Every setter checks curl's return code on the next line and throws
+/// Used by one thread at a time (the transport's loop). Every setter checks curl's return code on the next line and throws
 /// an ``AttacheError`` carrying curl's own code and text.
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
@@ -98,12 +98,11 @@ final class CurlEasy {
         }
     }
 
-    /// Runs the transfer; blocks the calling thread until it ends.
-    func perform() -> (code: CURLcode, text: String) {
-        let code = attache_curl_easy_perform(handle)
-        if code == CURLE_OK { return (code, "") }
+    /// curl's detailed text for `code` from the last transfer, or its generic text.
+    func errorText(for code: CURLcode) -> String {
+        if code == CURLE_OK { return "" }
         let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return (code, detail.isEmpty ? String(cString: attache_curl_easy_strerror(code)) : detail)
+        return detail.isEmpty ? String(cString: attache_curl_easy_strerror(code)) : detail
     }
 
     func info(long info: CURLINFO) -> Int {
@@ -159,37 +158,5 @@ enum CurlGlobal {
     static var version: String? {
         guard (try? ensureInitialized()) != nil, let text = attache_curl_version() else { return nil }
         return String(cString: text)
-    }
-}
-
-/// A small cache of idle easy handles, so consecutive uploads reuse connections (and their TLS
-/// sessions) instead of opening new ones.
-///
-/// `@unchecked Sendable` because `CurlEasy` is not `Sendable`: a handle in the cache belongs to nobody,
-/// every access to the array holds `lock`, and a handle leaves the cache whole, to one thread.
-final class CurlHandleCache: @unchecked Sendable {
-    static let shared = CurlHandleCache(capacity: 16)
-
-    private let capacity: Int
-    private let lock = NSLock()
-    private var idle: [CurlEasy] = []
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    func take() throws -> CurlEasy {
-        lock.lock()
-        let easy = idle.popLast()
-        lock.unlock()
-        if let easy {
-            easy.reset()
-            return easy
-        }
-        return try CurlEasy()
-    }
-
-    func give(_ easy: CurlEasy) {
-        lock.lock()
-        defer { lock.unlock() }
-        if idle.count < capacity { idle.append(easy) }
     }
 }

@@ -62,11 +62,12 @@ public struct UploadResult: Sendable {
     public var retryReasons: [String]
 }
 
-/// Sends multipart bodies with libcurl, streaming them from their sources, retrying what can be retried.
+/// Sends multipart bodies through the transport, streaming them from their sources, retrying what
+/// can be retried.
 ///
-/// Each attempt runs `curl_easy_perform` on a ``BlockingPool`` thread; uploads started concurrently run
-/// on separate threads and so on separate cores. Cancelling the calling task stops the running attempt
-/// at curl's next callback (within about a second) and throws ``AttacheError/Code/cancelled``.
+/// Attempts go through an ``HTTPTransport`` (``CurlTransport`` unless told otherwise): a transfer
+/// waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
+/// throws ``AttacheError/Code/cancelled``.
 ///
 /// ```swift
 /// var body = MultipartBody()
@@ -80,27 +81,42 @@ public struct Uploader: Sendable {
     public var connection: ConnectionConfiguration
     /// How the server's answers are read.
     public var answers: ResponseInterpreter.Configuration
-    /// Where request and response summaries are logged (at `.debug`; failures at `.notice`).
+    /// Where request and response summaries are logged (at `.debug`).
     public var logger: Logger
-    private let pool: BlockingPool
+    private let transport: any HTTPTransport
+    private let sleep: @Sendable (Duration) async throws -> Void
 
     /// Creates an uploader.
+    ///
+    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for `connection`
+    ///   when nil.
     public init(
         connection: ConnectionConfiguration = .init(),
         answers: ResponseInterpreter.Configuration = .init(),
         logger: Logger = Logger(label: "attache.upload"),
-        pool: BlockingPool = .shared
+        transport: (any HTTPTransport)? = nil
+    ) {
+        self.init(
+            connection: connection, answers: answers, logger: logger,
+            transport: transport ?? CurlTransport.shared(for: connection), sleep: { try await Task.sleep(for: $0) })
+    }
+
+    /// Creates an uploader whose waits between attempts go through `sleep` (tests).
+    init(
+        connection: ConnectionConfiguration, answers: ResponseInterpreter.Configuration, logger: Logger,
+        transport: any HTTPTransport, sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
         self.connection = connection
         self.answers = answers
         self.logger = logger
-        self.pool = pool
+        self.transport = transport
+        self.sleep = sleep
     }
 
     /// Sends `request`, retrying per the policy, and returns the server's decision.
     ///
-    /// - Parameter progress: called from a transfer thread with non-decreasing fractions: 0 first, 1 last
-    ///   (1 only when the server stored the upload).
+    /// - Parameter progress: called from the transport's thread with non-decreasing fractions: 0 first,
+    ///   1 last (1 only when the server stored the upload).
     /// - Throws: ``AttacheError`` — `.cancelled`; `.connectionFailed` when no attempt could connect
     ///   (refused, unresolvable; the last one is the `cause`); `.retriesExhausted` when every attempt
     ///   failed with another retryable error (the last one is the `cause`); a non-retryable transport or source error
@@ -109,140 +125,67 @@ public struct Uploader: Sendable {
         _ request: UploadRequest,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> UploadResult {
-        try validate(request)
         let interpreter = ResponseInterpreter(configuration: answers)
-        let policy = connection.retry
-        let clock = ContinuousClock()
-        let start = clock.now
         let tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
-        var reasons: [String] = []
-        var attempt = 0
-        // A server that was never reached is unavailable (exit 69), not a temporary failure that
-        // retrying has used up.
-        var neverConnected = true
-        let headerLines = makeHeaderLines(for: request)
         var requestLogger = logger
         requestLogger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
-        requestLogger[metadataKey: "url"] = "\(Self.redact(url: request.url))"
-
-        while true {
-            attempt += 1
-            try Task.checkCancellation()
-            let plan = AttemptPlan(
-                url: request.url, headerLines: headerLines, body: request.body,
-                configuration: connection, maximumResponseSize: answers.maximumBodySize,
-                timeout: nil)
-            requestLogger.debug(
+        requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: request.url))"
+        let exchange = TransportRequest(
+            method: "POST", url: request.url,
+            headers: [
+                ("Content-Type", request.body.contentType),
+                ("Idempotency-Key", request.idempotencyKey),
+                ("Accept", "application/json"),
+                // No `Expect: 100-continue`: most servers never answer it and curl would wait a second
+                // before every large body.
+                ("Expect", ""),
+            ] + request.headers,
+            body: request.body, connection: connection, maximumResponseBodySize: answers.maximumBodySize)
+        try exchange.validate()
+        let clock = ContinuousClock()
+        let driver = RetryDriver(
+            policy: connection.retry, answerStage: .interpret, transportStage: .upload, logger: requestLogger,
+            sleep: sleep)
+        let logger = requestLogger
+        let transport = transport
+        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<UploadResult.Outcome> in
+            logger.debug(
                 "POST attempt \(attempt)",
                 metadata: ["bytes": "\(request.body.byteCount)", "boundary": "\(request.body.boundary)"])
+            tracker.report(sent: 0, attempt: attempt)
+            let sink = CollectingSink(limit: answers.maximumBodySize) { sent, _ in
+                tracker.report(sent: sent, attempt: attempt)
+            }
             let attemptStart = clock.now
-            let result = try await perform(plan, attempt: attempt, tracker: tracker)
-
-            let advice: RetryAdvice
-            let failure: AttacheError?
-            switch result {
-            case .response(let response):
-                requestLogger.debug(
-                    "answer \(response.status)",
-                    metadata: [
-                        "attempt": "\(attempt)", "bytes": "\(response.body.count)",
-                        "content-type": "\(response.mediaType ?? "-")",
-                        "ms": "\((clock.now - attemptStart).milliseconds)",
-                    ])
-                switch interpreter.interpret(response) {
-                case .success(let receipt):
-                    tracker.finish(attempt: attempt)
-                    return UploadResult(
-                        outcome: .stored(receipt), idempotencyKey: request.idempotencyKey, attempts: attempt,
-                        bodyByteCount: request.body.byteCount, duration: clock.now - start, retryReasons: reasons)
-                case .rejection(let rejection):
-                    requestLogger.notice("rejected: \(rejection)", metadata: ["attempt": "\(attempt)"])
-                    return UploadResult(
-                        outcome: .rejected(rejection), idempotencyKey: request.idempotencyKey,
-                        attempts: attempt, bodyByteCount: request.body.byteCount, duration: clock.now - start,
-                        retryReasons: reasons)
-                case .retry(let retryAdvice):
-                    advice = retryAdvice
-                    failure = nil
-                }
-            case .failure(let error):
+            let response: HTTPResponse
+            do {
+                response = try await transport.send(exchange, sink: sink)
+            } catch let error as AttacheError {
                 guard error.isRetryable, error.code != .fileChanged else { throw error }
-                advice = RetryAdvice(reason: error.message)
-                failure = error
+                logger.debug("attempt \(attempt) failed: \(error.message)")
+                return .retry(RetryAdvice(reason: error.message), failure: error)
             }
-
-            reasons.append(advice.reason)
-            if failure?.code != .connectionFailed { neverConnected = false }
-            let delay = policy.delay(afterAttempt: attempt, retryAfter: advice.retryAfter)
-            let elapsed = clock.now - start
-            if attempt >= policy.maximumAttempts || elapsed + delay > policy.budget {
-                let why =
-                    attempt >= policy.maximumAttempts
-                    ? "gave up after \(attempt) attempts" : "gave up after \(attempt) attempts: time budget spent"
-                requestLogger.notice("\(why): \(advice.reason)")
-                throw AttacheError(
-                    neverConnected ? .connectionFailed : .retriesExhausted, stage: failure == nil ? .interpret : .upload,
-                    "\(why); last: \(advice.reason)", isRetryable: true, cause: failure)
-            }
-            requestLogger.notice(
-                "attempt \(attempt) failed, retrying",
-                metadata: ["reason": "\(advice.reason)", "delay-ms": "\(delay.milliseconds)"])
-            try await Task.sleep(for: delay)
-        }
-    }
-
-    private func perform(_ plan: AttemptPlan, attempt: Int, tracker: ProgressTracker) async throws -> AttemptResult {
-        let cancellation = CancellationFlag()
-        let result = try await withTaskCancellationHandler {
-            try await pool.run {
-                CurlTransfer(plan: plan, cancellation: cancellation) { sent, total in
-                    tracker.report(sent: sent, attempt: attempt)
-                }.run()
-            }
-        } onCancel: {
-            cancellation.set()
-        }
-        if case .failure(let error) = result, error.code == .cancelled {
-            throw error
-        }
-        return result
-    }
-
-    private func validate(_ request: UploadRequest) throws {
-        guard let components = URLComponents(string: request.url),
-            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            components.host?.isEmpty == false
-        else {
-            throw AttacheError(
-                .invalidArgument, stage: .upload, "the URL must be http:// or https:// with a host: \(Self.redact(url: request.url))")
-        }
-        for (name, value) in request.headers + connection.headers {
-            let forbidden = { (c: Unicode.Scalar) in c.value < 0x20 || c.value == 0x7F }
-            guard !name.isEmpty, !name.unicodeScalars.contains(where: { forbidden($0) || $0 == ":" || $0 == " " }),
-                !value.unicodeScalars.contains(where: { forbidden($0) && $0 != "\t" })
-            else {
-                throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
+            logger.debug(
+                "answer \(response.status)",
+                metadata: [
+                    "attempt": "\(attempt)", "bytes": "\(response.body.count)",
+                    "content-type": "\(response.mediaType ?? "-")",
+                    "ms": "\((clock.now - attemptStart).milliseconds)",
+                ])
+            switch interpreter.interpret(response) {
+            case .success(let receipt):
+                tracker.finish(attempt: attempt)
+                return .done(.stored(receipt))
+            case .rejection(let rejection):
+                logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(attempt)"])
+                return .done(.rejected(rejection))
+            case .retry(let advice):
+                return .retry(advice, failure: nil)
             }
         }
-    }
-
-    private func makeHeaderLines(for request: UploadRequest) -> [String] {
-        var lines = [
-            "Content-Type: \(request.body.contentType)",
-            "Idempotency-Key: \(request.idempotencyKey)",
-            "User-Agent: \(connection.userAgent)",
-            "Accept: application/json",
-            // No `Expect: 100-continue`: most servers never answer it and curl would wait a second
-            // before every large body.
-            "Expect:",
-        ]
-        if let authorization = connection.authorization {
-            lines.append("Authorization: \(authorization.headerValue)")
-        }
-        for (name, value) in connection.headers + request.headers {
-            lines.append("\(name): \(value)")
-        }
-        return lines
+        return UploadResult(
+            outcome: outcome.value, idempotencyKey: request.idempotencyKey, attempts: outcome.attempts,
+            bodyByteCount: request.body.byteCount, duration: outcome.duration, retryReasons: outcome.reasons)
     }
 
     /// A fresh idempotency key: 32 random hex digits.
@@ -252,15 +195,7 @@ public struct Uploader: Sendable {
     }
 
     /// The URL without user info or query, for logs and errors.
-    static func redact(url: String) -> String {
-        guard var components = URLComponents(string: url) else { return "<invalid URL>" }
-        if components.user != nil || components.password != nil {
-            components.user = "***"
-            components.password = nil
-        }
-        if components.query != nil { components.query = "…" }
-        return components.string ?? "<invalid URL>"
-    }
+    static func redact(url: String) -> String { TransportRequest.redact(url: url) }
 }
 
 /// Turns per-attempt byte counts into a non-decreasing fraction, shared by the transfer threads.

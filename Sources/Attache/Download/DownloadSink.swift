@@ -1,13 +1,13 @@
 internal import AttacheCore
-internal import CCurl
 import Foundation
 
-/// One GET through a curl easy handle, appending to the `.part` file; run on a blocking thread.
+/// Where one download attempt's answer goes: appended to the `.part` file, hashed as it is written.
+/// A ``ResponseSink``, called on the transport's thread.
 ///
-/// The answer decides what happens to the file at its first body byte: 206 whose `Content-Range`
-/// starts at the file's end is appended; 200 (the server ignored the range, or there was none)
-/// replaces it; anything else is collected as an error body and never touches it.
-final class DownloadAttempt {
+/// The answer decides what happens to the file at its head: 206 whose `Content-Range` starts at the
+/// file's end is appended; 200 (the server ignored the range, or there was none) replaces it; anything
+/// else is collected as an error body and never touches it.
+final class DownloadSink: ResponseSink, @unchecked Sendable {
     enum Outcome {
         case complete(total: Int64, etag: String?)
         case failed(AttacheError, retryAfter: Duration?)
@@ -17,9 +17,6 @@ final class DownloadAttempt {
     let partialPath: String
     /// The size of the `.part` file when the attempt started: what the `Range` asks to continue from.
     let offset: Int64
-    let headerLines: [String]
-    let configuration: ConnectionConfiguration
-    let cancellation: CancellationFlag
     /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it.
     let hash: RunningHash
     let progress: @Sendable (DownloadProgress) -> Void
@@ -30,93 +27,70 @@ final class DownloadAttempt {
     private var headers: [(name: String, value: String)] = []
     private var descriptor: Int32 = -1
     /// Where the body starts in the file: `offset` for a 206, 0 for a 200.
-    private var base: Int64 = 0
+    private(set) var base: Int64 = 0
     private var total: Int64?
     private var decided = false
     private var errorBody: [UInt8] = []
     private var localError: AttacheError?
 
     init(
-        url: String, partialPath: String, offset: Int64, headerLines: [String], configuration: ConnectionConfiguration,
-        cancellation: CancellationFlag, hash: RunningHash, progress: @escaping @Sendable (DownloadProgress) -> Void
+        url: String, partialPath: String, offset: Int64, hash: RunningHash,
+        progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
         self.hash = hash
         self.url = url
         self.partialPath = partialPath
         self.offset = offset
-        self.headerLines = headerLines
-        self.configuration = configuration
-        self.cancellation = cancellation
+        self.base = offset
         self.progress = progress
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
-    func run() -> Outcome {
-        let easy: CurlEasy
-        do {
-            easy = try CurlHandleCache.shared.take()
-        } catch let error as AttacheError {
-            return .failed(error.at(.download), retryAfter: nil)
-        } catch {
-            return .failed(AttacheError(.internalError, stage: .download, "\(error)"), retryAfter: nil)
-        }
-        defer { CurlHandleCache.shared.give(easy) }
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        do {
-            try easy.captureErrorText()
-            try easy.set(CURLOPT_URL, url)
-            try easy.set(CURLOPT_NOSIGNAL, true)
-            try easy.set(CURLOPT_HTTPGET, true)
-            try easy.setWriteFunction(downloadWriteCallback)
-            try easy.set(CURLOPT_WRITEDATA, pointer: context)
-            try easy.setHeaderFunction(downloadHeaderCallback)
-            try easy.set(CURLOPT_HEADERDATA, pointer: context)
-            try easy.set(CURLOPT_NOPROGRESS, false)
-            try easy.setProgressFunction(downloadProgressCallback)
-            try easy.set(CURLOPT_XFERINFODATA, pointer: context)
-            try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
-            var lines = headerLines
-            if offset > 0 { lines.append("Range: bytes=\(offset)-") }
-            try easy.setHeaders(lines)
-            try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
-            try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
-            try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.seconds.rounded(.up))))
-            try easy.set(CURLOPT_TCP_KEEPALIVE, true)
-            // Downloads often sit behind a redirect (a CDN, a signed URL); uploads never follow one.
-            try easy.set(CURLOPT_FOLLOWLOCATION, true)
-            try easy.set(CURLOPT_MAXREDIRS, 5)
-            try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-            try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-            try easy.set(CURLOPT_SSL_VERIFYPEER, true)
-            try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
-            if let caFile = configuration.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
-            if let pin = configuration.pinnedPublicKey { try easy.set(CURLOPT_PINNEDPUBLICKEY, pin) }
-            if configuration.preferHTTP2 { try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)) }
-        } catch let error as AttacheError {
-            return .failed(error.at(.download), retryAfter: nil)
-        } catch {
-            return .failed(AttacheError(.internalError, stage: .download, "\(error)"), retryAfter: nil)
-        }
+    var failure: AttacheError? { localError }
+    var collectedBody: [UInt8] { errorBody }
+    var bodyExceededCap: Bool { false }
 
-        progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
-        let (code, text) = easy.perform()
-        if descriptor >= 0 {
-            let closed = close(descriptor)
-            descriptor = -1
-            if closed != 0, localError == nil {
-                localError = AttacheError(
-                    .fileUnwritable, stage: .download, "cannot write the download: \(String(cString: strerror(errno)))",
-                    file: partialPath, cause: NativeError.posix())
-            }
-        }
-        if cancellation.isSet {
-            return .failed(AttacheError(.cancelled, stage: .download, "the download was cancelled"), retryAfter: nil)
-        }
-        if let localError { return .failed(localError, retryAfter: nil) }
+    func begin(status: Int, headers: [(name: String, value: String)]) -> Bool {
+        self.status = status
+        self.headers = headers
+        decided = true
+        return decide()
+    }
 
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        receiveBody(bytes) == bytes.count
+    }
+
+    func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
+        guard decided, descriptor >= 0 else { return }
+        progress(
+            DownloadProgress(
+                receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 }))
+    }
+
+    /// Closes the file; throws when the last writes failed to reach it.
+    func closeFile() throws {
+        guard descriptor >= 0 else { return }
+        let closed = Glibc.close(descriptor)
+        descriptor = -1
+        if closed != 0, localError == nil {
+            localError = AttacheError(
+                .fileUnwritable, stage: .download, "cannot write the download: \(String(cString: strerror(errno)))",
+                file: partialPath, cause: NativeError.posix())
+        }
+        if let localError { throw localError }
+    }
+
+    /// What the final answer means for the download.
+    func verdict(for response: HTTPResponse) -> Outcome {
+        let status = response.status
+        if !decided {
+            self.status = status
+            self.headers = response.headers
+        }
         if status == 416 {
             // Nothing left after `offset`: complete when the file is exactly that long, else the
             // .part is longer than the file (another version): start over.
@@ -129,13 +103,6 @@ final class DownloadAttempt {
                     .corruptInput, stage: .download, "the partial file does not fit the server's file; starting over",
                     file: url, isRetryable: true),
                 retryAfter: nil)
-        }
-        if code != CURLE_OK {
-            var error = CurlTransfer.classify(code: code, text: text, bodySent: 0, total: 0).at(.download)
-            if error.code == .connectionLost {
-                error.message = "connection lost after \(base + written) bytes: \(text)"
-            }
-            return .failed(error, retryAfter: nil)
         }
         switch status {
         case 200, 206:
@@ -150,7 +117,7 @@ final class DownloadAttempt {
             if !decided {
                 // An empty 200: make (or empty) the file so the rename finds it.
                 let fd = open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                if fd >= 0 { close(fd) }
+                if fd >= 0 { Glibc.close(fd) }
             }
             return .complete(total: end, etag: header("ETag"))
         case 408, 425, 429, 500...599:
@@ -167,23 +134,9 @@ final class DownloadAttempt {
         }
     }
 
-    // MARK: Callback bodies (called on the transfer's thread)
+    // MARK: Writing (transport thread)
 
-    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
-        switch HeaderLine(bytes) {
-        case .status(let code):
-            // A new response (after a redirect or 100 Continue): only the last one counts.
-            headers.removeAll()
-            status = code
-        case .field(let name, let value):
-            headers.append((name, value))
-        case .other:
-            break
-        }
-    }
-
-    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if cancellation.isSet { return 0 }
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         if !decided {
             decided = true
             // Returning less than was given makes curl stop the transfer; `localError` says why.
@@ -228,7 +181,7 @@ final class DownloadAttempt {
             total = range.total
             descriptor = open(partialPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             if descriptor >= 0, lseek(descriptor, off_t(offset), SEEK_SET) < 0 {
-                close(descriptor)
+                Glibc.close(descriptor)
                 descriptor = -1
             }
         case 200:
@@ -256,13 +209,6 @@ final class DownloadAttempt {
     private func collect(_ bytes: UnsafeRawBufferPointer) -> Int {
         if errorBody.count < 4096 { errorBody.append(contentsOf: bytes.prefix(4096 - errorBody.count)) }
         return bytes.count
-    }
-
-    fileprivate func progress(downloaded: Int64, expected: Int64) -> Int32 {
-        if cancellation.isSet { return 1 }
-        guard decided, descriptor >= 0 else { return 0 }
-        progress(DownloadProgress(receivedBytes: base + written, totalBytes: total ?? (expected > 0 ? base + expected : nil)))
-        return 0
     }
 
     private func header(_ name: String) -> String? {
@@ -300,30 +246,3 @@ extension AttacheError {
     }
 }
 
-// MARK: C callbacks: recover the attempt from the user pointer and forward.
-
-private func downloadWriteCallback(
-    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?
-) -> Int {
-    guard let data, let user else { return 0 }
-    let attempt = Unmanaged<DownloadAttempt>.fromOpaque(user).takeUnretainedValue()
-    return attempt.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
-}
-
-private func downloadHeaderCallback(
-    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?
-) -> Int {
-    guard let data, let user else { return 0 }
-    let attempt = Unmanaged<DownloadAttempt>.fromOpaque(user).takeUnretainedValue()
-    attempt.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
-    return size * count
-}
-
-private func downloadProgressCallback(
-    _ user: UnsafeMutableRawPointer?, _ downloadTotal: curl_off_t, _ downloaded: curl_off_t,
-    _ uploadTotal: curl_off_t, _ uploaded: curl_off_t
-) -> Int32 {
-    guard let user else { return 0 }
-    let attempt = Unmanaged<DownloadAttempt>.fromOpaque(user).takeUnretainedValue()
-    return attempt.progress(downloaded: Int64(downloaded), expected: Int64(downloadTotal))
-}

@@ -1,0 +1,227 @@
+internal import AttacheCore
+import Synchronization
+
+/// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
+/// loop never waits for a disk or a cipher.
+///
+/// A producer task reads chunks of `chunkSize` bytes from the body's ``ByteReader`` (each read on a
+/// ``BlockingPool`` thread) into a queue of at most `depth` chunks, and waits — holding no thread —
+/// while the queue is full. curl's read callback copies from the queue on the loop's thread; when the
+/// queue is empty it pauses the transfer, and the producer asks the loop to resume it when the next
+/// chunk arrives. A body no longer than one chunk is read whole before the transfer starts and kept,
+/// so curl can rewind it for free.
+final class BodyPump: Sendable {
+    enum Read {
+        case bytes(Int)
+        case pause
+        case end
+        case failed(AttacheError)
+    }
+
+    private struct State {
+        var chunks: [[UInt8]] = []
+        /// Bytes of `chunks[0]` already handed to curl.
+        var offset = 0
+        var finished = false
+        var error: AttacheError?
+        var consumerPaused = false
+        var spaceWaiter: CheckedContinuation<Void, Never>?
+        var readyWaiters: [CheckedContinuation<Void, Never>] = []
+        var generation = 0
+        var cancelled = false
+        /// The whole body, when it fits one chunk: rewinding then needs no new reader.
+        var whole: [UInt8]?
+        var producer: Task<Void, Never>?
+    }
+
+    let source: any ByteSource
+    private let chunkSize: Int
+    private let depth: Int
+    private let pool: BlockingPool
+    private let state = Mutex(State())
+    /// Called (from any thread) when data arrived for a consumer that paused.
+    private let wake: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+
+    init(source: any ByteSource, chunkSize: Int, depth: Int = 2, pool: BlockingPool = .shared) {
+        self.source = source
+        self.chunkSize = max(16 * 1024, chunkSize)
+        self.depth = max(1, depth)
+        self.pool = pool
+    }
+
+    /// Sets what to call when a paused consumer has data again.
+    func onWake(_ body: @escaping @Sendable () -> Void) {
+        wake.withLock { $0 = body }
+    }
+
+    /// Starts reading and returns once the first chunk (or the end, or an error) is there.
+    func prime() async {
+        startProducer()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if !state.chunks.isEmpty || state.finished || state.error != nil || state.cancelled { return true }
+                state.readyWaiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Stops the producer; later reads fail.
+    func cancel() {
+        let (space, readers, producer) = state.withLock { state in
+            state.cancelled = true
+            defer {
+                state.spaceWaiter = nil
+                state.readyWaiters = []
+            }
+            return (state.spaceWaiter, state.readyWaiters, state.producer)
+        }
+        space?.resume()
+        readers.forEach { $0.resume() }
+        producer?.cancel()
+    }
+
+    /// Copies the next bytes into curl's buffer (loop thread).
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Read {
+        var resumeProducer: CheckedContinuation<Void, Never>?
+        let result = state.withLock { state -> Read in
+            if let error = state.error { return .failed(error) }
+            if state.cancelled {
+                return .failed(AttacheError(.cancelled, stage: .upload, "the upload was cancelled"))
+            }
+            guard !state.chunks.isEmpty else {
+                if state.finished { return .end }
+                state.consumerPaused = true
+                return .pause
+            }
+            let count = state.chunks[0].withUnsafeBytes { chunk -> Int in
+                let n = min(buffer.count, chunk.count - state.offset)
+                buffer.baseAddress!.copyMemory(from: chunk.baseAddress! + state.offset, byteCount: n)
+                return n
+            }
+            state.offset += count
+            if state.offset == state.chunks[0].count {
+                state.chunks.removeFirst()
+                state.offset = 0
+                resumeProducer = state.spaceWaiter
+                state.spaceWaiter = nil
+            }
+            return .bytes(count)
+        }
+        resumeProducer?.resume()
+        return result
+    }
+
+    /// Starts the body over from its first byte (loop thread). False when it cannot.
+    func rewind() -> Bool {
+        let restart = state.withLock { state -> Bool in
+            if let whole = state.whole {
+                state.chunks = whole.isEmpty ? [] : [whole]
+                state.offset = 0
+                state.finished = true
+                return false
+            }
+            state.generation += 1
+            state.chunks = []
+            state.offset = 0
+            state.finished = false
+            state.error = nil
+            state.producer?.cancel()
+            return true
+        }
+        if restart { startProducer() }
+        return true
+    }
+
+    private func startProducer() {
+        let generation = state.withLock { $0.generation }
+        let task = Task { [self] in await produce(generation: generation) }
+        state.withLock { state in
+            if state.generation == generation { state.producer = task }
+        }
+    }
+
+    private struct ReaderBox: @unchecked Sendable { let reader: any ByteReader }
+
+    private func produce(generation: Int) async {
+        let pool = pool
+        let source = source
+        let chunkSize = chunkSize
+        let total = source.byteCount
+        do {
+            let box = try await pool.run { ReaderBox(reader: try source.makeReader()) }
+            var produced: Int64 = 0
+            while true {
+                guard await waitForSpace(generation: generation) else { return }
+                let want = total >= 0 ? Int(min(Int64(chunkSize), max(0, total - produced))) : chunkSize
+                let chunk: [UInt8] =
+                    want == 0
+                    ? []
+                    : try await pool.run {
+                        var bytes = [UInt8](repeating: 0, count: want)
+                        let n = try bytes.withUnsafeMutableBytes { try box.reader.readFully(into: $0) }
+                        if n < want { bytes.removeLast(want - n) }
+                        return bytes
+                    }
+                produced += Int64(chunk.count)
+                let done = chunk.count < want || want == 0 || (total >= 0 && produced >= total)
+                if done, total >= 0, produced < total {
+                    throw AttacheError(
+                        .fileChanged, stage: .read, "the body ended after \(produced) of \(total) bytes")
+                }
+                guard push(chunk, finished: done, generation: generation, firstAndLast: done && produced == Int64(chunk.count))
+                else { return }
+                if done { return }
+            }
+        } catch {
+            let failure =
+                (error as? AttacheError) ?? AttacheError(.fileUnreadable, stage: .read, "\(error)")
+            fail(failure, generation: generation)
+        }
+    }
+
+    /// Waits until the queue has room; false when this producer is no longer wanted.
+    private func waitForSpace(generation: Int) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.cancelled || state.generation != generation || state.chunks.count < depth { return true }
+                state.spaceWaiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        return state.withLock { !$0.cancelled && $0.generation == generation }
+    }
+
+    private func push(_ chunk: [UInt8], finished: Bool, generation: Int, firstAndLast: Bool) -> Bool {
+        let (accepted, wakeConsumer, readers) = state.withLock { state -> (Bool, Bool, [CheckedContinuation<Void, Never>]) in
+            guard !state.cancelled, state.generation == generation else { return (false, false, []) }
+            if !chunk.isEmpty { state.chunks.append(chunk) }
+            if firstAndLast { state.whole = chunk }
+            state.finished = finished
+            let paused = state.consumerPaused
+            state.consumerPaused = false
+            let readers = state.readyWaiters
+            state.readyWaiters = []
+            return (true, paused, readers)
+        }
+        readers.forEach { $0.resume() }
+        if wakeConsumer { wake.withLock { $0 }?() }
+        return accepted
+    }
+
+    private func fail(_ error: AttacheError, generation: Int) {
+        let (wakeConsumer, readers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+            guard state.generation == generation else { return (false, []) }
+            state.error = error
+            let paused = state.consumerPaused
+            state.consumerPaused = false
+            let readers = state.readyWaiters
+            state.readyWaiters = []
+            return (paused, readers)
+        }
+        readers.forEach { $0.resume() }
+        if wakeConsumer { wake.withLock { $0 }?() }
+    }
+}

@@ -1,0 +1,192 @@
+internal import AttacheCore
+import Foundation
+import Synchronization
+
+/// One HTTP exchange as a transport sends it: one attempt, redirects included.
+///
+/// The transport adds what every request carries from ``connection``: `User-Agent`, the
+/// `Authorization` of ``ConnectionConfiguration/authorization`` and the connection's headers, then
+/// ``headers``.
+public struct TransportRequest: Sendable {
+    /// `GET`, `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE` or another token.
+    public var method: String
+    /// The `http://` or `https://` URL.
+    public var url: String
+    /// This request's own headers, after the connection's.
+    public var headers: [(name: String, value: String)]
+    /// The body, streamed from its source; nil for none.
+    public var body: (any ByteSource)?
+    /// Timeouts, TLS, proxy, credentials, redirects.
+    public var connection: ConnectionConfiguration
+    /// The longest body kept by the default collecting sink; longer answers are cut there and
+    /// marked ``HTTPResponse/bodyExceededCap``.
+    public var maximumResponseBodySize: Int
+    /// A deadline for the whole exchange, if any.
+    public var timeout: Duration?
+
+    /// Creates a request.
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: (any ByteSource)? = nil,
+        connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.connection = connection
+        self.maximumResponseBodySize = maximumResponseBodySize
+        self.timeout = timeout
+    }
+}
+
+/// Receives an answer as it arrives. A transport calls one sink from one thread at a time, in
+/// order: ``informational(status:headers:)`` for each 1xx answer, then ``begin(status:headers:)``
+/// once for the final answer (at its first body byte, or at its end when it has none), then
+/// ``receive(_:)`` for each piece of the body. ``progress(sent:received:expectedReceive:)`` comes
+/// in between.
+///
+/// Sinks are called on the transport's own thread: they must not block for long (a disk write is
+/// fine, waiting on another request is not).
+public protocol ResponseSink: AnyObject, Sendable {
+    /// A 1xx interim answer (`103 Early Hints`, `104 Upload Resumption Supported`).
+    func informational(status: Int, headers: [(name: String, value: String)])
+    /// The final answer's head. Returning false stops the exchange; ``failure`` says why.
+    func begin(status: Int, headers: [(name: String, value: String)]) -> Bool
+    /// A piece of the final answer's body. Returning false stops the exchange: either ``failure``
+    /// says why, or the sink has all it wants (``bodyExceededCap``).
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Bytes of the request body handed to the network, and of the answer's body received.
+    func progress(sent: Int64, received: Int64, expectedReceive: Int64?)
+    /// Why the sink stopped the exchange, if it did.
+    var failure: AttacheError? { get }
+    /// The body bytes the sink kept for ``HTTPResponse/body`` (an error answer's text, a JSON answer).
+    var collectedBody: [UInt8] { get }
+    /// True when the sink stopped reading because the body was longer than it keeps.
+    var bodyExceededCap: Bool { get }
+}
+
+extension ResponseSink {
+    public func informational(status: Int, headers: [(name: String, value: String)]) {}
+    public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {}
+    public var failure: AttacheError? { nil }
+}
+
+/// The sink used when a caller gives none: keeps the body in memory up to a limit.
+public final class CollectingSink: ResponseSink, @unchecked Sendable {
+    private let limit: Int
+    private let onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)?
+    private let onInformational: (@Sendable (Int, [(name: String, value: String)]) -> Void)?
+    public private(set) var collectedBody: [UInt8] = []
+    public private(set) var bodyExceededCap = false
+
+    /// Creates a sink keeping at most `limit` bytes of body.
+    public init(
+        limit: Int, onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil,
+        onInformational: (@Sendable (Int, [(name: String, value: String)]) -> Void)? = nil
+    ) {
+        self.limit = limit
+        self.onProgress = onProgress
+        self.onInformational = onInformational
+    }
+
+    public func informational(status: Int, headers: [(name: String, value: String)]) {
+        onInformational?(status, headers)
+    }
+
+    public func begin(status: Int, headers: [(name: String, value: String)]) -> Bool {
+        collectedBody.removeAll(keepingCapacity: true)
+        bodyExceededCap = false
+        return true
+    }
+
+    public func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if collectedBody.count + bytes.count > limit {
+            collectedBody.append(contentsOf: bytes.prefix(limit - collectedBody.count))
+            bodyExceededCap = true
+            return false
+        }
+        collectedBody.append(contentsOf: bytes)
+        return true
+    }
+
+    public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
+        onProgress?(sent, received)
+    }
+}
+
+/// Sends one exchange and returns the final answer: the seam between the request logic (retries,
+/// interpretation, downloads) and the network. ``CurlTransport`` is the real one; tests drive the
+/// same logic through one that answers from memory.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the final answer (after any redirects the request's policy
+    /// follows), whatever its status.
+    ///
+    /// - Parameter sink: where the answer goes as it arrives; nil collects it in memory up to
+    ///   ``TransportRequest/maximumResponseBodySize``. ``HTTPResponse/body`` holds what the sink
+    ///   collected.
+    /// - Throws: ``AttacheError`` (stage `.upload`; callers re-attribute it): `.connectionFailed`,
+    ///   `.timedOut`, `.connectionLost`, `.tlsFailure`, `.invalidArgument`, `.cancelled`, or the
+    ///   sink's own ``ResponseSink/failure``, or the body source's error.
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse
+}
+
+extension HTTPTransport {
+    /// Sends `request`, collecting the answer in memory.
+    public func send(_ request: TransportRequest) async throws -> HTTPResponse {
+        try await send(request, sink: nil)
+    }
+}
+
+extension TransportRequest {
+    /// The header lines for one hop: Attache's defaults, the connection's, then the request's own.
+    /// Credentials (the connection's `Authorization`, and `Authorization`/`Cookie` headers) are left
+    /// out when `withCredentials` is false: a redirect to another host.
+    func headerLines(withCredentials: Bool) -> [String] {
+        var lines = ["User-Agent: \(connection.userAgent)"]
+        if withCredentials, let authorization = connection.authorization {
+            lines.append("Authorization: \(authorization.headerValue)")
+        }
+        for (name, value) in connection.headers + headers {
+            if !withCredentials, Self.isCredential(name) { continue }
+            lines.append(value.isEmpty ? "\(name):" : "\(name): \(value)")
+        }
+        return lines
+    }
+
+    static func isCredential(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower == "authorization" || lower == "cookie" || lower == "proxy-authorization"
+    }
+
+    /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
+    /// header's value: it may be a secret).
+    func validate() throws {
+        guard let components = URLComponents(string: url),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            components.host?.isEmpty == false
+        else {
+            throw AttacheError(
+                .invalidArgument, stage: .upload,
+                "the URL must be http:// or https:// with a host: \(Self.redact(url: url))")
+        }
+        for (name, value) in connection.headers + headers {
+            let forbidden = { (c: Unicode.Scalar) in c.value < 0x20 || c.value == 0x7F }
+            guard !name.isEmpty, !name.unicodeScalars.contains(where: { forbidden($0) || $0 == ":" || $0 == " " }),
+                !value.unicodeScalars.contains(where: { forbidden($0) && $0 != "\t" })
+            else {
+                throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
+            }
+        }
+    }
+
+    /// The URL without user info or query, for logs and errors.
+    static func redact(url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "<invalid URL>" }
+        if components.user != nil || components.password != nil {
+            components.user = "***"
+            components.password = nil
+        }
+        if components.query != nil { components.query = "…" }
+        return components.string ?? "<invalid URL>"
+    }
+}
