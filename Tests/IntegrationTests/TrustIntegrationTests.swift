@@ -244,18 +244,30 @@ struct TrustScratch {
 
 /// `Tests/IntegrationTests/Tools/drop_answers_proxy.py`, started on a free port and stopped by pid.
 final class DropAnswersProxy {
+    let tool: ToolServer
+    var port: Int { tool.port }
+
+    init(upstream: Int, drop: Double, seed: UInt64? = nil) throws {
+        var arguments = ["--upstream", String(upstream), "--drop", String(drop)]
+        if let seed { arguments += ["--seed", String(seed)] }
+        tool = try ToolServer(script: "drop_answers_proxy.py", arguments: arguments)
+    }
+
+    func stop() { tool.stop() }
+}
+
+/// A Python test server from `Tests/IntegrationTests/Tools/`, started on a free port of 127.0.0.1 (it
+/// prints the port as its first line) and stopped by pid.
+final class ToolServer {
     let process: Process
     let port: Int
 
-    init(upstream: Int, drop: Double, seed: UInt64? = nil) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-            "Tools/drop_answers_proxy.py"
-        ).path
+    init(script: String, arguments: [String] = [], environment: [String: String]? = nil) throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools/\(script)").path
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        var arguments = ["python3", script, "--upstream", String(upstream), "--drop", String(drop)]
-        if let seed { arguments += ["--seed", String(seed)] }
-        process.arguments = arguments
+        process.arguments = ["python3", path] + arguments
+        if let environment { process.environment = environment }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -267,8 +279,9 @@ final class DropAnswersProxy {
             line += chunk
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw TestFailure("the proxy did not start")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw TestFailure("\(script) did not start")
         }
         self.port = port
     }
@@ -277,6 +290,13 @@ final class DropAnswersProxy {
         // SIGKILL: a child started by the test process may inherit a signal mask that blocks SIGTERM.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 internal import AttacheCore
+import Foundation
 import Synchronization
 
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
@@ -42,7 +43,12 @@ final class BodyPump: Sendable {
     /// Called (from any thread) when data arrived for a consumer that paused.
     private let wake: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
 
-    init(source: any ByteSource, chunkSize: Int, depth: Int = 2, pool: BlockingPool = .shared) {
+    /// The pool request bodies are read (and sealed) on: one thread per core, because reading a chunk
+    /// is disk or cipher work that ends in microseconds, never a wait on the network. Thousands of
+    /// transfers in flight therefore add no threads.
+    static let readers = BlockingPool(maximumThreads: max(2, ProcessInfo.processInfo.activeProcessorCount))
+
+    init(source: any ByteSource, chunkSize: Int, depth: Int = 2, pool: BlockingPool = BodyPump.readers) {
         self.source = source
         self.chunkSize = max(16 * 1024, chunkSize)
         self.depth = max(1, depth)

@@ -40,12 +40,18 @@ public final class CurlTransport: HTTPTransport {
 
     /// Creates a transport with a loop of its own.
     ///
-    /// - Parameter maximumConnectionsPerHost: connections open to one host at once; transfers beyond
-    ///   wait in curl's queue for one to be free. nil: no limit.
-    public init(maximumConnectionsPerHost: Int? = nil, pool: BlockingPool = .shared) {
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: connections open to one host at once; transfers beyond wait in
+    ///     curl's queue for one to be free. nil: no limit.
+    ///   - pool: where request bodies are read and sealed ahead of the network; by default a pool of
+    ///     one thread per core.
+    public init(maximumConnectionsPerHost: Int? = nil, pool: BlockingPool? = nil) {
         self.loop = CurlMultiLoop(maximumConnectionsPerHost: maximumConnectionsPerHost)
-        self.pool = pool
+        self.pool = pool ?? BodyPump.readers
     }
+
+    /// Transfers on this transport's loop right now (started and not yet finished).
+    public var activeTransfers: Int { loop.activeCount }
 
     public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
         try request.validate()
@@ -230,8 +236,9 @@ final class CurlExchange: @unchecked Sendable {
         if let proxy = connection.proxy { try easy.set(CURLOPT_PROXY, proxy) }
         if connection.preferHTTP2 {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-            // Wait for a connection that may multiplex rather than open another one.
-            try easy.set(CURLOPT_PIPEWAIT, true)
+            // Over TLS, wait for a connection that may multiplex rather than open another one (plain
+            // http is HTTP/1.1, where there is nothing to wait for).
+            if request.url.lowercased().hasPrefix("https:") { try easy.set(CURLOPT_PIPEWAIT, true) }
         } else {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         }

@@ -1,0 +1,292 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import Attache
+@testable import AttacheCore
+
+/// A transport that answers from a script, in memory: what the retry, interpretation and download
+/// logic does with each kind of answer, without a socket or real waiting.
+final class ScriptedTransport: HTTPTransport {
+    /// One scripted step: an answer (its body fed through the sink), or a thrown error after `body`
+    /// bytes of the answer went through the sink.
+    enum Step: Sendable {
+        case answer(status: Int, headers: [(String, String)] = [], body: [UInt8] = [])
+        case fail(AttacheError, afterStatus: Int? = nil, headers: [(String, String)] = [], body: [UInt8] = [])
+    }
+
+    private let steps: Mutex<[Step]>
+    /// Every request sent, in order.
+    let requests = Mutex<[TransportRequest]>([])
+
+    init(_ steps: [Step]) { self.steps = Mutex(steps) }
+
+    var sent: [TransportRequest] { requests.withLock { $0 } }
+
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
+        requests.withLock { $0.append(request) }
+        let step = steps.withLock { steps -> Step? in steps.isEmpty ? nil : steps.removeFirst() }
+        let sink = sink ?? CollectingSink(limit: request.maximumResponseBodySize)
+        switch step {
+        case nil:
+            Issue.record("the script ran out after \(sent.count - 1) requests")
+            throw AttacheError(.internalError, stage: .upload, "script exhausted")
+        case .answer(let status, let headers, let body)?:
+            let fields = headers.map { (name: $0.0, value: $0.1) }
+            if sink.begin(status: status, headers: fields) {
+                _ = body.withUnsafeBytes { sink.receive($0) }
+            }
+            if let failure = sink.failure { throw failure }
+            return HTTPResponse(
+                status: status, headers: fields, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap)
+        case .fail(let error, let status, let headers, let body)?:
+            if let status, sink.begin(status: status, headers: headers.map { (name: $0.0, value: $0.1) }) {
+                _ = body.withUnsafeBytes { sink.receive($0) }
+            }
+            throw error
+        }
+    }
+}
+
+/// Records the waits instead of waiting.
+final class RecordedSleeps: Sendable {
+    private let waits = Mutex<[Duration]>([])
+    var all: [Duration] { waits.withLock { $0 } }
+    var sleep: @Sendable (Duration) async throws -> Void {
+        { [self] delay in
+            try Task.checkCancellation()
+            waits.withLock { $0.append(delay) }
+        }
+    }
+}
+
+@Suite("Transport seam: retries and answers in memory")
+struct TransportSeamTests {
+    static let ok = Array(#"{"errorCode":0,"data":{"fileId":"f1"}}"#.utf8)
+
+    func uploader(_ transport: ScriptedTransport, _ sleeps: RecordedSleeps, retry: RetryPolicy = .standard) -> Uploader {
+        var connection = ConnectionConfiguration()
+        connection.retry = retry
+        return Uploader(
+            connection: connection, answers: .init(), logger: Logger(label: "test"), transport: transport,
+            sleep: sleeps.sleep)
+    }
+
+    func request() throws -> UploadRequest {
+        var body = MultipartBody()
+        try body.addFile(name: "file", filename: "a.bin", contentType: "application/octet-stream", source: DataSource([1, 2, 3]))
+        return UploadRequest(url: "http://127.0.0.1:9/upload", body: body, idempotencyKey: "k-1")
+    }
+
+    @Test("503 then 200: stored on the second attempt, same idempotency key, one backoff wait")
+    func serverErrorThenSuccess() async throws {
+        let transport = ScriptedTransport([.answer(status: 503), .answer(status: 200, body: Self.ok)])
+        let sleeps = RecordedSleeps()
+        let result = try await uploader(transport, sleeps).upload(try request())
+        guard case .stored(let receipt) = result.outcome else {
+            Issue.record("not stored: \(result.outcome)")
+            return
+        }
+        #expect(receipt.fileId == "f1")
+        #expect(result.attempts == 2)
+        #expect(result.retryReasons.count == 1)
+        #expect(sleeps.all.count == 1)
+        #expect(sleeps.all[0] <= .milliseconds(250))
+        let keys = transport.sent.map { request in request.headers.first { $0.name == "Idempotency-Key" }?.value }
+        #expect(keys == ["k-1", "k-1"])
+    }
+
+    @Test("Retry-After replaces the backoff")
+    func retryAfterIsHonoured() async throws {
+        let transport = ScriptedTransport([
+            .answer(status: 429, headers: [("Retry-After", "7")]), .answer(status: 200, body: Self.ok),
+        ])
+        let sleeps = RecordedSleeps()
+        _ = try await uploader(transport, sleeps).upload(try request())
+        #expect(sleeps.all.count == 1)
+        #expect(sleeps.all[0] >= .seconds(7))
+        #expect(sleeps.all[0] <= .milliseconds(7700))
+    }
+
+    @Test("a server never reached is connection-failed after the attempt limit")
+    func neverConnected() async throws {
+        let refused = AttacheError(.connectionFailed, stage: .upload, "cannot connect", isRetryable: true)
+        let transport = ScriptedTransport(Array(repeating: .fail(refused), count: 3))
+        let sleeps = RecordedSleeps()
+        do {
+            _ = try await uploader(transport, sleeps, retry: RetryPolicy(maximumAttempts: 3)).upload(try request())
+            Issue.record("no error")
+        } catch let error as AttacheError {
+            #expect(error.code == .connectionFailed)
+            #expect(error.message.contains("gave up after 3 attempts"))
+        }
+        #expect(sleeps.all.count == 2)
+    }
+
+    @Test("once the server was reached, giving up is retries-exhausted")
+    func exhausted() async throws {
+        let lost = AttacheError(.connectionLost, stage: .upload, "connection lost", isRetryable: true)
+        let refused = AttacheError(.connectionFailed, stage: .upload, "cannot connect", isRetryable: true)
+        let transport = ScriptedTransport([.fail(lost), .fail(refused)])
+        do {
+            _ = try await uploader(transport, RecordedSleeps(), retry: RetryPolicy(maximumAttempts: 2)).upload(try request())
+            Issue.record("no error")
+        } catch let error as AttacheError {
+            #expect(error.code == .retriesExhausted)
+            #expect(error.stage == .upload)
+        }
+    }
+
+    @Test("a Retry-After beyond the budget ends the retries at once")
+    func budget() async throws {
+        let transport = ScriptedTransport([.answer(status: 503, headers: [("Retry-After", "120")])])
+        let sleeps = RecordedSleeps()
+        do {
+            _ = try await uploader(transport, sleeps, retry: RetryPolicy(budget: .seconds(60))).upload(try request())
+            Issue.record("no error")
+        } catch let error as AttacheError {
+            #expect(error.code == .retriesExhausted)
+            #expect(error.stage == .interpret)
+            #expect(error.message.contains("time budget"))
+        }
+        #expect(sleeps.all.isEmpty)
+    }
+
+    @Test("a TLS verification failure is not retried")
+    func notRetryable() async throws {
+        let tls = AttacheError(.tlsFailure, stage: .upload, "TLS verification failed")
+        let transport = ScriptedTransport([.fail(tls)])
+        do {
+            _ = try await uploader(transport, RecordedSleeps()).upload(try request())
+            Issue.record("no error")
+        } catch let error as AttacheError {
+            #expect(error.code == .tlsFailure)
+        }
+        #expect(transport.sent.count == 1)
+    }
+
+    @Test("a rejection ends at once with the server's answer")
+    func rejection() async throws {
+        let transport = ScriptedTransport([
+            .answer(status: 200, body: Array(#"{"errorCode":1001,"message":"quota"}"#.utf8))
+        ])
+        let result = try await uploader(transport, RecordedSleeps()).upload(try request())
+        guard case .rejected(let rejection) = result.outcome else {
+            Issue.record("not rejected")
+            return
+        }
+        #expect(rejection.businessCode == "1001")
+        #expect(rejection.message == "quota")
+        #expect(result.attempts == 1)
+    }
+
+    @Test("credentials and the user agent are the transport's to add; the uploader sends its own headers")
+    func headers() async throws {
+        let transport = ScriptedTransport([.answer(status: 200, body: Self.ok)])
+        var connection = ConnectionConfiguration()
+        connection.authorization = .bearer("s3cr3t")
+        connection.headers = [("X-Tenant", "acme")]
+        let uploader = Uploader(
+            connection: connection, answers: .init(), logger: Logger(label: "test"), transport: transport,
+            sleep: RecordedSleeps().sleep)
+        _ = try await uploader.upload(try request())
+        let sent = try #require(transport.sent.first)
+        #expect(sent.method == "POST")
+        let lines = sent.headerLines(withCredentials: true)
+        #expect(lines.contains("Authorization: Bearer s3cr3t"))
+        #expect(lines.contains("X-Tenant: acme"))
+        #expect(lines.contains("Expect:"))
+        #expect(lines.contains { $0.hasPrefix("User-Agent: attache/") })
+        let elsewhere = sent.headerLines(withCredentials: false)
+        #expect(!elsewhere.contains { $0.lowercased().hasPrefix("authorization") })
+        #expect("\(HTTPAuthorization.bearer("s3cr3t"))" == "Bearer <redacted>")
+        #expect(!"\(HTTPAuthorization.basic(user: "u", password: "pw"))".contains("pw"))
+    }
+
+    @Test("a download broken mid-body continues with Range from the bytes on disk")
+    func downloadResumesInMemory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seam-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let payload = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let lost = AttacheError(.connectionLost, stage: .upload, "connection lost", isRetryable: true)
+        let transport = ScriptedTransport([
+            .fail(lost, afterStatus: 200, headers: [("Content-Length", "10000")], body: Array(payload[..<4000])),
+            .answer(
+                status: 206, headers: [("Content-Range", "bytes 4000-9999/10000")], body: Array(payload[4000...])),
+        ])
+        let sleeps = RecordedSleeps()
+        let downloader = Downloader(configuration: .init(), transport: transport, sleep: sleeps.sleep)
+        let destination = directory.appendingPathComponent("out.bin").path
+        let receipt = try await downloader.download(DownloadRequest(url: "http://127.0.0.1:9/f", destination: destination))
+        #expect(receipt.attempts == 2)
+        #expect(receipt.byteCount == 10_000)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == Data(payload))
+        let ranges = transport.sent.map { request in request.headers.first { $0.name == "Range" }?.value }
+        #expect(ranges == [nil, "bytes=4000-"])
+        #expect(sleeps.all.count == 1)
+    }
+
+    @Test("a 404 download is a rejection without retries")
+    func downloadNotFound() async throws {
+        let transport = ScriptedTransport([.answer(status: 404, body: Array("no such file".utf8))])
+        let downloader = Downloader(configuration: .init(), transport: transport, sleep: RecordedSleeps().sleep)
+        do {
+            _ = try await downloader.download(DownloadRequest(url: "http://127.0.0.1:9/f", destination: "/nonexistent/x"))
+            Issue.record("no error")
+        } catch let error as AttacheError {
+            #expect(error.code == .rejected)
+            #expect(error.message.contains("404"))
+            #expect(error.message.contains("no such file"))
+        }
+        #expect(transport.sent.count == 1)
+    }
+}
+
+@Suite("Transport redirect policy")
+struct RedirectPolicyTests {
+    let transport = CurlTransport.shared
+
+    func post(_ url: String = "https://a.example/upload") -> TransportRequest {
+        TransportRequest(
+            method: "POST", url: url, headers: [("Content-Type", "multipart/form-data; boundary=x")],
+            body: DataSource([1, 2, 3]))
+    }
+
+    func answer(_ status: Int, _ location: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Location", location)])
+    }
+
+    @Test("307 and 308 keep the method and the body")
+    func keepBody() throws {
+        for status in [307, 308] {
+            let next = try #require(try transport.redirect(after: answer(status, "/v2/upload"), of: post()))
+            #expect(next.method == "POST")
+            #expect(next.body != nil)
+            #expect(next.url == "https://a.example/v2/upload")
+        }
+    }
+
+    @Test("303 after a POST fetches the answer with GET and no body")
+    func seeOther() throws {
+        let next = try #require(try transport.redirect(after: answer(303, "https://a.example/result/1"), of: post()))
+        #expect(next.method == "GET")
+        #expect(next.body == nil)
+        #expect(!next.headers.contains { $0.name == "Content-Type" })
+    }
+
+    @Test("301 and 302 after a POST are answers, not hops")
+    func notFollowed() throws {
+        for status in [301, 302] {
+            #expect(try transport.redirect(after: answer(status, "/elsewhere"), of: post()) == nil)
+        }
+        let get = TransportRequest(method: "GET", url: "https://a.example/f")
+        #expect(try transport.redirect(after: answer(302, "https://cdn.example/f"), of: get)?.url == "https://cdn.example/f")
+    }
+
+    @Test("https never leads to http")
+    func downgrade() throws {
+        let get = TransportRequest(method: "GET", url: "https://a.example/f")
+        #expect(throws: AttacheError.self) { try transport.redirect(after: answer(302, "http://a.example/f"), of: get) }
+    }
+}

@@ -1,0 +1,92 @@
+import Attache
+import Foundation
+import Testing
+
+/// Redirects against a server that is not ours (Python's http.server): what is followed, what is
+/// sent again, and where credentials go.
+@Suite("Redirects and credentials")
+struct RedirectIntegrationTests {
+    struct Seen: Decodable {
+        var method: String
+        var path: String
+        var host: String
+        var authorization: Bool
+        var cookie: Bool
+        var bytes: Int
+    }
+
+    func log(_ server: ToolServer) throws -> [Seen] {
+        let data = try Data(contentsOf: URL(string: "http://127.0.0.1:\(server.port)/log")!)
+        return try JSONDecoder().decode([Seen].self, from: data)
+    }
+
+    func connection() -> ConnectionConfiguration {
+        var connection = ConnectionConfiguration()
+        connection.authorization = .bearer("redirect-secret")
+        connection.headers = [("Cookie", "session=1")]
+        connection.retry = .never
+        return connection
+    }
+
+    @Test("a download follows a redirect to another host without its credentials, and to the same host with them")
+    func credentialsStayWithTheirHost() async throws {
+        let server = try ToolServer(script: "redirect_server.py")
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redirect-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let downloader = Downloader(configuration: connection())
+        for route in ["cross", "same"] {
+            let destination = directory.appendingPathComponent(route).path
+            _ = try await downloader.download(
+                DownloadRequest(url: "http://127.0.0.1:\(server.port)/\(route)", destination: destination))
+            let text = try String(contentsOfFile: destination, encoding: .utf8)
+            #expect(text == "final")
+        }
+        let seen = try log(server)
+        let cross = try #require(seen.first { $0.path == "/final" && $0.host.hasPrefix("localhost") })
+        #expect(!cross.authorization && !cross.cookie, "credentials went to another host")
+        let same = try #require(seen.first { $0.path == "/final" && $0.host.hasPrefix("127.0.0.1") })
+        #expect(same.authorization && same.cookie)
+        let hops = seen.filter { $0.path == "/cross" || $0.path == "/same" }
+        #expect(hops.count == 2 && hops.allSatisfy { $0.authorization })
+    }
+
+    @Test("an upload answered 307 is sent again whole to the new place; 302 is not followed; 303 is fetched with GET")
+    func uploadRedirects() async throws {
+        let server = try ToolServer(script: "redirect_server.py")
+        defer { server.stop() }
+        let uploader = Uploader(connection: connection())
+        func request(_ path: String) throws -> UploadRequest {
+            var body = MultipartBody()
+            try body.addFile(
+                name: "file", filename: "a.txt", contentType: "text/plain",
+                source: DataSource(Array(repeating: 0x62, count: 2000)))
+            return UploadRequest(url: "http://127.0.0.1:\(server.port)/\(path)", body: body)
+        }
+        let temporary = try await uploader.upload(try request("temporary"))
+        guard case .stored(let receipt) = temporary.outcome else {
+            Issue.record("307 not followed: \(temporary.outcome)")
+            return
+        }
+        #expect(receipt.fileId == "r1")
+        let moved = try await uploader.upload(try request("moved"))
+        guard case .rejected(let rejection) = moved.outcome else {
+            Issue.record("302 was followed: \(moved.outcome)")
+            return
+        }
+        #expect(rejection.status == 302)
+        let seeOther = try await uploader.upload(try request("see-other"))
+        guard case .stored(let result) = seeOther.outcome else {
+            Issue.record("303 not fetched: \(seeOther.outcome)")
+            return
+        }
+        #expect(result.fileId == "r2")
+        let seen = try log(server)
+        let posts = seen.filter { $0.method == "POST" }
+        #expect(posts.map(\.path) == ["/temporary", "/stored", "/moved", "/see-other"])
+        let first = try #require(posts.first)
+        #expect(posts[1].bytes == first.bytes && first.bytes > 2000, "the 307 hop did not carry the whole body")
+        #expect(seen.contains { $0.method == "GET" && $0.path == "/result" })
+    }
+}
