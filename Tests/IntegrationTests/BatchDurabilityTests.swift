@@ -211,10 +211,11 @@ final class ChildProcess {
     private let output: Collector
     private let error: Collector
 
-    init(executable: String, arguments: [String]) throws {
+    init(executable: String, arguments: [String], environment: [String: String]? = nil) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -10,6 +10,7 @@ struct RedirectIntegrationTests {
         var method: String
         var path: String
         var host: String
+        var proxied: Bool
         var authorization: Bool
         var cookie: Bool
         var bytes: Int
@@ -88,5 +89,36 @@ struct RedirectIntegrationTests {
         let first = try #require(posts.first)
         #expect(posts[1].bytes == first.bytes && first.bytes > 2000, "the 307 hop did not carry the whole body")
         #expect(seen.contains { $0.method == "GET" && $0.path == "/result" })
+    }
+
+    @Test("a proxy is used from the configuration and from http_proxy in the environment")
+    func proxy() async throws {
+        let server = try ToolServer(script: "redirect_server.py")
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var connection = ConnectionConfiguration()
+        connection.retry = .never
+        connection.proxy = "http://127.0.0.1:\(server.port)"
+        // `.invalid` never resolves: only the proxy can answer for it.
+        let configured = directory.appendingPathComponent("configured").path
+        _ = try await Downloader(configuration: connection).download(
+            DownloadRequest(url: "http://files.invalid/final", destination: configured))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: configured)) == Data("final".utf8))
+
+        let fromEnvironment = directory.appendingPathComponent("environment").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["http_proxy"] = "http://127.0.0.1:\(server.port)"
+        environment["no_proxy"] = ""
+        let download = try ChildProcess(
+            executable: try builtExecutable("attache"),
+            arguments: ["download", "http://files.invalid/final", "-o", fromEnvironment, "--attempts", "1"],
+            environment: environment)
+        let status = try await download.wait(upTo: 60)
+        #expect(status == 0, "\(download.standardError)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fromEnvironment)) == Data("final".utf8))
+        let seen = try log(server)
+        #expect(seen.filter { $0.path == "/final" && $0.proxied && $0.host == "files.invalid" }.count == 2)
     }
 }

@@ -13,10 +13,14 @@ Prints its port as the first line of stdout; runs until killed. Routes:
   POST /see-other    303 to /result                       (answer fetched with GET)
   POST /stored       200 {"errorCode":0,"data":{"fileId":"r1","bytes":N}}
   GET  /result       200 {"errorCode":0,"data":{"fileId":"r2"}}
-  GET  /log          200 JSON list of {"method","path","authorization","cookie","bytes"} seen so far
+  GET  /log          200 JSON list of {"method","path","host","proxied","authorization","cookie","bytes"}
+
+A request in absolute form (`GET http://files.invalid/final`, as clients send to a proxy) is served by
+its path and recorded as proxied: the server doubles as a plain HTTP proxy for tests of proxy settings.
 """
 import json
 import sys
+import urllib.parse
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,11 +34,20 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def parse_request(self):
+        if not super().parse_request():
+            return False
+        self.proxied = self.path.startswith("http://")
+        if self.proxied:
+            self.path = urllib.parse.urlsplit(self.path).path or "/"
+        return True
+
     def record(self, length):
         with lock:
             seen.append({
                 "method": self.command,
                 "path": self.path,
+                "proxied": self.proxied,
                 "host": self.headers.get("Host", ""),
                 "authorization": self.headers.get("Authorization") is not None,
                 "cookie": self.headers.get("Cookie") is not None,
