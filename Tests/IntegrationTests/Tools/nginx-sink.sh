@@ -7,7 +7,7 @@
 #
 # Writes PREFIX/nginx.conf, a throwaway self-signed certificate for IP 127.0.0.1 (PREFIX/cert.pem,
 # which clients trust with --ca-file) and its key, then replaces itself with nginx (same pid: stop it
-# with SIGTERM or SIGKILL by that pid). nginx runs without a master process, so there is no worker to
+# with SIGTERM, or SIGKILL, by that pid). nginx runs without a master process, so there is no worker to
 # leave behind and no switch to another user. It prints its startup notices on stderr; the last one,
 # "getrlimit(RLIMIT_NOFILE)", comes after the listening sockets are bound. A port already taken makes it
 # exit 1 with "Address already in use".
@@ -130,4 +130,10 @@ if ((in_memory)); then
     # No mmap for large blocks and no trimming: a freed gigabyte stays mapped for the next request.
     export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736
 fi
-exec nginx "${args[@]}"
+# A process started by the test runner inherits a signal mask that blocks SIGTERM, and nginx in single
+# process mode does not clear it; /usr/bin/python3 (which the tests need anyway) clears the mask, then
+# becomes nginx, so SIGTERM stops it once it has finished the event in hand (its log lines written).
+exec /usr/bin/python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+os.execvp(sys.argv[1], sys.argv[1:])' nginx "${args[@]}"
