@@ -20,7 +20,9 @@ Options:
 Exported to every benchmark:
   ATTACHE_BIN, ATTACHE_SERVER_BIN   release binaries of attache and attache-server
   ATTACHE_ROOT                      the repository root
-Common knobs (read by the benchmarks that use them): RUNS (repetitions, default 5).
+Common knobs (read by the benchmarks that use them): RUNS (repetitions, default 5);
+ATTACHE_BASELINE_BIN=DIR (nginx-upload, nginx-batch: also run DIR/attache, another build with its
+attache-pipeline beside it, and print the ratio).
 
 Exit status: 0 when every benchmark succeeded, otherwise the status of the first one that failed
 (64 for bad usage).

@@ -15,8 +15,8 @@ Usage: Scripts/bootstrap.sh [OPTIONS]
 Installs the Debian/Ubuntu packages needed to build and test Attache.
 
 Options:
-  --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, nginx, cwebp,
-                     ffmpeg, numpy, scipy, Pillow)
+  --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, cwebp, ffmpeg,
+                     numpy, scipy, Pillow)
   --with-samples     also install the tools Scripts/make-samples.sh uses
   --no-swift-check   do not fail when no Swift 6 toolchain is on PATH (e.g. while building an image)
   --dry-run          print what would be installed, change nothing
@@ -85,8 +85,9 @@ required=(
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI
+    nginx                     # transport tests count HTTP/2 and HTTP/1.1 connections on a server not ours
 )
-bench=(libvips-tools imagemagick hyperfine nginx webp ffmpeg python3-numpy python3-scipy python3-pil)
+bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil)
 samples=(
     imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
     ffmpeg sox espeak-ng                                       # audio and video

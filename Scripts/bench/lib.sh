@@ -11,6 +11,13 @@
 #   bench_free_port                   a TCP port on 127.0.0.1 that nothing listens on right now
 #   bench_start_server STORE [ARG...] start $ATTACHE_SERVER_BIN on port 0, export BENCH_URL and
 #                                     BENCH_SERVER_PID; the server is stopped when the script exits
+#   bench_start_nginx PREFIX [--body-in-memory SIZE]
+#                                     start nginx as an upload sink (Tests/IntegrationTests/Tools/
+#                                     nginx-sink.sh) on two free ports, export BENCH_NGINX_HTTP and
+#                                     BENCH_NGINX_HTTPS (the /upload URLs), BENCH_NGINX_PID,
+#                                     BENCH_NGINX_CERT; stopped when the script exits
+#   bench_cpu_seconds PID             user + system CPU seconds PID has used so far (from /proc)
+#   bench_measure_cpu CMD...          like bench_measure, printing "SECONDS PEAK_RSS_KIB CPU_SECONDS"
 #   bench_stop_process PID            SIGTERM, then SIGKILL if PID is still alive after 10 s
 #   bench_on_exit CMD                 run CMD (a string for eval) when the script exits, last added first
 #   bench_die MSG                     print MSG on stderr and exit 1
@@ -90,6 +97,23 @@ bench_measure() {
     return "$status"
 }
 
+# The same with the command's user + system CPU seconds (GNU time's 10 ms steps are fine for runs of a
+# second or more).
+bench_measure_cpu() {
+    local out status start end
+    out=$(mktemp)
+    start=$EPOCHREALTIME
+    /usr/bin/time -f '%M %U %S' -o "$out" "$@" >"${BENCH_STDOUT:-/dev/null}" && status=0 || status=$?
+    end=$EPOCHREALTIME
+    awk -v s="$start" -v e="$end" 'END { printf "%.6f %s %.2f\n", e - s, $1, $2 + $3 }' "$out"
+    rm -f "$out"
+    return "$status"
+}
+
+bench_cpu_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($14 + $15) / hz }' "/proc/$1/stat"
+}
+
 # --- Network ---------------------------------------------------------------------------------------------
 
 bench_free_port() {
@@ -150,4 +174,43 @@ bench_start_server() {
     cat <&"$fd" >"$log" &
     exec {fd}<&-
     bench_log "attache-server (pid $pid) listening on $BENCH_URL, log: $log"
+}
+
+# Starts nginx as the upload sink of the integration tests (see the header of nginx-sink.sh: it reads the
+# whole body before it answers). nginx cannot report a port it chose itself, so two free ports are picked
+# and tried; a port taken in between is retried on new ones. Ready once it has printed its last startup
+# notice, which follows the binding of its sockets.
+bench_start_nginx() {
+    local prefix=${1:?bench_start_nginx: prefix required}
+    shift
+    local sink="${ATTACHE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/Tests/IntegrationTests/Tools/nginx-sink.sh"
+    [[ -x "$sink" ]] || bench_die "$sink not found"
+    command -v nginx >/dev/null || bench_die "nginx not found (run Scripts/bootstrap.sh)"
+    local attempt http https pid i
+    for attempt in 1 2 3; do
+        http=$(bench_free_port)
+        https=$(bench_free_port)
+        [[ "$http" != "$https" ]] || continue
+        "$sink" "$@" "$prefix" "$http" "$https" 2>"$prefix.log" &
+        pid=$!
+        for ((i = 0; i < 300; i++)); do
+            grep -q 'getrlimit(RLIMIT_NOFILE)' "$prefix.log" 2>/dev/null && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if grep -q 'getrlimit(RLIMIT_NOFILE)' "$prefix.log" 2>/dev/null; then
+            BENCH_NGINX_PID=$pid
+            BENCH_NGINX_HTTP="http://127.0.0.1:$http/upload"
+            BENCH_NGINX_HTTPS="https://127.0.0.1:$https/upload"
+            BENCH_NGINX_CERT="$prefix/cert.pem"
+            export BENCH_NGINX_PID BENCH_NGINX_HTTP BENCH_NGINX_HTTPS BENCH_NGINX_CERT
+            bench_on_exit "bench_stop_process $pid"
+            bench_log "nginx (pid $pid) listening on $BENCH_NGINX_HTTP and $BENCH_NGINX_HTTPS, prefix $prefix"
+            return 0
+        fi
+        bench_stop_process "$pid"
+        grep -q 'Address already in use' "$prefix.log" 2>/dev/null || break
+    done
+    tail -n 20 "$prefix.log" >&2 2>/dev/null || true
+    bench_die "nginx did not start"
 }
