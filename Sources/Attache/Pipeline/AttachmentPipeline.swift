@@ -61,7 +61,7 @@ public struct PipelineConfiguration: Sendable {
     public var sendSealFields: Bool?
     /// Where an image's thumbnails go. `nil` (the default): in the attachment's request (`inline`), except
     /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
-    /// sent (`none`). See ``thumbnailPlacement``.
+    /// sent (`omitted`). See ``thumbnailPlacement``.
     public var thumbnails: ThumbnailPlacement?
     /// How content is detected and classified.
     public var detection = MIMEDetector.Configuration()
@@ -84,7 +84,7 @@ public struct PipelineConfiguration: Sendable {
 
     /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
     public var thumbnailPlacement: ThumbnailPlacement {
-        thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .none : .inline)
+        thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .omitted : .inline)
     }
 
     /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
@@ -124,8 +124,8 @@ public enum ThumbnailPlacement: String, Sendable, Hashable, Codable, CaseIterabl
     /// the thumbnail as the one file part (named like the attachment's), under an idempotency key derived
     /// from the attachment's. Each gets its own receipt (``UploadReceipt/thumbnailUploads``).
     case separate
-    /// Not made, not sent.
-    case none
+    /// Not made, not sent (`none` on the command line).
+    case omitted = "none"
 
     /// The name used on the command line.
     public var description: String { rawValue }
@@ -188,7 +188,7 @@ public struct AttachmentPipeline: Sendable {
         self.logger = logger
         self.detector = MIMEDetector(configuration: configuration.detection)
         var transform = configuration.transform
-        if configuration.thumbnailPlacement == .none { transform.makeThumbnails = false }
+        if configuration.thumbnailPlacement == .omitted { transform.makeThumbnails = false }
         self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
         self.uploader = Uploader(connection: configuration.connection, answers: configuration.answers, logger: logger)
