@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Input layout: two bytes of status (big-endian, folded into 100–599), one flag byte (0x01: no
 /// business error-code member, 0x02: codes `1` and `busy` are retryable, 0x04: the body exceeded the
-/// cap, 0x08: the body was cut short), then header lines `Name: value` separated by `\n`, an empty
+/// cap, 0x08: the body was cut short, 0x30: the answer profile, 0x40: an id pointer `/result/0/id`), then
+/// header lines `Name: value` separated by `\n`, an empty
 /// line, and the body.
 ///
 /// Invariant besides "no crash": a receipt survives the JSON round trip the batch journal puts it
@@ -30,7 +31,9 @@ enum InterpretTarget {
             let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
             headers.append((name: name, value: value))
         }
-        var configuration = ResponseInterpreter.Configuration()
+        let profiles: [AnswerProfile] = [.errorCode, .status, .s3Post, .telegram]
+        var configuration = ResponseInterpreter.Configuration(profile: profiles[Int(flags >> 4) & 0x03])
+        if flags & 0x40 != 0 { configuration.idPointer = JSONPointer(tokens: ["result", "0", "id"]) }
         if flags & 0x01 != 0 { configuration.errorCodeField = nil }
         if flags & 0x02 != 0 { configuration.retryableBusinessCodes = ["1", "busy"] }
         let response = HTTPResponse(

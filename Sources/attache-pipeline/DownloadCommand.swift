@@ -49,9 +49,6 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
     var plaintextLength: Int64?
 
-    @Option(name: .customLong("header"), help: ArgumentHelp("A request header NAME: VALUE; repeatable.", valueName: "header"))
-    var headers: [String] = []
-
     @OptionGroup var connection: ConnectionOptions
 
     @Flag(help: "Print the receipt as one JSON object.")
@@ -66,21 +63,14 @@ struct DownloadCommand: AsyncParsableCommand {
         }
         _ = try SealKeyOptions.parseScheme(scheme)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        for header in headers where !header.contains(":") || header.hasPrefix(":") {
-            throw ValidationError("--header needs NAME: VALUE, got '\(header)'")
-        }
     }
 
     func run() async throws {
         try await reportingErrors {
             var configuration = ConnectionConfiguration()
-            connection.apply(to: &configuration)
+            try connection.apply(to: &configuration)
 
             var request = DownloadRequest(url: url, destination: output, resume: resume)
-            request.headers = headers.map { line in
-                let colon = line.firstIndex(of: ":")!
-                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-            }
             if keyFile != nil || keyEnv != nil {
                 let scheme = try SealKeyOptions.parseScheme(scheme)
                 request.unsealing = DownloadRequest.Unsealing(

@@ -54,6 +54,29 @@ struct PipelineOptions: ParsableArguments {
         valueName: "policy"))
     var onTransformError = TransformErrorPolicy.sendOriginal.rawValue
 
+    @Option(help: ArgumentHelp(
+        "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), telegram (Bot API ok/result).",
+        valueName: "name"))
+    var answerProfile: String?
+
+    @Option(help: ArgumentHelp(
+        "Where the file id is in the answer, as an RFC 6901 JSON pointer (/result/document/file_id, /data/id, /Key).",
+        valueName: "pointer"))
+    var idPointer: String?
+
+    @Option(help: ArgumentHelp(
+        "Where thumbnails go: inline (in the file's request; the default), separate (each in a request of its own, with its own receipt) or none (the default for s3-post).",
+        valueName: "placement"))
+    var thumbnails: String?
+
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(
+        "Send the detected type and metadata (mimeType, kind, width, ...) as form fields. Default: yes, except with s3-post, whose policy refuses fields it does not list."))
+    var metadataFields: Bool?
+
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(
+        "Send how a file was sealed (scheme, encoding, plaintextSize) as form fields. Default: yes, except with s3-post."))
+    var sealFields: Bool?
+
     /// `--url`, else `$ATTACHE_URL`.
     var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
 
@@ -72,6 +95,32 @@ struct PipelineOptions: ParsableArguments {
         guard TransformErrorPolicy(rawValue: onTransformError) != nil else {
             throw ValidationError("--on-transform-error must be fail or send-original")
         }
+        let profile = try parsedProfile() ?? .errorCode
+        if let idPointer {
+            do { _ = try JSONPointer(idPointer) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
+        }
+        if let placement = try parsedThumbnails(), placement == .inline, profile.sendsOneFilePerRequest {
+            throw ValidationError("--thumbnails inline: the \(profile) profile takes exactly one file part per request (use none or separate)")
+        }
+    }
+
+    /// `--answer-profile`, parsed.
+    func parsedProfile() throws -> AnswerProfile? {
+        guard let answerProfile else { return nil }
+        guard let profile = AnswerProfile(name: answerProfile) else {
+            throw ValidationError(
+                "unknown --answer-profile '\(answerProfile)'; expected one of \(AnswerProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return profile
+    }
+
+    /// `--thumbnails`, parsed.
+    func parsedThumbnails() throws -> ThumbnailPlacement? {
+        guard let thumbnails else { return nil }
+        guard let placement = ThumbnailPlacement(rawValue: thumbnails.lowercased()) else {
+            throw ValidationError("--thumbnails must be inline, separate or none, got '\(thumbnails)'")
+        }
+        return placement
     }
 
     /// The pipeline configuration these options describe.
@@ -83,7 +132,12 @@ struct PipelineOptions: ParsableArguments {
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (String(parts[0]), String(parts[1]))
         }
-        connection.apply(to: &configuration.connection, defaults: retry)
+        try connection.apply(to: &configuration.connection, defaults: retry)
+        if let profile = try parsedProfile() { configuration.answers = .init(profile: profile) }
+        if let idPointer { configuration.answers.idPointer = try JSONPointer(idPointer) }
+        configuration.thumbnails = try parsedThumbnails()
+        configuration.sendMetadataFields = metadataFields
+        configuration.sendSealFields = sealFields
         configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
         configuration.seal.transferEncoding = base64 ? .base64 : .binary
         if keyFile != nil || keyEnv != nil {
@@ -105,7 +159,8 @@ struct PipelineOptions: ParsableArguments {
     }
 }
 
-/// Retries, timeouts and TLS trust: the options every command that talks to a server shares.
+/// Retries, timeouts, TLS trust, headers and credentials: the options every command that talks to a server
+/// shares.
 struct ConnectionOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
@@ -134,16 +189,39 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
     var pinnedPublicKey: String?
 
+    @Option(
+        name: .customLong("header"),
+        help: ArgumentHelp(
+            "A request header 'Name: value', or @FILE for one header per line (blank lines and lines starting with # "
+                + "are skipped). Repeatable. Put credentials in a file, not on the command line: "
+                + "an Authorization header is taken from @FILE only.",
+            valueName: "header"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp(
+        "Send 'Authorization: Bearer TOKEN' with the token read from this environment variable.", valueName: "name"))
+    var bearerEnv: String?
+
+    @Option(help: ArgumentHelp(
+        "Send HTTP Basic credentials read as user:password from this environment variable.", valueName: "name"))
+    var userEnv: String?
+
+    @Option(help: ArgumentHelp("The User-Agent header (default: attache/VERSION).", valueName: "text"))
+    var userAgent: String?
+
     func validate() throws {
         guard (attempts ?? 1) >= 1 else { throw ValidationError("--attempts must be at least 1") }
         guard connectTimeout > 0, stallTimeout > 0, (retryBudget ?? 0) >= 0 else {
             throw ValidationError("timeouts must be positive")
         }
+        _ = try credentials()
     }
 
-    /// Sets the retry policy, timeouts and TLS settings of `configuration` from these options.
-    /// `defaults` is the command's retry policy before --attempts and --retry-budget.
-    func apply(to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard) {
+    /// Sets the retry policy, timeouts, TLS settings, headers and credentials of `configuration` from these
+    /// options. `defaults` is the command's retry policy before --attempts and --retry-budget.
+    /// - Throws: `ValidationError` (exit 64) for a header file that cannot be read or holds a malformed line,
+    ///   or a credentials variable that is not set.
+    func apply(to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard) throws {
         configuration.retry = defaults
         if let attempts { configuration.retry.maximumAttempts = attempts }
         if let retryBudget { configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000)) }
@@ -151,5 +229,120 @@ struct ConnectionOptions: ParsableArguments {
         configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
         configuration.caFile = caFile
         configuration.pinnedPublicKey = pinnedPublicKey
+        let credentials = try credentials()
+        configuration.headers += credentials.headers
+        if let authorization = credentials.authorization { configuration.authorization = authorization }
+        if let userAgent { configuration.userAgent = userAgent }
+    }
+
+    /// The headers and credentials these options name, read from their files and environment variables.
+    /// Errors name the option, the variable or the file and line, never a value.
+    func credentials() throws -> (headers: [(name: String, value: String)], authorization: HTTPAuthorization?) {
+        if bearerEnv != nil, userEnv != nil { throw ValidationError("give only one of --bearer-env and --user-env") }
+        let environment = ProcessInfo.processInfo.environment
+        func variable(_ name: String, option: String) throws -> String {
+            guard !name.isEmpty, let value = environment[name] else {
+                throw ValidationError("\(option) \(name): the environment variable is not set")
+            }
+            guard !value.isEmpty else { throw ValidationError("\(option) \(name): the environment variable is empty") }
+            return value
+        }
+        var authorization: HTTPAuthorization?
+        if let bearerEnv {
+            let token = try variable(bearerEnv, option: "--bearer-env")
+            guard HeaderLines.isValidValue(token), !token.contains(" ") else {
+                throw ValidationError("--bearer-env \(bearerEnv): the token holds a space or a control character")
+            }
+            authorization = .bearer(token)
+        }
+        if let userEnv {
+            let text = try variable(userEnv, option: "--user-env")
+            guard let basic = HTTPAuthorization(userColonPassword: text), HeaderLines.isValidValue(text) else {
+                throw ValidationError("--user-env \(userEnv): expected user:password (no control characters)")
+            }
+            authorization = basic
+        }
+        var parsed: [(name: String, value: String)] = []
+        for argument in headers {
+            if argument.hasPrefix("@") {
+                parsed += try HeaderLines.read(file: String(argument.dropFirst()))
+            } else {
+                let header = try HeaderLines.parse(argument, where: "--header")
+                if HeaderLines.carriesCredentials(header.name) {
+                    throw ValidationError(
+                        "--header \(header.name): credentials on the command line end up in shell history and process "
+                            + "lists; use --bearer-env, --user-env or --header @FILE")
+                }
+                parsed.append(header)
+            }
+        }
+        if authorization != nil, let clash = parsed.first(where: { $0.name.lowercased() == "authorization" }) {
+            throw ValidationError("an \(clash.name) header and --bearer-env/--user-env: give only one")
+        }
+        return (parsed, authorization)
+    }
+}
+
+/// Request headers as `--header` takes them: `Name: value` lines, alone or one per line of a file, the way
+/// curl's `-H` and `-H @FILE` read them.
+enum HeaderLines {
+    /// Reads `Name: value` lines from `path`. Blank lines and lines starting with `#`
+    /// are skipped; a trailing CR is dropped; `Name;` is a header with an empty value, as in curl.
+    static func read(file path: String) throws -> [(name: String, value: String)] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--header @\(path): cannot read the file")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ValidationError("--header @\(path): the file is not UTF-8 text")
+        }
+        var headers: [(name: String, value: String)] = []
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = Substring(rawLine)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            headers.append(try parse(String(line), where: "--header @\(path), line \(number + 1)"))
+        }
+        return headers
+    }
+
+    /// Parses `Name: value` (or curl's `Name;` for an empty value). The error names `place` and never
+    /// quotes the value, which may be a secret.
+    static func parse(_ line: String, where place: String) throws -> (name: String, value: String) {
+        let name: Substring
+        let value: String
+        if let colon = line.firstIndex(of: ":") {
+            name = line[..<colon]
+            value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        } else if line.hasSuffix(";") {
+            name = line.dropLast()
+            value = ""
+        } else {
+            throw ValidationError("\(place): expected 'Name: value'")
+        }
+        guard isValidName(name) else {
+            throw ValidationError("\(place): the header name must be a token (letters, digits, -, _, ...)")
+        }
+        guard isValidValue(value) else {
+            throw ValidationError("\(place): the value of \(name) holds a control character")
+        }
+        return (String(name), value)
+    }
+
+    /// An RFC 9110 token.
+    static func isValidName(_ name: some StringProtocol) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
+        }
+    }
+
+    /// No control character but tab.
+    static func isValidValue(_ value: String) -> Bool {
+        !value.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }
+    }
+
+    /// Headers whose values are credentials, refused on the command line.
+    static func carriesCredentials(_ name: String) -> Bool {
+        ["authorization", "proxy-authorization"].contains(name.lowercased())
     }
 }

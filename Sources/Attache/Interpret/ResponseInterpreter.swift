@@ -18,7 +18,10 @@ public struct ServerReceipt: Sendable, Codable, Hashable {
     public var fileId: String?
     /// Where the server says the file can be fetched, when it said so.
     public var url: String?
-    /// The server's `data` member (or the whole body when it has none): every field kept.
+    /// The server's answer, every field kept: for `errorcode` its `data` member (the whole body when it has
+    /// none), for `telegram` its `result`, for `status` the whole body (JSON as it is, XML converted, other
+    /// text as a string, `null` when empty), for `s3-post` the XML's elements (`Location`, `Bucket`, `Key`,
+    /// `ETag`) or, for an empty answer, its `Location`, `ETag` and `x-amz-version-id` headers.
     public var data: JSONValue
     /// True when the server answered an earlier attempt's receipt again (`Idempotent-Replayed`).
     public var replayed: Bool
@@ -39,7 +42,8 @@ public struct Rejection: Sendable, Hashable, CustomStringConvertible {
     public enum Reason: String, Sendable, Hashable, Codable {
         /// An HTTP error status (4xx other than the retryable ones, or 3xx).
         case status
-        /// A 2xx answer whose `errorCode` is not a success code.
+        /// A 2xx answer whose `errorCode` is not a success code, or an answer carrying the service's own
+        /// error code (S3's XML `Error` on a 2xx, the Bot API's `"ok":false`).
         case business
         /// An answer that cannot be understood: HTML, empty, not JSON, over the size cap.
         case badResponse
@@ -49,7 +53,8 @@ public struct Rejection: Sendable, Hashable, CustomStringConvertible {
     public var reason: Reason
     /// The HTTP status.
     public var status: Int
-    /// The business error code, as the server wrote it, for `.business`.
+    /// The server's own error code, as it wrote it: the `errorCode` of `.business`; S3's `Code`
+    /// (`AccessDenied`, `EntityTooLarge`) or the Bot API's `error_code`, also with `.status`.
     public var businessCode: String?
     /// The server's message, or a description of what was wrong with the answer.
     public var message: String
@@ -64,7 +69,11 @@ public struct Rejection: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch reason {
-        case .status: return "HTTP \(status): \(message)"
+        case .status:
+            if let businessCode, businessCode != String(status) {
+                return "HTTP \(status) \(businessCode): \(message)"
+            }
+            return "HTTP \(status): \(message)"
         case .business: return "error code \(businessCode ?? "?"): \(message)"
         case .badResponse: return "unusable answer (HTTP \(status)): \(message)"
         }
@@ -90,16 +99,19 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// Turns an ``HTTPResponse`` into a ``ResponseOutcome``.
+/// Turns an ``HTTPResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
 ///
-/// The default configuration follows the old backend's convention: a 2xx JSON object whose `errorCode`
-/// is `0` (number or string) is a success, with the payload under `data`; any other code is a business
-/// error carrying `message`. 408, 425, 429 and 5xx are retried (honouring `Retry-After`); other 4xx
-/// and 3xx are rejections. An answer that cannot be read is a rejection with reason `.badResponse`,
-/// except a body cut short by the connection, which is retried.
+/// In every profile 408, 425, 429 and 5xx (and a 409 with `Retry-After`) are retried, honouring
+/// `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
+/// connection is retried; other 4xx and 3xx are rejections carrying the server's own code and message
+/// when the profile knows where they are (S3's XML `Error`, the Bot API's `error_code` and `description`).
+/// What a 2xx must look like depends on the profile (see ``AnswerProfile``); the default, `errorcode`,
+/// follows the old backend's convention: a JSON object whose `errorCode` is `0` (number or string) is a
+/// success with the payload under `data`, any other code a business error carrying `message`. An answer
+/// the profile cannot read is a rejection with reason `.badResponse`.
 ///
 /// ```swift
-/// let interpreter = ResponseInterpreter()
+/// let interpreter = ResponseInterpreter(configuration: .telegram)
 /// switch interpreter.interpret(response) {
 /// case .success(let receipt): print(receipt.fileId ?? "-")
 /// case .rejection(let rejection): print(rejection)
@@ -107,15 +119,32 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
 /// }
 /// ```
 public struct ResponseInterpreter: Sendable {
-    /// How to read the server's answers.
+    /// How to read the server's answers: a profile, where the file id is, and the limits.
+    ///
+    /// Start from a profile (`.init(profile: .s3Post)`, or the presets ``errorCode``, ``status``, ``s3Post``,
+    /// ``telegram``) and adjust. The member-name settings (`errorCodeField`, `successCodes`, `dataField`,
+    /// `messageFields`, `fileIdFields`, `urlFields`) describe the `errorcode` convention; `status` uses
+    /// `fileIdFields`, `urlFields`, `dataField` and `messageFields` too; `s3-post` and `telegram` read the
+    /// members their services define.
     public struct Configuration: Sendable {
+        /// How answers are read. Default: `errorcode`.
+        public var profile: AnswerProfile = .errorCode
+        /// Where the file id is read, overriding the profile's places: an RFC 6901 pointer into the answer
+        /// as the receipt would hold it before the profile picks its payload: the whole JSON body
+        /// (`/result/document/file_id`, `/data/id`), the members of an XML answer's root element
+        /// (`/Key`), or, for an empty `s3-post` answer, its `Location` and `ETag` headers. When the
+        /// pointer selects nothing (or an object or array), the receipt has no file id; the answer is
+        /// still kept whole.
+        public var idPointer: JSONPointer?
         /// Bodies longer than this are not read further and count as a bad response.
         public var maximumBodySize = 1 << 20
-        /// The member holding the business error code. `nil`: any 2xx JSON object is a success.
+        /// The member holding the business error code (`errorcode`). `nil`: any 2xx JSON object is a success.
         public var errorCodeField: String? = "errorCode"
-        /// Codes (compared as strings) that mean success.
+        /// Codes (compared as strings) that mean success (`errorcode`).
         public var successCodes: Set<String> = ["0"]
-        /// Business codes that mean "try again later".
+        /// The server's own error codes that mean "try again later": the business codes of `errorcode`, S3's
+        /// `Code` (`s3-post` starts with `RequestTimeout`, `SlowDown`, `InternalError`,
+        /// `ServiceUnavailable`), the Bot API's `error_code` (`telegram` retries 429 and 5xx in any case).
         public var retryableBusinessCodes: Set<String> = []
         /// Members searched, in order, for the server's message.
         public var messageFields = ["message", "msg", "errorMsg", "error", "detail"]
@@ -130,8 +159,26 @@ public struct ResponseInterpreter: Sendable {
         /// The longest `Retry-After` that is honoured; longer requests are capped to this.
         public var maximumRetryAfter: Duration = .seconds(300)
 
-        /// The old backend's convention.
+        /// The old backend's convention (`errorcode`).
         public init() {}
+
+        /// The defaults for `profile`.
+        public init(profile: AnswerProfile) {
+            self.profile = profile
+            if profile == .s3Post {
+                // S3 documents these as safe to retry; RequestTimeout comes with a 400.
+                retryableBusinessCodes = ["RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable"]
+            }
+        }
+
+        /// `errorcode`: the old backend's convention.
+        public static var errorCode: Configuration { Configuration(profile: .errorCode) }
+        /// `status`: any 2xx is success; the file id from a JSON body or `Location`.
+        public static var status: Configuration { Configuration(profile: .status) }
+        /// `s3-post`: S3, MinIO and GCS presigned POST forms.
+        public static var s3Post: Configuration { Configuration(profile: .s3Post) }
+        /// `telegram`: Bot API answers.
+        public static var telegram: Configuration { Configuration(profile: .telegram) }
     }
 
     /// The configuration in use.
@@ -145,23 +192,30 @@ public struct ResponseInterpreter: Sendable {
     /// Decides what `response` means.
     public func interpret(_ response: HTTPResponse) -> ResponseOutcome {
         let status = response.status
+        let details = errorDetails(of: response)
         if configuration.retryableStatuses.contains(status)
             || (status == 409 && response.header("Retry-After") != nil)
         {
             return .retry(
                 RetryAdvice(
-                    reason: "HTTP \(status)\(summary(of: response).map { ": \($0)" } ?? "")",
-                    status: status, retryAfter: retryAfter(in: response)))
+                    reason: "HTTP \(status)\(summary(of: response, details: details).map { ": \($0)" } ?? "")",
+                    status: status, retryAfter: retryDelay(in: response)))
         }
         guard (200..<300).contains(status) else {
-            let message: String
-            if status == 413 {
-                message = "the server refused the upload as too large"
-                    + (summary(of: response).map { " (\($0))" } ?? "")
-            } else {
-                message = summary(of: response) ?? HTTPResponse.reasonPhrase(status)
+            if let code = details?.code, configuration.retryableBusinessCodes.contains(code) {
+                return .retry(
+                    RetryAdvice(
+                        reason: "HTTP \(status) \(code): \(details?.message ?? "no message")", status: status,
+                        retryAfter: retryDelay(in: response)))
             }
-            return .rejection(Rejection(reason: .status, status: status, message: message))
+            let message: String
+            let found = details?.message ?? summary(of: response, details: nil)
+            if status == 413 {
+                message = "the server refused the upload as too large" + (found.map { " (\($0))" } ?? "")
+            } else {
+                message = found ?? HTTPResponse.reasonPhrase(status)
+            }
+            return .rejection(Rejection(reason: .status, status: status, businessCode: details?.code, message: message))
         }
         if response.bodyIncomplete {
             return .retry(
@@ -173,7 +227,34 @@ public struct ResponseInterpreter: Sendable {
                     reason: .badResponse, status: status,
                     message: "the answer is larger than \(configuration.maximumBodySize) bytes"))
         }
-        if response.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+        switch configuration.profile {
+        case .errorCode: return interpretErrorCode(response)
+        case .status: return interpretStatus(response)
+        case .s3Post: return interpretS3Post(response)
+        case .telegram: return interpretTelegram(response)
+        }
+    }
+
+    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped to the configured maximum.
+    public func retryAfter(in response: HTTPResponse) -> Duration? {
+        guard let raw = response.header("Retry-After")?.trimmingCharacters(in: .whitespaces),
+            !raw.isEmpty
+        else { return nil }
+        var delay: Duration?
+        if let seconds = Int(raw), seconds >= 0 {
+            delay = .seconds(seconds)
+        } else if let date = HTTPResponse.parseHTTPDate(raw) {
+            delay = .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+        }
+        guard let delay else { return nil }
+        return min(delay, configuration.maximumRetryAfter)
+    }
+
+    // MARK: Profiles
+
+    private func interpretErrorCode(_ response: HTTPResponse) -> ResponseOutcome {
+        let status = response.status
+        if isBlank(response.body) {
             return .rejection(Rejection(reason: .badResponse, status: status, message: "the answer is empty"))
         }
         guard let json = try? JSONValue.parse(response.body), case .object = json else {
@@ -200,26 +281,160 @@ public struct ResponseInterpreter: Sendable {
             }
         }
         let data = json[configuration.dataField] ?? json
-        let fileId = configuration.fileIdFields.lazy.compactMap { data[$0]?.stringValue }.first
-        let url = configuration.urlFields.lazy.compactMap { data[$0]?.stringValue }.first
-        let replayed = response.header("Idempotent-Replayed")?.lowercased() == "true"
         return .success(
-            ServerReceipt(status: status, fileId: fileId, url: url, data: data, replayed: replayed))
+            receipt(
+                response, document: json, data: data,
+                fileId: configuration.fileIdFields.lazy.compactMap { data[$0]?.stringValue }.first,
+                url: configuration.urlFields.lazy.compactMap { data[$0]?.stringValue }.first))
     }
 
-    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped to the configured maximum.
-    public func retryAfter(in response: HTTPResponse) -> Duration? {
-        guard let raw = response.header("Retry-After")?.trimmingCharacters(in: .whitespaces),
-            !raw.isEmpty
-        else { return nil }
-        var delay: Duration?
-        if let seconds = Int(raw), seconds >= 0 {
-            delay = .seconds(seconds)
-        } else if let date = HTTPResponse.parseHTTPDate(raw) {
-            delay = .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+    private func interpretStatus(_ response: HTTPResponse) -> ResponseOutcome {
+        let location = response.header("Location")?.trimmingCharacters(in: .whitespaces)
+        let locationId = location.flatMap(Self.lastPathSegment)
+        let document: JSONValue
+        var fileId: String?
+        var url: String?
+        if isBlank(response.body) {
+            document = .null
+        } else if let json = try? JSONValue.parse(response.body) {
+            document = json
+            let payload = json[configuration.dataField]
+            for candidate in [json, payload].compactMap({ $0 }) {
+                fileId = fileId ?? configuration.fileIdFields.lazy.compactMap { candidate[$0]?.stringValue }.first
+                url = url ?? configuration.urlFields.lazy.compactMap { candidate[$0]?.stringValue }.first
+            }
+        } else if XMLAnswerReader.looksLikeXML(response.body), let xml = XMLAnswerReader.read(response.body) {
+            document = xml.value
+        } else {
+            document = .string(String(decoding: response.body, as: UTF8.self))
         }
-        guard let delay else { return nil }
-        return min(delay, configuration.maximumRetryAfter)
+        return .success(
+            receipt(response, document: document, data: document, fileId: fileId ?? locationId, url: url ?? location))
+    }
+
+    private func interpretS3Post(_ response: HTTPResponse) -> ResponseOutcome {
+        let status = response.status
+        let document: JSONValue
+        if isBlank(response.body) {
+            // 204 (S3's default answer) and an empty 200: what S3 says is in the headers.
+            var members: [String: JSONValue] = [:]
+            for (header, name) in [("Location", "Location"), ("ETag", "ETag"), ("x-amz-version-id", "VersionId")] {
+                if let value = response.header(header) { members[name] = .string(value) }
+            }
+            document = .object(members)
+        } else if let xml = XMLAnswerReader.read(response.body) {
+            if xml.root == "Error" {
+                let details = Self.s3Error(xml)
+                let code = details.code ?? "Error"
+                if configuration.retryableBusinessCodes.contains(code) {
+                    return .retry(
+                        RetryAdvice(
+                            reason: "\(code): \(details.message ?? "no message")", status: status,
+                            retryAfter: retryDelay(in: response)))
+                }
+                return .rejection(
+                    Rejection(
+                        reason: .business, status: status, businessCode: code,
+                        message: details.message ?? "no message"))
+            }
+            document = xml.value
+        } else {
+            return .rejection(
+                Rejection(
+                    reason: .badResponse, status: status,
+                    message: "expected an empty answer or S3's XML PostResponse, got "
+                        + "\(response.body.count) bytes of \(response.mediaType ?? "no content type")"))
+        }
+        let location = document["Location"]?.stringValue ?? response.header("Location")
+        return .success(receipt(response, document: document, data: document, fileId: document["Key"]?.stringValue, url: location))
+    }
+
+    private func interpretTelegram(_ response: HTTPResponse) -> ResponseOutcome {
+        let status = response.status
+        guard let json = try? JSONValue.parse(response.body), case .object = json else {
+            let what = isBlank(response.body) ? "the answer is empty" : describeNonJSON(response)
+            return .rejection(Rejection(reason: .badResponse, status: status, message: what))
+        }
+        guard case .bool(let ok) = json["ok"] else {
+            return .rejection(
+                Rejection(reason: .badResponse, status: status, message: "the answer has no boolean \"ok\" member"))
+        }
+        guard ok else {
+            let code = json["error_code"]?.stringValue ?? "?"
+            let message = json["description"]?.stringValue.map { String($0.prefix(500)) } ?? "no description"
+            let number = json["error_code"]?.intValue ?? 0
+            if number == 429 || number >= 500 || configuration.retryableBusinessCodes.contains(code) {
+                return .retry(
+                    RetryAdvice(
+                        reason: "error code \(code): \(message)", status: status, retryAfter: retryDelay(in: response)))
+            }
+            return .rejection(Rejection(reason: .business, status: status, businessCode: code, message: message))
+        }
+        let result = json["result"] ?? .null
+        return .success(receipt(response, document: json, data: result, fileId: Self.botAPIFileId(in: result), url: nil))
+    }
+
+    /// The receipt, with the file id from ``Configuration/idPointer`` when one is set.
+    private func receipt(
+        _ response: HTTPResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
+    ) -> ServerReceipt {
+        let chosenId = configuration.idPointer.map { $0.resolve(in: document)?.stringValue } ?? fileId
+        let replayed = response.header("Idempotent-Replayed")?.lowercased() == "true"
+        return ServerReceipt(status: response.status, fileId: chosenId, url: url, data: data, replayed: replayed)
+    }
+
+    /// Where the Bot API puts a sent file's id: the largest `photo` size, or the one media object of the
+    /// message (or a `File` object itself).
+    static func botAPIFileId(in result: JSONValue) -> String? {
+        if case .array(let sizes) = result["photo"] {
+            let largest = sizes.enumerated().max { a, b in
+                let areaA = (a.element["width"]?.intValue ?? 0) * (a.element["height"]?.intValue ?? 0)
+                let areaB = (b.element["width"]?.intValue ?? 0) * (b.element["height"]?.intValue ?? 0)
+                if areaA != areaB { return areaA < areaB }
+                let sizeA = a.element["file_size"]?.intValue ?? 0
+                let sizeB = b.element["file_size"]?.intValue ?? 0
+                // The Bot API lists sizes smallest first: on a tie the later one wins.
+                return sizeA != sizeB ? sizeA < sizeB : a.offset < b.offset
+            }
+            if let id = largest?.element["file_id"]?.stringValue { return id }
+        }
+        for member in ["document", "video", "voice", "audio", "sticker", "animation", "video_note"] {
+            if let id = result[member]?["file_id"]?.stringValue { return id }
+        }
+        return result["file_id"]?.stringValue
+    }
+
+    // MARK: Error answers
+
+    /// The server's own error code and message in a refusal, where the profile defines them.
+    private func errorDetails(of response: HTTPResponse) -> (code: String?, message: String?)? {
+        switch configuration.profile {
+        case .s3Post:
+            guard XMLAnswerReader.looksLikeXML(response.body), let xml = XMLAnswerReader.read(response.body),
+                xml.root == "Error"
+            else { return nil }
+            return Self.s3Error(xml)
+        case .telegram:
+            guard let json = try? JSONValue.parse(response.body), json["ok"] == .bool(false) else { return nil }
+            return (json["error_code"]?.stringValue, json["description"]?.stringValue.map { String($0.prefix(500)) })
+        case .errorCode, .status:
+            return nil
+        }
+    }
+
+    private static func s3Error(_ xml: XMLAnswerReader.Document) -> (code: String?, message: String?) {
+        let code = xml.value["Code"]?.stringValue.flatMap { $0.isEmpty ? nil : String($0.prefix(100)) }
+        let message = xml.value["Message"]?.stringValue.flatMap { $0.isEmpty ? nil : String($0.prefix(500)) }
+        return (code, message)
+    }
+
+    /// `Retry-After`, else (telegram) the body's `parameters.retry_after` in seconds, capped.
+    private func retryDelay(in response: HTTPResponse) -> Duration? {
+        if let header = retryAfter(in: response) { return header }
+        guard configuration.profile == .telegram, let json = try? JSONValue.parse(response.body),
+            let seconds = json["parameters"]?["retry_after"]?.intValue, seconds >= 0
+        else { return nil }
+        return min(.seconds(seconds), configuration.maximumRetryAfter)
     }
 
     private func message(in json: JSONValue) -> String? {
@@ -229,8 +444,12 @@ public struct ResponseInterpreter: Sendable {
         return nil
     }
 
-    /// A short human summary of an error answer: its JSON message, its HTML title, or its text.
-    private func summary(of response: HTTPResponse) -> String? {
+    /// A short human summary of an error answer: the profile's code and message, its JSON message, its
+    /// HTML title, or its text.
+    private func summary(of response: HTTPResponse, details: (code: String?, message: String?)?) -> String? {
+        if let details, details.code != nil || details.message != nil {
+            return [details.code, details.message].compactMap { $0 }.joined(separator: ": ")
+        }
         guard !response.body.isEmpty else { return nil }
         if let json = try? JSONValue.parse(response.body), let text = message(in: json) {
             return text
@@ -240,6 +459,22 @@ public struct ResponseInterpreter: Sendable {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty, !text.contains("<") else { return nil }
         return text.split(whereSeparator: \.isNewline).first.map(String.init)
+    }
+
+    private func isBlank(_ body: [UInt8]) -> Bool {
+        body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+    }
+
+    /// The last non-empty path segment of a URL or path, percent-decoded (`/files/a%20b?x=1` → `a b`).
+    static func lastPathSegment(_ location: String) -> String? {
+        let path: String
+        if let components = URLComponents(string: location) {
+            path = components.percentEncodedPath
+        } else {
+            path = String(location.prefix { $0 != "?" && $0 != "#" })
+        }
+        guard let segment = path.split(separator: "/").last else { return nil }
+        return String(segment).removingPercentEncoding ?? String(segment)
     }
 
     private func describeNonJSON(_ response: HTTPResponse) -> String {

@@ -51,8 +51,18 @@ public struct PipelineConfiguration: Sendable {
     /// "System parameters": form fields sent with every upload, before the attachment's own.
     public var fields: [(name: String, value: String)] = []
     /// Send the detected type and metadata as form fields (`mimeType`, `kind`, `width`, `height`,
-    /// `duration`, … see ``Detection/uploadFields``).
-    public var sendMetadataFields = true
+    /// `duration`, … see ``Detection/uploadFields``). `nil` (the default): yes, except with an answer
+    /// profile whose endpoint checks every field against a signed policy (`s3-post`: S3 refuses a form with
+    /// a field its policy does not list). See ``sendsMetadataFields``.
+    public var sendMetadataFields: Bool?
+    /// Send how a sealed attachment was sealed as form fields (`scheme`, `encoding`, `plaintextSize`; the
+    /// key never). `nil` (the default): yes, except with `s3-post`, for the same reason as
+    /// ``sendMetadataFields``; the receipt carries the same facts either way. See ``sendsSealFields``.
+    public var sendSealFields: Bool?
+    /// Where an image's thumbnails go. `nil` (the default): in the attachment's request (`inline`), except
+    /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
+    /// sent (`omitted`). See ``thumbnailPlacement``.
+    public var thumbnails: ThumbnailPlacement?
     /// How content is detected and classified.
     public var detection = MIMEDetector.Configuration()
     /// What is recompressed, and how; thumbnails.
@@ -71,6 +81,54 @@ public struct PipelineConfiguration: Sendable {
     public init(url: String) {
         self.url = url
     }
+
+    /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
+    public var thumbnailPlacement: ThumbnailPlacement {
+        thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .omitted : .inline)
+    }
+
+    /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
+    public var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
+
+    /// Whether seal fields are sent: ``sendSealFields``, or the answer profile's default.
+    public var sendsSealFields: Bool { sendSealFields ?? !answers.profile.checksFormFields }
+
+    /// Checks the combinations no server could take.
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): thumbnails inline with a
+    ///   profile that takes one file per request; separate thumbnails to a presigned POST whose `key` field
+    ///   names one fixed object (each thumbnail would replace the attachment).
+    public func validate() throws {
+        let profile = answers.profile
+        if profile.sendsOneFilePerRequest, thumbnailPlacement == .inline {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "the \(profile) profile takes exactly one file part per request: thumbnails cannot go inline "
+                    + "(use none or separate)")
+        }
+        if profile == .s3Post, thumbnailPlacement == .separate,
+            let key = fields.last(where: { $0.name == "key" })?.value, !key.contains("${filename}")
+        {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "the form's key names one object, so each separate thumbnail would replace the attachment: "
+                    + "use a key with ${filename} or no thumbnails")
+        }
+    }
+}
+
+/// Where an image's thumbnails go.
+public enum ThumbnailPlacement: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// As extra parts of the attachment's own request (`thumbnail`, `thumbnailTiny`), after its file part.
+    case inline
+    /// Each in a request of its own, after the attachment was stored, with the attachment's form fields and
+    /// the thumbnail as the one file part (named like the attachment's), under an idempotency key derived
+    /// from the attachment's. Each gets its own receipt (``UploadReceipt/thumbnailUploads``).
+    case separate
+    /// Not made, not sent (`none` on the command line).
+    case omitted = "none"
+
+    /// The name used on the command line.
+    public var description: String { rawValue }
 }
 
 /// How the Seal stage encrypts attachments.
@@ -129,7 +187,9 @@ public struct AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.detector = MIMEDetector(configuration: configuration.detection)
-        self.transformer = Transformer(configuration: configuration.transform)
+        var transform = configuration.transform
+        if configuration.thumbnailPlacement == .omitted { transform.makeThumbnails = false }
+        self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
         self.uploader = Uploader(connection: configuration.connection, answers: configuration.answers, logger: logger)
     }
@@ -154,6 +214,7 @@ public struct AttachmentPipeline: Sendable {
     private func run(
         _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
+        try configuration.validate()
         let clock = ContinuousClock()
         let start = clock.now
         // A guarded source: a reader that finds the bytes changed while it read them (whatever the size
@@ -223,18 +284,20 @@ public struct AttachmentPipeline: Sendable {
         let sealedContentType =
             isPlain ? transformed.mimeType : (seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain")
 
-        // Upload + Interpret: system fields, the attachment's fields, metadata, the part, thumbnails.
+        // Upload + Interpret: system fields, the attachment's fields, metadata, the part, thumbnails. Every
+        // field comes before the first file part: a presigned POST (S3) reads fields only up to its one file
+        // part and ignores or refuses what follows.
         progress?(.stage(.upload))
         var body = MultipartBody()
         for field in configuration.fields + attachment.fields {
             try body.addField(name: field.name, value: field.value)
         }
-        if configuration.sendMetadataFields {
+        if configuration.sendsMetadataFields {
             for field in Self.metadataFields(detection: detection, transformed: transformed) {
                 try body.addField(name: field.name, value: field.value)
             }
         }
-        if !isPlain {
+        if !isPlain, configuration.sendsSealFields {
             // What the receiver needs to open the part; the key itself never goes to the server.
             try body.addField(name: "scheme", value: seal.scheme.rawValue)
             try body.addField(name: "encoding", value: seal.transferEncoding.rawValue)
@@ -242,11 +305,14 @@ public struct AttachmentPipeline: Sendable {
         }
         try body.addFile(
             name: configuration.fileFieldName, filename: filename, contentType: sealedContentType, source: sealed)
-        for (index, thumbnail) in transformed.thumbnails.enumerated() {
-            let thumbnailSource = try sealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1)
-            try body.addFile(
-                name: thumbnail.name, filename: thumbnail.filename,
-                contentType: isPlain ? thumbnail.mimeType : sealedContentType, source: thumbnailSource)
+        let placement = configuration.thumbnailPlacement
+        if placement == .inline {
+            for (index, thumbnail) in transformed.thumbnails.enumerated() {
+                let thumbnailSource = try sealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1)
+                try body.addFile(
+                    name: thumbnail.name, filename: thumbnail.filename,
+                    contentType: isPlain ? thumbnail.mimeType : sealedContentType, source: thumbnailSource)
+            }
         }
         let request = UploadRequest(
             url: configuration.url, body: body, idempotencyKey: attachment.idempotencyKey)
@@ -257,9 +323,22 @@ public struct AttachmentPipeline: Sendable {
             try await checkReplay(
                 receipt, sent: sealed, attachment: attachment, attempts: result.attempts,
                 freshMaterial: attachment.sealMaterial == nil && seal.key == nil && seal.scheme != .none)
+            var thumbnailUploads: [ThumbnailReceipt]?
+            if placement == .separate, !transformed.thumbnails.isEmpty {
+                thumbnailUploads = []
+                for (index, thumbnail) in transformed.thumbnails.enumerated() {
+                    let sealedThumbnail = try sealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1)
+                    thumbnailUploads?.append(
+                        try await sendSeparately(
+                            thumbnail, sealed: sealedThumbnail, attachment: attachment, filename: filename,
+                            contentType: isPlain ? thumbnail.mimeType : sealedContentType, isPlain: isPlain,
+                            idempotencyKey: result.idempotencyKey + "." + thumbnail.name))
+                }
+            }
             return UploadReceipt(
                 path: attachment.path, filename: filename, kind: detection.kind, mimeType: transformed.mimeType,
-                fileId: receipt.fileId, url: receipt.url, originalByteCount: original.byteCount,
+                fileId: receipt.fileId ?? presignedKey(attachment: attachment, filename: filename),
+                url: receipt.url, originalByteCount: original.byteCount,
                 sentByteCount: sealed.byteCount, bodyByteCount: result.bodyByteCount,
                 idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
                 seconds: (clock.now - start).seconds, server: receipt.data,
@@ -271,13 +350,71 @@ public struct AttachmentPipeline: Sendable {
                 transform: TransformReceipt(
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
                     width: transformed.width, height: transformed.height,
-                    thumbnails: transformed.thumbnails.map(\.name), skipped: transformed.skipReason))
+                    thumbnails: placement == .inline ? transformed.thumbnails.map(\.name) : [],
+                    skipped: transformed.skipReason),
+                thumbnailUploads: thumbnailUploads)
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
                 "the server refused the upload: \(rejection)", file: attachment.path,
                 cause: RejectionError(rejection: rejection))
         }
+    }
+
+    /// Sends one thumbnail as a request of its own (``ThumbnailPlacement/separate``): the attachment's form
+    /// fields, the thumbnail's own metadata and seal fields where those are sent, and the thumbnail as the
+    /// one file part, under the attachment's file field, named after the attachment
+    /// (`photo.thumbnail.jpg`) so that a presigned POST's `${filename}` key gives it an object of its own.
+    private func sendSeparately(
+        _ thumbnail: Thumbnail, sealed: SealedPayload, attachment: Attachment, filename: String,
+        contentType: String, isPlain: Bool, idempotencyKey: String
+    ) async throws -> ThumbnailReceipt {
+        var body = MultipartBody()
+        for field in configuration.fields + attachment.fields {
+            try body.addField(name: field.name, value: field.value)
+        }
+        if configuration.sendsMetadataFields {
+            try body.addField(name: "mimeType", value: thumbnail.mimeType)
+            try body.addField(name: "width", value: String(thumbnail.width))
+            try body.addField(name: "height", value: String(thumbnail.height))
+        }
+        if !isPlain, configuration.sendsSealFields {
+            try body.addField(name: "scheme", value: configuration.seal.scheme.rawValue)
+            try body.addField(name: "encoding", value: configuration.seal.transferEncoding.rawValue)
+            try body.addField(name: "plaintextSize", value: String(sealed.plaintextByteCount))
+        }
+        let stem = (filename as NSString).deletingPathExtension
+        let thumbnailFilename = (stem.isEmpty ? filename : stem) + "." + thumbnail.filename
+        try body.addFile(
+            name: configuration.fileFieldName, filename: thumbnailFilename, contentType: contentType, source: sealed)
+        let result = try await uploader.upload(
+            UploadRequest(url: configuration.url, body: body, idempotencyKey: idempotencyKey))
+        switch result.outcome {
+        case .stored(let receipt):
+            try await checkReplay(
+                receipt, sent: sealed, attachment: attachment, attempts: result.attempts, freshMaterial: false)
+            return ThumbnailReceipt(
+                name: thumbnail.name, filename: thumbnailFilename, mimeType: thumbnail.mimeType,
+                width: thumbnail.width, height: thumbnail.height,
+                fileId: receipt.fileId ?? presignedKey(attachment: attachment, filename: thumbnailFilename),
+                url: receipt.url, sentByteCount: sealed.byteCount, digest: sealed.digest,
+                idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
+                server: receipt.data)
+        case .rejected(let rejection):
+            throw AttacheError(
+                rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
+                "the attachment was stored, but the server refused its \(thumbnail.name): \(rejection)",
+                file: attachment.path, cause: RejectionError(rejection: rejection))
+        }
+    }
+
+    /// With `s3-post`, the object's key when the answer did not name it (S3's `204`): the form's `key`
+    /// field, with `${filename}` replaced by the filename sent, as S3 does.
+    private func presignedKey(attachment: Attachment, filename: String) -> String? {
+        guard configuration.answers.profile == .s3Post,
+            let key = (configuration.fields + attachment.fields).last(where: { $0.name == "key" })?.value
+        else { return nil }
+        return key.replacingOccurrences(of: "${filename}", with: filename)
     }
 
     /// Makes sure a receipt that may belong to an earlier upload under the same idempotency key is a

@@ -36,13 +36,16 @@ public struct UploadReceipt: Sendable, Codable {
     public var detection: Detection
     /// What the Transform stage did.
     public var transform: TransformReceipt
+    /// The receipts of the thumbnails sent as requests of their own (``ThumbnailPlacement/separate``), in
+    /// the order sent; absent when thumbnails went inline, were not sent, or the attachment had none.
+    public var thumbnailUploads: [ThumbnailReceipt]?
 
     /// Creates a receipt.
     public init(
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
         attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt,
-        detection: Detection, transform: TransformReceipt
+        detection: Detection, transform: TransformReceipt, thumbnailUploads: [ThumbnailReceipt]? = nil
     ) {
         self.path = path
         self.filename = filename
@@ -61,6 +64,61 @@ public struct UploadReceipt: Sendable, Codable {
         self.seal = seal
         self.detection = detection
         self.transform = transform
+        self.thumbnailUploads = thumbnailUploads
+    }
+}
+
+/// The server's receipt for a thumbnail sent as a request of its own (``ThumbnailPlacement/separate``).
+///
+/// The thumbnail is sealed with the attachment's key (``UploadReceipt/seal``), as part 1, 2, … of the same
+/// material, exactly as an inline thumbnail would be.
+public struct ThumbnailReceipt: Sendable, Codable, Hashable {
+    /// Which thumbnail: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px).
+    public var name: String
+    /// The filename sent (`photo.thumbnail.jpg`).
+    public var filename: String
+    /// The thumbnail's own type, before sealing (`image/jpeg`).
+    public var mimeType: String
+    /// The thumbnail's width.
+    public var width: Int
+    /// The thumbnail's height.
+    public var height: Int
+    /// The server's file id for it, when it named one (with `s3-post`, the object key).
+    public var fileId: String?
+    /// Where the server says it can be fetched, when it said so.
+    public var url: String?
+    /// The file part's size as sent, in bytes.
+    public var sentByteCount: Int64
+    /// The seal scheme's digest of the sent bytes (`signal`: SHA-256 hex), when it has one.
+    public var digest: String?
+    /// The `Idempotency-Key` sent with it: the attachment's, with `.` and the thumbnail's name appended.
+    public var idempotencyKey: String
+    /// Attempts made.
+    public var attempts: Int
+    /// True when the server answered a receipt it had given before.
+    public var replayed: Bool
+    /// The server's answer, every field kept (``ServerReceipt/data``).
+    public var server: JSONValue
+
+    /// Creates a thumbnail receipt.
+    public init(
+        name: String, filename: String, mimeType: String, width: Int, height: Int, fileId: String?, url: String?,
+        sentByteCount: Int64, digest: String? = nil, idempotencyKey: String, attempts: Int, replayed: Bool,
+        server: JSONValue
+    ) {
+        self.name = name
+        self.filename = filename
+        self.mimeType = mimeType
+        self.width = width
+        self.height = height
+        self.fileId = fileId
+        self.url = url
+        self.sentByteCount = sentByteCount
+        self.digest = digest
+        self.idempotencyKey = idempotencyKey
+        self.attempts = attempts
+        self.replayed = replayed
+        self.server = server
     }
 }
 
@@ -74,7 +132,8 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     public var width: Int?
     /// The image's height after Transform.
     public var height: Int?
-    /// The form names of the thumbnail parts sent with the attachment.
+    /// The form names of the thumbnail parts sent inline with the attachment (thumbnails sent in requests
+    /// of their own are in ``UploadReceipt/thumbnailUploads``).
     public var thumbnails: [String]
     /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
     /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
