@@ -17,6 +17,10 @@ struct DownloadCommand: AsyncParsableCommand {
             each attempt continuing where the last stopped (Range). With --resume, an OUT.part left by \
             an earlier run is continued too; without it, it is discarded.
 
+            With -o - (standard output) or an existing FIFO or device (such as /dev/stdout), the bytes \
+            collect in a temporary folder instead and are written there only once complete and checked; \
+            the summary line then goes to standard error.
+
             Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
             unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
             77 rejected by the server (404, 403, ...), 130 cancelled.
@@ -25,7 +29,9 @@ struct DownloadCommand: AsyncParsableCommand {
     @Argument(help: "The http:// or https:// URL.")
     var url: String
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("The file to create.", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "The file to create; - for standard output. An existing FIFO or device is written in place.",
+        valueName: "file"))
     var output: String
 
     @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
@@ -69,6 +75,9 @@ struct DownloadCommand: AsyncParsableCommand {
         for header in headers where !header.contains(":") || header.hasPrefix(":") {
             throw ValidationError("--header needs NAME: VALUE, got '\(header)'")
         }
+        if resume, OutputDestination(path: output, stage: .download).kind != .replaced {
+            throw ValidationError("--resume needs -o to name a regular file (OUT.part is kept beside it)")
+        }
     }
 
     func run() async throws {
@@ -76,7 +85,12 @@ struct DownloadCommand: AsyncParsableCommand {
             var configuration = ConnectionConfiguration()
             connection.apply(to: &configuration)
 
-            var request = DownloadRequest(url: url, destination: output, resume: resume)
+            // A stream (-, a FIFO, a device) is never renamed over: the download completes in a
+            // temporary folder and is copied there once checked.
+            let destination = OutputDestination(path: output, stage: .download)
+            let staging = destination.kind == .replaced ? nil : try StagingFolder()
+            defer { staging?.remove() }
+            var request = DownloadRequest(url: url, destination: staging?.file ?? output, resume: resume)
             request.headers = headers.map { line in
                 let colon = line.firstIndex(of: ":")!
                 return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -89,8 +103,8 @@ struct DownloadCommand: AsyncParsableCommand {
             }
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
-            let meter = DownloadMeter(enabled: showProgress, name: (output as NSString).lastPathComponent)
-            let receipt: DownloadReceipt
+            let meter = DownloadMeter(enabled: showProgress, name: (destination.displayName as NSString).lastPathComponent)
+            var receipt: DownloadReceipt
             do {
                 receipt = try await Downloader(configuration: configuration).download(request) { meter.update($0) }
             } catch {
@@ -98,18 +112,42 @@ struct DownloadCommand: AsyncParsableCommand {
                 throw error
             }
             meter.clear()
+            if let staging {
+                try await BlockingPool.shared.run { try destination.write(try FileSource(path: staging.file).makeReader()) }
+                receipt.path = output
+            }
+            // With -o -, standard output carries the file: the summary goes to standard error.
+            let toError = destination.kind == .standardOutput
             if json {
-                Console.outJSON(receipt)
+                if toError { Console.err(Console.json(receipt)) } else { Console.outJSON(receipt) }
             } else {
                 var line = "\(receipt.path): \(formatBytes(receipt.storedByteCount))"
                 if receipt.unsealed { line += " decrypted from \(formatBytes(receipt.byteCount))" }
                 if receipt.resumedFrom > 0 { line += ", resumed at \(formatBytes(receipt.resumedFrom))" }
                 if receipt.attempts > 1 { line += ", \(receipt.attempts) attempts" }
                 line += receipt.verifiedByETag ? ", sha256 \(receipt.sha256) (matches the ETag)" : ", sha256 \(receipt.sha256)"
-                Console.out(line)
+                if toError { Console.err(line) } else { Console.out(line) }
             }
         }
     }
+}
+
+/// A private temporary folder (0700) holding one download on its way to a stream, removed afterwards.
+struct StagingFolder {
+    let path: String
+    var file: String { path + "/download" }
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/attache-download.XXXXXX").utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw AttacheError(
+                .fileUnwritable, stage: .download, "cannot create a temporary folder: \(String(cString: strerror(errno)))",
+                file: NSTemporaryDirectory(), cause: NativeError.posix())
+        }
+        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The one-line progress display of a download, redrawn at most ten times a second.
