@@ -47,7 +47,7 @@ struct DownloadCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme: String?
 
     @Flag(help: "With a key: the downloaded bytes are base64 text.")
     var base64 = false
@@ -60,6 +60,8 @@ struct DownloadCommand: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var endpointSelection: EndpointOptions
+
     @Flag(help: "Print the receipt as one JSON object.")
     var json = false
 
@@ -70,7 +72,7 @@ struct DownloadCommand: AsyncParsableCommand {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError("the URL must start with http:// or https://")
         }
-        _ = try SealKeyOptions.parseScheme(scheme)
+        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         for header in headers where !header.contains(":") || header.hasPrefix(":") {
             throw ValidationError("--header needs NAME: VALUE, got '\(header)'")
@@ -82,8 +84,11 @@ struct DownloadCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            // The endpoint's connection settings and seal (its url is for uploads; the URL here is
+            // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
+            let endpoint = try endpointSelection.load()
             var configuration = ConnectionConfiguration()
-            connection.apply(to: &configuration)
+            try connection.apply(to: &configuration, endpoint: endpoint)
 
             // A stream (-, a FIFO, a device) is never renamed over: the download completes in a
             // temporary folder and is copied there once checked.
@@ -95,11 +100,14 @@ struct DownloadCommand: AsyncParsableCommand {
                 let colon = line.firstIndex(of: ":")!
                 return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
             }
+            let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
+                ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
             if keyFile != nil || keyEnv != nil {
-                let scheme = try SealKeyOptions.parseScheme(scheme)
+                let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
                 request.unsealing = DownloadRequest.Unsealing(
                     scheme: scheme, key: try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme),
-                    transferEncoding: base64 ? .base64 : .binary, plaintextByteCount: plaintextLength)
+                    transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
+                    plaintextByteCount: plaintextLength)
             }
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal

@@ -55,8 +55,8 @@ struct UploadCommand: AsyncParsableCommand {
     var noProgress = false
 
     func validate() throws {
-        if pipeline.resolvedURL == nil {
-            throw ValidationError("missing --url (or set ATTACHE_URL)")
+        if pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
+            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
         }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
@@ -66,7 +66,11 @@ struct UploadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.bootstrapLogging()
-        let configuration = try self.pipeline.makeConfiguration(url: self.pipeline.resolvedURL!)
+        let endpoint = try self.pipeline.endpointSelection.load()
+        guard let url = self.pipeline.resolvedURL(endpoint) else {
+            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
+        }
+        let configuration = try self.pipeline.makeConfiguration(url: url, endpoint: endpoint)
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
