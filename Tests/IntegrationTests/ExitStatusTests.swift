@@ -93,6 +93,7 @@ struct ExitStatusTests {
         Scenario(code: "retries-exhausted", status: 75),
         Scenario(code: "bad-response", status: 76),
         Scenario(code: "rejected", status: 77),
+        Scenario(code: "config-invalid", status: 78),
     ]
 
     @Test("the built attache exits with the row's status", arguments: scenarios)
@@ -208,6 +209,10 @@ struct ExitStatusTests {
             return try await upload(faults: "garbage")
         case "rejected":
             return try await upload(faults: "business")
+        case "config-invalid":
+            try folder.write("config.toml", Array("[endpoints.files]\nurl = 42\n".utf8))
+            return try await Finished(
+                ["upload", folder.path("plain.bin"), "--config", folder.path("config.toml"), "--endpoint", "files"])
         default:
             throw TestFailure("no scenario for \(code)")
         }
