@@ -27,7 +27,7 @@ struct BatchCommand: AsyncParsableCommand {
 
             Exit status: 0 every file stored (now or before), 3 some files failed (now, or before and \
             not retried: see --retry-failed), 64 usage, 74 the journal cannot be opened or written, \
-            130 interrupted.
+            78 the config file of --endpoint is wrong, 130 interrupted.
             """)
 
     @OptionGroup var global: GlobalOptions

@@ -23,7 +23,8 @@ struct DownloadCommand: AsyncParsableCommand {
 
             Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
             unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
-            77 rejected by the server (404, 403, ...), 130 cancelled.
+            77 rejected by the server (404, 403, ...), 78 the config file of --endpoint is wrong, \
+            130 cancelled.
             """)
 
     @Argument(help: "The http:// or https:// URL.")

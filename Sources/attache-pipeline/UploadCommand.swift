@@ -17,10 +17,15 @@ struct UploadCommand: AsyncParsableCommand {
             the same Idempotency-Key on every attempt. Receipts are printed in the order the files \
             were given; --json prints one JSON object per line (failures too, with "status":"error").
 
+            --endpoint NAME starts from an endpoint of the config file (TOML; --config FILE, else \
+            $ATTACHE_CONFIG, else ~/.config/attache/config.toml): its url, fields, headers and the \
+            environment variables holding its secrets, TLS, seal, timeouts and attempts. Flags given as \
+            well override it.
+
             Exit status: 0 all files stored; otherwise the status of the first failed file: \
             64 usage, 65 bad input, 66 cannot read a file, 69 server unreachable or TLS failure, \
             75 temporary failure (retries exhausted, timed out), 76 unusable server answer, \
-            77 rejected by the server, 130 cancelled.
+            77 rejected by the server, 78 the config file is wrong, 130 cancelled.
             """)
 
     @OptionGroup var global: GlobalOptions
