@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        // The config file's parser (TOML 1.0, toml++ underneath); attache-pipeline only.
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -127,6 +129,7 @@ let package = Package(
                 "Attache", "AttacheCommands", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             swiftSettings: swiftSettings,
             // Start-up time (docs/BENCHMARKS.md): a position-dependent executable needs none of the
@@ -187,6 +190,11 @@ let package = Package(
                 "Attache", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
+            swiftSettings: swiftSettings),
+        // The command-line tool's own logic (the config file of endpoints), tested without a process.
+        .testTarget(
+            name: "AttachePipelineTests",
+            dependencies: ["attache-pipeline"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",

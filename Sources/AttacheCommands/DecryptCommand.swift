@@ -12,12 +12,18 @@ package struct DecryptCommand: AsyncParsableCommand {
             OUT is written only when the whole input verified. Tampered, truncated, reordered or \
             foreign data, a wrong key and a damaged header each fail with their own message. The \
             legacy-cbc and legacy-ecb schemes are INSECURE and cannot detect tampering.
+
+            With -o - (standard output) or an existing FIFO or device (such as /dev/stdout), the \
+            plaintext streams there instead: stream-gcm releases each segment only once it verified, \
+            but a failure later leaves what was already written, and the exit status says so.
             """)
 
     @Argument(help: "The sealed file.")
     var input: String
 
-    @Option(name: .shortAndLong, help: "Where to write the plaintext.")
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "Where to write the plaintext; - for standard output. An existing FIFO or device is written in place.",
+        valueName: "output"))
     var output: String
 
     @OptionGroup var key: SealKeyOptions

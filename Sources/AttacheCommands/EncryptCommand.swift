@@ -20,13 +20,15 @@ package struct EncryptCommand: AsyncParsableCommand {
             signal (Signal's attachment format; 64-byte key), none, and the INSECURE legacy-cbc and \
             legacy-ecb (unauthenticated AES of the old NSData+AES256 code, for old servers only; their \
             key file holds a passphrase). Keys are read from a file or an environment variable, never \
-            from the command line. Prints the sizes (and, for signal, the digest) on standard output.
+            from the command line. Prints the sizes (and, for signal, the digest) on standard output,             or on standard error when -o - sends the sealed bytes there.
             """)
 
     @Argument(help: "The file to encrypt.")
     var input: String
 
-    @Option(name: .shortAndLong, help: "Where to write the sealed file (replaced only on success).")
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "Where to write the sealed file (replaced only on success); - for standard output. An existing FIFO or device is written in place.",
+        valueName: "output"))
     var output: String
 
     @OptionGroup var key: SealKeyOptions
@@ -66,7 +68,7 @@ package struct EncryptCommand: AsyncParsableCommand {
             try await BlockingPool.shared.run { try payload.write(toFile: output) }
             var line = "\(scheme) \(input) -> \(output): plaintext \(payload.plaintextByteCount) bytes, sealed \(payload.byteCount) bytes"
             if let digest = payload.digest { line += ", sha256 \(digest)" }
-            writeOutputLine(line)
+            if output == "-" { writeErrorLine(line) } else { writeOutputLine(line) }
             if let repeatInMemory, repeatInMemory > 0 {
                 let perSeal = try measureInMemorySeals(scheme: scheme, count: repeatInMemory)
                 writeOutputLine("in-process: \(repeatInMemory) seals of \(payload.plaintextByteCount) bytes, \(perSeal) µs per seal")

@@ -24,6 +24,8 @@ package enum ExitStatus {
     package static let badResponse: Int32 = 76
     /// EX_NOPERM: the server refused.
     package static let rejected: Int32 = 77
+    /// EX_CONFIG: the config file of endpoints is wrong (syntax, a key, a value, a missing endpoint).
+    package static let configError: Int32 = 78
     /// 128 + SIGINT.
     package static let cancelled: Int32 = 130
 
@@ -57,6 +59,7 @@ package enum ExitStatus {
         (.badResponse, badResponse),
         (.replayMismatch, badResponse),
         (.rejected, rejected),
+        (.configInvalid, configError),
         (.cancelled, cancelled),
     ]
 
@@ -67,4 +70,10 @@ package enum ExitStatus {
     package static func forError(_ error: AttacheError) -> Int32 {
         byCode[error.code] ?? internalError
     }
+}
+
+extension AttacheError.Code {
+    /// The config file of endpoints cannot be used: not found, not TOML, an unknown key, a value of the
+    /// wrong type, a secret written inline, an endpoint it does not name, or a variable it names unset.
+    package static let configInvalid = Self("config-invalid")
 }

@@ -18,7 +18,9 @@ package struct RecompressCommand: AsyncParsableCommand {
     @Argument(help: "The image to read.")
     var input: String
 
-    @Option(name: .shortAndLong, help: "Where to write the result.")
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "Where to write the result (replaced only on success); - for standard output, the summary then going to standard error. An existing FIFO or device is written in place.",
+        valueName: "output"))
     var output: String
 
     @Option(name: .long, help: "The longest side of the result, in pixels (default 1280).")
@@ -65,14 +67,15 @@ package struct RecompressCommand: AsyncParsableCommand {
                     ? try recompressor.makeSticker(fileAt: input, to: output)
                     : try recompressor.recompress(fileAt: input, to: output)
             }
+            // With -o -, standard output carries the image: the summary goes to standard error.
+            let summaryToError = output == "-"
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                writeToStandardOutput(
-                    String(decoding: TerminalText.escapingJSONControls(Array(try encoder.encode(result))), as: UTF8.self)
-                        + "\n")
+                let line = String(decoding: TerminalText.escapingJSONControls(Array(try encoder.encode(result))), as: UTF8.self)
+                if summaryToError { writeToStandardError(line + "\n") } else { writeToStandardOutput(line + "\n") }
             } else {
-                writeOutputLine("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
+                (summaryToError ? writeErrorLine : writeOutputLine)("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
                       + "\(result.outputWidth)×\(result.outputHeight) \(result.outputByteCount) B \(result.mimeType)"
                       + (result.passedThrough ? " (passed through)" : ""))
             }

@@ -27,7 +27,7 @@ struct BatchCommand: AsyncParsableCommand {
 
             Exit status: 0 every file stored (now or before), 3 some files failed (now, or before and \
             not retried: see --retry-failed), 64 usage, 74 the journal cannot be opened or written, \
-            130 interrupted.
+            78 the config file of --endpoint is wrong, 130 interrupted.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -73,8 +73,8 @@ struct BatchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
-        if !dryRun, pipeline.resolvedURL == nil {
-            throw ValidationError("missing --url (or set ATTACHE_URL)")
+        if !dryRun, pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
+            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
         }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         guard !journal.isEmpty else { throw ValidationError("--journal needs a file name") }
@@ -82,8 +82,13 @@ struct BatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.bootstrapLogging()
+        let endpoint = try pipeline.endpointSelection.load()
+        let url = pipeline.resolvedURL(endpoint)
+        if !dryRun, url == nil {
+            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
+        }
         let pipelineConfiguration = try pipeline.makeConfiguration(
-            url: pipeline.resolvedURL ?? "http://127.0.0.1/", retry: .batch)
+            url: url ?? "http://127.0.0.1/", endpoint: endpoint, retry: .batch)
 
         var configuration = BatchConfiguration(
             pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)

@@ -17,15 +17,22 @@ struct DownloadCommand: AsyncParsableCommand {
             each attempt continuing where the last stopped (Range). With --resume, an OUT.part left by \
             an earlier run is continued too; without it, it is discarded.
 
+            With -o - (standard output) or an existing FIFO or device (such as /dev/stdout), the bytes \
+            collect in a temporary folder instead and are written there only once complete and checked; \
+            the summary line then goes to standard error.
+
             Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
             unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
-            77 rejected by the server (404, 403, ...), 130 cancelled.
+            77 rejected by the server (404, 403, ...), 78 the config file of --endpoint is wrong, \
+            130 cancelled.
             """)
 
     @Argument(help: "The http:// or https:// URL.")
     var url: String
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("The file to create.", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "The file to create; - for standard output. An existing FIFO or device is written in place.",
+        valueName: "file"))
     var output: String
 
     @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
@@ -41,7 +48,7 @@ struct DownloadCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme: String?
 
     @Flag(help: "With a key: the downloaded bytes are base64 text.")
     var base64 = false
@@ -50,6 +57,8 @@ struct DownloadCommand: AsyncParsableCommand {
     var plaintextLength: Int64?
 
     @OptionGroup var connection: ConnectionOptions
+
+    @OptionGroup var endpointSelection: EndpointOptions
 
     @Flag(help: "Print the receipt as one JSON object.")
     var json = false
@@ -61,26 +70,40 @@ struct DownloadCommand: AsyncParsableCommand {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError("the URL must start with http:// or https://")
         }
-        _ = try SealKeyOptions.parseScheme(scheme)
+        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        if resume, OutputDestination(path: output, stage: .download).kind != .replaced {
+            throw ValidationError("--resume needs -o to name a regular file (OUT.part is kept beside it)")
+        }
     }
 
     func run() async throws {
         try await reportingErrors {
+            // The endpoint's connection settings and seal (its url is for uploads; the URL here is
+            // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
+            let endpoint = try endpointSelection.load()
             var configuration = ConnectionConfiguration()
-            try connection.apply(to: &configuration)
+            try connection.apply(to: &configuration, endpoint: endpoint)
 
-            var request = DownloadRequest(url: url, destination: output, resume: resume)
+            // A stream (-, a FIFO, a device) is never renamed over: the download completes in a
+            // temporary folder and is copied there once checked.
+            let destination = OutputDestination(path: output, stage: .download)
+            let staging = destination.kind == .replaced ? nil : try StagingFolder()
+            defer { staging?.remove() }
+            var request = DownloadRequest(url: url, destination: staging?.file ?? output, resume: resume)
+            let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
+                ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
             if keyFile != nil || keyEnv != nil {
-                let scheme = try SealKeyOptions.parseScheme(scheme)
+                let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
                 request.unsealing = DownloadRequest.Unsealing(
                     scheme: scheme, key: try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme),
-                    transferEncoding: base64 ? .base64 : .binary, plaintextByteCount: plaintextLength)
+                    transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
+                    plaintextByteCount: plaintextLength)
             }
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
-            let meter = DownloadMeter(enabled: showProgress, name: (output as NSString).lastPathComponent)
-            let receipt: DownloadReceipt
+            let meter = DownloadMeter(enabled: showProgress, name: (destination.displayName as NSString).lastPathComponent)
+            var receipt: DownloadReceipt
             do {
                 receipt = try await Downloader(configuration: configuration).download(request) { meter.update($0) }
             } catch {
@@ -88,18 +111,42 @@ struct DownloadCommand: AsyncParsableCommand {
                 throw error
             }
             meter.clear()
+            if let staging {
+                try await BlockingPool.shared.run { try destination.write(try FileSource(path: staging.file).makeReader()) }
+                receipt.path = output
+            }
+            // With -o -, standard output carries the file: the summary goes to standard error.
+            let toError = destination.kind == .standardOutput
             if json {
-                Console.outJSON(receipt)
+                if toError { Console.err(Console.json(receipt)) } else { Console.outJSON(receipt) }
             } else {
                 var line = "\(receipt.path): \(formatBytes(receipt.storedByteCount))"
                 if receipt.unsealed { line += " decrypted from \(formatBytes(receipt.byteCount))" }
                 if receipt.resumedFrom > 0 { line += ", resumed at \(formatBytes(receipt.resumedFrom))" }
                 if receipt.attempts > 1 { line += ", \(receipt.attempts) attempts" }
                 line += receipt.verifiedByETag ? ", sha256 \(receipt.sha256) (matches the ETag)" : ", sha256 \(receipt.sha256)"
-                Console.out(line)
+                if toError { Console.err(line) } else { Console.out(line) }
             }
         }
     }
+}
+
+/// A private temporary folder (0700) holding one download on its way to a stream, removed afterwards.
+struct StagingFolder {
+    let path: String
+    var file: String { path + "/download" }
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/attache-download.XXXXXX").utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw AttacheError(
+                .fileUnwritable, stage: .download, "cannot create a temporary folder: \(String(cString: strerror(errno)))",
+                file: NSTemporaryDirectory(), cause: NativeError.posix())
+        }
+        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The one-line progress display of a download, redrawn at most ten times a second.

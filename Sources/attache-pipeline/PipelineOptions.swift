@@ -5,7 +5,9 @@ import Foundation
 
 /// The options that shape the pipeline, shared by `upload` and `batch`.
 struct PipelineOptions: ParsableArguments {
-    @Option(help: "The upload endpoint (http:// or https://). Default: $ATTACHE_URL.")
+    @OptionGroup var endpointSelection: EndpointOptions
+
+    @Option(help: "The upload endpoint (http:// or https://). Default: the --endpoint's url, else $ATTACHE_URL.")
     var url: String?
 
     @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable (use name[] for lists).", valueName: "name=value"))
@@ -16,15 +18,15 @@ struct PipelineOptions: ParsableArguments {
         transform: parseKind)
     var kind: MessageKind?
 
-    @Option(help: ArgumentHelp("The form name of the attachment part.", valueName: "name"))
-    var fileField = "file"
+    @Option(help: ArgumentHelp("The form name of the attachment part (default: file).", valueName: "name"))
+    var fileField: String?
 
     @OptionGroup var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp(
-        "Encryption: stream-gcm (a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
+        "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
         valueName: "scheme"))
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme: String?
 
     @Flag(help: "Send the sealed bytes as base64 text (RFC 4648, no line breaks).")
     var base64 = false
@@ -77,35 +79,49 @@ struct PipelineOptions: ParsableArguments {
         "Send how a file was sealed (scheme, encoding, plaintextSize) as form fields. Default: yes, except with s3-post."))
     var sealFields: Bool?
 
-    /// `--url`, else `$ATTACHE_URL`.
-    var resolvedURL: String? { url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"] }
+
+    /// `--url`, else the endpoint's `url`, else `$ATTACHE_URL`.
+    func resolvedURL(_ endpoint: Endpoint = .none) -> String? {
+        url ?? endpoint.url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"]
+    }
+
+    /// Whether the URL may still come from the config file (`--endpoint`), so that its absence cannot
+    /// be reported before the file is read.
+    var urlMayComeFromEndpoint: Bool { endpointSelection.endpoint != nil }
 
     /// Checks everything but the URL (a dry run needs none).
     func validate() throws {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
         }
-        let sealScheme = try SealKeyOptions.parseScheme(scheme)
+        let sealScheme = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil {
-            throw ValidationError("\(scheme) needs a passphrase from --key-file or --key-env")
+        // With --endpoint, the key may come from the file: checked once merged (makeConfiguration).
+        if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil, endpointSelection.endpoint == nil {
+            throw ValidationError("\(sealScheme) needs a passphrase from --key-file or --key-env")
         }
         guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
         guard TransformErrorPolicy(rawValue: onTransformError) != nil else {
             throw ValidationError("--on-transform-error must be fail or send-original")
         }
-        let profile = try parsedProfile() ?? .errorCode
+        try checkAnswerSettings(profile: answerProfile, idPointer: idPointer, thumbnails: thumbnails)
+    }
+
+    /// Checks that an answer profile, id pointer and thumbnail placement (from flags, or merged with an
+    /// endpoint) are valid and fit together.
+    func checkAnswerSettings(profile name: String?, idPointer: String?, thumbnails: String?) throws {
+        let profile = try parsedProfile(name) ?? .errorCode
         if let idPointer {
             do { _ = try JSONPointer(idPointer) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
         }
-        if let placement = try parsedThumbnails(), placement == .inline, profile.sendsOneFilePerRequest {
+        if let placement = try parsedThumbnails(thumbnails), placement == .inline, profile.sendsOneFilePerRequest {
             throw ValidationError("--thumbnails inline: the \(profile) profile takes exactly one file part per request (use none or separate)")
         }
     }
 
-    /// `--answer-profile`, parsed.
-    func parsedProfile() throws -> AnswerProfile? {
+    /// An `--answer-profile` value, parsed.
+    func parsedProfile(_ answerProfile: String?) throws -> AnswerProfile? {
         guard let answerProfile else { return nil }
         guard let profile = AnswerProfile(name: answerProfile) else {
             throw ValidationError(
@@ -114,8 +130,8 @@ struct PipelineOptions: ParsableArguments {
         return profile
     }
 
-    /// `--thumbnails`, parsed.
-    func parsedThumbnails() throws -> ThumbnailPlacement? {
+    /// A `--thumbnails` value, parsed.
+    func parsedThumbnails(_ thumbnails: String?) throws -> ThumbnailPlacement? {
         guard let thumbnails else { return nil }
         guard let placement = ThumbnailPlacement(rawValue: thumbnails.lowercased()) else {
             throw ValidationError("--thumbnails must be inline, separate or none, got '\(thumbnails)'")
@@ -123,32 +139,47 @@ struct PipelineOptions: ParsableArguments {
         return placement
     }
 
-    /// The pipeline configuration these options describe.
-    /// - Throws: `ExitCode` after printing one line when the key cannot be read.
-    func makeConfiguration(url: String, retry: RetryPolicy = .standard) throws -> PipelineConfiguration {
+    /// The pipeline configuration these options describe, on top of `endpoint` (from `--endpoint`;
+    /// ``Endpoint/none`` without it): each flag given wins over the file, each default applies last.
+    /// - Throws: `ExitCode` after printing one line when the key or a secret the endpoint names cannot
+    ///   be read; `ValidationError` when the merged settings do not fit together.
+    func makeConfiguration(url: String, endpoint: Endpoint = .none, retry: RetryPolicy = .standard) throws
+        -> PipelineConfiguration
+    {
         var configuration = PipelineConfiguration(url: url)
-        configuration.fileFieldName = fileField
-        configuration.fields = fields.map { field in
+        configuration.fileFieldName = fileField ?? endpoint.fileField ?? "file"
+        configuration.fields = endpoint.fields(overriddenBy: fields.map { field in
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (String(parts[0]), String(parts[1]))
+            return Endpoint.Pair(name: String(parts[0]), value: String(parts[1]))
+        }).map { ($0.name, $0.value) }
+        configuration.seal.scheme = try SealKeyOptions.parseScheme(
+            scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
+        configuration.seal.transferEncoding = base64 || endpoint.seal.base64 == true ? .base64 : .binary
+        // The key flags replace the endpoint's key as a pair: --key-env wins over the file's key-file.
+        let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
+            ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
+        if configuration.seal.scheme.usesPassphrase, keyFile == nil, keyEnv == nil {
+            throw ValidationError("\(configuration.seal.scheme) needs a passphrase from --key-file or --key-env")
         }
-        try connection.apply(to: &configuration.connection, defaults: retry)
-        if let profile = try parsedProfile() { configuration.answers = .init(profile: profile) }
-        if let idPointer { configuration.answers.idPointer = try JSONPointer(idPointer) }
-        configuration.thumbnails = try parsedThumbnails()
-        configuration.sendMetadataFields = metadataFields
-        configuration.sendSealFields = sealFields
-        configuration.seal.scheme = try SealKeyOptions.parseScheme(scheme)
-        configuration.seal.transferEncoding = base64 ? .base64 : .binary
-        if keyFile != nil || keyEnv != nil {
-            do {
+        do {
+            try connection.apply(to: &configuration.connection, defaults: retry, endpoint: endpoint)
+            if keyFile != nil || keyEnv != nil {
                 configuration.seal.key = try SealKeyOptions.loadKey(
                     file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme)
-            } catch let error as AttacheError {
-                Console.err("attache: \(error) [\(error.code)]")
-                throw ExitCode(ExitStatus.forError(error))
             }
+        } catch let error as AttacheError {
+            Console.err("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
         }
+        let profileName = answerProfile ?? endpoint.answerProfile
+        let pointer = idPointer ?? endpoint.idPointer
+        let placement = thumbnails ?? endpoint.thumbnails
+        try checkAnswerSettings(profile: profileName, idPointer: pointer, thumbnails: placement)
+        if let profile = try parsedProfile(profileName) { configuration.answers = .init(profile: profile) }
+        if let pointer { configuration.answers.idPointer = try JSONPointer(pointer) }
+        configuration.thumbnails = try parsedThumbnails(placement)
+        configuration.sendMetadataFields = metadataFields
+        configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
         configuration.transform.makeStickers = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
@@ -177,11 +208,11 @@ struct ConnectionOptions: ParsableArguments {
             valueName: "seconds"))
     var retryBudget: Double?
 
-    @Option(help: ArgumentHelp("Connection timeout.", valueName: "seconds"))
-    var connectTimeout: Double = 10
+    @Option(help: ArgumentHelp("Connection timeout (default: 10).", valueName: "seconds"))
+    var connectTimeout: Double?
 
-    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long.", valueName: "seconds"))
-    var stallTimeout: Double = 30
+    @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long (default: 30).", valueName: "seconds"))
+    var stallTimeout: Double?
 
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
     var caFile: String?
@@ -211,26 +242,34 @@ struct ConnectionOptions: ParsableArguments {
 
     func validate() throws {
         guard (attempts ?? 1) >= 1 else { throw ValidationError("--attempts must be at least 1") }
-        guard connectTimeout > 0, stallTimeout > 0, (retryBudget ?? 0) >= 0 else {
+        guard (connectTimeout ?? 1) > 0, (stallTimeout ?? 1) > 0, (retryBudget ?? 0) >= 0 else {
             throw ValidationError("timeouts must be positive")
         }
         _ = try credentials()
     }
 
-    /// Sets the retry policy, timeouts, TLS settings, headers and credentials of `configuration` from these
-    /// options. `defaults` is the command's retry policy before --attempts and --retry-budget.
-    /// - Throws: `ValidationError` (exit 64) for a header file that cannot be read or holds a malformed line,
-    ///   or a credentials variable that is not set.
-    func apply(to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard) throws {
+    /// Sets the retry policy, timeouts, TLS settings, headers and credentials of `configuration`: each
+    /// from its flag, else from `endpoint` (``Endpoint/none`` without `--endpoint`), else the default.
+    /// `defaults` is the command's retry policy before --attempts and --retry-budget.
+    /// - Throws: ``AttacheError`` `.configInvalid` when a variable the endpoint names is not set;
+    ///   `ValidationError` (exit 64) for a header file that cannot be read or holds a malformed line, or a
+    ///   credentials variable of a flag that is not set.
+    func apply(
+        to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard, endpoint: Endpoint = .none
+    ) throws {
         configuration.retry = defaults
-        if let attempts { configuration.retry.maximumAttempts = attempts }
-        if let retryBudget { configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000)) }
-        configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.stallTimeout = .milliseconds(Int64(stallTimeout * 1000))
-        configuration.caFile = caFile
-        configuration.pinnedPublicKey = pinnedPublicKey
+        if let attempts = attempts ?? endpoint.attempts { configuration.retry.maximumAttempts = attempts }
+        if let retryBudget = retryBudget ?? endpoint.retryBudget {
+            configuration.retry.budget = .milliseconds(Int64(retryBudget * 1000))
+        }
+        configuration.connectTimeout = .milliseconds(Int64((connectTimeout ?? endpoint.connectTimeout ?? 10) * 1000))
+        configuration.stallTimeout = .milliseconds(Int64((stallTimeout ?? endpoint.stallTimeout ?? 30) * 1000))
+        configuration.caFile = caFile ?? endpoint.caFile
+        configuration.pinnedPublicKey = pinnedPublicKey ?? endpoint.pinnedPublicKey
+        try endpoint.applyHeadersAndCredentials(to: &configuration, environment: ProcessInfo.processInfo.environment)
+        // Flags win over the file: a --header replaces the file's header of the same name.
         let credentials = try credentials()
-        configuration.headers += credentials.headers
+        configuration.headers = Endpoint.merging(headers: configuration.headers, overriddenBy: credentials.headers)
         if let authorization = credentials.authorization { configuration.authorization = authorization }
         if let userAgent { configuration.userAgent = userAgent }
     }

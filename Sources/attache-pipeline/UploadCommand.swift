@@ -17,10 +17,15 @@ struct UploadCommand: AsyncParsableCommand {
             the same Idempotency-Key on every attempt. Receipts are printed in the order the files \
             were given; --json prints one JSON object per line (failures too, with "status":"error").
 
+            --endpoint NAME starts from an endpoint of the config file (TOML; --config FILE, else \
+            $ATTACHE_CONFIG, else ~/.config/attache/config.toml): its url, fields, headers and the \
+            environment variables holding its secrets, TLS, seal, timeouts and attempts. Flags given as \
+            well override it.
+
             Exit status: 0 all files stored; otherwise the status of the first failed file: \
             64 usage, 65 bad input, 66 cannot read a file, 69 server unreachable or TLS failure, \
             75 temporary failure (retries exhausted, timed out), 76 unusable server answer, \
-            77 rejected by the server, 130 cancelled.
+            77 rejected by the server, 78 the config file is wrong, 130 cancelled.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -55,8 +60,8 @@ struct UploadCommand: AsyncParsableCommand {
     var noProgress = false
 
     func validate() throws {
-        if pipeline.resolvedURL == nil {
-            throw ValidationError("missing --url (or set ATTACHE_URL)")
+        if pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
+            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
         }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
@@ -66,7 +71,11 @@ struct UploadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.bootstrapLogging()
-        let configuration = try self.pipeline.makeConfiguration(url: self.pipeline.resolvedURL!)
+        let endpoint = try self.pipeline.endpointSelection.load()
+        guard let url = self.pipeline.resolvedURL(endpoint) else {
+            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
+        }
+        let configuration = try self.pipeline.makeConfiguration(url: url, endpoint: endpoint)
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal

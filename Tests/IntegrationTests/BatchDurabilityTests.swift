@@ -211,11 +211,14 @@ final class ChildProcess {
     private let output: Collector
     private let error: Collector
 
-    init(executable: String, arguments: [String], environment: [String: String]? = nil) throws {
+    /// Starts `executable`; `environment` adds to (or replaces) variables of this process's environment.
+    init(executable: String, arguments: [String], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        if let environment { process.environment = environment }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -55,7 +55,7 @@ struct ExitStatusTests {
     func row(_ code: String, _ status: Int32) throws {
         let error = AttacheError(AttacheError.Code(code), stage: .read, "test")
         #expect(ExitStatus.forError(error) == status)
-        #expect([64, 65, 66, 69, 70, 74, 75, 76, 77, 130].contains(status))
+        #expect([64, 65, 66, 69, 70, 74, 75, 76, 77, 78, 130].contains(status))
         #expect(try Self.documentedRows()[code] == status)
     }
 
@@ -93,6 +93,7 @@ struct ExitStatusTests {
         Scenario(code: "retries-exhausted", status: 75),
         Scenario(code: "bad-response", status: 76),
         Scenario(code: "rejected", status: 77),
+        Scenario(code: "config-invalid", status: 78),
     ]
 
     @Test("the built attache exits with the row's status", arguments: scenarios)
@@ -208,6 +209,10 @@ struct ExitStatusTests {
             return try await upload(faults: "garbage")
         case "rejected":
             return try await upload(faults: "business")
+        case "config-invalid":
+            try folder.write("config.toml", Array("[endpoints.files]\nurl = 42\n".utf8))
+            return try await Finished(
+                ["upload", folder.path("plain.bin"), "--config", folder.path("config.toml"), "--endpoint", "files"])
         default:
             throw TestFailure("no scenario for \(code)")
         }

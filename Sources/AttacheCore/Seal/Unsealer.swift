@@ -66,15 +66,23 @@ public struct Unsealer: Sendable {
 
     /// Decrypts the file at `input` into `output`, streaming, in bounded memory.
     ///
-    /// The plaintext goes to a temporary file beside `output`, which is renamed over `output` only when
-    /// everything verified; on failure it is removed and `output` is untouched.
+    /// For a regular file (or a new name) the plaintext goes to a temporary file beside `output`, which
+    /// is renamed over `output` only when everything verified; on failure it is removed and `output` is
+    /// untouched. `-` (standard output) and an existing file that is not regular (a FIFO, a device, a
+    /// link to one) are written in place as a stream (``OutputDestination``): each `stream-gcm` segment
+    /// is verified before it is written, but a failure later leaves the verified part written.
     /// - Throws: ``AttacheError`` naming `input` (sealed-data and key errors) or `output` (write errors).
     public func unseal(fileAt input: String, to output: String) throws {
         do {
             let source = try FileSource(path: input)
-            if scheme == .streamGCM, transferEncoding == .binary, try unsealInParallel(source, to: output) { return }
+            let destination = OutputDestination(path: output, stage: .seal)
+            if scheme == .streamGCM, transferEncoding == .binary, destination.allowsPositionedWrites,
+                try unsealInParallel(source, to: destination)
+            {
+                return
+            }
             let reader = try unseal(source)
-            try StreamingFileWriter.write(reader, to: output)
+            try destination.write(reader)
         } catch let error as AttacheError {
             throw error.concerning(input)
         }
@@ -82,11 +90,11 @@ public struct Unsealer: Sendable {
 
     /// Opens an intact `stream-gcm` file on every core; false when it is not intact (nothing is left
     /// at `output` then), so that the sequential reader runs and names what is wrong.
-    private func unsealInParallel(_ source: FileSource, to output: String) throws -> Bool {
+    private func unsealInParallel(_ source: FileSource, to output: OutputDestination) throws -> Bool {
         struct NotIntact: Error {}
         do {
-            try StreamingFileWriter.write(to: output) { descriptor in
-                guard try StreamGCMFiles.open(key: key, source: source, to: descriptor, outputPath: output) else {
+            try output.write { descriptor in
+                guard try StreamGCMFiles.open(key: key, source: source, to: descriptor, outputPath: output.path) else {
                     throw NotIntact()
                 }
             }
@@ -97,52 +105,10 @@ public struct Unsealer: Sendable {
     }
 }
 
-/// Writes a reader to a file through a temporary file beside it, renamed into place on success.
-enum StreamingFileWriter {
-    /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever the reader throws.
-    static func write(_ reader: any ByteReader, to path: String, mode: mode_t = 0o644) throws {
-        try write(to: path, mode: mode) { descriptor in
-            if let code = try WriteBehind.copy(reader, to: descriptor) {
-                throw unwritable(path, "write failed: \(String(cString: strerror(code)))")
-            }
-        }
-    }
-
-    /// Runs `body` on the descriptor of a new temporary file beside `path`, then renames it to `path`;
-    /// when `body` throws, the temporary file is removed and its error rethrown.
-    /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path`, or whatever `body` throws.
-    static func write(to path: String, mode: mode_t = 0o644, _ body: (Int32) throws -> Void) throws {
-        // Split by hand: the temporary file must be in the same directory so that rename is atomic.
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[...$0]) } ?? "./"
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        var template = Array((directory + ".\(name).XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw unwritable(path, "cannot create a temporary file beside it") }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var renamed = false
-        defer {
-            if !renamed { unlink(temporary) }
-        }
-        do {
-            defer { close(fd) }
-            try body(fd)
-            guard fchmod(fd, mode) == 0 else { throw unwritable(path, "cannot set the file mode") }
-        }
-        guard rename(temporary, path) == 0 else {
-            throw unwritable(path, "cannot rename the temporary file into place: \(String(cString: strerror(errno)))")
-        }
-        renamed = true
-    }
-
-    private static func unwritable(_ path: String, _ message: String) -> AttacheError {
-        AttacheError(.fileUnwritable, stage: .seal, message, file: path)
-    }
-}
-
 extension ByteSource {
     /// Writes every byte of the source to `path` through a temporary file renamed into place, so a
-    /// failure half-way never leaves a partial file under the final name.
+    /// failure half-way never leaves a partial file under the final name; `-` (standard output) and an
+    /// existing FIFO or device are written in place as a stream (``OutputDestination``).
     ///
     /// Blocking: call it from ``BlockingPool`` in async code.
     /// ```swift
@@ -150,14 +116,14 @@ extension ByteSource {
     /// ```
     /// - Throws: ``AttacheError`` from reading the source, or `.fileUnwritable` naming `path`.
     public func write(toFile path: String) throws {
-        try StreamingFileWriter.write(try makeReader(), to: path)
+        try OutputDestination(path: path, stage: .seal).write(try makeReader())
     }
 }
 
 extension SealedPayload {
-    /// Writes the sealed bytes to `path` through a temporary file renamed into place, like
-    /// ``ByteSource/write(toFile:)``, and for binary `stream-gcm` of a file on every core (the bytes
-    /// are the same as a reader's).
+    /// Writes the sealed bytes to `path` like ``ByteSource/write(toFile:)`` (a temporary file renamed
+    /// into place, or a stream for `-`, a FIFO or a device), and for binary `stream-gcm` of a file into
+    /// a temporary file on every core (the bytes are the same as a reader's).
     ///
     /// Blocking: call it from ``BlockingPool`` in async code.
     /// ```swift
@@ -167,10 +133,13 @@ extension SealedPayload {
     /// - Throws: ``AttacheError`` from reading the plaintext (`.fileChanged` when the file is not what
     ///   its ``FileSource`` recorded), or `.fileUnwritable` naming `path`.
     public func write(toFile path: String) throws {
-        guard case .streamGCM(let plan) = plan, transferEncoding == .binary, let file = plaintext as? FileSource else {
-            return try StreamingFileWriter.write(try makeReader(), to: path)
+        let destination = OutputDestination(path: path, stage: .seal)
+        guard case .streamGCM(let plan) = plan, transferEncoding == .binary, let file = plaintext as? FileSource,
+            destination.allowsPositionedWrites
+        else {
+            return try destination.write(try makeReader())
         }
-        try StreamingFileWriter.write(to: path) { descriptor in
+        try destination.write { descriptor in
             try StreamGCMFiles.seal(plan: plan, source: file, to: descriptor, outputPath: path)
         }
     }

@@ -112,7 +112,8 @@ final class WriteBehind: @unchecked Sendable {
     }
 
     /// Writes `count` bytes, retrying short writes and EINTR; returns `errno` on failure.
-    private static func writeAll(_ descriptor: Int32, _ start: UnsafeMutableRawPointer, _ count: Int) -> Int32? {
+    /// Writes `count` bytes from `start`, retrying short writes; the `errno` of a failure, or nil.
+    static func writeAll(_ descriptor: Int32, _ start: UnsafeRawPointer, _ count: Int) -> Int32? {
         var offset = 0
         while offset < count {
             let written = Glibc.write(descriptor, start + offset, count - offset)

@@ -98,6 +98,9 @@ public struct ImageRecompressor: Sendable {
 
     /// Recompresses the image at `input` into a new file at `output`.
     ///
+    /// `output` appears complete or not at all (a temporary file renamed over it); `-` is standard
+    /// output, and an existing FIFO or device is written in place (``OutputDestination``).
+    ///
     /// Runs on the calling thread and blocks it for the codec work (tens of milliseconds for a 12 MP
     /// photo); from async code call it inside `BlockingPool.shared.run`, as ``Transformer`` does.
     ///
@@ -112,7 +115,7 @@ public struct ImageRecompressor: Sendable {
         do {
             let data = try ImageFile.read(input, limit: options.maxInputByteCount)
             let outcome = try recompress(data, thumbnailSides: [])
-            try ImageFile.write(outcome.bytes ?? data, to: output)
+            try OutputDestination(path: output, stage: .transform).write(outcome.bytes ?? data)
             return outcome.result
         } catch let error as AttacheError {
             throw error.concerning(input)
@@ -132,7 +135,7 @@ public struct ImageRecompressor: Sendable {
         do {
             let data = try ImageFile.read(input, limit: options.maxInputByteCount)
             let outcome = try makeSticker(data, thumbnailSides: [])
-            try ImageFile.write(outcome.bytes ?? data, to: output)
+            try OutputDestination(path: output, stage: .transform).write(outcome.bytes ?? data)
             return outcome.result
         } catch let error as AttacheError {
             throw error.concerning(input)

@@ -1,0 +1,108 @@
+import Attache
+
+/// One named endpoint of the config file (``EndpointConfigFile``): everything an operator would
+/// otherwise repeat as flags on every run.
+///
+/// Every setting is optional. The commands apply an endpoint first and the flags given on the
+/// command line after it, so a flag always wins; what neither names keeps the command's default.
+/// Secrets are never values here: `bearer-env`, `user-env`, `header-env` and `seal.key-env` name
+/// environment variables, `seal.key-file` a file, and ``EndpointConfigFile`` refuses a file that
+/// writes a token, password or key inline.
+struct Endpoint: Sendable, Equatable {
+    /// A form field or a header: a name and its value (or, for `header-env`, the variable's name).
+    struct Pair: Sendable, Equatable {
+        var name: String
+        var value: String
+    }
+
+    /// How the payload is sealed: `[endpoints.NAME.seal]`.
+    struct Seal: Sendable, Equatable {
+        var scheme: String?
+        var keyEnv: String?
+        var keyFile: String?
+        var base64: Bool?
+    }
+
+    /// The endpoint's name, `NAME` in `[endpoints.NAME]`; empty for "no endpoint".
+    var name = ""
+    /// The config file it came from (for messages).
+    var file = ""
+
+    var url: String?
+    var answerProfile: String?
+    var idPointer: String?
+    var fileField: String?
+    var fields: [Pair] = []
+    /// Headers with their values, for values that are not secret.
+    var headers: [Pair] = []
+    /// Headers whose values are read from environment variables: `value` is the variable's name.
+    var headerEnv: [Pair] = []
+    var bearerEnv: String?
+    var userEnv: String?
+    var userAgent: String?
+    var caFile: String?
+    var pinnedPublicKey: String?
+    var thumbnails: String?
+    var seal = Seal()
+    /// Seconds.
+    var connectTimeout: Double?
+    /// Seconds.
+    var stallTimeout: Double?
+    var attempts: Int?
+    /// Seconds.
+    var retryBudget: Double?
+
+    /// The empty endpoint: what a command without `--endpoint` applies (nothing).
+    static let none = Endpoint()
+
+    /// Sets the headers, credentials and User-Agent the endpoint names in `configuration`, reading
+    /// the secrets from `environment`. Retries, timeouts and TLS are merged with their flags in
+    /// ``ConnectionOptions/apply(to:defaults:endpoint:)``; flags for headers and credentials applied
+    /// after this replace what it set (``merging(headers:overriddenBy:)``).
+    /// - Throws: ``AttacheError`` `.configInvalid` naming the config file when a variable it names is
+    ///   not set; the message names the variable, never a value.
+    func applyHeadersAndCredentials(to configuration: inout ConnectionConfiguration, environment: [String: String]) throws {
+        if let userAgent { configuration.userAgent = userAgent }
+        var named = headers.map { (name: $0.name, value: $0.value) }
+        for header in headerEnv {
+            named.append((header.name, try secret(header.value, for: "header-env.\(header.name)", environment)))
+        }
+        configuration.headers = Self.merging(headers: configuration.headers, overriddenBy: named)
+        if let bearerEnv {
+            configuration.authorization = .bearer(try secret(bearerEnv, for: "bearer-env", environment))
+        }
+        if let userEnv {
+            guard let basic = HTTPAuthorization(userColonPassword: try secret(userEnv, for: "user-env", environment)) else {
+                throw problem("user-env: the variable \(userEnv) must hold user:password")
+            }
+            configuration.authorization = basic
+        }
+    }
+
+    /// `base` with every header named in `overrides` replaced by the ones there (names compared
+    /// without case, as HTTP does), the others kept in order.
+    static func merging(
+        headers base: [(name: String, value: String)], overriddenBy overrides: [(name: String, value: String)]
+    ) -> [(name: String, value: String)] {
+        let replaced = Set(overrides.map { $0.name.lowercased() })
+        return base.filter { !replaced.contains($0.name.lowercased()) } + overrides
+    }
+
+    /// The form fields of the endpoint with `overrides` (from `--field`) applied: a name given on the
+    /// command line replaces every field of that name from the file.
+    func fields(overriddenBy overrides: [Pair]) -> [Pair] {
+        let replaced = Set(overrides.map(\.name))
+        return fields.filter { !replaced.contains($0.name) } + overrides
+    }
+
+    private func secret(_ variable: String, for key: String, _ environment: [String: String]) throws -> String {
+        guard let value = environment[variable], !value.isEmpty else {
+            throw problem("\(key): the environment variable \(variable) is not set")
+        }
+        return value
+    }
+
+    private func problem(_ message: String) -> AttacheError {
+        AttacheError(.configInvalid, stage: .configuration, "endpoint \(name): \(message)", file: file)
+    }
+}
