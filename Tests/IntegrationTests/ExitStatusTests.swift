@@ -258,12 +258,10 @@ struct Folder: Sendable {
     func remove() { try? FileManager.default.removeItem(atPath: root) }
 }
 
-/// A port on 127.0.0.1 that nothing listens on: bound to find a free one, then closed, so that a
-/// connection to it is refused.
+/// A port on 127.0.0.1 that nothing listens on, so that a connection to it is refused.
 func refusedPort() throws -> Int {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw TestFailure("socket failed") }
-    defer { close(descriptor) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = 0
@@ -274,6 +272,11 @@ func refusedPort() throws -> Int {
             bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
         }
     }
-    guard bound else { throw TestFailure("bind failed") }
+    guard bound else {
+        close(descriptor)
+        throw TestFailure("bind failed")
+    }
+    // Bound and never listened on, the port refuses every connection; the descriptor stays open for
+    // the life of the test process, so that no server of a test running in parallel can be given it.
     return Int(UInt16(bigEndian: address.sin_port))
 }

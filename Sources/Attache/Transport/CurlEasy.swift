@@ -26,14 +26,6 @@ final class CurlEasy {
         if let headerList { attache_curl_slist_free_all(headerList) }
     }
 
-    /// Resets every option but keeps the connection cache, so the next transfer can reuse a connection.
-    func reset() {
-        attache_curl_easy_reset(handle)
-        if let headerList { attache_curl_slist_free_all(headerList) }
-        headerList = nil
-        for index in errorBuffer.indices { errorBuffer[index] = 0 }
-    }
-
     func set(_ option: CURLoption, _ value: Int) throws {
         try check(attache_curl_setopt_long(handle, option, value), option)
     }

@@ -410,7 +410,6 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: CurlExchange] = [:]
-    private var idleEasies: [CurlEasy] = []
     /// How long the thread waits with nothing to do before it ends.
     private let idleLifetime: Duration = .seconds(5)
 
@@ -490,14 +489,11 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func handle(_ command: Command, multi: UnsafeMutableRawPointer, share: OpaquePointer?) {
         switch command {
         case .add(let exchange):
+            // A fresh easy handle per transfer: connections live in the multi handle, not in easy
+            // handles, and a reset handle refuses some options (CURLOPT_BUFFERSIZE) once it has been used.
             let easy: CurlEasy
             do {
-                if let reused = idleEasies.popLast() {
-                    reused.reset()
-                    easy = reused
-                } else {
-                    easy = try CurlEasy()
-                }
+                easy = try CurlEasy()
                 try exchange.configure(easy, share: share)
             } catch {
                 exchange.finish(.failure(error))
@@ -507,7 +503,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             let added = attache_curl_multi_add_handle(multi, easy.handle)
             guard added == CURLM_OK else {
                 exchange.easy = nil
-                recycle(easy)
                 exchange.finish(
                     .failure(
                         AttacheError(
@@ -523,8 +518,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             _ = attache_curl_multi_remove_handle(multi, easy.handle)
             exchange.easy = nil
-            // A handle removed mid-transfer closes its connection; the handle itself can be reused.
-            recycle(easy)
             exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
         case .unpause(let exchange):
             guard let easy = exchange.easy, active[easy.handle] != nil else { return }
@@ -541,12 +534,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         let result = exchange.result(code: code, text: text, easy: easy)
         _ = attache_curl_multi_remove_handle(multi, handle)
         exchange.easy = nil
-        recycle(easy)
         exchange.finish(result)
-    }
-
-    private func recycle(_ easy: CurlEasy) {
-        if idleEasies.count < 32 { idleEasies.append(easy) }
     }
 
     private func failEverything(_ error: AttacheError) {

@@ -66,9 +66,24 @@ final class SilentListener {
 
 /// A port on 127.0.0.1 with nothing listening (connections are refused).
 func refusedPort() throws -> Int {
-    // Bind a port and close it again: nothing listens there afterwards.
-    let listener = try SilentListener()
-    return listener.port
+    // A port bound and never listened on refuses every connection, and stays ours: a port bound and
+    // closed again could be handed to another test's server running in parallel.
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else {
+        close(fd)
+        throw POSIXError(.EADDRINUSE)
+    }
+    // The descriptor is kept open for the life of the test process on purpose.
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// A batch over `url` with one attempt per file and short timeouts.
