@@ -375,15 +375,45 @@ private struct BatchDriver: Sendable {
     /// One file: identity, journal decision, send, journal result.
     private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
         if Task.isCancelled { return .notStarted }
-        let identity: FileIdentity
+        // The file's identity and the journal's decision in one job on the pool: one hand-off per file
+        // instead of two, which a batch of small files feels.
+        enum Step: Sendable {
+            case unreadable(any Error)
+            case decided(FileIdentity, UploadJournal.Decision)
+        }
+        let configuration = configuration
+        let step: Step
         do {
-            identity = try await pool.run {
-                let source = try FileSource(path: file.path)
-                let sha256 = try ContentDigest.sha256Hex(of: source)
-                return FileIdentity(
-                    byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
+            step = try await pool.run { () throws -> Step in
+                let identity: FileIdentity
+                do {
+                    let source = try FileSource(path: file.path)
+                    let sha256 = try ContentDigest.sha256Hex(of: source)
+                    identity = FileIdentity(
+                        byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
+                } catch {
+                    return .unreadable(error)
+                }
+                if configuration.dryRun {
+                    return .decided(
+                        identity,
+                        try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
+                            ?? .send(idempotencyKey: "", material: nil, resumed: false))
+                }
+                guard let journal else { throw AttacheError(.internalError, stage: .batch, "no journal") }
+                return .decided(
+                    identity,
+                    try journal.claim(
+                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
+                        scheme: configuration.pipeline.configuration.seal.scheme))
             }
         } catch {
+            return .fatal(Self.attacheError(error, file: file.path))
+        }
+        let identity: FileIdentity
+        let decision: UploadJournal.Decision
+        switch step {
+        case .unreadable(let error):
             let failure = Self.attacheError(error, file: file.path)
             if let journal, !configuration.dryRun {
                 do {
@@ -394,28 +424,9 @@ private struct BatchDriver: Sendable {
             }
             await events.send(.failed(file, failure))
             return .failed(file, failure)
-        }
-        if Task.isCancelled { return .notStarted }
-
-        let decision: UploadJournal.Decision
-        do {
-            if configuration.dryRun {
-                decision =
-                    try await pool.run {
-                        try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
-                    } ?? .send(idempotencyKey: "", material: nil, resumed: false)
-            } else if let journal {
-                let scheme = configuration.pipeline.configuration.seal.scheme
-                decision = try await pool.run {
-                    try journal.claim(
-                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
-                        scheme: scheme)
-                }
-            } else {
-                return .fatal(AttacheError(.internalError, stage: .batch, "no journal"))
-            }
-        } catch {
-            return .fatal(Self.attacheError(error, file: file.path))
+        case .decided(let decidedIdentity, let decided):
+            identity = decidedIdentity
+            decision = decided
         }
 
         let key: String

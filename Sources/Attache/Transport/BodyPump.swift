@@ -62,6 +62,10 @@ final class BodyPump: Sendable {
 
     /// Starts reading and returns once the first chunk (or the end, or an error) is there.
     func prime() async {
+        if source.byteCount <= Int64(chunkSize) {
+            await readWhole()
+            return
+        }
         startProducer()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
@@ -140,6 +144,37 @@ final class BodyPump: Sendable {
         return true
     }
 
+    /// Bodies up to this size are read on the calling task rather than handed to the pool: a small file
+    /// from the page cache, or sealing a few kilobytes, takes microseconds, less than the two thread
+    /// hand-offs a pool job costs (a batch of small files is bound by those hand-offs).
+    static let inlineReadLimit: Int64 = 64 * 1024
+
+    /// Reads a body of at most one chunk in one go: no producer task, and the bytes are kept for rewinds.
+    private func readWhole() async {
+        let source = source
+        let read = { @Sendable () throws -> [UInt8] in
+            let reader = try source.makeReader()
+            let count = Int(source.byteCount)
+            var bytes = [UInt8](repeating: 0, count: count)
+            let n = try bytes.withUnsafeMutableBytes { try reader.readFully(into: $0) }
+            guard n == count else {
+                throw AttacheError(.fileChanged, stage: .read, "the body ended after \(n) of \(count) bytes")
+            }
+            return bytes
+        }
+        do {
+            let bytes = source.byteCount <= Self.inlineReadLimit ? try read() : try await pool.run(read)
+            state.withLock { state in
+                state.whole = bytes
+                state.chunks = bytes.isEmpty ? [] : [bytes]
+                state.finished = true
+            }
+        } catch {
+            let failure = (error as? AttacheError) ?? AttacheError(.fileUnreadable, stage: .read, "\(error)")
+            state.withLock { $0.error = failure }
+        }
+    }
+
     private func startProducer() {
         let generation = state.withLock { $0.generation }
         let task = Task { [self] in await produce(generation: generation) }
@@ -148,7 +183,8 @@ final class BodyPump: Sendable {
         }
     }
 
-    private struct ReaderBox: @unchecked Sendable { let reader: any ByteReader }
+    /// The producer's reader, opened in its first read job; used by one job at a time.
+    private final class ReaderBox: @unchecked Sendable { var reader: (any ByteReader)? }
 
     private func produce(generation: Int) async {
         let pool = pool
@@ -156,7 +192,7 @@ final class BodyPump: Sendable {
         let chunkSize = chunkSize
         let total = source.byteCount
         do {
-            let box = try await pool.run { ReaderBox(reader: try source.makeReader()) }
+            let box = ReaderBox()
             var produced: Int64 = 0
             while true {
                 guard await waitForSpace(generation: generation) else { return }
@@ -165,8 +201,9 @@ final class BodyPump: Sendable {
                     want == 0
                     ? []
                     : try await pool.run {
+                        if box.reader == nil { box.reader = try source.makeReader() }
                         var bytes = [UInt8](repeating: 0, count: want)
-                        let n = try bytes.withUnsafeMutableBytes { try box.reader.readFully(into: $0) }
+                        let n = try bytes.withUnsafeMutableBytes { try box.reader!.readFully(into: $0) }
                         if n < want { bytes.removeLast(want - n) }
                         return bytes
                     }

@@ -444,6 +444,9 @@ final class CurlMultiLoop: @unchecked Sendable {
                 _ = attache_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limit)
             }
             _ = attache_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+            // Keep idle connections for later transfers: curl's default cache is four per transfer in
+            // the handle, so a batch whose transfers dip for a moment closed connections it needed again.
+            _ = attache_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64)
             if let share = attache_curl_share_init() {
                 _ = attache_curl_share_data(share, CURL_LOCK_DATA_SSL_SESSION)
                 _ = attache_curl_share_data(share, CURL_LOCK_DATA_DNS)
