@@ -85,12 +85,10 @@ struct DownloadCommand: AsyncParsableCommand {
             var configuration = ConnectionConfiguration()
             try connection.apply(to: &configuration, endpoint: endpoint)
 
-            // A stream (-, a FIFO, a device) is never renamed over: the download completes in a
-            // temporary folder and is copied there once checked.
+            // A stream (-, a FIFO, a device) is never renamed over: the Downloader writes it in place
+            // once the download is verified.
             let destination = OutputDestination(path: output, stage: .download)
-            let staging = destination.kind == .replaced ? nil : try StagingFolder()
-            defer { staging?.remove() }
-            var request = DownloadRequest(url: url, destination: staging?.file ?? output, resume: resume)
+            var request = DownloadRequest(url: url, destination: output, resume: resume)
             let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
                 ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
             if keyFile != nil || keyEnv != nil {
@@ -103,7 +101,7 @@ struct DownloadCommand: AsyncParsableCommand {
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
             let meter = DownloadMeter(enabled: showProgress, name: (destination.displayName as NSString).lastPathComponent)
-            var receipt: DownloadReceipt
+            let receipt: DownloadReceipt
             do {
                 receipt = try await Downloader(configuration: configuration).download(request) { meter.update($0) }
             } catch {
@@ -111,10 +109,6 @@ struct DownloadCommand: AsyncParsableCommand {
                 throw error
             }
             meter.clear()
-            if let staging {
-                try await BlockingPool.shared.run { try destination.write(try FileSource(path: staging.file).makeReader()) }
-                receipt.path = output
-            }
             // With -o -, standard output carries the file: the summary goes to standard error.
             let toError = destination.kind == .standardOutput
             if json {
@@ -129,24 +123,6 @@ struct DownloadCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// A private temporary folder (0700) holding one download on its way to a stream, removed afterwards.
-struct StagingFolder {
-    let path: String
-    var file: String { path + "/download" }
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/attache-download.XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw AttacheError(
-                .fileUnwritable, stage: .download, "cannot create a temporary folder: \(String(cString: strerror(errno)))",
-                file: NSTemporaryDirectory(), cause: NativeError.posix())
-        }
-        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The one-line progress display of a download, redrawn at most ten times a second.

@@ -25,8 +25,10 @@ public struct DownloadRequest: Sendable {
 
     /// The `http://` or `https://` URL to GET.
     public var url: String
-    /// The file to create. It appears only when the download is complete (and, when unsealing,
-    /// verified); until then the bytes collect in `destination + ".part"`.
+    /// Where the download goes. A regular file (or a new name) appears only when the download is
+    /// complete (and, when unsealing, verified); until then the bytes collect in ``partialPath``. `-`
+    /// (standard output) or an existing file that is not a regular file (a FIFO, a device, a link to
+    /// one) is written in place once the download is verified, never replaced.
     public var destination: String
     /// Continue from an existing `.part` file with a `Range` request. Without it an old `.part` is
     /// discarded. Within one call, retries always continue where the previous attempt stopped.
@@ -47,8 +49,20 @@ public struct DownloadRequest: Sendable {
         self.unsealing = unsealing
     }
 
-    /// Where the bytes collect until the download is complete.
-    public var partialPath: String { destination + ".part" }
+    /// Where the bytes collect until the download is complete: `destination + ".part"` for a regular
+    /// file; for a stream destination, a file in the temporary directory that is removed afterwards
+    /// (such a download cannot be resumed by a later call).
+    public var partialPath: String {
+        get { partialPathOverride ?? (streamsToDestination ? streamPartialPath : destination + ".part") }
+        set { partialPathOverride = newValue }
+    }
+
+    private var partialPathOverride: String?
+    private let streamPartialPath =
+        NSTemporaryDirectory() + "/attache-download-\(UInt64.random(in: 0...UInt64.max)).part"
+
+    /// True when the destination is standard output or an existing non-regular file.
+    var streamsToDestination: Bool { OutputDestination(path: destination, stage: .download).kind != .replaced }
 }
 
 /// What a finished download did.
@@ -163,7 +177,12 @@ struct DownloadRun: Sendable {
                 try await self.attempt(shared: shared, resumedFrom: resumedFrom)
             }
         } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
+            if request.streamsToDestination { unlink(part) }
             error.file = request.url
+            throw error
+        } catch {
+            // A stream's partial file has a name no later call can find: nothing to resume.
+            if request.streamsToDestination { unlink(part) }
             throw error
         }
         var receipt = outcome.value
@@ -239,13 +258,26 @@ struct DownloadRun: Sendable {
                 verified = true
             }
             let stored: Int64
+            let output = OutputDestination(path: request.destination, stage: .download)
             if let unsealing = request.unsealing {
                 let unsealer = Unsealer(
                     scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
                     plaintextByteCount: unsealing.plaintextByteCount)
-                try unsealer.unseal(fileAt: part, to: request.destination)
+                if output.kind == .replaced {
+                    try unsealer.unseal(fileAt: part, to: request.destination)
+                    stored = Self.size(of: request.destination) ?? 0
+                } else {
+                    // A stream: each segment is verified before it is written.
+                    let reader = CountingReader(try unsealer.unseal(try FileSource(path: part)))
+                    try output.write(reader)
+                    stored = reader.count
+                }
                 unlink(part)
-                stored = Self.size(of: request.destination) ?? 0
+            } else if output.kind != .replaced {
+                // A stream is written in place, after the bytes were verified, and never renamed over.
+                try output.write(try FileSource(path: part).makeReader())
+                unlink(part)
+                stored = total
             } else {
                 guard rename(part, request.destination) == 0 else {
                     throw AttacheError(
@@ -276,6 +308,20 @@ struct DownloadRun: Sendable {
         if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
         guard text.utf8.count == 64, text.utf8.allSatisfy({ $0 < 128 && isxdigit(Int32($0)) != 0 }) else { return nil }
         return text.lowercased()
+    }
+}
+
+/// Counts what passes through a reader.
+private final class CountingReader: ByteReader {
+    private let inner: any ByteReader
+    private(set) var count: Int64 = 0
+
+    init(_ inner: any ByteReader) { self.inner = inner }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try inner.read(into: buffer)
+        count += Int64(n)
+        return n
     }
 }
 

@@ -227,6 +227,31 @@ struct TransportSeamTests {
         #expect(sleeps.all.count == 1)
     }
 
+    @Test("a download into a FIFO is written in place after it is verified; the FIFO is never replaced")
+    func downloadIntoAFIFO() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seam-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("pipe").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let payload = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let transport = ScriptedTransport([.answer(status: 200, headers: [("Content-Length", "50000")], body: payload)])
+        let received = Task.detached { () -> Data in
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: fifo))
+            defer { try? handle.close() }
+            return try handle.readToEnd() ?? Data()
+        }
+        let request = DownloadRequest(url: "http://127.0.0.1:9/f", destination: fifo)
+        #expect(!request.partialPath.hasPrefix(fifo), "the partial file must not sit beside a FIFO")
+        let downloader = Downloader(configuration: .init(), transport: transport, sleep: RecordedSleeps().sleep)
+        let receipt = try await downloader.download(request)
+        #expect(receipt.byteCount == 50_000)
+        #expect(try await received.value == Data(payload))
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced")
+        #expect(!FileManager.default.fileExists(atPath: request.partialPath))
+    }
+
     @Test("a 404 download is a rejection without retries")
     func downloadNotFound() async throws {
         let transport = ScriptedTransport([.answer(status: 404, body: Array("no such file".utf8))])
