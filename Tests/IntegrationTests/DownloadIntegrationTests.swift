@@ -166,7 +166,7 @@ final class BreakingServer: Sendable {
     private let ranges = Mutex<[String?]>([])
 
     init(body: [UInt8], breakAfter: Int) throws {
-        (listener, port) = try listenOnLoopback(backlog: 4)
+        (listener, port) = try bindLoopback(listening: 4)
         Thread.detachNewThread { [self] in serve(body: body, breakAfter: breakAfter) }
     }
 

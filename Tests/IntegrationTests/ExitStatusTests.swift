@@ -260,23 +260,7 @@ struct Folder: Sendable {
 
 /// A port on 127.0.0.1 that nothing listens on, so that a connection to it is refused.
 func refusedPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw TestFailure("socket failed") }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-            bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-        }
-    }
-    guard bound else {
-        close(descriptor)
-        throw TestFailure("bind failed")
-    }
     // Bound and never listened on, the port refuses every connection; the descriptor stays open for
     // the life of the test process, so that no server of a test running in parallel can be given it.
-    return Int(UInt16(bigEndian: address.sin_port))
+    try bindLoopback(listening: nil).port
 }

@@ -10,14 +10,15 @@ final class SilentListener: Sendable {
     private let descriptor: Int32
 
     init(backlog: Int32 = 2048) throws {
-        (descriptor, port) = try listenOnLoopback(backlog: backlog)
+        (descriptor, port) = try bindLoopback(listening: backlog)
     }
 
     deinit { close(descriptor) }
 }
 
-/// A TCP socket listening on a free port of 127.0.0.1: its descriptor and port.
-func listenOnLoopback(backlog: Int32) throws -> (descriptor: Int32, port: Int) {
+/// A TCP socket bound to a free port of 127.0.0.1, listening when a backlog is given: its descriptor
+/// and port. Bound and not listening, the port refuses every connection and stays taken.
+func bindLoopback(listening backlog: Int32?) throws -> (descriptor: Int32, port: Int) {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw TestFailure("cannot make a socket") }
     var address = sockaddr_in()
@@ -27,7 +28,7 @@ func listenOnLoopback(backlog: Int32) throws -> (descriptor: Int32, port: Int) {
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0, listen(descriptor, backlog) == 0 else {
+    guard bound == 0, backlog.map({ listen(descriptor, $0) == 0 }) ?? true else {
         close(descriptor)
         throw TestFailure("cannot listen on 127.0.0.1")
     }

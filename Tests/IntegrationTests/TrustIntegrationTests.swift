@@ -337,22 +337,9 @@ private func collectFilenames(_ value: Any) -> [String] {
     return []
 }
 
-/// A port nothing listens on now.
+/// A port nothing listens on now (for a server started later).
 func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    guard bound == 0 else { throw TestFailure("cannot bind") }
-    var actual = sockaddr_in()
-    _ = withUnsafeMutablePointer(to: &actual) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: actual.sin_port))
+    let (descriptor, port) = try bindLoopback(listening: nil)
+    close(descriptor)
+    return port
 }

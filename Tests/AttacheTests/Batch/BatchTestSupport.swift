@@ -38,27 +38,7 @@ final class SilentListener {
     private let descriptor: Int32
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        descriptor = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (descriptor, port) = try bindLoopback(listening: 64)
     }
 
     deinit { close(descriptor) }
@@ -67,23 +47,28 @@ final class SilentListener {
 /// A port on 127.0.0.1 with nothing listening (connections are refused).
 func refusedPort() throws -> Int {
     // A port bound and never listened on refuses every connection, and stays ours: a port bound and
-    // closed again could be handed to another test's server running in parallel.
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw POSIXError(.EIO) }
+    // closed again could be handed to another test's server running in parallel. The descriptor is
+    // kept open for the life of the test process on purpose.
+    try bindLoopback(listening: nil).port
+}
+
+/// A TCP socket bound to a free port of 127.0.0.1, listening when a backlog is given.
+func bindLoopback(listening backlog: Int32?) throws -> (descriptor: Int32, port: Int) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw POSIXError(.EIO) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     address.sin_port = 0
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
     }
-    guard bound else {
-        close(fd)
+    guard bound, backlog.map({ listen(descriptor, $0) == 0 }) ?? true else {
+        close(descriptor)
         throw POSIXError(.EADDRINUSE)
     }
-    // The descriptor is kept open for the life of the test process on purpose.
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// A batch over `url` with one attempt per file and short timeouts.
