@@ -27,7 +27,7 @@ struct ChaosTests {
         let store = scratch.root + "/store"
         var server = try await ServerProcess.start(store: store)
         let port = server.port
-        let proxy = try DropAnswersProxy(upstream: port, drop: 0.2, seed: generator.next())
+        let proxy = try await DropAnswersProxy(upstream: port, drop: 0.2, seed: generator.next())
         defer { proxy.stop() }
         let arguments = [
             "batch", scratch.root + "/files", "--url", "http://127.0.0.1:\(proxy.port)/upload", "--journal",

@@ -53,6 +53,11 @@ final class ServiceProcess {
         self.process = process
     }
 
+    /// A Python test server from `Tests/IntegrationTests/Tools/` that prints `listening PORT` when ready.
+    static func python(_ script: String, _ arguments: [String] = []) async throws -> ServiceProcess {
+        try await ServiceProcess(["/usr/bin/env", "python3", tools + "/" + script] + arguments)
+    }
+
     /// SIGKILL by pid, then reap.
     func stop() {
         kill(process.processIdentifier, SIGKILL)

@@ -16,7 +16,7 @@ struct RedirectIntegrationTests {
         var bytes: Int
     }
 
-    func log(_ server: ToolServer) throws -> [Seen] {
+    func log(_ server: ServiceProcess) throws -> [Seen] {
         let data = try Data(contentsOf: URL(string: "http://127.0.0.1:\(server.port)/log")!)
         return try JSONDecoder().decode([Seen].self, from: data)
     }
@@ -31,7 +31,7 @@ struct RedirectIntegrationTests {
 
     @Test("a download follows a redirect to another host without its credentials, and to the same host with them")
     func credentialsStayWithTheirHost() async throws {
-        let server = try ToolServer(script: "redirect_server.py")
+        let server = try await ServiceProcess.python("redirect_server.py")
         defer { server.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redirect-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -55,7 +55,7 @@ struct RedirectIntegrationTests {
 
     @Test("an upload answered 307 is sent again whole to the new place; 302 is not followed; 303 is fetched with GET")
     func uploadRedirects() async throws {
-        let server = try ToolServer(script: "redirect_server.py")
+        let server = try await ServiceProcess.python("redirect_server.py")
         defer { server.stop() }
         let uploader = Uploader(connection: connection())
         func request(_ path: String) throws -> UploadRequest {
@@ -93,7 +93,7 @@ struct RedirectIntegrationTests {
 
     @Test("a proxy is used from the configuration and from http_proxy in the environment")
     func proxy() async throws {
-        let server = try ToolServer(script: "redirect_server.py")
+        let server = try await ServiceProcess.python("redirect_server.py")
         defer { server.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -66,7 +66,7 @@ struct TrustIntegrationTests {
         try await LiveServer.with { server in
             // Every answer is lost after the server stored the upload; one attempt each, so the files end
             // `failed` with their keys, as when a process dies before it hears back.
-            let proxy = try DropAnswersProxy(upstream: server.port, drop: 1.0)
+            let proxy = try await DropAnswersProxy(upstream: server.port, drop: 1.0)
             defer { proxy.stop() }
             let lost = try ChildProcess(
                 executable: try attacheBinary(),
@@ -244,60 +244,16 @@ struct TrustScratch {
 
 /// `Tests/IntegrationTests/Tools/drop_answers_proxy.py`, started on a free port and stopped by pid.
 final class DropAnswersProxy {
-    let tool: ToolServer
-    var port: Int { tool.port }
+    let service: ServiceProcess
+    var port: Int { service.port }
 
-    init(upstream: Int, drop: Double, seed: UInt64? = nil) throws {
+    init(upstream: Int, drop: Double, seed: UInt64? = nil) async throws {
         var arguments = ["--upstream", String(upstream), "--drop", String(drop)]
         if let seed { arguments += ["--seed", String(seed)] }
-        tool = try ToolServer(script: "drop_answers_proxy.py", arguments: arguments)
+        service = try await ServiceProcess.python("drop_answers_proxy.py", arguments)
     }
 
-    func stop() { tool.stop() }
-}
-
-/// A Python test server from `Tests/IntegrationTests/Tools/`, started on a free port of 127.0.0.1 (it
-/// prints the port as its first line) and stopped by pid.
-final class ToolServer {
-    let process: Process
-    let port: Int
-
-    init(script: String, arguments: [String] = [], environment: [String: String]? = nil) throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools/\(script)").path
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", path] + arguments
-        if let environment { process.environment = environment }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = try output.fileHandleForReading.read(upToCount: 1) ?? Data()
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw TestFailure("\(script) did not start")
-        }
-        self.port = port
-    }
-
-    func stop() {
-        // SIGKILL: a child started by the test process may inherit a signal mask that blocks SIGTERM.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    func stop() { service.stop() }
 }
 
 /// A flag set once, from any thread.

@@ -8,7 +8,7 @@ a crash) leaves a client that must send again without knowing whether its first 
 
     drop_answers_proxy.py --upstream PORT [--drop 0.2] [--seed N]
 
-Prints the port it listens on as the first line of stdout; runs until killed. Counts go to stderr on
+Prints "listening PORT" as the first line of stdout; runs until killed. Counts go to stderr on
 SIGTERM.
 """
 import argparse
@@ -92,7 +92,7 @@ async def handle(client_reader, client_writer):
 async def main():
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    print(port, flush=True)
+    print("listening %d" % port, flush=True)
     loop = asyncio.get_running_loop()
 
     def stop():

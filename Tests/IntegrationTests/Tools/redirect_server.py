@@ -3,7 +3,7 @@
 
     redirect_server.py
 
-Prints its port as the first line of stdout; runs until killed. Routes:
+Prints "listening PORT" as the first line of stdout; runs until killed. Routes:
   GET  /cross        302 to http://localhost:PORT/final   (another host name for the same server)
   GET  /same         302 to /final                        (the same host)
   GET  /final        200 "final"
@@ -97,5 +97,5 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
+print("listening %d" % server.server_address[1], flush=True)
 server.serve_forever()
