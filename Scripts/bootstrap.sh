@@ -81,7 +81,7 @@ required=(
     zlib1g-dev                # detection's gzip heads (CZlib), libpng and swift-nio-extras link zlib
     libc6-dev                 # libc.a for the fully static `attache` executable
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
-    python3-venv              # the S3 tests' emulator (moto) and SDK (boto3) live in a venv of their own
+    python3-venv              # the S3 tests' emulator (MiniStack) and SDK (boto3) live in a venv of their own
     php-cli                   # tests send hostile filenames to PHP's built-in server as another receiver
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
@@ -221,31 +221,33 @@ if ((!dry_run)); then
     fi
 fi
 
-# The S3 presigned POST tests run moto's S3 server and make forms with boto3, both from PyPI. Debian 12
-# marks its Python as externally managed (PEP 668), so they go into a venv of their own under the user's
-# cache directory (where the tests look first), never into the system's site-packages. Skipped when a
-# venv there, or the first python3 on PATH, already imports them.
+# The S3 presigned POST tests run MiniStack's S3 (an emulator that checks a form's policy, signature and
+# fields as S3 does) and make forms with boto3, both from PyPI. Debian 12 marks its Python as externally
+# managed (PEP 668), so they go into a venv of their own under the user's cache directory (where the tests
+# look first), never into the system's site-packages. Skipped when a venv there, or the first python3 on
+# PATH, already has them. MiniStack is pinned to the release the tests were written against.
 s3_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv"
-s3_check='import moto.server, boto3, werkzeug'
+s3_packages=(ministack==1.5.33 boto3)
+s3_check='import importlib.metadata as m, boto3; assert m.version("ministack") == "1.5.33"'
 if ((!dry_run)); then
     if "$s3_venv/bin/python3" -c "$s3_check" 2>/dev/null; then
         say "python: S3 test tools in $s3_venv"
     elif python3 -c "$s3_check" 2>/dev/null; then
-        say "python: $(command -v python3) has moto and boto3 for the S3 tests"
+        say "python: $(command -v python3) has MiniStack and boto3 for the S3 tests"
     else
-        say "python: installing moto[server] and boto3 into $s3_venv"
+        say "python: installing ${s3_packages[*]} into $s3_venv"
         mkdir -p "$(dirname "$s3_venv")"
         /usr/bin/python3 -m venv "$s3_venv" || die "cannot create a venv at $s3_venv (package python3-venv)"
         log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
-        if ! "$s3_venv/bin/python3" -m pip install -q 'moto[server]' boto3 werkzeug >"$log" 2>&1; then
+        if ! "$s3_venv/bin/python3" -m pip install -q "${s3_packages[@]}" >"$log" 2>&1; then
             tail -n 20 "$log" >&2
-            die "pip could not install moto[server] and boto3 into $s3_venv (full log: $log)"
+            die "pip could not install ${s3_packages[*]} into $s3_venv (full log: $log)"
         fi
         rm -f "$log"
-        "$s3_venv/bin/python3" -c "$s3_check" || die "$s3_venv cannot import moto, boto3 and werkzeug"
+        "$s3_venv/bin/python3" -c "$s3_check" || die "$s3_venv cannot import ${s3_packages[*]}"
     fi
 else
-    say "dry run: would make sure moto[server] and boto3 can be imported (venv: $s3_venv)"
+    say "dry run: would make sure ${s3_packages[*]} can be imported (venv: $s3_venv)"
 fi
 
 if command -v swift >/dev/null 2>&1; then
