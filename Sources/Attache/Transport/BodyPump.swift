@@ -5,9 +5,10 @@ import Synchronization
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
 /// loop never waits for a disk or a cipher.
 ///
-/// A producer task reads chunks of `chunkSize` bytes from the body's ``ByteReader`` (each read on a
-/// ``BlockingPool`` thread) into a queue of at most `depth` chunks, and waits — holding no thread —
-/// while the queue is full. curl's read callback copies from the queue on the loop's thread; when the
+/// A producer task reads chunks of `chunkSize` bytes from the body's ``ByteReader`` on a
+/// ``BlockingPool`` thread into a queue of at most `depth` chunks, and waits — holding no thread —
+/// until the queue is down to `depth / 4`, then refills it in one job (a hand-off per few chunks, not
+/// per chunk). Consumed chunks are reused. curl's read callback copies from the queue on the loop's thread; when the
 /// queue is empty it pauses the transfer, and the producer asks the loop to resume it when the next
 /// chunk arrives. A body no longer than one chunk is read whole before the transfer starts and kept,
 /// so curl can rewind it for free.
@@ -33,11 +34,16 @@ final class BodyPump: Sendable {
         /// The whole body, when it fits one chunk: rewinding then needs no new reader.
         var whole: [UInt8]?
         var producer: Task<Void, Never>?
+        /// Consumed full-size chunks, for the producer to fill again.
+        var spare: [[UInt8]] = []
     }
 
     let source: any ByteSource
     private let chunkSize: Int
     private let depth: Int
+    /// The producer is woken when the queue is down to this many chunks, and then refills it in one
+    /// job: a hand-off per few chunks rather than per chunk.
+    private let lowWater: Int
     private let pool: BlockingPool
     private let state = Mutex(State())
     /// Called (from any thread) when data arrived for a consumer that paused.
@@ -48,10 +54,11 @@ final class BodyPump: Sendable {
     /// transfers in flight therefore add no threads.
     static let readers = BlockingPool(maximumThreads: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
-    init(source: any ByteSource, chunkSize: Int, depth: Int = 2, pool: BlockingPool = BodyPump.readers) {
+    init(source: any ByteSource, chunkSize: Int, depth: Int = 4, pool: BlockingPool = BodyPump.readers) {
         self.source = source
         self.chunkSize = max(16 * 1024, chunkSize)
         self.depth = max(1, depth)
+        self.lowWater = max(0, self.depth / 4)
         self.pool = pool
     }
 
@@ -112,10 +119,15 @@ final class BodyPump: Sendable {
             }
             state.offset += count
             if state.offset == state.chunks[0].count {
-                state.chunks.removeFirst()
+                let consumed = state.chunks.removeFirst()
+                if consumed.count == chunkSize, state.whole == nil, state.spare.count < depth {
+                    state.spare.append(consumed)
+                }
                 state.offset = 0
-                resumeProducer = state.spaceWaiter
-                state.spaceWaiter = nil
+                if state.chunks.count <= lowWater {
+                    resumeProducer = state.spaceWaiter
+                    state.spaceWaiter = nil
+                }
             }
             return .bytes(count)
         }
@@ -184,38 +196,27 @@ final class BodyPump: Sendable {
     }
 
     /// The producer's reader, opened in its first read job; used by one job at a time.
-    private final class ReaderBox: @unchecked Sendable { var reader: (any ByteReader)? }
+    private final class ReaderBox: @unchecked Sendable {
+        var reader: (any ByteReader)?
+        /// Bytes read so far.
+        var produced: Int64 = 0
+    }
+
+    /// A buffer of `count` bytes for the next chunk: a consumed chunk of that size when there is one
+    /// (no allocation, no page faults), else a new one whose bytes are not cleared first (the read
+    /// overwrites them).
+    private func takeBuffer(count: Int) -> [UInt8] {
+        if let spare = state.withLock({ $0.spare.popLast() }), spare.count == count { return spare }
+        return [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+    }
 
     private func produce(generation: Int) async {
-        let pool = pool
-        let source = source
-        let chunkSize = chunkSize
-        let total = source.byteCount
+        let box = ReaderBox()
         do {
-            let box = ReaderBox()
-            var produced: Int64 = 0
             while true {
                 guard await waitForSpace(generation: generation) else { return }
-                let want = total >= 0 ? Int(min(Int64(chunkSize), max(0, total - produced))) : chunkSize
-                let chunk: [UInt8] =
-                    want == 0
-                    ? []
-                    : try await pool.run {
-                        if box.reader == nil { box.reader = try source.makeReader() }
-                        var bytes = [UInt8](repeating: 0, count: want)
-                        let n = try bytes.withUnsafeMutableBytes { try box.reader!.readFully(into: $0) }
-                        if n < want { bytes.removeLast(want - n) }
-                        return bytes
-                    }
-                produced += Int64(chunk.count)
-                let done = chunk.count < want || want == 0 || (total >= 0 && produced >= total)
-                if done, total >= 0, produced < total {
-                    throw AttacheError(
-                        .fileChanged, stage: .read, "the body ended after \(produced) of \(total) bytes")
-                }
-                guard push(chunk, finished: done, generation: generation, firstAndLast: done && produced == Int64(chunk.count))
-                else { return }
-                if done { return }
+                let finished = try await pool.run { [self] in try fill(box, generation: generation) }
+                if finished { return }
             }
         } catch {
             let failure =
@@ -224,11 +225,40 @@ final class BodyPump: Sendable {
         }
     }
 
+    /// On a pool thread: reads chunks while the queue has room, handing each to the queue as soon as it
+    /// is read. True when the body is complete or no longer wanted.
+    private func fill(_ box: ReaderBox, generation: Int) throws -> Bool {
+        let total = source.byteCount
+        if box.reader == nil { box.reader = try source.makeReader() }
+        while true {
+            let room = state.withLock { state -> Bool? in
+                state.cancelled || state.generation != generation ? nil : state.chunks.count < depth
+            }
+            guard let room else { return true }
+            guard room else { return false }
+            let want = Int(min(Int64(chunkSize), max(0, total - box.produced)))
+            var chunk: [UInt8] = []
+            if want > 0 {
+                chunk = takeBuffer(count: want)
+                let n = try chunk.withUnsafeMutableBytes { try box.reader!.readFully(into: $0) }
+                if n < want { chunk.removeLast(want - n) }
+            }
+            box.produced += Int64(chunk.count)
+            let done = chunk.count < want || want == 0 || box.produced >= total
+            if done, box.produced < total {
+                throw AttacheError(.fileChanged, stage: .read, "the body ended after \(box.produced) of \(total) bytes")
+            }
+            let first = box.produced == Int64(chunk.count)
+            guard push(chunk, finished: done, generation: generation, firstAndLast: done && first) else { return true }
+            if done { return true }
+        }
+    }
+
     /// Waits until the queue has room; false when this producer is no longer wanted.
     private func waitForSpace(generation: Int) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
-                if state.cancelled || state.generation != generation || state.chunks.count < depth { return true }
+                if state.cancelled || state.generation != generation || state.chunks.count <= lowWater { return true }
                 state.spaceWaiter = continuation
                 return false
             }

@@ -104,7 +104,7 @@ public final class CurlTransport: HTTPTransport {
         _ request: TransportRequest, sink: (any ResponseSink)?, withCredentials: Bool, swallowRedirects: Bool
     ) async throws -> HTTPResponse {
         let pump = request.body.map {
-            BodyPump(source: $0, chunkSize: request.connection.uploadBufferSize, pool: pool)
+            BodyPump(source: $0, chunkSize: max(64 * 1024, request.connection.uploadBufferSize / 2), pool: pool)
         }
         if let pump { await pump.prime() }
         let exchange = CurlExchange(
