@@ -379,7 +379,7 @@ private struct BatchDriver: Sendable {
         // instead of two, which a batch of small files feels.
         enum Step: Sendable {
             case unreadable(any Error)
-            case decided(FileIdentity, UploadJournal.Decision)
+            case decided(FileIdentity, UploadJournal.Decision, Detection?)
         }
         let configuration = configuration
         let step: Step
@@ -398,20 +398,25 @@ private struct BatchDriver: Sendable {
                     return .decided(
                         identity,
                         try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
-                            ?? .send(idempotencyKey: "", material: nil, resumed: false))
+                            ?? .send(idempotencyKey: "", material: nil, resumed: false), nil)
                 }
                 guard let journal else { throw AttacheError(.internalError, stage: .batch, "no journal") }
-                return .decided(
-                    identity,
-                    try journal.claim(
-                        path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
-                        scheme: configuration.pipeline.configuration.seal.scheme))
+                let decision = try journal.claim(
+                    path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
+                    scheme: configuration.pipeline.configuration.seal.scheme)
+                // Detect in this job too, for a file that will be sent: one hand-off fewer. A detection that
+                // fails is left to the pipeline, which runs it again and reports it as it always has.
+                guard case .send = decision else { return .decided(identity, decision, nil) }
+                let detection = try? configuration.pipeline.detectBlocking(
+                    fileAt: file.path, declaredKind: configuration.declaredKind)
+                return .decided(identity, decision, detection)
             }
         } catch {
             return .fatal(Self.attacheError(error, file: file.path))
         }
         let identity: FileIdentity
         let decision: UploadJournal.Decision
+        let detection: Detection?
         switch step {
         case .unreadable(let error):
             let failure = Self.attacheError(error, file: file.path)
@@ -424,9 +429,10 @@ private struct BatchDriver: Sendable {
             }
             await events.send(.failed(file, failure))
             return .failed(file, failure)
-        case .decided(let decidedIdentity, let decided):
+        case .decided(let decidedIdentity, let decided, let detected):
             identity = decidedIdentity
             decision = decided
+            detection = detected
         }
 
         let key: String
@@ -458,9 +464,10 @@ private struct BatchDriver: Sendable {
         // The journal committed the key and seal material before this point: every attempt, in this
         // process or the next, seals to the same bytes, so a replayed receipt's key opens what the
         // server holds.
-        let attachment = Attachment(
+        var attachment = Attachment(
             path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material,
             resumesEarlierSend: resumed)
+        attachment.detection = detection
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
         let events = self.events

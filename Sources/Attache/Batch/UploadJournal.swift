@@ -131,7 +131,7 @@ public final class UploadJournal: Sendable {
         let key = Self.absolute(path)
         return try access("read the journal") {
             try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key])
+                try Row.fetchOne(db.cachedStatement(sql: Self.selectFile), arguments: [key])
                     .map(JournalEntry.init(row:))
             }
         }
@@ -186,8 +186,8 @@ public final class UploadJournal: Sendable {
     func finishRun(_ id: Int64, outcome: String) throws {
         try access("finish a run in the journal") {
             try database.write { db in
-                try db.execute(
-                    sql: "UPDATE run SET finishedAt = ?, outcome = ? WHERE id = ?",
+                try Self.execute(
+                    db, sql: "UPDATE run SET finishedAt = ?, outcome = ? WHERE id = ?",
                     arguments: [Self.now(), outcome, id])
             }
         }
@@ -241,7 +241,7 @@ public final class UploadJournal: Sendable {
         let key = Self.absolute(path)
         return try access("read the journal") {
             try database.read { db in
-                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key]) else {
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.selectFile), arguments: [key]) else {
                     return .send(idempotencyKey: "", material: nil, resumed: false)
                 }
                 switch Self.verdict(row: row, identity: identity, retryFailed: retryFailed) {
@@ -264,7 +264,7 @@ public final class UploadJournal: Sendable {
         let key = Self.absolute(path)
         return try access("record a file in the journal") {
             try database.write { db in
-                let row = try Row.fetchOne(db, sql: "SELECT * FROM file WHERE path = ?", arguments: [key])
+                let row = try Row.fetchOne(db.cachedStatement(sql: Self.selectFile), arguments: [key])
                 let now = Self.now()
                 if let row {
                     let runId: Int64? = row["runId"]
@@ -288,8 +288,8 @@ public final class UploadJournal: Sendable {
                         let keepKey = stored != nil && kept != nil
                         let idempotencyKey = keepKey ? stored! : Uploader.makeIdempotencyKey()
                         let material = keepKey ? kept! : SealMaterial.random(for: scheme)
-                        try db.execute(
-                            sql: """
+                        try Self.execute(
+                            db, sql: """
                                 UPDATE file SET state = 'inFlight', idempotencyKey = ?, sealMaterial = ?,
                                     attempts = attempts + 1, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
                                     runId = ?, updatedAt = ?, startedAt = ?, finishedAt = NULL
@@ -302,8 +302,8 @@ public final class UploadJournal: Sendable {
                 // New or changed: a new upload under a new key, with new seal material.
                 let idempotencyKey = Uploader.makeIdempotencyKey()
                 let material = SealMaterial.random(for: scheme)
-                try db.execute(
-                    sql: """
+                try Self.execute(
+                    db, sql: """
                         INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, sealMaterial, attempts,
                                           runId, createdAt, updatedAt, startedAt)
                         VALUES (?, ?, ?, ?, 'inFlight', ?, ?, 1, ?, ?, ?, ?)
@@ -339,8 +339,8 @@ public final class UploadJournal: Sendable {
         try access("record a failure in the journal") {
             try database.write { db in
                 let now = Self.now()
-                try db.execute(
-                    sql: """
+                try Self.execute(
+                    db, sql: """
                         INSERT INTO file (path, size, mtime, sha256, state, errorCode, errorStage, errorMessage,
                                           runId, createdAt, updatedAt, finishedAt)
                         VALUES (?, ?, ?, ?, 'failed', ?, ?, ?, ?, ?, ?, ?)
@@ -370,8 +370,8 @@ public final class UploadJournal: Sendable {
         try access("record a skipped path in the journal") {
             try database.write { db in
                 let now = Self.now()
-                try db.execute(
-                    sql: """
+                try Self.execute(
+                    db, sql: """
                         INSERT INTO file (path, state, errorCode, errorStage, errorMessage, runId, createdAt, updatedAt)
                         VALUES (?, 'skipped', 'skipped', 'batch', ?, ?, ?, ?)
                         ON CONFLICT(path) DO UPDATE SET
@@ -390,14 +390,23 @@ public final class UploadJournal: Sendable {
                 var arguments: [(any DatabaseValueConvertible)?] = [state.rawValue, Self.now()]
                 arguments += values
                 arguments.append(key)
-                try db.execute(
-                    sql: "UPDATE file SET state = ?, updatedAt = ?\(set.isEmpty ? "" : ", " + set) WHERE path = ?",
+                try Self.execute(
+                    db, sql: "UPDATE file SET state = ?, updatedAt = ?\(set.isEmpty ? "" : ", " + set) WHERE path = ?",
                     arguments: StatementArguments(arguments))
             }
         }
     }
 
     // MARK: Helpers
+
+    /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small
+    /// files runs the same two or three statements thousands of times, and compiling each (SQLite's parser,
+    /// GRDB's authorizer) cost more than running it.
+    private static let selectFile = "SELECT * FROM file WHERE path = ?"
+
+    private static func execute(_ db: Database, sql: String, arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
 
     private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
         do {
@@ -446,11 +455,36 @@ public final class UploadJournal: Sendable {
 
     /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
     static func absolute(_ path: String) -> String {
+        // The walk hands out paths that are already clean (no `.`, `..`, empty components or trailing
+        // slash): those need only the working directory in front, not a URL built, stat'ed and
+        // standardized three times per file.
+        let candidate = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        if isStandardAbsolute(candidate) { return candidate }
         let url =
             path.hasPrefix("/")
             ? URL(fileURLWithPath: path) : URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
                 .appendingPathComponent(path)
         return url.standardized.path
+    }
+
+    /// Whether `path` is absolute and already what standardizing it would give.
+    static func isStandardAbsolute(_ path: String) -> Bool {
+        let bytes = path.utf8
+        guard bytes.first == UInt8(ascii: "/"), bytes.count > 1, bytes.last != UInt8(ascii: "/") else { return false }
+        var componentLength = 0
+        var dots = 0
+        for byte in bytes.dropFirst() {
+            if byte == UInt8(ascii: "/") {
+                // An empty component (`//`), `.` or `..`.
+                if componentLength == 0 || componentLength == dots { return false }
+                componentLength = 0
+                dots = 0
+            } else {
+                componentLength += 1
+                if byte == UInt8(ascii: "."), dots == componentLength - 1 { dots += 1 }
+            }
+        }
+        return componentLength != dots
     }
 }
 

@@ -25,6 +25,9 @@ public struct Attachment: Sendable {
     /// key (a resumed batch entry, a key found in a ``SealMaterialStore``). The receipt is then checked
     /// against what is sent now whenever the server reports a digest (a `sha256` member).
     public var resumesEarlierSend: Bool
+    /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
+    /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
+    var detection: Detection?
 
     /// Creates an attachment.
     public init(
@@ -226,8 +229,12 @@ public struct AttachmentPipeline: Sendable {
 
         // Detect: type, kind and metadata from the content (the caller's declared kind is checked).
         progress?(.stage(.detect))
-        let detection = try await detector.detect(
-            fileAt: attachment.path, declaredKind: attachment.declaredKind, on: .shared)
+        let detection =
+            if let known = attachment.detection {
+                known
+            } else {
+                try await detector.detect(fileAt: attachment.path, declaredKind: attachment.declaredKind, on: .shared)
+            }
         if detection.mismatch {
             logger.notice(
                 "extension and content disagree",
@@ -253,7 +260,11 @@ public struct AttachmentPipeline: Sendable {
         // The transform reads the source on its own; a change while it reads shows in a second
         // fingerprint of the (small) image file.
         let before = transforms ? try await BlockingPool.shared.run { try original.contentFingerprint() } : 0
-        let transformed = transforms ? try await transformLimiter.run(transform) : try await transform()
+        // A kind this stage leaves alone needs no job on the pool: the guarded source already knows the
+        // size, and a batch of small files feels every hand-off between threads.
+        let transformed =
+            transforms
+            ? try await transformLimiter.run(transform) : Transformer.passThrough(original, mimeType: detection.mimeType)
         if transforms, transformed.didTransform {
             let after = try await BlockingPool.shared.run { try original.contentFingerprint() }
             guard after == before else {
@@ -359,6 +370,12 @@ public struct AttachmentPipeline: Sendable {
                 "the server refused the upload: \(rejection)", file: attachment.path,
                 cause: RejectionError(rejection: rejection))
         }
+    }
+
+    /// Runs the Detect stage on the calling thread (blocking file I/O: call it from a pool job), for a
+    /// caller that hands the result on in ``Attachment/detection``.
+    func detectBlocking(fileAt path: String, declaredKind: MessageKind?) throws -> Detection {
+        try detector.detect(fileAt: path, declaredKind: declaredKind)
     }
 
     /// Sends one thumbnail as a request of its own (``ThumbnailPlacement/separate``): the attachment's form

@@ -140,9 +140,14 @@ public struct Transformer: Sendable {
     }
 
     private static func passThrough(path: String, mimeType: String) throws -> TransformOutput {
-        let size = try FileSource(path: path).byteCount
-        return TransformOutput(path: path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
-                               originalByteCount: size, outputByteCount: size, width: nil, height: nil, thumbnails: [])
+        passThrough(try FileSource(path: path), mimeType: mimeType)
+    }
+
+    /// What the stage hands on for a file it leaves as it is, with the size `source` recorded.
+    static func passThrough(_ source: FileSource, mimeType: String) -> TransformOutput {
+        TransformOutput(path: source.path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
+                        originalByteCount: source.byteCount, outputByteCount: source.byteCount, width: nil,
+                        height: nil, thumbnails: [])
     }
 }
 

@@ -16,17 +16,29 @@ enum HeaderLine: Equatable {
     /// The empty line that ends the head, or anything unparseable.
     case other
 
+    /// Parses on the bytes, trimming spaces, tabs, CR and LF: this runs for every line of every answer, and
+    /// Foundation's character-set trimming cost more than the rest of a small upload's head handling.
     init(_ bytes: UnsafeRawBufferPointer) {
-        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: " ")
+        let line = Self.trimmed(bytes)
+        if line.starts(with: "HTTP/".utf8) {
+            let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
             self = .status(parts.count > 1 ? Int(parts[1]) ?? 0 : 0)
-        } else if let colon = line.firstIndex(of: ":") {
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             self = .field(
-                name: String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+                name: String(decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: line[..<colon])), as: UTF8.self),
+                value: String(
+                    decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...])), as: UTF8.self))
         } else {
             self = .other
         }
+    }
+
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = 0
+        var end = bytes.count
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 }

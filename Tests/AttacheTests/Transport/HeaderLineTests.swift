@@ -1,0 +1,30 @@
+import Testing
+@testable import Attache
+
+/// How one line of a response head, as curl hands it over, is read.
+@Suite struct HeaderLineTests {
+    private func parse(_ text: String) -> HeaderLine {
+        Array(text.utf8).withUnsafeBytes { HeaderLine($0) }
+    }
+
+    @Test func statusLinesStartANewAnswer() {
+        #expect(parse("HTTP/1.1 206 Partial Content\r\n") == .status(206))
+        #expect(parse("HTTP/2 200 \r\n") == .status(200))
+        #expect(parse("HTTP/1.1  100 Continue\r\n") == .status(100))
+        #expect(parse("HTTP/1.1\r\n") == .status(0))
+    }
+
+    @Test func fieldsAreTrimmedOfSpacesTabsAndTheLineEnd() {
+        #expect(parse("Content-Type: application/json\r\n") == .field(name: "Content-Type", value: "application/json"))
+        #expect(parse("Retry-After:\t3 \r\n") == .field(name: "Retry-After", value: "3"))
+        #expect(parse("X-Empty:\r\n") == .field(name: "X-Empty", value: ""))
+        #expect(parse("Location: http://a/b:c\r\n") == .field(name: "Location", value: "http://a/b:c"))
+        #expect(parse("X-Name: caf\u{e9}\n") == .field(name: "X-Name", value: "caf\u{e9}"))
+    }
+
+    @Test func theEmptyLineEndsTheHead() {
+        #expect(parse("\r\n") == .other)
+        #expect(parse("") == .other)
+        #expect(parse("garbage\r\n") == .other)
+    }
+}
