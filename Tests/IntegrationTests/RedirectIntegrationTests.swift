@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import Synchronization
 import Testing
 
 /// Redirects against a server that is not ours (Python's http.server): what is followed, what is
@@ -120,5 +121,28 @@ struct RedirectIntegrationTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: fromEnvironment)) == Data("final".utf8))
         let seen = try log(server)
         #expect(seen.filter { $0.path == "/final" && $0.proxied && $0.host == "files.invalid" }.count == 2)
+    }
+
+    @Test("an interim 1xx answer reaches the sink with its headers, before the final answer")
+    func informationalAnswers() async throws {
+        let server = try await ServiceProcess.python("redirect_server.py")
+        defer { server.stop() }
+        let interim = Mutex<[(Int, String?)]>([])
+        let sink = CollectingSink(limit: 1 << 16, onInformational: { status, headers in
+            let location = headers.first { $0.name.caseInsensitiveCompare("Location") == .orderedSame }?.value
+            interim.withLock { $0.append((status, location)) }
+        })
+        var connection = ConnectionConfiguration()
+        connection.retry = .never
+        let request = TransportRequest(
+            method: "POST", url: "http://127.0.0.1:\(server.port)/interim", headers: [("Expect", "")],
+            body: DataSource(Array("part".utf8)), connection: connection)
+        let response = try await CurlTransport.shared.send(request, sink: sink)
+        #expect(response.status == 201)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"id":"u7"}"#)
+        let seen = interim.withLock { $0 }
+        #expect(seen.count == 1)
+        #expect(seen.first?.0 == 104)
+        #expect(seen.first?.1 == "/uploads/7")
     }
 }

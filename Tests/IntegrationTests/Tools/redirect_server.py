@@ -13,6 +13,7 @@ Prints "listening PORT" as the first line of stdout; runs until killed. Routes:
   POST /see-other    303 to /result                       (answer fetched with GET)
   POST /stored       200 {"errorCode":0,"data":{"fileId":"r1","bytes":N}}
   GET  /result       200 {"errorCode":0,"data":{"fileId":"r2"}}
+  POST /interim      104 Upload Resumption Supported (Location: /uploads/7), then 201 {"id":"u7"}
   GET  /log          200 JSON list of {"method","path","host","proxied","authorization","cookie","bytes"}
 
 A request in absolute form (`GET http://files.invalid/final`, as clients send to a proxy) is served by
@@ -91,6 +92,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(302, location="/stored")
         if self.path == "/see-other":
             return self.answer(303, location="/result")
+        if self.path == "/interim":
+            self.send_response_only(104, "Upload Resumption Supported")
+            self.send_header("Location", "/uploads/7")
+            self.end_headers()
+            self.wfile.flush()
+            return self.answer(201, b'{"id":"u7"}')
         if self.path == "/stored":
             return self.answer(200, json.dumps({"errorCode": 0, "data": {"fileId": "r1", "bytes": len(body)}}).encode())
         return self.answer(404, b"not found", content_type="text/plain")
