@@ -115,7 +115,13 @@ public final class CurlTransport: HTTPTransport {
         pump?.onWake { [weak exchange] in
             if let exchange { loop.submit(.unpause(exchange)) }
         }
-        defer { pump?.cancel() }
+        defer {
+            pump?.cancel()
+            // The loop thread wrote the sink's state and then took this lock to resume us; taking it
+            // here makes that order visible to a race detector, which cannot see through the
+            // continuation (the concurrency runtime is not instrumented).
+            exchange.continuation.withLock { _ in }
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 exchange.continuation.withLock { $0 = continuation }
