@@ -147,7 +147,7 @@ final class CurlExchange: @unchecked Sendable {
     let sink: any ResponseSink
     let pump: BodyPump?
     let swallowRedirects: Bool
-    let continuation = Mutex<CheckedContinuation<HTTPResponse, any Error>?>(nil)
+    let continuation = HandOffLock<CheckedContinuation<HTTPResponse, any Error>?>(nil)
 
     var easy: CurlEasy?
     private var status = 0
@@ -403,10 +403,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let maximumConnectionsPerHost: Int?
-    private let inbox = Mutex(Inbox())
+    private let inbox = HandOffLock(Inbox())
     /// Created on the loop's first start; then owned by the loop thread (and by `submit` only for
     /// `curl_multi_wakeup`, which is thread-safe).
-    private let handles = Mutex(Handles())
+    private let handles = HandOffLock(Handles())
 
     /// The multi and share handles: plain pointers, used on the loop thread (and `curl_multi_wakeup`,
     /// which is thread-safe, from any).
@@ -596,4 +596,21 @@ private func transportProgressCallback(
     guard let user else { return 0 }
     let exchange = Unmanaged<CurlExchange>.fromOpaque(user).takeUnretainedValue()
     return exchange.progress(sent: Int64(uploaded), received: Int64(downloaded), expected: Int64(downloadTotal))
+}
+
+/// A value behind a pthread mutex, for the state that hands a transfer from one thread to another
+/// (caller → loop → caller). `Synchronization.Mutex` would do as a lock, but its contended path runs
+/// in an uninstrumented library, so ThreadSanitizer could not see those hand-overs as orderings and
+/// would report every transfer's state as a race; pthread mutexes it sees.
+final class HandOffLock<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
 }
