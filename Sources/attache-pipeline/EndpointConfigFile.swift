@@ -273,7 +273,7 @@ struct EndpointConfigFile: Sendable {
         }
 
         func headerName(_ name: String, _ key: [String]) throws -> String {
-            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
+            guard HeaderFieldSyntax.isValidName(name) else {
                 throw problem(key, "is not a header name")
             }
             return name

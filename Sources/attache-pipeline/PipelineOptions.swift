@@ -289,14 +289,14 @@ struct ConnectionOptions: ParsableArguments {
         var authorization: HTTPAuthorization?
         if let bearerEnv {
             let token = try variable(bearerEnv, option: "--bearer-env")
-            guard HeaderLines.isValidValue(token), !token.contains(" ") else {
+            guard HeaderFieldSyntax.isValidValue(token), !token.contains(" ") else {
                 throw ValidationError("--bearer-env \(bearerEnv): the token holds a space or a control character")
             }
             authorization = .bearer(token)
         }
         if let userEnv {
             let text = try variable(userEnv, option: "--user-env")
-            guard let basic = HTTPAuthorization(userColonPassword: text), HeaderLines.isValidValue(text) else {
+            guard let basic = HTTPAuthorization(userColonPassword: text), HeaderFieldSyntax.isValidValue(text) else {
                 throw ValidationError("--user-env \(userEnv): expected user:password (no control characters)")
             }
             authorization = basic
@@ -359,25 +359,13 @@ enum HeaderLines {
         } else {
             throw ValidationError("\(place): expected 'Name: value'")
         }
-        guard isValidName(name) else {
+        guard HeaderFieldSyntax.isValidName(name) else {
             throw ValidationError("\(place): the header name must be a token (letters, digits, -, _, ...)")
         }
-        guard isValidValue(value) else {
+        guard HeaderFieldSyntax.isValidValue(value) else {
             throw ValidationError("\(place): the value of \(name) holds a control character")
         }
         return (String(name), value)
-    }
-
-    /// An RFC 9110 token.
-    static func isValidName(_ name: some StringProtocol) -> Bool {
-        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
-        }
-    }
-
-    /// No control character but tab.
-    static func isValidValue(_ value: String) -> Bool {
-        !value.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }
     }
 
     /// Headers whose values are credentials, refused on the command line.

@@ -170,10 +170,7 @@ extension TransportRequest {
                 "the URL must be http:// or https:// with a host: \(Self.redact(url: url))")
         }
         for (name, value) in connection.headers + headers {
-            let forbidden = { (c: Unicode.Scalar) in c.value < 0x20 || c.value == 0x7F }
-            guard !name.isEmpty, !name.unicodeScalars.contains(where: { forbidden($0) || $0 == ":" || $0 == " " }),
-                !value.unicodeScalars.contains(where: { forbidden($0) && $0 != "\t" })
-            else {
+            guard HeaderFieldSyntax.isValidName(name), HeaderFieldSyntax.isValidValue(value) else {
                 throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
             }
         }
@@ -188,5 +185,24 @@ extension TransportRequest {
         }
         if components.query != nil { components.query = "…" }
         return components.string ?? "<invalid URL>"
+    }
+}
+
+/// The one rule for header fields, used by the transport before sending and by the command line and
+/// the config file when they read headers.
+public enum HeaderFieldSyntax {
+    /// An RFC 9110 field name: a token of ASCII letters, digits and ``!#$%&'*+-.^_`|~``.
+    public static func isValidName(_ name: some StringProtocol) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+    }
+
+    /// A field value Attache sends: no control character but tab (so no CR or LF that could end the
+    /// field early).
+    public static func isValidValue(_ value: some StringProtocol) -> Bool {
+        !value.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }
     }
 }
