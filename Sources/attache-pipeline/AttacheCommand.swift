@@ -19,6 +19,7 @@ struct AttacheCommand: AsyncParsableCommand {
             DetectCommand.self,
             RecompressCommand.self,
             DownloadCommand.self,
+            RequestCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
         ])

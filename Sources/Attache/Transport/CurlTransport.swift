@@ -231,6 +231,7 @@ final class CurlExchange: @unchecked Sendable {
         if let timeout = request.timeout {
             try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout.milliseconds)))
         }
+        if let acceptEncoding = request.acceptEncoding { try easy.set(CURLOPT_ACCEPT_ENCODING, acceptEncoding) }
         try easy.set(CURLOPT_TCP_KEEPALIVE, true)
         try easy.set(CURLOPT_TCP_NODELAY, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)
@@ -264,7 +265,7 @@ final class CurlExchange: @unchecked Sendable {
         }
         let response = HTTPResponse(
             status: status, headers: headers, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap,
-            bodyIncomplete: code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR)
+            bodyIncomplete: code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, timings: easy.timings())
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && sink.bodyExceededCap) {
             return .success(response)
         }

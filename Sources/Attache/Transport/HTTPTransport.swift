@@ -23,11 +23,17 @@ public struct TransportRequest: Sendable {
     public var maximumResponseBodySize: Int
     /// A deadline for the whole exchange, if any.
     public var timeout: Duration?
+    /// The `Accept-Encoding` to offer, with the answer decoded transparently before it reaches the sink:
+    /// `""` offers every encoding this libcurl decodes (gzip, deflate, and br/zstd when built with
+    /// them), as curl's `--compressed` does. nil (the default) offers none and passes the body as the
+    /// server sent it: uploads and resumable downloads need the bytes on the wire.
+    public var acceptEncoding: String?
 
     /// Creates a request.
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [], body: (any ByteSource)? = nil,
-        connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil
+        connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil,
+        acceptEncoding: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -36,6 +42,7 @@ public struct TransportRequest: Sendable {
         self.connection = connection
         self.maximumResponseBodySize = maximumResponseBodySize
         self.timeout = timeout
+        self.acceptEncoding = acceptEncoding
     }
 }
 
