@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-public import Logging
+import Logging
 import Synchronization
 
 /// A general HTTP client on Attache's transport: the request layer the old networking libraries had

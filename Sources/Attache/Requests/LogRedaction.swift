@@ -6,6 +6,9 @@ import FoundationEssentials
 /// Applied to every line ``HTTPClient`` logs (debug and trace), to the equivalent `curl` command line,
 /// and to URLs in its error messages. A field is secret when its name, or one bracketed part of a nested
 /// name (`user[password]`, `auth[token][]`), matches one of ``fieldNames`` without regard to case.
+/// ``HTTPClient`` also masks, in every line about a request, the values it sent in secret headers and
+/// fields, so that an answer echoing them back (a debug endpoint, an error page) does not leak them;
+/// values shorter than 4 characters are not masked that way.
 public struct LogRedaction: Sendable, Hashable {
     /// The text that replaces a secret.
     public static let mask = "<redacted>"
@@ -97,7 +100,7 @@ public struct LogRedaction: Sendable, Hashable {
         case .object(let members):
             var copy: [String: JSONValue] = [:]
             for (name, member) in members {
-                copy[name] = isSecret(field: name) ? .string(Self.mask) : json(member)
+                copy[name] = isSecret(field: name) || isSecret(header: name) ? .string(Self.mask) : json(member)
             }
             return .object(copy)
         case .array(let items): return .array(items.map(json))
@@ -105,10 +108,63 @@ public struct LogRedaction: Sendable, Hashable {
         }
     }
 
+    /// The values of secret fields in form text (a query or a form body), as sent and decoded: a
+    /// server that echoes them back must not get them into the log through its answer.
+    public func secretValues(inForm text: String) -> [String] {
+        text.split(separator: "&").flatMap { pair -> [String] in
+            guard let equals = pair.firstIndex(of: "="), isSecret(field: String(pair[..<equals])) else { return [] }
+            let raw = String(pair[equals...].dropFirst())
+            return [raw, Self.percentDecoded(raw, plusAsSpace: true)]
+        }
+    }
+
+    /// The values of secret members of a JSON value, at any depth (strings and numbers as text).
+    public func secretValues(inJSON value: JSONValue) -> [String] {
+        switch value {
+        case .object(let members):
+            return members.flatMap { name, member -> [String] in
+                guard isSecret(field: name) || isSecret(header: name) else { return secretValues(inJSON: member) }
+                return Self.leaves(member)
+            }
+        case .array(let items): return items.flatMap(secretValues(inJSON:))
+        default: return []
+        }
+    }
+
+    /// The secret parts of a header's value: the whole value, the credential after a scheme
+    /// (`Bearer X`, `Basic X` and the password inside X), and each cookie's value.
+    public func secretValues(inHeader name: String, value: String) -> [String] {
+        guard isSecret(header: name) else { return [] }
+        var values = [value]
+        if let credential = value.split(separator: " ").last.map(String.init) {
+            values.append(credential)
+            if value.lowercased().hasPrefix("basic "), let decoded = try? Base64.decode(credential),
+                let text = String(validating: decoded, as: UTF8.self), let colon = text.firstIndex(of: ":")
+            {
+                values += [text, String(text[text.index(after: colon)...])]
+            }
+        }
+        for cookie in value.split(separator: ";") {
+            if let equals = cookie.firstIndex(of: "=") { values.append(String(cookie[cookie.index(after: equals)...])) }
+        }
+        return values
+    }
+
+    private static func leaves(_ value: JSONValue) -> [String] {
+        switch value {
+        case .string(let text): return [text]
+        case .number, .bool: return [value.description]
+        case .array(let items): return items.flatMap(leaves)
+        case .object(let members): return members.values.flatMap(leaves)
+        case .null: return []
+        }
+    }
+
     /// `text` with every literal secret value masked.
     public func scrub(_ text: String) -> String {
         var text = text
-        for secret in secretValues where secret.count >= 4 {
+        // Longest first, so that a value containing another is masked whole.
+        for secret in secretValues.sorted(by: { $0.count > $1.count }) where secret.count >= 4 {
             text = text.replacing(secret, with: Self.mask)
         }
         return text

@@ -11,9 +11,47 @@ struct RequestLog {
     let request: HTTPRequest
     let exchange: TransportRequest
     let attempt: Int
+    /// The client's redaction plus the secret values this request carries.
+    private let redaction: LogRedaction
 
     private var logger: Logger { configuration.logger }
-    private var redaction: LogRedaction { configuration.redaction }
+
+    init(configuration: HTTPClient.Configuration, request: HTTPRequest, exchange: TransportRequest, attempt: Int) {
+        self.configuration = configuration
+        self.request = request
+        self.exchange = exchange
+        self.attempt = attempt
+        var redaction = configuration.redaction
+        if configuration.logger.logLevel <= .debug {
+            redaction.secretValues += Self.secrets(of: exchange, redaction: redaction)
+        }
+        self.redaction = redaction
+    }
+
+    /// The values `exchange` sends in secret headers, query fields and form or JSON body fields.
+    private static func secrets(of exchange: TransportRequest, redaction: LogRedaction) -> [String] {
+        var values: [String] = []
+        for line in exchange.headerLines(withCredentials: true) {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let value = line[line.index(after: colon)...].drop { $0 == " " }
+            values += redaction.secretValues(inHeader: String(line[..<colon]), value: String(value))
+        }
+        if let mark = exchange.url.firstIndex(of: "?") {
+            values += redaction.secretValues(inForm: String(exchange.url[exchange.url.index(after: mark)...]))
+        }
+        let type = (exchange.headers.last { $0.name.lowercased() == "content-type" }?.value ?? "").lowercased()
+        let readable = type.hasPrefix("application/x-www-form-urlencoded") || type.contains("json")
+        if readable, let source = exchange.body, source.byteCount <= 1 << 20,
+            let bytes = try? source.makeReader().readToEnd()
+        {
+            if type.hasPrefix("application/x-www-form-urlencoded") {
+                values += redaction.secretValues(inForm: String(decoding: bytes, as: UTF8.self))
+            } else if let value = try? JSONValue.parse(bytes) {
+                values += redaction.secretValues(inJSON: value)
+            }
+        }
+        return values
+    }
 
     private var target: String { "\(exchange.method) \(redaction.url(exchange.url))" }
 
@@ -23,7 +61,8 @@ struct RequestLog {
         var lines = ["→ \(target) (attempt \(attempt))"]
         lines += headers.map { "  " + $0 }
         if let preview = requestBodyPreview() { lines.append("  body: " + preview) }
-        logger.trace("\(lines.joined(separator: "\n"))")
+        // One log line each: a handler that escapes line breaks keeps them readable.
+        for line in lines { logger.trace("\(line)") }
         logger.trace("\(curlCommand(headers: headers))")
     }
 
@@ -43,7 +82,7 @@ struct RequestLog {
         if let preview = preview(response.body, contentType: response.header("Content-Type"), secret: request.bodyIsSecret) {
             lines.append("  body: " + preview + (response.bodyExceededCap ? " (cut at the size cap)" : ""))
         }
-        logger.trace("\(lines.joined(separator: "\n"))")
+        for line in lines { logger.trace("\(line)") }
     }
 
     func failed(_ error: AttacheError) {

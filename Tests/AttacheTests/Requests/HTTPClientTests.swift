@@ -357,7 +357,9 @@ struct HTTPClientLoggingTests {
         configuration.connection.authorization = .bearer(secrets[0])
         configuration.redaction.headerNames.insert("x-custom-secret")
         configuration.redaction.secretValues = [secrets[11]]
-        let answerBody = #"{"access_token":"answer-SECRET-9","user":{"password":"x"},"note":"fine"}"#
+        // The answer also echoes what was sent under harmless names, as debug endpoints do.
+        let answerBody = #"{"access_token":"answer-SECRET-9","user":{"password":"x"},"note":"fine","#
+            + #""echo":"password=form-SECRET-3&cookie=sid=cookie-SECRET-4 bearer-SECRET-1 sign=nested-SECRET-8"}"#
         let transport = ScriptedTransport([
             .answer(status: 200, headers: [("Set-Cookie", "sid=\(secrets[4]); HttpOnly"), ("Content-Type", "application/json")],
                     body: Array(answerBody.utf8)),
