@@ -81,7 +81,7 @@ if ((build)); then
     # binaries are self-contained (`attache` fully static) and map ~12 MB less of shared libraries.
     # `attache` hands upload, batch and recompress to `attache-pipeline`, built next to it. The
     # reference server is built the ordinary way in its own build folder (its memory is not measured).
-    for product in attache attache-pipeline; do
+    for product in attache attache-pipeline attache-request-bench; do
         printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
         (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
             || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }
