@@ -14,10 +14,11 @@ let package = Package(
     name: "Attache",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "Attache", targets: ["Attache"]),
+        .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
         .executable(name: "attache", targets: ["attache"]),
+        .executable(name: "attache-transfer", targets: ["attache-transfer"]),
         .executable(name: "attache-pipeline", targets: ["attache-pipeline"]),
         .executable(name: "attache-server", targets: ["attache-server"]),
     ],
@@ -85,10 +86,22 @@ let package = Package(
             // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB
             // of RSS, while the archive contributes only the EVP code the Seal stage calls.
             linkerSettings: [.linkedLibrary(":libcrypto.a")]),
+        // The pipeline, the transport, uploads and downloads. FoundationEssentials only, never Foundation
+        // (whose CoreFoundation and ICU cost ~10 MB of resident pages in every process that links them):
+        // `attache-transfer`, which runs uploads and downloads, stays small (docs/BENCHMARKS.md).
         .target(
             name: "Attache",
             dependencies: [
                 "AttacheCore", "CCurl", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        // `attache batch`'s engine: the SQLite journal (GRDB, which needs Foundation) and the batch runner.
+        // Part of the `Attache` library product; `import AttacheBatch` to use it.
+        .target(
+            name: "AttacheBatch",
+            dependencies: [
+                "Attache", "AttacheCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -122,14 +135,39 @@ let package = Package(
                     .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
                     .linkedLibrary("z"), .linkedLibrary("m"),
                 ]),
-        // The whole tool (upload, batch, download and the four above), installed next to `attache`.
-        .executableTarget(
-            name: "attache-pipeline",
+        // The options and commands of the network half (upload, download), shared by `attache-transfer`
+        // and `attache-pipeline`; the config file of endpoints (TOMLKit) too. FoundationEssentials only.
+        .target(
+            name: "AttacheTransferCommands",
             dependencies: [
-                "Attache", "AttacheCommands", "CLibc",
+                "Attache", "AttacheCommands", "AttacheCore", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: swiftSettings),
+        // `upload` and `download`, which the `attache` front hands over to: no Foundation, no SQLite, so a
+        // transfer's process is libcurl's libraries plus a few MB (docs/BENCHMARKS.md, nginx-upload).
+        // Installed next to `attache`.
+        .executableTarget(
+            name: "attache-transfer",
+            dependencies: [
+                "Attache", "AttacheCore", "AttacheTransferCommands", "AttacheCommands", "CLibc",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings,
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-Xclang-linker", "-no-pie", "-Xlinker", "--no-export-dynamic"],
+                    .when(configuration: .release))
+            ]),
+        // The whole tool (batch, and everything the two above run), installed next to `attache`.
+        .executableTarget(
+            name: "attache-pipeline",
+            dependencies: [
+                "Attache", "AttacheBatch", "AttacheCommands", "AttacheTransferCommands", "CLibc",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings,
             // Start-up time (docs/BENCHMARKS.md): a position-dependent executable needs none of the
@@ -187,21 +225,21 @@ let package = Package(
         // The README's library example, compiled with every build so that it stays true.
         .executableTarget(
             name: "attache-example",
-            dependencies: ["Attache"],
+            dependencies: ["Attache", "AttacheBatch"],
             path: "Samples/Examples/SendAttachments",
             swiftSettings: swiftSettings),
 
         .testTarget(
             name: "AttacheTests",
             dependencies: [
-                "Attache", "AttacheCore", "AttacheFuzzTargets",
+                "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings),
         // The command-line tool's own logic (the config file of endpoints), tested without a process.
         .testTarget(
             name: "AttachePipelineTests",
-            dependencies: ["attache-pipeline"],
+            dependencies: ["AttacheTransferCommands", "Attache"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",
@@ -214,7 +252,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Attache", "AttacheServer", "AttacheCommands",
+                "Attache", "AttacheBatch", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)

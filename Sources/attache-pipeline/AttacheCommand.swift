@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheTransferCommands
 import AttacheCommands
 import CLibc
 

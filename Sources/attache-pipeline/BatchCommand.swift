@@ -1,5 +1,7 @@
 import ArgumentParser
 import Attache
+import AttacheBatch
+import AttacheTransferCommands
 import AttacheCommands
 import Dispatch
 import Foundation

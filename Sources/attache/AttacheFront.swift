@@ -11,19 +11,23 @@ import Musl
 import Darwin
 #endif
 
-/// The `attache` executable: runs `detect`, `recompress`, `encrypt` and `decrypt` itself and hands
-/// every other command line to `attache-pipeline`, which installs next to it.
+/// The `attache` executable: runs `detect`, `recompress`, `encrypt` and `decrypt` itself, hands
+/// `upload` and `download` to `attache-transfer` and every other command line to `attache-pipeline`;
+/// both install next to it.
 ///
 /// Those four commands need neither Foundation nor libcurl or SQLite, so this executable is linked
 /// fully statically without them (the codecs and libcrypto from their static archives): it starts in
 /// under a millisecond and a few MB, where the whole tool takes several times that
 /// (docs/BENCHMARKS.md, Start-up). A `detect` over a few hundred files, a `recompress` of one photo and
-/// an `encrypt` of a small attachment all feel that start-up. Everything else (`upload`, `batch`,
-/// `download`, `--help`, `--version`) costs one `execv` more, which is nothing next to what those
-/// commands do.
+/// an `encrypt` of a small attachment all feel that start-up. Everything else costs one `execv` more,
+/// which is nothing next to what those commands do. `upload` and `download` go to `attache-transfer`,
+/// which links libcurl but neither Foundation nor SQLite, so a transfer's process stays small; `batch`,
+/// `--help` and `--version` go to `attache-pipeline`, the whole tool.
 @main
 struct AttacheFront {
     static let ownCommands: Set<String> = ["detect", "recompress", "encrypt", "decrypt"]
+    /// The commands `attache-transfer` runs.
+    static let transferCommands: Set<String> = ["upload", "download"]
 
     /// A synchronous `main` on purpose. An `async` main parks the main thread in `dispatch_main`, which
     /// calls `pthread_exit`, whose forced unwind makes libgcc sort every unwind entry of a static
@@ -33,7 +37,8 @@ struct AttacheFront {
         // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
         let arguments = PlatformPath.commandLineArguments
         guard arguments.count > 1, ownCommands.contains(arguments[1]) else {
-            runPipeline(arguments)
+            let transfer = arguments.count > 1 && transferCommands.contains(arguments[1])
+            run(transfer ? "attache-transfer" : "attache-pipeline", arguments)
         }
         _ = attache_set_malloc_arena_limit(2)
         DetectCommand.runIfPlain(arguments)
@@ -68,10 +73,9 @@ struct AttacheFront {
         }
     }
 
-    /// Replaces this process with `attache-pipeline` and the same arguments: the copy next to this
+    /// Replaces this process with the executable `name` and the same arguments: the copy next to this
     /// executable, else the first one on `PATH`. Exits with 69 (unavailable) when there is none.
-    static func runPipeline(_ arguments: [String]) -> Never {
-        let name = "attache-pipeline"
+    static func run(_ name: String, _ arguments: [String]) -> Never {
         let sibling = executableDirectory().map { $0 + "/" + name }
         var failure = ENOENT
         for candidate in [sibling, name].compactMap({ $0 }) {
@@ -83,7 +87,7 @@ struct AttacheFront {
         }
         let place = sibling.map { " (looked for \($0) and on PATH)" } ?? " (looked on PATH)"
         writeErrorLine(
-            "attache: cannot start \(name), which runs every command but detect, encrypt and decrypt\(place): "
+            "attache: cannot start \(name), which runs \(arguments.count > 1 ? "`attache \(arguments[1])`" : "it")\(place): "
                 + String(cString: strerror(failure)))
         exit(ExitStatus.unavailable)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Attache
+import AttacheBatch
 import AttacheServer
 
 /// `attache batch` as a subprocess against the live reference server: killed with SIGKILL at random

@@ -1,4 +1,5 @@
 import Attache
+import AttacheBatch
 import AttacheServer
 import Foundation
 #if canImport(FoundationNetworking)

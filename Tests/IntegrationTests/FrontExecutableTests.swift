@@ -23,7 +23,7 @@ struct FrontExecutableTests {
     @Test func otherCommandsAreHandedToThePipelineExecutable() async throws {
         let help = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--help"])
         #expect(try await help.wait(upTo: 30) == 0)
-        // Only attache-pipeline knows `upload`; its usage line still names the tool `attache`.
+        // attache-transfer runs `upload`; its usage line still names the tool `attache`.
         #expect(help.standardOutput.contains("USAGE: attache upload"))
 
         let top = try ChildProcess(executable: try attacheBinary(), arguments: ["--help"])
@@ -67,6 +67,10 @@ struct FrontExecutableTests {
         #expect(try await child.wait(upTo: 30) == 69)
         #expect(child.standardError.contains("cannot start attache-pipeline"))
         #expect(child.standardError.contains(folder.path + "/attache-pipeline"))
+        // `upload` and `download` go to attache-transfer.
+        let upload = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "upload", "x"])
+        #expect(try await upload.wait(upTo: 30) == 69)
+        #expect(upload.standardError.contains("cannot start attache-transfer, which runs `attache upload`"))
 
         // The front's own commands still work without it.
         let detect = try ChildProcess(executable: lonely, arguments: ["detect", lonely])

@@ -3,6 +3,7 @@
 //
 //   swift run attache-example http://127.0.0.1:8080/upload Samples/photo.jpg Samples/voice.ogg
 import Attache
+import AttacheBatch
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()

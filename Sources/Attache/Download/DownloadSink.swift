@@ -1,5 +1,12 @@
 internal import AttacheCore
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where one download attempt's answer goes: appended to the `.part` file, hashed as it is written.
 /// A ``ResponseSink``, called on the transport's thread.
@@ -125,7 +132,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
                 AttacheError(
                     .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url,
                     isRetryable: true),
-                retryAfter: header("Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                retryAfter: header("Retry-After").flatMap { Int($0.trimmingBlanks) }
                     .map { .seconds($0) })
         default:
             return .failed(
@@ -212,7 +219,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     private func header(_ name: String) -> String? {
-        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.last { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// `Content-Range: bytes START-END/TOTAL`.
@@ -232,7 +239,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
 
     private func bodyExcerpt() -> String {
         let text = String(decoding: errorBody.prefix(200), as: UTF8.self)
-            .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingCharacters(in: .whitespaces)
+            .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingBlanks
         return text.isEmpty ? "" : ": \(text)"
     }
 }

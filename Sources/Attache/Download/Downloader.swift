@@ -1,5 +1,12 @@
 internal import AttacheCore
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// What to fetch and where to put it.
@@ -59,7 +66,7 @@ public struct DownloadRequest: Sendable {
 
     private var partialPathOverride: String?
     private let streamPartialPath =
-        NSTemporaryDirectory() + "/attache-download-\(UInt64.random(in: 0...UInt64.max)).part"
+        PathText.temporaryDirectory + "/attache-download-\(UInt64.random(in: 0...UInt64.max)).part"
 
     /// True when the destination is standard output or an existing non-regular file.
     var streamsToDestination: Bool { OutputDestination(path: destination, stage: .download).kind != .replaced }
@@ -332,7 +339,7 @@ final class RunningHash: @unchecked Sendable {
     private var covered: Int64 = 0
     /// One attempt uses the hash from several threads in turn (a pool job catches it up, the transport's
     /// thread appends the body); the lock makes each hand-over an ordering a race detector can see too.
-    private let lock = NSLock()
+    private let lock = PThreadLock()
 
     init() throws { digest = try SHA256Digest() }
 

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What the server answered to one attempt, as the uploader captured it.
 public struct HTTPResponse: Sendable {
@@ -31,12 +38,12 @@ public struct HTTPResponse: Sendable {
 
     /// The last value of the header `name`, compared without regard to case.
     public func header(_ name: String) -> String? {
-        headers.last { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.last { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// The media type of the body, lower-cased, without parameters (`application/json`).
     public var mediaType: String? {
         guard let value = header("Content-Type") else { return nil }
-        return value.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        return value.split(separator: ";").first?.trimmingBlanks.lowercased()
     }
 }

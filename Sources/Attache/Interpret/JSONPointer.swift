@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A JSON Pointer (RFC 6901): the path to one value inside a JSON document, such as
 /// `/result/document/file_id` or `/files/0/id`.
@@ -85,7 +92,7 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
 
     /// The string form, escaped: `/a~1b/0`.
     public var description: String {
-        tokens.map { "/" + $0.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") }
+        tokens.map { "/" + $0.replacing("~", with: "~0").replacing("/", with: "~1") }
             .joined()
     }
 

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A JSON value as the server sent it, kept whole so that no field of a receipt is lost.
 public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -38,7 +45,7 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         switch self {
         case .number(let value):
             return value == value.rounded() && abs(value) < 9e15 ? Int(value) : nil
-        case .string(let value): return Int(value.trimmingCharacters(in: .whitespaces))
+        case .string(let value): return Int(value.trimmingBlanks)
         default: return nil
         }
     }

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What an answer from the server means for the upload.
 public enum ResponseOutcome: Sendable {
@@ -237,7 +244,7 @@ public struct ResponseInterpreter: Sendable {
 
     /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped to the configured maximum.
     public func retryAfter(in response: HTTPResponse) -> Duration? {
-        guard let raw = response.header("Retry-After")?.trimmingCharacters(in: .whitespaces),
+        guard let raw = response.header("Retry-After")?.trimmingBlanks,
             !raw.isEmpty
         else { return nil }
         var delay: Duration?
@@ -289,7 +296,7 @@ public struct ResponseInterpreter: Sendable {
     }
 
     private func interpretStatus(_ response: HTTPResponse) -> ResponseOutcome {
-        let location = response.header("Location")?.trimmingCharacters(in: .whitespaces)
+        let location = response.header("Location")?.trimmingBlanks
         let locationId = location.flatMap(Self.lastPathSegment)
         let document: JSONValue
         var fileId: String?
@@ -456,7 +463,7 @@ public struct ResponseInterpreter: Sendable {
         }
         if let title = htmlTitle(response.body) { return title }
         let text = String(decoding: response.body.prefix(200), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+            .trimmingWhiteSpace
         guard !text.isEmpty, !text.contains("<") else { return nil }
         return text.split(whereSeparator: \.isNewline).first.map(String.init)
     }
@@ -474,7 +481,7 @@ public struct ResponseInterpreter: Sendable {
             path = String(location.prefix { $0 != "?" && $0 != "#" })
         }
         guard let segment = path.split(separator: "/").last else { return nil }
-        return String(segment).removingPercentEncoding ?? String(segment)
+        return segment.percentDecoded ?? String(segment)
     }
 
     private func describeNonJSON(_ response: HTTPResponse) -> String {
@@ -488,10 +495,10 @@ public struct ResponseInterpreter: Sendable {
 
     private func htmlTitle(_ body: [UInt8]) -> String? {
         let text = String(decoding: body.prefix(8192), as: UTF8.self)
-        guard let open = text.range(of: "<title>", options: .caseInsensitive),
-            let close = text.range(of: "</title>", options: .caseInsensitive, range: open.upperBound..<text.endIndex)
+        guard let open = text.rangeIgnoringASCIICase(of: "<title>"),
+            let close = text.rangeIgnoringASCIICase(of: "</title>", from: open.upperBound)
         else { return nil }
-        let title = text[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        let title = text[open.upperBound..<close.lowerBound].trimmingWhiteSpace
         return title.isEmpty ? nil : String(title.prefix(200))
     }
 }
@@ -516,10 +523,28 @@ extension HTTPResponse {
 
     /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders to use.
     static func parseHTTPDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)
+        // `Sun,` `06` `Nov` `1994` `08:49:37` `GMT`
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT",
+            let day = Int32(parts[1]), (1...31).contains(day),
+            let month = months.firstIndex(of: String(parts[2])),
+            let year = Int32(parts[3]), year >= 1970
+        else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int32(clock[0]), let minute = Int32(clock[1]), let second = Int32(clock[2]),
+            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        var fields = tm()
+        fields.tm_year = year - 1900
+        fields.tm_mon = Int32(month)
+        fields.tm_mday = day
+        fields.tm_hour = hour
+        fields.tm_min = minute
+        fields.tm_sec = second
+        let seconds = timegm(&fields)
+        guard seconds != -1 else { return nil }
+        return Date(timeIntervalSince1970: Double(seconds))
     }
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Reads the small XML documents object stores answer with (S3's `PostResponse` and `Error`, MinIO's and
 /// GCS's of the same shape) into a ``JSONValue``, so that a receipt keeps every element.
@@ -64,7 +71,7 @@ enum XMLAnswerReader {
                 guard let close = bytes[index...].firstIndex(of: UInt8(ascii: ">")), let frame = stack.popLast()
                 else { return nil }
                 let name = String(decoding: bytes[(index + 2)..<close], as: UTF8.self)
-                    .trimmingCharacters(in: .whitespaces)
+                    .trimmingBlanks
                 guard name == frame.name else { return nil }
                 let value = value(of: frame)
                 if stack.isEmpty {

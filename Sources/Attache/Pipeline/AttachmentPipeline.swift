@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 public import Logging
 
 /// One attachment to send.
@@ -27,7 +34,7 @@ public struct Attachment: Sendable {
     public var resumesEarlierSend: Bool
     /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
-    var detection: Detection?
+    package var detection: Detection?
 
     /// Creates an attachment.
     public init(
@@ -225,7 +232,7 @@ public struct AttachmentPipeline: Sendable {
         // completes on the server.
         let original = try FileSource(path: attachment.path, verifiesContent: true)
         // A name whose bytes are not UTF-8 goes out with U+FFFD for each such byte (PlatformPath).
-        var filename = PlatformPath.displayName(attachment.filename ?? (attachment.path as NSString).lastPathComponent)
+        var filename = PlatformPath.displayName(attachment.filename ?? PathText.lastComponent(attachment.path))
 
         // Detect: type, kind and metadata from the content (the caller's declared kind is checked).
         progress?(.stage(.detect))
@@ -255,7 +262,7 @@ public struct AttachmentPipeline: Sendable {
         let transform = {
             try await transformer.transform(
                 fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
-                workDirectory: workDirectory ?? NSTemporaryDirectory())
+                workDirectory: workDirectory ?? PathText.temporaryDirectory)
         }
         // The transform reads the source on its own; a change while it reads shows in a second
         // fingerprint of the (small) image file.
@@ -374,7 +381,7 @@ public struct AttachmentPipeline: Sendable {
 
     /// Runs the Detect stage on the calling thread (blocking file I/O: call it from a pool job), for a
     /// caller that hands the result on in ``Attachment/detection``.
-    func detectBlocking(fileAt path: String, declaredKind: MessageKind?) throws -> Detection {
+    package func detectBlocking(fileAt path: String, declaredKind: MessageKind?) throws -> Detection {
         try detector.detect(fileAt: path, declaredKind: declaredKind)
     }
 
@@ -400,7 +407,7 @@ public struct AttachmentPipeline: Sendable {
             try body.addField(name: "encoding", value: configuration.seal.transferEncoding.rawValue)
             try body.addField(name: "plaintextSize", value: String(sealed.plaintextByteCount))
         }
-        let stem = (filename as NSString).deletingPathExtension
+        let stem = PathText.deletingExtension(filename)
         let thumbnailFilename = (stem.isEmpty ? filename : stem) + "." + thumbnail.filename
         try body.addFile(
             name: configuration.fileFieldName, filename: thumbnailFilename, contentType: contentType, source: sealed)
@@ -431,7 +438,7 @@ public struct AttachmentPipeline: Sendable {
         guard configuration.answers.profile == .s3Post,
             let key = (configuration.fields + attachment.fields).last(where: { $0.name == "key" })?.value
         else { return nil }
-        return key.replacingOccurrences(of: "${filename}", with: filename)
+        return key.replacing("${filename}", with: filename)
     }
 
     /// Makes sure a receipt that may belong to an earlier upload under the same idempotency key is a
@@ -483,13 +490,13 @@ public struct AttachmentPipeline: Sendable {
     }
 
     static func replacingExtension(of filename: String, with newExtension: String) -> String {
-        let stem = (filename as NSString).deletingPathExtension
+        let stem = PathText.deletingExtension(filename)
         return (stem.isEmpty ? filename : stem) + "." + newExtension
     }
 
     /// A private directory for this attachment's transformed files, removed when it is sent.
     static func makeWorkDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/attache-XXXXXX").utf8CString)
+        var template = Array((PathText.temporaryDirectory + "/attache-XXXXXX").utf8CString)
         guard let created = mkdtemp(&template) else {
             throw AttacheError(
                 .fileUnwritable, stage: .transform, "cannot create a temporary directory",

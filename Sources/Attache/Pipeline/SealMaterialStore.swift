@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Seal material kept on disk per idempotency key, so that an upload sent again under the same key (by
 /// a later process, after a crash or a lost answer) seals to the same bytes.
@@ -25,7 +32,7 @@ public struct SealMaterialStore: Sendable {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             return state + "/attache/seal-material"
         }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? PathText.homeDirectory
         return home + "/.local/state/attache/seal-material"
     }
 
@@ -97,7 +104,7 @@ public struct SealMaterialStore: Sendable {
 
     private func read(_ path: String) throws -> SealMaterial? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: data, as: UTF8.self).trimmingWhiteSpace
         do {
             return try SealMaterial(encoded: text)
         } catch {

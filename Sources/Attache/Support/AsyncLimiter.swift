@@ -33,13 +33,13 @@ public final class AsyncLimiter: Sendable {
     }
 
     /// Tasks inside now (can exceed ``limit`` after ``forceEnter()``).
-    var inside: Int { state.withLock { $0.inside } }
+    package var inside: Int { state.withLock { $0.inside } }
 
     /// Tasks waiting to get in.
-    var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Enters when there is room, without waiting; returns whether it did.
-    func tryEnter() -> Bool {
+    package func tryEnter() -> Bool {
         state.withLock { state in
             guard state.inside < limit else { return false }
             state.inside += 1
@@ -48,14 +48,14 @@ public final class AsyncLimiter: Sendable {
     }
 
     /// Enters at once, even over the limit (the caller must not wait but must be counted).
-    func forceEnter() {
+    package func forceEnter() {
         state.withLock { $0.inside += 1 }
     }
 
     /// Enters, waiting in line while ``limit`` tasks are inside.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while it waits.
-    func enter() async throws {
+    package func enter() async throws {
         let id = state.withLock { state -> UInt64? in
             if state.inside < limit {
                 state.inside += 1
@@ -95,7 +95,7 @@ public final class AsyncLimiter: Sendable {
     }
 
     /// Leaves; the place passes straight to the first waiter, if there is room for it.
-    func leave() {
+    package func leave() {
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             state.inside -= 1
             guard state.inside < limit, !state.waiters.isEmpty else { return nil }

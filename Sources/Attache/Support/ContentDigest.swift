@@ -1,16 +1,23 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SHA-256 of a source's bytes: the hash in a journal row's identity, and the digest a replayed receipt
 /// is checked against.
 ///
 /// Uses the Seal stage's OpenSSL digest; the batch hashes the source bytes itself so that the journal's
 /// identity does not depend on how (or whether) an attachment is sealed.
-enum ContentDigest {
+package enum ContentDigest {
     /// Reads `source` once, in 256 KiB chunks, and returns its SHA-256 as lower-case hex. Blocking: call
     /// it from a ``BlockingPool`` thread.
     /// - Throws: ``AttacheError`` from reading (`.fileNotFound`, `.fileUnreadable`, `.fileChanged`) or
     ///   from OpenSSL.
-    static func sha256Hex(of source: any ByteSource) throws -> String {
+    package static func sha256Hex(of source: any ByteSource) throws -> String {
         let digest = try SHA256Digest()
         let reader = try source.makeReader()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
@@ -27,7 +34,7 @@ enum ContentDigest {
     }
 
     /// SHA-256 of bytes in memory, as lower-case hex.
-    static func sha256Hex(of bytes: [UInt8]) -> String {
+    package static func sha256Hex(of bytes: [UInt8]) -> String {
         // Reading memory cannot fail, and OpenSSL's SHA-256 does not fail on valid input.
         try! sha256Hex(of: DataSource(bytes))
     }

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The pipeline's Transform stage: recompresses images, makes stickers, and adds thumbnails; passes
 /// everything else through unchanged.
@@ -133,10 +140,8 @@ public struct Transformer: Sendable {
 
     /// Where the transformed copy of `path` is written: `<stem>-transformed.<extension>` in the work directory.
     private static func workPath(for path: String, in workDirectory: String, extension: String) -> String {
-        let name = (path as NSString).lastPathComponent
-        let stem = (name as NSString).deletingPathExtension
-        return (workDirectory as NSString)
-            .appendingPathComponent("\(stem.isEmpty ? "image" : stem)-transformed.\(`extension`)")
+        let stem = PathText.deletingExtension(PathText.lastComponent(path))
+        return PathText.appending("\(stem.isEmpty ? "image" : stem)-transformed.\(`extension`)", to: workDirectory)
     }
 
     private static func passThrough(path: String, mimeType: String) throws -> TransformOutput {

@@ -1,5 +1,12 @@
 internal import AttacheCore
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event

@@ -1,6 +1,13 @@
 internal import AttacheCore
 internal import CCurl
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// The transport: the one place that drives libcurl.
@@ -327,7 +334,7 @@ final class CurlExchange: @unchecked Sendable {
                 headComplete = true
                 swallowing =
                     swallowRedirects && CurlTransport.followableStatuses.contains(status)
-                    && headers.contains { $0.name.caseInsensitiveCompare("Location") == .orderedSame }
+                    && headers.contains { $0.name.equalsIgnoringASCIICase("Location") }
             }
         }
     }
@@ -605,7 +612,7 @@ private func transportProgressCallback(
 /// would report every transfer's state as a race; pthread mutexes it sees.
 final class HandOffLock<Value>: @unchecked Sendable {
     private var value: Value
-    private let lock = NSLock()
+    private let lock = PThreadLock()
 
     init(_ value: Value) { self.value = value }
 

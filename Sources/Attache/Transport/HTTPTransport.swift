@@ -1,5 +1,12 @@
 internal import AttacheCore
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// One HTTP exchange as a transport sends it: one attempt, redirects included.

@@ -1,4 +1,11 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// When and how often a failed upload is tried again.
 ///
@@ -68,7 +75,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
 extension Duration {
     /// The duration in seconds as a floating-point number.
-    var seconds: Double {
+    package var seconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }

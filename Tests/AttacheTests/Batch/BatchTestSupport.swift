@@ -1,5 +1,6 @@
 import Foundation
 @testable import Attache
+@testable import AttacheBatch
 @testable import AttacheCore
 
 /// A fresh temporary folder, removed by `remove()`.

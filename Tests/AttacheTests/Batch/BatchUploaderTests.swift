@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheBatch
 @testable import AttacheCore
 
 /// The batch without a server: refused connections, a listener that never answers, dry runs. The runs

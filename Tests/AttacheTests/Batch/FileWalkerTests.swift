@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheBatch
 @testable import AttacheCore
 
 @Suite("FileWalker")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Attache
+@testable import AttacheBatch
 
 /// The journal's key for a path: the shortcut for clean absolute paths gives what standardizing a URL gives.
 @Suite struct JournalPathKeyTests {

@@ -1,3 +1,5 @@
+public import Attache
+public import AttacheCore
 import Foundation
 
 /// Identifies one file within one batch run, for events and for ``BatchRun/cancel(_:)``.

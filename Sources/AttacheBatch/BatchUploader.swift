@@ -1,3 +1,5 @@
+public import Attache
+public import AttacheCore
 import Foundation
 import Synchronization
 

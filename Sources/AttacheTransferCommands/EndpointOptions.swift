@@ -1,27 +1,36 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
+package import ArgumentParser
+package import Attache
+package import AttacheCommands
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `--endpoint NAME` and `--config FILE`: which endpoint of the config file a command starts from.
-struct EndpointOptions: ParsableArguments {
+package struct EndpointOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: ArgumentHelp(
         "Start from the endpoint NAME of the config file (its URL, fields, headers, TLS, seal, timeouts); flags given as well override it.",
         valueName: "name"))
-    var endpoint: String?
+    package var endpoint: String?
 
     @Option(help: ArgumentHelp(
         "The config file --endpoint reads. Default: $ATTACHE_CONFIG, else $XDG_CONFIG_HOME/attache/config.toml or ~/.config/attache/config.toml.",
         valueName: "file"))
-    var config: String?
+    package var config: String?
 
-    func validate() throws {
+    package func validate() throws {
         if config != nil, endpoint == nil { throw ValidationError("--config is read for --endpoint NAME; give one") }
     }
 
     /// The chosen endpoint, or ``Endpoint/none`` without `--endpoint` (the file is not read then).
     /// - Throws: `ExitCode` 78 after printing one line when the file or the endpoint cannot be used.
-    func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Endpoint {
+    package func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Endpoint {
         guard let endpoint else { return .none }
         do {
             return try EndpointConfigFile.endpoint(named: endpoint, explicit: config, environment: environment)

@@ -1,3 +1,5 @@
+public import Attache
+public import AttacheCore
 import Foundation
 
 /// Everything a ``BatchUploader`` needs: the pipeline that sends each file, how many at once, and where

@@ -1,6 +1,13 @@
-import Attache
-import Foundation
-import TOMLKit
+package import Attache
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+package import TOMLKit
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.
 ///
@@ -22,21 +29,21 @@ import TOMLKit
 /// (`bearer = "…"`, `Authorization` under `headers`, `seal.key`) is refused with the key to use
 /// instead, and so is every unknown key and every value of the wrong type, each with the file, the
 /// line and the key.
-struct EndpointConfigFile: Sendable {
+package struct EndpointConfigFile: Sendable {
     /// The file's path.
-    let path: String
+    package let path: String
     /// The endpoints by name.
-    let endpoints: [String: Endpoint]
+    package let endpoints: [String: Endpoint]
 
     /// The answer profiles `answer-profile` may name.
-    static let answerProfiles = ["errorcode", "status", "s3-post", "telegram"]
+    package static let answerProfiles = ["errorcode", "status", "s3-post", "telegram"]
     /// The values `thumbnails` may take.
-    static let thumbnailPlacements = ["separate", "inline", "none"]
+    package static let thumbnailPlacements = ["separate", "inline", "none"]
 
     /// The file to read: `explicit` (`--config`), else `$ATTACHE_CONFIG`, else
     /// `$XDG_CONFIG_HOME/attache/config.toml`, else `~/.config/attache/config.toml`; `named` says
     /// whether it was named (by the flag or the variable), in which case it must exist.
-    static func locate(explicit: String?, environment: [String: String]) -> (path: String, named: Bool)? {
+    package static func locate(explicit: String?, environment: [String: String]) -> (path: String, named: Bool)? {
         if let explicit { return (explicit, true) }
         if let named = environment["ATTACHE_CONFIG"], !named.isEmpty { return (named, true) }
         if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return (xdg + "/attache/config.toml", false) }
@@ -47,7 +54,7 @@ struct EndpointConfigFile: Sendable {
     /// The endpoint `name` of the file ``locate(explicit:environment:)`` finds.
     /// - Throws: ``AttacheError`` `.configInvalid` when there is no such file or endpoint, or the file
     ///   is wrong (``load(path:)``).
-    static func endpoint(
+    package static func endpoint(
         named name: String, explicit: String?, environment: [String: String]
     ) throws -> Endpoint {
         guard let (path, named) = locate(explicit: explicit, environment: environment) else {
@@ -66,7 +73,7 @@ struct EndpointConfigFile: Sendable {
 
     /// The endpoint `name`.
     /// - Throws: ``AttacheError`` `.configInvalid` listing the endpoints the file has.
-    func endpoint(named name: String) throws -> Endpoint {
+    package func endpoint(named name: String) throws -> Endpoint {
         guard let endpoint = endpoints[name] else {
             let known = endpoints.keys.sorted()
             throw AttacheError(
@@ -79,7 +86,7 @@ struct EndpointConfigFile: Sendable {
 
     /// Reads and checks the file at `path`.
     /// - Throws: ``AttacheError`` `.configInvalid` naming `path` (and the line and key when it can).
-    static func load(path: String) throws -> EndpointConfigFile {
+    package static func load(path: String) throws -> EndpointConfigFile {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -92,7 +99,7 @@ struct EndpointConfigFile: Sendable {
 
     /// Parses the text of a config file; `path` is for messages.
     /// - Throws: ``AttacheError`` `.configInvalid` naming `path`, the line and the key.
-    static func parse(_ text: String, path: String) throws -> EndpointConfigFile {
+    package static func parse(_ text: String, path: String) throws -> EndpointConfigFile {
         let document: TOMLTable
         do {
             document = try TOMLTable(string: text)
@@ -318,10 +325,10 @@ struct EndpointConfigFile: Sendable {
 /// The line each key of a TOML text is written on, for messages: TOMLKit gives positions for syntax
 /// errors only. Table headers (`[endpoints.bot]`), `key = value` lines and the keys of an inline
 /// table on the same line are found; a key it cannot place is reported without a line.
-struct KeyLines: Sendable {
+package struct KeyLines: Sendable {
     private var lineByKey: [[String]: Int] = [:]
 
-    init(_ text: String) {
+    package init(_ text: String) {
         var table: [String] = []
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
@@ -355,7 +362,7 @@ struct KeyLines: Sendable {
     }
 
     /// The line of `key`, else of the nearest table that holds it.
-    func line(of key: [String]) -> Int? {
+    package func line(of key: [String]) -> Int? {
         var key = key
         while !key.isEmpty {
             if let line = lineByKey[key] { return line }
@@ -365,7 +372,7 @@ struct KeyLines: Sendable {
     }
 
     /// `endpoints.bot."X-Api-Key"`: the key as TOML would write it.
-    static func display(_ key: [String]) -> String {
+    package static func display(_ key: [String]) -> String {
         key.map { part in
             let bare = !part.isEmpty && part.utf8.allSatisfy {
                 $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0)

@@ -1,19 +1,28 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
-import Logging
+package import ArgumentParser
+package import Attache
+package import AttacheCommands
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+package import Logging
 
 /// Options every command shares.
-struct GlobalOptions: ParsableArguments {
+package struct GlobalOptions: ParsableArguments {
+    package init() {}
+
     @Flag(name: .shortAndLong, help: "Log requests, retries and stage timings to stderr.")
-    var verbose = false
+    package var verbose = false
 
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
-    var logLevel: String?
+    package var logLevel: String?
 
     /// Sets up swift-log once, writing to stderr.
-    func bootstrapLogging() -> Logger {
+    package func bootstrapLogging() -> Logger {
         let level: Logger.Level =
             logLevel.flatMap(Logger.Level.init(rawValue:)) ?? (verbose ? .debug : .warning)
         LoggingSystem.bootstrap { label in
@@ -24,7 +33,7 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: "attache")
     }
 
-    func validate() throws {
+    package func validate() throws {
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("unknown log level '\(logLevel)'")
         }
@@ -36,38 +45,38 @@ struct GlobalOptions: ParsableArguments {
 /// Every line for people goes through ``TerminalText``, so a file name or a server message cannot
 /// send escape sequences to the terminal; JSON lines are written with ``outJSON(_:)``, whose encoder
 /// escapes control characters the JSON way.
-enum Console {
-    static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
+package enum Console {
+    package static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
 
     /// One line for people on stdout, control characters escaped.
-    static func out(_ line: String) {
+    package static func out(_ line: String) {
         writeToStandardOutput(TerminalText.escaping(line) + "\n")
     }
 
     /// One JSON object on stdout, on one line (``json(_:)``).
-    static func outJSON<T: Encodable>(_ value: T) {
+    package static func outJSON<T: Encodable>(_ value: T) {
         writeToStandardOutput(json(value) + "\n")
     }
 
     /// One line for people on stderr, control characters escaped.
-    static func err(_ line: String) {
+    package static func err(_ line: String) {
         writeToStandardError(TerminalText.escaping(line) + "\n")
     }
 
     /// Redraws the current stderr line (terminal only); `text`'s control characters are escaped.
-    static func status(_ text: String) {
+    package static func status(_ text: String) {
         guard stderrIsTerminal else { return }
         writeToStandardError("\r\u{1B}[2K" + TerminalText.escaping(text))
     }
 
-    static func clearStatus() {
+    package static func clearStatus() {
         guard stderrIsTerminal else { return }
         writeToStandardError("\r\u{1B}[2K")
     }
 
     /// One JSON object, keys sorted, on one line; DEL and C1 controls escaped as well as C0
     /// (``TerminalText/escapingJSONControls(_:)``).
-    static func json<T: Encodable>(_ value: T) -> String {
+    package static func json<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else { return "{}" }
@@ -77,27 +86,27 @@ enum Console {
 
 /// swift-log's stderr handler with the message and metadata values escaped (``TerminalText``): a
 /// verbose log line quotes server answers and file names.
-struct TerminalLogHandler: LogHandler {
+package struct TerminalLogHandler: LogHandler {
     private var inner: StreamLogHandler
 
-    init(label: String) { inner = StreamLogHandler.standardError(label: label) }
+    package init(label: String) { inner = StreamLogHandler.standardError(label: label) }
 
-    var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { inner.logLevel }
         set { inner.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { inner.metadata }
         set { inner.metadata = newValue }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { inner[metadataKey: key] }
         set { inner[metadataKey: key] = newValue.map { .string(TerminalText.escaping("\($0)")) } }
     }
 
-    func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var event = event
         event.message = "\(TerminalText.escaping(event.message.description))"
         event.metadata = event.metadata?.mapValues { .string(TerminalText.escaping("\($0)")) }
@@ -106,15 +115,15 @@ struct TerminalLogHandler: LogHandler {
 }
 
 /// The JSON line printed for a file that failed.
-struct FailureLine: Encodable {
-    let path: String
-    let status = "error"
-    let stage: String
-    let code: String
-    let message: String
-    let retryable: Bool
+package struct FailureLine: Encodable {
+    package let path: String
+    package let status = "error"
+    package let stage: String
+    package let code: String
+    package let message: String
+    package let retryable: Bool
 
-    init(path: String, error: AttacheError) {
+    package init(path: String, error: AttacheError) {
         self.path = path
         self.stage = error.stage.rawValue
         self.code = error.code.rawValue
@@ -124,7 +133,7 @@ struct FailureLine: Encodable {
 }
 
 /// Formats byte counts for people: 999 B, 1.2 KB, 3.4 MB (decimal units).
-func formatBytes(_ count: Int64) -> String {
+package func formatBytes(_ count: Int64) -> String {
     let units = ["B", "KB", "MB", "GB", "TB"]
     var value = Double(count)
     var unit = 0
@@ -136,7 +145,7 @@ func formatBytes(_ count: Int64) -> String {
 }
 
 /// Parses a message kind argument, listing the valid ones on error.
-func parseKind(_ text: String) throws -> MessageKind {
+package func parseKind(_ text: String) throws -> MessageKind {
     guard let kind = MessageKind(rawValue: text.lowercased()) else {
         throw ValidationError(
             "unknown kind '\(text)'; expected one of \(MessageKind.allCases.map(\.rawValue).joined(separator: ", "))")

@@ -1,96 +1,105 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
+package import ArgumentParser
+package import Attache
+package import AttacheCommands
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The options that shape the pipeline, shared by `upload` and `batch`.
-struct PipelineOptions: ParsableArguments {
-    @OptionGroup var endpointSelection: EndpointOptions
+package struct PipelineOptions: ParsableArguments {
+    package init() {}
+
+    @OptionGroup package var endpointSelection: EndpointOptions
 
     @Option(help: "The upload endpoint (http:// or https://). Default: the --endpoint's url, else $ATTACHE_URL.")
-    var url: String?
+    package var url: String?
 
     @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable (use name[] for lists).", valueName: "name=value"))
-    var fields: [String] = []
+    package var fields: [String] = []
 
     @Option(
         help: "Declare the message kind (image, voice, video, sticker, file); checked against the content.",
         transform: parseKind)
-    var kind: MessageKind?
+    package var kind: MessageKind?
 
     @Option(help: ArgumentHelp("The form name of the attachment part (default: file).", valueName: "name"))
-    var fileField: String?
+    package var fileField: String?
 
-    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup package var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
         valueName: "scheme"))
-    var scheme: String?
+    package var scheme: String?
 
     @Flag(help: "Send the sealed bytes as base64 text (RFC 4648, no line breaks).")
-    var base64 = false
+    package var base64 = false
 
     @Option(help: ArgumentHelp(
         "Seal every file with the key in this file instead of a fresh key per file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
         valueName: "file"))
-    var keyFile: String?
+    package var keyFile: String?
 
     @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
-    var keyEnv: String?
+    package var keyEnv: String?
 
     @Flag(help: "Send files as they are: no recompression, no thumbnails.")
-    var noTransform = false
+    package var noTransform = false
 
     @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
-    var maxSide = 1280
+    package var maxSide = 1280
 
     @Option(help: ArgumentHelp("JPEG quality of recompressed photos (1-100).", valueName: "q"))
-    var quality = 82
+    package var quality = 82
 
     @Flag(help: "Do not send thumbnails with images and stickers.")
-    var noThumbnails = false
+    package var noThumbnails = false
 
     @Option(help: ArgumentHelp(
         "An image that cannot be recompressed (broken, over a limit): send-original (default; the receipt says why) or fail.",
         valueName: "policy"))
-    var onTransformError = TransformErrorPolicy.sendOriginal.rawValue
+    package var onTransformError = TransformErrorPolicy.sendOriginal.rawValue
 
     @Option(help: ArgumentHelp(
         "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), telegram (Bot API ok/result).",
         valueName: "name"))
-    var answerProfile: String?
+    package var answerProfile: String?
 
     @Option(help: ArgumentHelp(
         "Where the file id is in the answer, as an RFC 6901 JSON pointer (/result/document/file_id, /data/id, /Key).",
         valueName: "pointer"))
-    var idPointer: String?
+    package var idPointer: String?
 
     @Option(help: ArgumentHelp(
         "Where thumbnails go: inline (in the file's request; the default), separate (each in a request of its own, with its own receipt) or none (the default for s3-post).",
         valueName: "placement"))
-    var thumbnails: String?
+    package var thumbnails: String?
 
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(
         "Send the detected type and metadata (mimeType, kind, width, ...) as form fields. Default: yes, except with s3-post, whose policy refuses fields it does not list."))
-    var metadataFields: Bool?
+    package var metadataFields: Bool?
 
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(
         "Send how a file was sealed (scheme, encoding, plaintextSize) as form fields. Default: yes, except with s3-post."))
-    var sealFields: Bool?
+    package var sealFields: Bool?
 
 
     /// `--url`, else the endpoint's `url`, else `$ATTACHE_URL`.
-    func resolvedURL(_ endpoint: Endpoint = .none) -> String? {
+    package func resolvedURL(_ endpoint: Endpoint = .none) -> String? {
         url ?? endpoint.url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"]
     }
 
     /// Whether the URL may still come from the config file (`--endpoint`), so that its absence cannot
     /// be reported before the file is read.
-    var urlMayComeFromEndpoint: Bool { endpointSelection.endpoint != nil }
+    package var urlMayComeFromEndpoint: Bool { endpointSelection.endpoint != nil }
 
     /// Checks everything but the URL (a dry run needs none).
-    func validate() throws {
+    package func validate() throws {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
         }
@@ -110,7 +119,7 @@ struct PipelineOptions: ParsableArguments {
 
     /// Checks that an answer profile, id pointer and thumbnail placement (from flags, or merged with an
     /// endpoint) are valid and fit together.
-    func checkAnswerSettings(profile name: String?, idPointer: String?, thumbnails: String?) throws {
+    package func checkAnswerSettings(profile name: String?, idPointer: String?, thumbnails: String?) throws {
         let profile = try parsedProfile(name) ?? .errorCode
         if let idPointer {
             do { _ = try JSONPointer(idPointer) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
@@ -121,7 +130,7 @@ struct PipelineOptions: ParsableArguments {
     }
 
     /// An `--answer-profile` value, parsed.
-    func parsedProfile(_ answerProfile: String?) throws -> AnswerProfile? {
+    package func parsedProfile(_ answerProfile: String?) throws -> AnswerProfile? {
         guard let answerProfile else { return nil }
         guard let profile = AnswerProfile(name: answerProfile) else {
             throw ValidationError(
@@ -131,7 +140,7 @@ struct PipelineOptions: ParsableArguments {
     }
 
     /// A `--thumbnails` value, parsed.
-    func parsedThumbnails(_ thumbnails: String?) throws -> ThumbnailPlacement? {
+    package func parsedThumbnails(_ thumbnails: String?) throws -> ThumbnailPlacement? {
         guard let thumbnails else { return nil }
         guard let placement = ThumbnailPlacement(rawValue: thumbnails.lowercased()) else {
             throw ValidationError("--thumbnails must be inline, separate or none, got '\(thumbnails)'")
@@ -143,7 +152,7 @@ struct PipelineOptions: ParsableArguments {
     /// ``Endpoint/none`` without it): each flag given wins over the file, each default applies last.
     /// - Throws: `ExitCode` after printing one line when the key or a secret the endpoint names cannot
     ///   be read; `ValidationError` when the merged settings do not fit together.
-    func makeConfiguration(url: String, endpoint: Endpoint = .none, retry: RetryPolicy = .standard) throws
+    package func makeConfiguration(url: String, endpoint: Endpoint = .none, retry: RetryPolicy = .standard) throws
         -> PipelineConfiguration
     {
         var configuration = PipelineConfiguration(url: url)
@@ -192,13 +201,15 @@ struct PipelineOptions: ParsableArguments {
 
 /// Retries, timeouts, TLS trust, headers and credentials: the options every command that talks to a server
 /// shares.
-struct ConnectionOptions: ParsableArguments {
+package struct ConnectionOptions: ParsableArguments {
+    package init() {}
+
     @Option(
         help: ArgumentHelp(
             "Attempts per file, the first included (1 = no retries). Default: 6 for upload and download; "
                 + "no count limit for batch, whose retries are bounded by --retry-budget.",
             valueName: "n"))
-    var attempts: Int?
+    package var attempts: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -206,19 +217,19 @@ struct ConnectionOptions: ParsableArguments {
                 + "(with at most --attempts); 180 for batch, enough to ride out a server restart of a minute "
                 + "or more (retries every 5-10 s once backed off).",
             valueName: "seconds"))
-    var retryBudget: Double?
+    package var retryBudget: Double?
 
     @Option(help: ArgumentHelp("Connection timeout (default: 10).", valueName: "seconds"))
-    var connectTimeout: Double?
+    package var connectTimeout: Double?
 
     @Option(help: ArgumentHelp("Fail an attempt when no byte moves for this long (default: 30).", valueName: "seconds"))
-    var stallTimeout: Double?
+    package var stallTimeout: Double?
 
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
-    var caFile: String?
+    package var caFile: String?
 
     @Option(help: ArgumentHelp("Pin the server's public key (sha256//BASE64 or a key file).", valueName: "pin"))
-    var pinnedPublicKey: String?
+    package var pinnedPublicKey: String?
 
     @Option(
         name: .customLong("header"),
@@ -227,20 +238,20 @@ struct ConnectionOptions: ParsableArguments {
                 + "are skipped). Repeatable. Put credentials in a file, not on the command line: "
                 + "an Authorization header is taken from @FILE only.",
             valueName: "header"))
-    var headers: [String] = []
+    package var headers: [String] = []
 
     @Option(help: ArgumentHelp(
         "Send 'Authorization: Bearer TOKEN' with the token read from this environment variable.", valueName: "name"))
-    var bearerEnv: String?
+    package var bearerEnv: String?
 
     @Option(help: ArgumentHelp(
         "Send HTTP Basic credentials read as user:password from this environment variable.", valueName: "name"))
-    var userEnv: String?
+    package var userEnv: String?
 
     @Option(help: ArgumentHelp("The User-Agent header (default: attache/VERSION).", valueName: "text"))
-    var userAgent: String?
+    package var userAgent: String?
 
-    func validate() throws {
+    package func validate() throws {
         guard (attempts ?? 1) >= 1 else { throw ValidationError("--attempts must be at least 1") }
         guard (connectTimeout ?? 1) > 0, (stallTimeout ?? 1) > 0, (retryBudget ?? 0) >= 0 else {
             throw ValidationError("timeouts must be positive")
@@ -254,7 +265,7 @@ struct ConnectionOptions: ParsableArguments {
     /// - Throws: ``AttacheError`` `.configInvalid` when a variable the endpoint names is not set;
     ///   `ValidationError` (exit 64) for a header file that cannot be read or holds a malformed line, or a
     ///   credentials variable of a flag that is not set.
-    func apply(
+    package func apply(
         to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard, endpoint: Endpoint = .none
     ) throws {
         configuration.retry = defaults
@@ -276,7 +287,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The headers and credentials these options name, read from their files and environment variables.
     /// Errors name the option, the variable or the file and line, never a value.
-    func credentials() throws -> (headers: [(name: String, value: String)], authorization: HTTPAuthorization?) {
+    package func credentials() throws -> (headers: [(name: String, value: String)], authorization: HTTPAuthorization?) {
         if bearerEnv != nil, userEnv != nil { throw ValidationError("give only one of --bearer-env and --user-env") }
         let environment = ProcessInfo.processInfo.environment
         func variable(_ name: String, option: String) throws -> String {
@@ -324,10 +335,10 @@ struct ConnectionOptions: ParsableArguments {
 
 /// Request headers as `--header` takes them: `Name: value` lines, alone or one per line of a file, the way
 /// curl's `-H` and `-H @FILE` read them.
-enum HeaderLines {
+package enum HeaderLines {
     /// Reads `Name: value` lines from `path`. Blank lines and lines starting with `#`
     /// are skipped; a trailing CR is dropped; `Name;` is a header with an empty value, as in curl.
-    static func read(file path: String) throws -> [(name: String, value: String)] {
+    package static func read(file path: String) throws -> [(name: String, value: String)] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ValidationError("--header @\(path): cannot read the file")
         }
@@ -347,7 +358,7 @@ enum HeaderLines {
 
     /// Parses `Name: value` (or curl's `Name;` for an empty value). The error names `place` and never
     /// quotes the value, which may be a secret.
-    static func parse(_ line: String, where place: String) throws -> (name: String, value: String) {
+    package static func parse(_ line: String, where place: String) throws -> (name: String, value: String) {
         let name: Substring
         let value: String
         if let colon = line.firstIndex(of: ":") {
@@ -369,7 +380,7 @@ enum HeaderLines {
     }
 
     /// Headers whose values are credentials, refused on the command line.
-    static func carriesCredentials(_ name: String) -> Bool {
+    package static func carriesCredentials(_ name: String) -> Bool {
         ["authorization", "proxy-authorization"].contains(name.lowercased())
     }
 }

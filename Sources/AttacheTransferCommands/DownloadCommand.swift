@@ -1,12 +1,21 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
+package import ArgumentParser
+package import Attache
+package import AttacheCommands
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// `attache download URL -o OUT [--resume] [--key-file K]`
-struct DownloadCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct DownloadCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "download",
         abstract: "Download a file, resumably, and optionally decrypt it.",
         discussion: """
@@ -28,45 +37,45 @@ struct DownloadCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "The http:// or https:// URL.")
-    var url: String
+    package var url: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp(
         "The file to create; - for standard output. An existing FIFO or device is written in place.",
         valueName: "file"))
-    var output: String
+    package var output: String
 
     @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
-    var resume = false
+    package var resume = false
 
     @Option(help: ArgumentHelp(
         "Decrypt with the key in this file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
         valueName: "file"))
-    var keyFile: String?
+    package var keyFile: String?
 
     @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
-    var keyEnv: String?
+    package var keyEnv: String?
 
     @Option(help: ArgumentHelp(
         "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme: String?
+    package var scheme: String?
 
     @Flag(help: "With a key: the downloaded bytes are base64 text.")
-    var base64 = false
+    package var base64 = false
 
     @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
-    var plaintextLength: Int64?
+    package var plaintextLength: Int64?
 
-    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup package var connection: ConnectionOptions
 
-    @OptionGroup var endpointSelection: EndpointOptions
+    @OptionGroup package var endpointSelection: EndpointOptions
 
     @Flag(help: "Print the receipt as one JSON object.")
-    var json = false
+    package var json = false
 
     @Flag(help: "Do not show progress on the terminal.")
-    var noProgress = false
+    package var noProgress = false
 
-    func validate() throws {
+    package func validate() throws {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError("the URL must start with http:// or https://")
         }
@@ -77,7 +86,7 @@ struct DownloadCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors {
             // The endpoint's connection settings and seal (its url is for uploads; the URL here is
             // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
@@ -100,7 +109,7 @@ struct DownloadCommand: AsyncParsableCommand {
             }
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
-            let meter = DownloadMeter(enabled: showProgress, name: (destination.displayName as NSString).lastPathComponent)
+            let meter = DownloadMeter(enabled: showProgress, name: PathText.lastComponent(destination.displayName))
             let receipt: DownloadReceipt
             do {
                 receipt = try await Downloader(configuration: configuration).download(request) { meter.update($0) }
@@ -126,7 +135,7 @@ struct DownloadCommand: AsyncParsableCommand {
 }
 
 /// The one-line progress display of a download, redrawn at most ten times a second.
-final class DownloadMeter: Sendable {
+package final class DownloadMeter: Sendable {
     private struct State {
         var lastDraw: ContinuousClock.Instant?
         var drawn = false
@@ -136,12 +145,12 @@ final class DownloadMeter: Sendable {
     private let name: String
     private let state = Mutex(State())
 
-    init(enabled: Bool, name: String) {
+    package init(enabled: Bool, name: String) {
         self.enabled = enabled
         self.name = name
     }
 
-    func update(_ progress: DownloadProgress) {
+    package func update(_ progress: DownloadProgress) {
         guard enabled else { return }
         let now = ContinuousClock.now
         let draw = state.withLock { state -> Bool in
@@ -158,7 +167,7 @@ final class DownloadMeter: Sendable {
         Console.status(text)
     }
 
-    func clear() {
+    package func clear() {
         if state.withLock({ $0.drawn }) { Console.clearStatus() }
     }
 }

@@ -1,3 +1,5 @@
+public import Attache
+public import AttacheCore
 public import Foundation
 import GRDB
 

@@ -1,13 +1,22 @@
-import ArgumentParser
-import Attache
-import AttacheCommands
-import Foundation
-import Logging
+package import ArgumentParser
+package import Attache
+package import AttacheCommands
+package import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+package import Logging
 import Synchronization
 
 /// `attache upload FILE... --url URL`
-struct UploadCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct UploadCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "upload",
         abstract: "Send files through the pipeline and print one receipt per file.",
         discussion: """
@@ -28,15 +37,15 @@ struct UploadCommand: AsyncParsableCommand {
             77 rejected by the server, 78 the config file is wrong, 130 cancelled.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup package var global: GlobalOptions
 
     @Argument(help: "Files to send.", completion: .file())
-    var files: [String]
+    package var files: [String]
 
-    @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup package var pipeline: PipelineOptions
 
     @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
-    var concurrency = 4
+    package var concurrency = 4
 
     @Option(
         help: ArgumentHelp(
@@ -44,22 +53,22 @@ struct UploadCommand: AsyncParsableCommand {
                 + "seed used with it are kept (0600) in --seal-material-dir, so sending again under the same key "
                 + "sends identical bytes and the receipt's key opens what the server stored.",
             valueName: "key"))
-    var idempotencyKey: String?
+    package var idempotencyKey: String?
 
     @Option(
         help: ArgumentHelp(
             "Where the seal material of --idempotency-key uploads is kept (default: "
                 + "$XDG_STATE_HOME/attache/seal-material or ~/.local/state/attache/seal-material).",
             valueName: "dir"))
-    var sealMaterialDir: String?
+    package var sealMaterialDir: String?
 
     @Flag(help: "Print one JSON object per line.")
-    var json = false
+    package var json = false
 
     @Flag(help: "Do not show progress on the terminal.")
-    var noProgress = false
+    package var noProgress = false
 
-    func validate() throws {
+    package func validate() throws {
         if pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
             throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
         }
@@ -69,7 +78,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         let logger = global.bootstrapLogging()
         let endpoint = try self.pipeline.endpointSelection.load()
         guard let url = self.pipeline.resolvedURL(endpoint) else {
@@ -180,11 +189,11 @@ struct UploadCommand: AsyncParsableCommand {
 }
 
 /// The receipt plus `"status":"ok"`, as one JSON line.
-struct ReceiptLine: Encodable {
-    let receipt: UploadReceipt
-    init(_ receipt: UploadReceipt) { self.receipt = receipt }
+package struct ReceiptLine: Encodable {
+    package let receipt: UploadReceipt
+    package init(_ receipt: UploadReceipt) { self.receipt = receipt }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         try receipt.encode(to: encoder)
         var container = encoder.container(keyedBy: Key.self)
         try container.encode("ok", forKey: Key(stringValue: "status")!)
@@ -199,7 +208,7 @@ struct ReceiptLine: Encodable {
 }
 
 /// A one-line live view of the uploads in flight, redrawn in place on a terminal.
-final class ProgressBoard: Sendable {
+package final class ProgressBoard: Sendable {
     private struct Entry {
         var path: String
         var progress: UploadProgress
@@ -212,9 +221,9 @@ final class ProgressBoard: Sendable {
     private let enabled: Bool
     private let state = Mutex(State())
 
-    init(enabled: Bool) { self.enabled = enabled }
+    package init(enabled: Bool) { self.enabled = enabled }
 
-    func update(index: Int, path: String, _ progress: UploadProgress) {
+    package func update(index: Int, path: String, _ progress: UploadProgress) {
         guard enabled else { return }
         let line = state.withLock { state -> String? in
             state.entries[index] = Entry(path: path, progress: progress)
@@ -226,18 +235,18 @@ final class ProgressBoard: Sendable {
         if let line { Console.status(line) }
     }
 
-    func done(index: Int) {
+    package func done(index: Int) {
         guard enabled else { return }
         _ = state.withLock { $0.entries.removeValue(forKey: index) }
     }
 
-    func finish() {
+    package func finish() {
         if enabled { Console.clearStatus() }
     }
 
     private static func render(_ entries: [Int: Entry]) -> String {
         entries.sorted { $0.key < $1.key }.prefix(3).map { _, entry in
-            let name = (entry.path as NSString).lastPathComponent
+            let name = PathText.lastComponent(entry.path)
             let percent = Int(entry.progress.fractionCompleted * 100)
             let retry = entry.progress.attempt > 1 ? " try \(entry.progress.attempt)" : ""
             return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(retry)"

@@ -1,4 +1,4 @@
-import Attache
+package import Attache
 
 /// One named endpoint of the config file (``EndpointConfigFile``): everything an operator would
 /// otherwise repeat as flags on every run.
@@ -8,15 +8,15 @@ import Attache
 /// Secrets are never values here: `bearer-env`, `user-env`, `header-env` and `seal.key-env` name
 /// environment variables, `seal.key-file` a file, and ``EndpointConfigFile`` refuses a file that
 /// writes a token, password or key inline.
-struct Endpoint: Sendable, Equatable {
+package struct Endpoint: Sendable, Equatable {
     /// A form field or a header: a name and its value (or, for `header-env`, the variable's name).
-    struct Pair: Sendable, Equatable {
+    package struct Pair: Sendable, Equatable {
         var name: String
         var value: String
     }
 
     /// How the payload is sealed: `[endpoints.NAME.seal]`.
-    struct Seal: Sendable, Equatable {
+    package struct Seal: Sendable, Equatable {
         var scheme: String?
         var keyEnv: String?
         var keyFile: String?
@@ -24,36 +24,36 @@ struct Endpoint: Sendable, Equatable {
     }
 
     /// The endpoint's name, `NAME` in `[endpoints.NAME]`; empty for "no endpoint".
-    var name = ""
+    package var name = ""
     /// The config file it came from (for messages).
-    var file = ""
+    package var file = ""
 
-    var url: String?
-    var answerProfile: String?
-    var idPointer: String?
-    var fileField: String?
-    var fields: [Pair] = []
+    package var url: String?
+    package var answerProfile: String?
+    package var idPointer: String?
+    package var fileField: String?
+    package var fields: [Pair] = []
     /// Headers with their values, for values that are not secret.
-    var headers: [Pair] = []
+    package var headers: [Pair] = []
     /// Headers whose values are read from environment variables: `value` is the variable's name.
-    var headerEnv: [Pair] = []
-    var bearerEnv: String?
-    var userEnv: String?
-    var userAgent: String?
-    var caFile: String?
-    var pinnedPublicKey: String?
-    var thumbnails: String?
-    var seal = Seal()
+    package var headerEnv: [Pair] = []
+    package var bearerEnv: String?
+    package var userEnv: String?
+    package var userAgent: String?
+    package var caFile: String?
+    package var pinnedPublicKey: String?
+    package var thumbnails: String?
+    package var seal = Seal()
     /// Seconds.
-    var connectTimeout: Double?
+    package var connectTimeout: Double?
     /// Seconds.
-    var stallTimeout: Double?
-    var attempts: Int?
+    package var stallTimeout: Double?
+    package var attempts: Int?
     /// Seconds.
-    var retryBudget: Double?
+    package var retryBudget: Double?
 
     /// The empty endpoint: what a command without `--endpoint` applies (nothing).
-    static let none = Endpoint()
+    package static let none = Endpoint()
 
     /// Sets the headers, credentials and User-Agent the endpoint names in `configuration`, reading
     /// the secrets from `environment`. Retries, timeouts and TLS are merged with their flags in
@@ -61,7 +61,7 @@ struct Endpoint: Sendable, Equatable {
     /// after this replace what it set (``merging(headers:overriddenBy:)``).
     /// - Throws: ``AttacheError`` `.configInvalid` naming the config file when a variable it names is
     ///   not set; the message names the variable, never a value.
-    func applyHeadersAndCredentials(to configuration: inout ConnectionConfiguration, environment: [String: String]) throws {
+    package func applyHeadersAndCredentials(to configuration: inout ConnectionConfiguration, environment: [String: String]) throws {
         if let userAgent { configuration.userAgent = userAgent }
         var named = headers.map { (name: $0.name, value: $0.value) }
         for header in headerEnv {
@@ -81,7 +81,7 @@ struct Endpoint: Sendable, Equatable {
 
     /// `base` with every header named in `overrides` replaced by the ones there (names compared
     /// without case, as HTTP does), the others kept in order.
-    static func merging(
+    package static func merging(
         headers base: [(name: String, value: String)], overriddenBy overrides: [(name: String, value: String)]
     ) -> [(name: String, value: String)] {
         let replaced = Set(overrides.map { $0.name.lowercased() })
@@ -90,7 +90,7 @@ struct Endpoint: Sendable, Equatable {
 
     /// The form fields of the endpoint with `overrides` (from `--field`) applied: a name given on the
     /// command line replaces every field of that name from the file.
-    func fields(overriddenBy overrides: [Pair]) -> [Pair] {
+    package func fields(overriddenBy overrides: [Pair]) -> [Pair] {
         let replaced = Set(overrides.map(\.name))
         return fields.filter { !replaced.contains($0.name) } + overrides
     }

@@ -1,0 +1,134 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// The few string, path and lock helpers the module needs that FoundationEssentials leaves to Foundation
+// (NSString's path methods, `trimmingCharacters`, `caseInsensitiveCompare`, `NSLock`). The module links
+// FoundationEssentials only, so that `attache-transfer` carries neither CoreFoundation nor ICU.
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs.
+    package var trimmingBlanks: String { trimming { $0 == " " || $0 == "\t" } }
+
+    /// The text without leading and trailing white space and line breaks.
+    package var trimmingWhiteSpace: String { trimming { $0.isWhitespace } }
+
+    private func trimming(_ isTrimmed: (Character) -> Bool) -> String {
+        guard let first = firstIndex(where: { !isTrimmed($0) }) else { return "" }
+        let last = lastIndex(where: { !isTrimmed($0) })!
+        return String(self[first...last])
+    }
+
+    /// True when both are equal after ASCII letters are folded to lower case (header names, tokens).
+    package func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A)
+        }
+    }
+
+    /// The first range of `needle` at or after `start`, ASCII letters compared without regard to case.
+    package func rangeIgnoringASCIICase(of needle: String, from start: Index? = nil) -> Range<Index>? {
+        guard !needle.isEmpty else { return nil }
+        var index = start ?? startIndex
+        let count = needle.count
+        while index < endIndex {
+            guard let end = self.index(index, offsetBy: count, limitedBy: endIndex) else { return nil }
+            if self[index..<end].equalsIgnoringASCIICase(needle) { return index..<end }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+
+    /// `%XX` escapes decoded; nil when an escape is malformed or the result is not UTF-8.
+    package var percentDecoded: String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
+            else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// Path arithmetic on `/`-separated strings, as NSString's path methods do it.
+package enum PathText {
+    /// The part after the last `/` (trailing slashes ignored); `/` for the root.
+    package static func lastComponent(_ path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        if trimmed == "/" { return "/" }
+        return String(trimmed.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+    }
+
+    /// `name` without its last extension: `a.tar.gz` → `a.tar`; a leading dot is not an extension.
+    package static func deletingExtension(_ name: String) -> String {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex,
+            !name[name.index(after: dot)...].contains("/"), name[name.index(before: dot)] != "/"
+        else { return name }
+        return String(name[..<dot])
+    }
+
+    /// `directory/component`, with exactly one `/` between them.
+    package static func appending(_ component: String, to directory: String) -> String {
+        guard !directory.isEmpty else { return component }
+        return directory.hasSuffix("/") ? directory + component : directory + "/" + component
+    }
+
+    /// `$TMPDIR`, else `/tmp`.
+    package static var temporaryDirectory: String {
+        if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+        return "/tmp"
+    }
+
+    /// `$HOME`, else the password database's home of this user, else `/`.
+    package static var homeDirectory: String {
+        if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }
+        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
+        return "/"
+    }
+}
+
+/// A pthread mutex. ThreadSanitizer sees its lock and unlock as orderings (it does not see
+/// `Synchronization.Mutex`'s contended path), which matters for state handed between threads.
+package final class PThreadLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    package init() {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
+
+    package func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}

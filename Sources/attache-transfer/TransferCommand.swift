@@ -1,0 +1,26 @@
+import ArgumentParser
+import Attache
+import AttacheCommands
+import AttacheCore
+import AttacheTransferCommands
+import CLibc
+
+/// `attache upload` and `attache download`, as `attache-transfer`.
+///
+/// The `attache` front executable starts this one, with the same arguments, for those two commands.
+/// It links neither Foundation nor SQLite: a transfer's process holds libcurl's libraries, the
+/// pipeline's code and the data in flight, and little else (docs/BENCHMARKS.md, nginx-upload).
+/// Run directly, it does what `attache upload` and `attache download` do.
+@main
+struct TransferCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attache",
+        abstract: "Upload and download chat attachments.",
+        version: Attache.version,
+        subcommands: [UploadCommand.self, DownloadCommand.self])
+
+    static func main() async {
+        _ = attache_set_malloc_arena_limit(2)
+        await CommandLineScreen.run(TransferCommand.self, PlatformPath.commandLineArguments)
+    }
+}
