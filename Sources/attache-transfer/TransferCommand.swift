@@ -5,9 +5,9 @@ import AttacheCore
 import AttacheTransferCommands
 import CLibc
 
-/// `attache upload` and `attache download`, as `attache-transfer`.
+/// `attache upload`, `attache download` and `attache request`, as `attache-transfer`.
 ///
-/// The `attache` front executable starts this one, with the same arguments, for those two commands.
+/// The `attache` front executable starts this one, with the same arguments, for those three commands.
 /// It links neither Foundation nor SQLite: a transfer's process holds libcurl's libraries, the
 /// pipeline's code and the data in flight, and little else (docs/BENCHMARKS.md, nginx-upload).
 /// Run directly, it does what `attache upload` and `attache download` do.
@@ -17,7 +17,7 @@ struct TransferCommand: AsyncParsableCommand {
         commandName: "attache",
         abstract: "Upload and download chat attachments.",
         version: Attache.version,
-        subcommands: [UploadCommand.self, DownloadCommand.self])
+        subcommands: [UploadCommand.self, DownloadCommand.self, RequestCommand.self])
 
     static func main() async {
         _ = attache_set_malloc_arena_limit(2)

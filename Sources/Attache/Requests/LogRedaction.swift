@@ -73,7 +73,7 @@ public struct LogRedaction: Sendable, Hashable {
             rest = rest[..<mark]
         }
         var base = String(rest)
-        if let schemeEnd = base.range(of: "://") {
+        if let schemeEnd = base.firstRange(of: "://") {
             let authorityStart = schemeEnd.upperBound
             let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
             if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") {

@@ -1,13 +1,22 @@
-import ArgumentParser
+package import ArgumentParser
 import Attache
 import AttacheCommands
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// `attache request [METHOD] URL`: one HTTP request in the manner of httpie and curl, through the
 /// library's ``HTTPClient``.
-struct RequestCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct RequestCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "request",
         abstract: "Send one HTTP request and print the answer's body.",
         discussion: """
@@ -82,7 +91,7 @@ struct RequestCommand: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
-    func validate() throws {
+    package func validate() throws {
         guard (1...2).contains(words.count) else { throw ValidationError("expected [METHOD] URL") }
         let url = words.last ?? ""
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
@@ -113,7 +122,7 @@ struct RequestCommand: AsyncParsableCommand {
 
     static func parametersInQuery(_ method: HTTPMethod) -> Bool { method.encodesParametersInQuery }
 
-    func run() async throws {
+    package func run() async throws {
         let logger = global.bootstrapLogging()
         try await reportingErrors {
             var configuration = HTTPClient.Configuration(logger: logger)
@@ -181,11 +190,24 @@ struct RequestCommand: AsyncParsableCommand {
         return values
     }
 
+    /// Writes bytes to standard output as they are (a body need not be text).
+    static func writeToStandardOutput(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+
     private func report(_ response: HTTPResponse, destination: String?) throws {
         if json {
             Console.outJSON(AnswerObject(response: response, bodyFile: destination).value)
         } else if destination == nil {
-            FileHandle.standardOutput.write(Data(response.body))
+            Self.writeToStandardOutput(response.body)
         } else if global.verbose {
             Console.err("\(destination ?? ""): HTTP \(response.status)")
         }
@@ -219,7 +241,7 @@ struct AnswerObject {
             object["body"] = .string(text)
             object["bodyEncoding"] = .string("text")
         } else {
-            object["body"] = .string(Data(response.body).base64EncodedString())
+            object["body"] = .string(Base64.encode(response.body))
             object["bodyEncoding"] = .string("base64")
         }
         if response.bodyExceededCap { object["bodyTruncated"] = .bool(true) }
@@ -317,7 +339,7 @@ enum JSONFields {
     static func object(from words: [String]) throws -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         for word in words {
-            if let typed = word.range(of: ":="), typed.lowerBound != word.startIndex,
+            if let typed = word.firstRange(of: ":="), typed.lowerBound != word.startIndex,
                 word.firstIndex(of: "=").map({ $0 > typed.lowerBound }) ?? false
             {
                 let name = String(word[..<typed.lowerBound])
