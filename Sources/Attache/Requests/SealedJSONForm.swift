@@ -127,6 +127,18 @@ public struct SealedJSONForm: Sendable {
         }
     }
 
+    /// The name of the field ``open(_:)`` reads when ``field`` is nil: the first field's name when
+    /// `body` is a form (see ``open(_:)`` for how that is told), nil for a bare body. A receiver uses it
+    /// to answer in the layout it was sent.
+    public static func formFieldName(in body: some Collection<UInt8>) -> String? {
+        let bytes = Array(body)
+        guard isForm(bytes),
+            let pair = bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).first
+        else { return nil }
+        let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
+        return PercentEncoding.decode(pair[..<equals], plusAsSpace: true).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Whether `body` looks like a form (`name=value` pairs) rather than bare base64 text.
     static func isForm(_ body: [UInt8]) -> Bool {
         var index = 0
