@@ -136,13 +136,21 @@ let package = Package(
                     .linkedLibrary("z"), .linkedLibrary("m"),
                 ]),
         // The options and commands of the network half (upload, download), shared by `attache-transfer`
-        // and `attache-pipeline`; the config file of endpoints (TOMLKit) too. FoundationEssentials only.
+        // and `attache-pipeline`. FoundationEssentials only.
         .target(
             name: "AttacheTransferCommands",
             dependencies: [
                 "Attache", "AttacheCommands", "AttacheCore", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        // The config file of endpoints (TOML through TOMLKit, which imports Foundation): linked by
+        // `attache-pipeline` only; `attache-transfer` hands command lines naming an endpoint to it.
+        .target(
+            name: "AttacheEndpointConfig",
+            dependencies: [
+                "Attache", "AttacheTransferCommands",
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             swiftSettings: swiftSettings),
@@ -165,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "attache-pipeline",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheCommands", "AttacheTransferCommands", "CLibc",
+                "Attache", "AttacheBatch", "AttacheCommands", "AttacheTransferCommands", "AttacheEndpointConfig", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -239,7 +247,7 @@ let package = Package(
         // The command-line tool's own logic (the config file of endpoints), tested without a process.
         .testTarget(
             name: "AttachePipelineTests",
-            dependencies: ["AttacheTransferCommands", "Attache"],
+            dependencies: ["AttacheEndpointConfig", "AttacheTransferCommands", "Attache"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",

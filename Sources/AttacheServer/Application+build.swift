@@ -7,7 +7,8 @@ import HummingbirdTLS
 internal import NIOSSL
 import ServiceLifecycle
 
-/// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`.
+/// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`,
+/// and `POST /echo-sealed` (the encrypted JSON form POST, opened with the `--key-file` key).
 ///
 /// The store directory is created (and its `tmp/` emptied) before this returns. Run the result with
 /// `runService()` in an executable (SIGINT/SIGTERM shut it down), or use
@@ -135,6 +136,8 @@ func makeRouter(
     let uploads = UploadController(configuration: configuration, store: store, verifier: verifier)
     let files = FileController(store: store)
     router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
+    let sealedEcho = SealedEchoController(verifier: verifier)
+    router.post("/echo-sealed") { request, context in try await sealedEcho.echo(request, context: context) }
     router.get("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: true) }
     router.head("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: false) }
     router.get("/stats") { _, _ in

@@ -35,6 +35,9 @@ public struct ReferenceServerConfiguration: Sendable {
     /// 422 with `{"errorCode":422,"message":…}` and not stored. One that verifies is stored as the
     /// sealed bytes received, and its receipt gains a `sealed` object (scheme, `verified`, plaintext size
     /// and SHA-256). The file is read once at start-up; its contents are never logged.
+    ///
+    /// The same key opens the encrypted JSON forms posted to `POST /echo-sealed` (as a passphrase for
+    /// `legacy-*`, as a 32-byte key for `stream-gcm`); without a key that route answers 501.
     public var keyFile: String? = nil
     /// A PEM certificate chain and private key: when both are set the server speaks HTTPS only. Tests
     /// use a throwaway self-signed certificate to check the client's TLS verification and pinning.

@@ -141,7 +141,7 @@ package func formatBytes(_ count: Int64) -> String {
         value /= 1000
         unit += 1
     }
-    return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    return unit == 0 ? "\(count) B" : "\(value.formatted(decimals: 1)) \(units[unit])"
 }
 
 /// Parses a message kind argument, listing the valid ones on error.

@@ -11,16 +11,28 @@ package import Attache
 package struct Endpoint: Sendable, Equatable {
     /// A form field or a header: a name and its value (or, for `header-env`, the variable's name).
     package struct Pair: Sendable, Equatable {
-        var name: String
-        var value: String
+        package var name: String
+        package var value: String
+
+        package init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// How the payload is sealed: `[endpoints.NAME.seal]`.
     package struct Seal: Sendable, Equatable {
-        var scheme: String?
-        var keyEnv: String?
-        var keyFile: String?
-        var base64: Bool?
+        package var scheme: String?
+        package var keyEnv: String?
+        package var keyFile: String?
+        package var base64: Bool?
+
+        package init(scheme: String? = nil, keyEnv: String? = nil, keyFile: String? = nil, base64: Bool? = nil) {
+            self.scheme = scheme
+            self.keyEnv = keyEnv
+            self.keyFile = keyFile
+            self.base64 = base64
+        }
     }
 
     /// The endpoint's name, `NAME` in `[endpoints.NAME]`; empty for "no endpoint".
@@ -51,6 +63,12 @@ package struct Endpoint: Sendable, Equatable {
     package var attempts: Int?
     /// Seconds.
     package var retryBudget: Double?
+
+    /// An endpoint named `name`, from `file`, with nothing set yet.
+    package init(name: String = "", file: String = "") {
+        self.name = name
+        self.file = file
+    }
 
     /// The empty endpoint: what a command without `--endpoint` applies (nothing).
     package static let none = Endpoint()

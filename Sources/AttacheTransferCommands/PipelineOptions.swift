@@ -349,7 +349,7 @@ package enum HeaderLines {
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             var line = Substring(rawLine)
             if line.hasSuffix("\r") { line = line.dropLast() }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingBlanks
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             headers.append(try parse(String(line), where: "--header @\(path), line \(number + 1)"))
         }
@@ -363,7 +363,7 @@ package enum HeaderLines {
         let value: String
         if let colon = line.firstIndex(of: ":") {
             name = line[..<colon]
-            value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            value = line[line.index(after: colon)...].trimmingBlanks
         } else if line.hasSuffix(";") {
             name = line.dropLast()
             value = ""

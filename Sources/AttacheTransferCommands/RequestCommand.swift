@@ -44,11 +44,13 @@ package struct RequestCommand: AsyncParsableCommand {
                   --json-field 'tags:=["a","b"]' --bearer-env API_TOKEN
               attache request POST https://api.example/items --json-body @item.json --json
               attache request https://files.example/report.pdf -o report.pdf -v
+              attache request POST https://old.example/api/send --json-field userId:=7 --json-field text=hi \
+                  --seal-json legacy-cbc --key-file server.pass
 
             Exit status: 0 for a 1xx-3xx answer; 77 for a 4xx (rejected), 75 for 408/429/5xx once the \
-            retries are spent, 76 for an answer --expect-json cannot read, 64 usage, 66 a body file that \
-            cannot be read, 69 server unreachable or TLS failure, 74 -o FILE cannot be written, \
-            130 cancelled. The body is printed in every case.
+            retries are spent, 76 for an answer --expect-json cannot read, 65 a sealed answer that does \
+            not decrypt, 64 usage, 66 a body or key file that cannot be read, 69 server unreachable or \
+            TLS failure, 74 -o FILE cannot be written, 130 cancelled. The body is printed in every case.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -70,6 +72,18 @@ package struct RequestCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("An XML property list body (AFNetworking's plist serializer) made from the JSON in @FILE.", valueName: "@file"))
     var plistBody: String?
+
+    @Option(help: ArgumentHelp("Send the JSON body (--json-field or --json-body) as the old servers' encrypted form: JSON sealed with SCHEME (legacy-cbc or legacy-ecb with a passphrase, INSECURE; stream-gcm with a 32-byte key), base64, application/x-www-form-urlencoded; an answer sent back the same way is decrypted (docs/FORMAT.md).", valueName: "scheme"))
+    var sealJson: String?
+
+    @Option(help: ArgumentHelp("With --seal-json: send the base64 text in this form field instead of as the bare body.", valueName: "name"))
+    var sealField: String?
+
+    @Option(help: ArgumentHelp("With --seal-json: the key file (32 raw bytes or base64; legacy schemes: a passphrase).", valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("With --seal-json: the environment variable holding the key (base64; legacy schemes: a passphrase).", valueName: "name"))
+    var keyEnv: String?
 
     @Option(name: .customLong("system-param"), help: ArgumentHelp("A parameter added to the request as the client's system parameters are (the request's own wins). Repeatable.", valueName: "name=value"))
     var systemParameters: [String] = []
@@ -105,6 +119,20 @@ package struct RequestCommand: AsyncParsableCommand {
             throw ValidationError("give one kind of body: --form, --json-field/--json-body, or --plist-body")
         }
         if !jsonFields.isEmpty, jsonBody != nil { throw ValidationError("give --json-field or --json-body, not both") }
+        if let sealJson {
+            let scheme = try SealKeyOptions.parseScheme(sealJson)
+            guard [.legacyCBC, .legacyECB, .streamGCM].contains(scheme) else {
+                throw ValidationError("--seal-json takes legacy-cbc, legacy-ecb or stream-gcm")
+            }
+            guard !jsonFields.isEmpty || jsonBody != nil else {
+                throw ValidationError("--seal-json seals a JSON body: give --json-field or --json-body")
+            }
+            guard (keyFile == nil) != (keyEnv == nil) else {
+                throw ValidationError("--seal-json needs exactly one of --key-file and --key-env")
+            }
+        } else if keyFile != nil || keyEnv != nil || sealField != nil {
+            throw ValidationError("--key-file, --key-env and --seal-field go with --seal-json")
+        }
         if json, output == "-" { throw ValidationError("--json prints to standard output; give -o a file") }
         guard maxResponseSize > 0 else { throw ValidationError("--max-response-size must be positive") }
         _ = try ParameterNames.parameters(from: queries, option: "--query")
@@ -137,22 +165,52 @@ package struct RequestCommand: AsyncParsableCommand {
             var request = HTTPRequest(method: method, url: words.last ?? "")
             request.query = try ParameterNames.parameters(from: queries, option: "--query")
             request.parameters = try ParameterNames.parameters(from: forms, option: "--form")
-            request.body = try body()
+            let sealing = try sealedForm()
+            request.body = try body(sealing: sealing)
+            request.bodyIsSecret = sealing != nil
             let destination = output == "-" ? nil : output
-            let response = try await client.send(request, writingBodyTo: destination)
+            var response = try await client.send(request, writingBodyTo: destination)
+            if let sealing, destination == nil { response = try Self.opened(response, with: sealing) }
             try report(response, destination: destination)
             if expectJson { _ = try response.validate(statusCodes: 0..<1000, contentTypes: ["application/json", "application/*+json"]) }
             try response.validate(statusCodes: 100..<400)
         }
     }
 
-    /// The explicit body of --json-field, --json-body or --plist-body; nil for none (--form's fields
-    /// become the body through the request's parameters).
-    func body() throws -> RequestBody? {
-        if !jsonFields.isEmpty { return .json(.object(try JSONFields.object(from: jsonFields))) }
-        if let jsonBody { return .json(try Self.readJSON(jsonBody, option: "--json-body")) }
-        if let plistBody { return try PropertyListBody.body(json: Self.readJSON(plistBody, option: "--plist-body")) }
+    /// The explicit body of --json-field, --json-body or --plist-body, sealed with `sealing` when
+    /// given; nil for none (--form's fields become the body through the request's parameters).
+    func body(sealing: SealedJSONForm?) throws -> RequestBody? {
+        var json: JSONValue?
+        if !jsonFields.isEmpty { json = .object(try JSONFields.object(from: jsonFields)) }
+        if let jsonBody { json = try Self.readJSON(jsonBody, option: "--json-body") }
+        if let json { return try sealing?.body(json: json) ?? .json(json) }
+        if let plistBody { return .propertyList(try PropertyListValue(Self.readJSON(plistBody, option: "--plist-body"))) }
         return nil
+    }
+
+    /// The encrypted JSON form of --seal-json, its key read from --key-file or --key-env.
+    func sealedForm() throws -> SealedJSONForm? {
+        guard let sealJson else { return nil }
+        let scheme = try SealKeyOptions.parseScheme(sealJson)
+        let key = try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme)
+        return SealedJSONForm(scheme: scheme, key: key, field: sealField)
+    }
+
+    /// The answer with its body decrypted when it came back sealed: a 2xx answer that is not JSON is
+    /// opened with the request's form (a JSON answer is plain already).
+    static func opened(_ response: HTTPResponse, with form: SealedJSONForm) throws -> HTTPResponse {
+        guard (200..<300).contains(response.status), !response.body.isEmpty,
+            response.mediaType?.contains("json") != true, (try? JSONValue.parse(response.body)) == nil
+        else { return response }
+        var opened = response
+        opened.body = try form.open(response.body)
+        opened.headers = response.headers.map { header in
+            header.name.lowercased() == "content-type" ? (header.name, "application/json") : header
+        }
+        if !opened.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            opened.headers.append(("Content-Type", "application/json"))
+        }
+        return opened
     }
 
     /// JSON from `@FILE` or the text itself.
@@ -355,12 +413,5 @@ enum JSONFields {
             }
         }
         return object
-    }
-}
-
-/// Stand-in until the property-list body lands.
-enum PropertyListBody {
-    static func body(json: JSONValue) throws -> RequestBody {
-        throw AttacheError(.invalidArgument, stage: .request, "--plist-body is not available in this build")
     }
 }

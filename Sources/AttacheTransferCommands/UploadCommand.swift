@@ -178,7 +178,7 @@ package struct UploadCommand: AsyncParsableCommand {
         text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
         if receipt.replayed { text += ", replayed" }
         if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
-        text += String(format: ", %.2f s)", receipt.seconds)
+        text += ", \(receipt.seconds.formatted(decimals: 2)) s)"
         if let url = receipt.url { text += " \(url)" }
         if let key = receipt.seal.key { text += " key=\(key)" }
         if receipt.detection.mismatch, let claimed = receipt.detection.extensionMIMEType {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheEndpointConfig
 import AttacheTransferCommands
 import AttacheCommands
 import CLibc
@@ -36,6 +37,9 @@ struct AttacheCommand: AsyncParsableCommand {
     /// (docs/BENCHMARKS.md, Batch). The library leaves the process's allocator alone; the tool sets it.
     static func main() async {
         _ = attache_set_malloc_arena_limit(2)
+        EndpointOptions.loader = { name, explicit, environment in
+            try EndpointConfigFile.endpoint(named: name, explicit: explicit, environment: environment)
+        }
         // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
         let arguments = PlatformPath.commandLineArguments
         DetectCommand.runIfPlain(arguments)

@@ -27,7 +27,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(help: "Directory for stored uploads (created if missing).")
     var store = "./attache-store"
 
-    @Option(name: .customLong("key-file"), help: "Key file: decrypt and verify sealed uploads (422 when they do not verify); the sealed bytes are stored.")
+    @Option(name: .customLong("key-file"), help: "Key file: decrypt and verify sealed uploads (422 when they do not verify; the sealed bytes are stored), and open encrypted JSON forms at POST /echo-sealed.")
     var keyFile: String?
 
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS (with --tls-key).")

@@ -1,6 +1,7 @@
 import Attache
 import Foundation
 import Testing
+@testable import AttacheEndpointConfig
 @testable import AttacheTransferCommands
 
 /// The config file of endpoints (``EndpointConfigFile``): every key, where the file is looked up, and

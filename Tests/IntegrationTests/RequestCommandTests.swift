@@ -1,3 +1,4 @@
+import AttacheServer
 import Foundation
 import Testing
 
@@ -195,6 +196,53 @@ struct RequestCommandTests {
         #expect(log.contains("user=ann"))
         #expect(log.contains("curl -X POST"))
         #expect(log.contains("first-byte"))
+    }
+
+    @Test("--seal-json: the reference server opens the encrypted form and answers it sealed; the answer is decrypted")
+    func sealedJSON() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-request-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let passphrase = folder + "/server.pass"
+        try Data("correct horse battery staple".utf8).write(to: URL(fileURLWithPath: passphrase))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passphrase)
+        let wrong = folder + "/wrong.pass"
+        try Data("not the server's passphrase".utf8).write(to: URL(fileURLWithPath: wrong))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: wrong)
+        var configuration = ReferenceServerConfiguration(storeDirectory: folder + "/store")
+        configuration.port = 0
+        configuration.logLevel = .critical
+        configuration.keyFile = passphrase
+        let runs = try await withReferenceServer(configuration: configuration) { port in
+            let url = "http://127.0.0.1:\(port)/echo-sealed"
+            return [
+                try await attache([
+                    "POST", url, "--json-field", "userId:=7", "--json-field", "text=hi", "--seal-json", "legacy-cbc",
+                    "--key-file", passphrase, "--json", "--log-level", "trace",
+                ]),
+                try await attache([
+                    "POST", url + "?scheme=legacy-ecb&field=data", "--json-field", "text=named", "--seal-json", "legacy-ecb",
+                    "--seal-field", "data", "--key-file", passphrase,
+                ]),
+                try await attache(["POST", url, "--json-field", "text=x", "--seal-json", "legacy-cbc", "--key-file", wrong]),
+            ]
+        }
+        #expect(runs[0].status == 0, "\(runs[0].standardError)")
+        let object = try json(runs[0].standardOutput)
+        #expect(object["bodyEncoding"] as? String == "json")
+        let body = try #require(object["body"] as? [String: Any])
+        #expect(body["userId"] as? Int == 7)
+        #expect(body["text"] as? String == "hi")
+        // The sealed body is never shown, only its size; the plaintext is not in the request log either.
+        #expect(runs[0].standardError.contains("bytes, secret>"))
+        #expect(!runs[0].standardError.contains("userId"))
+
+        #expect(runs[1].status == 0, "\(runs[1].standardError)")
+        #expect(try json(runs[1].standardOutput)["text"] as? String == "named")
+
+        // A wrong passphrase: the server cannot open the form and refuses it.
+        #expect(runs[2].status == 77, "\(runs[2].all)")
+        #expect(runs[2].standardOutput.contains("cannot open the sealed form"))
     }
 
     @Test("usage errors exit 64")

@@ -25,7 +25,8 @@ enum RequestBench {
         configuration.logger.logLevel = .warning
         configuration.connection.retry = .never
         let client = HTTPClient(configuration: configuration)
-        let body = RequestBody.json(.object(["text": .string("hello"), "to": .string("ann"), "n": .number(1)]))
+        guard let body = try? RequestBody.json(.object(["text": .string("hello"), "to": .string("ann"), "n": .number(1)]))
+        else { exit(70) }
 
         let start = ContinuousClock.now
         let failures = await withTaskGroup(of: Int.self) { group in

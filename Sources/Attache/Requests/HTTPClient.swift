@@ -290,7 +290,7 @@ public final class HTTPClient: Sendable {
         } else if !request.parameters.isEmpty {
             switch request.bodyParameterEncoding {
             case .form: body = .form(request.parameters, encoder: configuration.formEncoder)
-            case .json: body = .json(JSONValue.object(request.parameters.mapValues(JSONValue.init(parameter:))))
+            case .json: body = try .json(JSONValue.object(request.parameters.mapValues(JSONValue.init(parameter:))))
             }
         }
         // A header the request names replaces the connection's header of that name (User-Agent and
@@ -304,10 +304,10 @@ public final class HTTPClient: Sendable {
         }
         var source: (any ByteSource)?
         if let body {
-            if !named.contains("content-type") { headers.append(("Content-Type", body.contentType)) }
+            if let type = body.contentType, !named.contains("content-type") { headers.append(("Content-Type", type)) }
             // No `Expect: 100-continue`: most servers never answer it and curl would wait a second.
             if !named.contains("expect") { headers.append(("Expect", "")) }
-            source = try body.makeSource()
+            source = body.source
         }
         let query = configuration.formEncoder.encode(queryParameters)
         var url = request.url

@@ -15,6 +15,8 @@ struct RequestLog {
     private let redaction: LogRedaction
 
     private var logger: Logger { configuration.logger }
+    /// A body never shown: marked so by the request, or by the body itself (a sealed form).
+    private var isSecretBody: Bool { request.bodyIsSecret || request.body?.isSensitive == true }
 
     init(configuration: HTTPClient.Configuration, request: HTTPRequest, exchange: TransportRequest, attempt: Int) {
         self.configuration = configuration
@@ -79,7 +81,7 @@ struct RequestLog {
         guard logger.logLevel <= .trace else { return }
         var lines = ["← \(response.status)"]
         lines += response.headers.map { "  " + redaction.headerLine(name: $0.name, value: $0.value) }
-        if let preview = preview(response.body, contentType: response.header("Content-Type"), secret: request.bodyIsSecret) {
+        if let preview = preview(response.body, contentType: response.header("Content-Type"), secret: isSecretBody) {
             lines.append("  body: " + preview + (response.bodyExceededCap ? " (cut at the size cap)" : ""))
         }
         for line in lines { logger.trace("\(line)") }
@@ -103,7 +105,7 @@ struct RequestLog {
 
     private func requestBodyPreview() -> String? {
         guard let source = exchange.body else { return nil }
-        if request.bodyIsSecret { return "<\(source.byteCount) bytes, secret>" }
+        if isSecretBody { return "<\(source.byteCount) bytes, secret>" }
         guard let body = request.body else { return builtBodyPreview() }
         guard let bytes = body.inMemoryBytes else { return "<\(source.byteCount) bytes, streamed>" }
         return preview(bytes, contentType: body.contentType, secret: false)
@@ -156,7 +158,7 @@ struct RequestLog {
             words += ["-H", Self.shellQuoted(line.hasSuffix(": ") ? String(line.dropLast()) : line)]
         }
         if let source = exchange.body {
-            if request.bodyIsSecret {
+            if isSecretBody {
                 words += ["--data-binary", Self.shellQuoted("<\(source.byteCount) bytes, secret>")]
             } else if let text = inlineBody(source) {
                 words += ["--data-binary", Self.shellQuoted(text)]

@@ -132,3 +132,17 @@ package final class PThreadLock: @unchecked Sendable {
         return try body()
     }
 }
+
+extension Double {
+    /// The value rounded to `digits` decimals (0...6), as `String(format: "%.Nf")` writes it.
+    package func formatted(decimals digits: Int) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBufferPointer { pointer in
+            withVaList([Int32(Swift.min(Swift.max(digits, 0), 6)), self]) {
+                vsnprintf(pointer.baseAddress, pointer.count, "%.*f", $0)
+            }
+        }
+        guard count > 0, count < buffer.count else { return String(self) }
+        return String(decoding: buffer[..<Int(count)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -8,6 +8,7 @@ import Musl
 import Darwin
 #endif
 package import TOMLKit
+package import AttacheTransferCommands
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.
 ///
