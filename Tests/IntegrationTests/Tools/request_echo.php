@@ -7,8 +7,27 @@
 //   ?status=N     the same with status N
 //   /gzip         the same, gzip-compressed with Content-Encoding: gzip when the request accepts gzip
 //   /bytes?n=N    N bytes of a repeating pattern (0123456789), gzip-compressed when accepted
-$raw = file_get_contents('php://input');
+//   /sleep?s=N    reads the body, then waits N seconds before answering (cancellation tests)
+//   /count        answers {"bytes": N, "sha256": H} of the body it read (large uploads)
 $path = parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH);
+if ($path === '/count') {
+    $context = hash_init('sha256');
+    $in = fopen('php://input', 'rb');
+    $count = 0;
+    while (!feof($in)) {
+        $chunk = fread($in, 65536);
+        if ($chunk === false) break;
+        $count += strlen($chunk);
+        hash_update($context, $chunk);
+    }
+    header('Content-Type: application/json');
+    echo json_encode(['bytes' => $count, 'sha256' => hash_final($context)]);
+    return;
+}
+if ($path === '/sleep') {
+    sleep((int)($_GET['s'] ?? 30));
+}
+$raw = file_get_contents('php://input');
 $acceptsGzip = strpos($_SERVER['HTTP_ACCEPT_ENCODING'] ?? '', 'gzip') !== false;
 if (isset($_GET['status'])) {
     http_response_code((int)$_GET['status']);
