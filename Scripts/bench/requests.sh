@@ -41,7 +41,7 @@ url=${BENCH_NGINX_HTTP%/upload}/answer200
 # The body the library's driver sends: RequestBody.json writes compact JSON with sorted keys.
 body='{"n":1,"text":"hello","to":"ann"}'
 {
-    printf 'silent\nshow-error\nheader = "Content-Type: application/json"\n'
+    printf 'silent\nshow-error\nno-progress-meter\nheader = "Content-Type: application/json"\n'
     printf 'data-raw = "%s"\n' "${body//\"/\\\"}"
     printf 'write-out = "%%{http_code} %%{size_download}\\n"\n'
     for ((i = 0; i < count; i++)); do printf 'url = "%s"\noutput = "/dev/null"\n' "$url"; done
@@ -58,7 +58,7 @@ command_of() {
 bench_log "warm-up: one untimed run of each"
 for tool in "${tools[@]}"; do
     command_of "$tool"
-    "${cmd[@]}" >/dev/null || bench_die "$tool failed: ${cmd[*]}"
+    "${cmd[@]}" >/dev/null 2>"$work/err" || { tail -n 20 "$work/err" >&2; bench_die "$tool failed: ${cmd[*]}"; }
 done
 
 declare -A secs=() rss=() cpu=()

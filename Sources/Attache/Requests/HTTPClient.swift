@@ -134,7 +134,7 @@ public final class HTTPClient: Sendable {
                 let exchange = try self.exchange(for: adapted)
                 let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
                 log.sending()
-                let sink = try RequestSink(
+                let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
                 let response: HTTPResponse

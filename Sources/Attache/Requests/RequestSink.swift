@@ -30,7 +30,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
     init(
         limit: Int, destination: String?, attempt: Int, bytesToSend: Int64,
         progress: (@Sendable (HTTPClient.Progress) -> Void)?
-    ) throws {
+    ) {
         self.limit = limit
         self.destination = destination
         self.attempt = attempt
