@@ -203,8 +203,9 @@ struct RequestCommandTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-request-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let passphrase = folder + "/server.pass"
-        try Data("correct horse battery staple".utf8).write(to: URL(fileURLWithPath: passphrase))
+        // Base64 of 32 random bytes: a stream-gcm key, and as text a passphrase for the legacy schemes.
+        let passphrase = folder + "/server.key"
+        try Data(Data(randomBytes(32)).base64EncodedString().utf8).write(to: URL(fileURLWithPath: passphrase))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passphrase)
         let wrong = folder + "/wrong.pass"
         try Data("not the server's passphrase".utf8).write(to: URL(fileURLWithPath: wrong))
@@ -225,6 +226,9 @@ struct RequestCommandTests {
                     "--seal-field", "data", "--key-file", passphrase,
                 ]),
                 try await attache(["POST", url, "--json-field", "text=x", "--seal-json", "legacy-cbc", "--key-file", wrong]),
+                try await attache(
+                    ["POST", url + "?scheme=stream-gcm", "--json-body", #"{"n":[1,2],"gcm":true}"#, "--seal-json", "stream-gcm", "--key-env", "SEAL_KEY"],
+                    environment: ["SEAL_KEY": try String(contentsOfFile: passphrase, encoding: .utf8)]),
             ]
         }
         #expect(runs[0].status == 0, "\(runs[0].standardError)")
@@ -243,6 +247,9 @@ struct RequestCommandTests {
         // A wrong passphrase: the server cannot open the form and refuses it.
         #expect(runs[2].status == 77, "\(runs[2].all)")
         #expect(runs[2].standardOutput.contains("cannot open the sealed form"))
+
+        #expect(runs[3].status == 0, "\(runs[3].all)")
+        #expect(runs[3].standardOutput == #"{"gcm":true,"n":[1,2]}"#)
     }
 
     @Test("usage errors exit 64")
