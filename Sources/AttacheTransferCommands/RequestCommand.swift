@@ -105,6 +105,8 @@ package struct RequestCommand: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var endpointSelection: EndpointOptions
+
     package func validate() throws {
         guard (1...2).contains(words.count) else { throw ValidationError("expected [METHOD] URL") }
         let url = words.last ?? ""
@@ -154,7 +156,10 @@ package struct RequestCommand: AsyncParsableCommand {
         let logger = global.bootstrapLogging()
         try await reportingErrors {
             var configuration = HTTPClient.Configuration(logger: logger)
-            try connection.apply(to: &configuration.connection, endpoint: .none)
+            // An endpoint of the config file gives its headers, credentials, TLS and timeouts (not its
+            // URL: the URL is the argument); flags given as well win.
+            let endpoint = try endpointSelection.load()
+            try connection.apply(to: &configuration.connection, endpoint: endpoint)
             configuration.acceptsCompressedResponses = compressed
             configuration.maximumResponseBodySize = maxResponseSize
             configuration.systemParameters = try ParameterNames.parameters(from: systemParameters, option: "--system-param")

@@ -106,6 +106,27 @@ struct RequestCommandTests {
         #expect((put["json"] as? [String: Any])?["items"] as? [Int] == [1, 2, 3])
     }
 
+    @Test("--plist-body sends the JSON file as an XML property list that Foundation's parser reads back")
+    func plistBody() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-request-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Data(#"{"name":"Ann & <Bob>","age":37,"ratio":0.5,"ok":true,"tags":["a","b"]}"#.utf8)
+            .write(to: URL(fileURLWithPath: folder + "/body.json"))
+        let run = try await withEcho { base in try await attache(["POST", base + "/plist", "--plist-body", "@" + folder + "/body.json"]) }
+        #expect(run.status == 0, "\(run.standardError)")
+        let echo = try json(run.standardOutput)
+        #expect((echo["headers"] as? [String: String])?["Content-Type"] == "application/x-plist")
+        let body = try #require(echo["body"] as? String)
+        let plist = try PropertyListSerialization.propertyList(from: Data(body.utf8), format: nil)
+        let dictionary = try #require(plist as? [String: Any])
+        #expect(dictionary["name"] as? String == "Ann & <Bob>")
+        #expect(dictionary["age"] as? Int == 37)
+        #expect(dictionary["ratio"] as? Double == 0.5)
+        #expect(dictionary["ok"] as? Bool == true)
+        #expect(dictionary["tags"] as? [String] == ["a", "b"])
+    }
+
     @Test("a gzip-compressed answer is decompressed; --json shows status, headers, the parsed body and timings")
     func gzipAnswer() async throws {
         let run = try await withEcho { base in try await attache([base + "/gzip?x=1", "--json"]) }
@@ -252,6 +273,26 @@ struct RequestCommandTests {
         #expect(runs[3].standardOutput == #"{"gcm":true,"n":[1,2]}"#)
     }
 
+    @Test("--endpoint: the config file's headers and credentials go with the request; the token is not logged")
+    func endpointFromConfigFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-request-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let config = "[endpoints.api]\nurl = \"http://127.0.0.1:9/unused\"\nbearer-env = \"API_TOKEN\"\nheaders = { \"X-Tenant\" = \"acme\" }\n"
+        try Data(config.utf8).write(to: URL(fileURLWithPath: folder + "/config.toml"))
+        let token = "endpoint-\(UUID().uuidString)"
+        let run = try await withEcho { base in
+            try await attache(
+                [base + "/e", "--endpoint", "api", "--config", folder + "/config.toml", "-v"], environment: ["API_TOKEN": token])
+        }
+        #expect(run.status == 0, "\(run.standardError)")
+        let headers = try #require(try json(run.standardOutput)["headers"] as? [String: String])
+        #expect(headers["Authorization"] == "Bearer \(token)")
+        #expect(headers["X-Tenant"] == "acme")
+        #expect(run.standardError.contains("GET http://127.0.0.1:"))
+        #expect(!run.standardError.contains(token))
+    }
+
     @Test("usage errors exit 64")
     func usage() async throws {
         for arguments in [["ftp://x/y"], ["GET", "http://127.0.0.1:9/", "extra"], ["http://127.0.0.1:9/", "--form", "novalue"],
@@ -265,7 +306,7 @@ struct RequestCommandTests {
     @Test("the front executable runs `attache request` and lists it")
     func frontExecutable() async throws {
         let help = try await runCommand(try attacheBinary(), ["--help"])
-        #expect(help.standardOutput.contains("request"))
+        #expect(help.standardOutput.contains("Send one HTTP request and print the answer's body."))
         let requestHelp = try await runCommand(try attacheBinary(), ["request", "--help"])
         #expect(requestHelp.status == 0)
         #expect(requestHelp.standardOutput.contains("--json-field"))

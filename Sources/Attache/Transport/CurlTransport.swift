@@ -61,13 +61,13 @@ public final class CurlTransport: HTTPTransport {
     public var activeTransfers: Int { loop.activeCount }
 
     public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
-        try request.validate()
+        let originHost = try request.validate()
         try CurlGlobal.ensureInitialized()
         var hop = request
         var hops = 0
-        let originHost = URLComponents(string: request.url)?.host?.lowercased()
         while true {
-            let sameHost = URLComponents(string: hop.url)?.host?.lowercased() == originHost
+            // The first hop is the origin; only a redirect's target needs parsing.
+            let sameHost = hops == 0 || URLComponents(string: hop.url)?.host?.lowercased() == originHost
             let redirectable = hops < request.connection.redirects.maximumHops
             let response = try await sendOnce(
                 hop, sink: sink, withCredentials: sameHost, swallowRedirects: redirectable)

@@ -173,11 +173,13 @@ extension TransportRequest {
     }
 
     /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
-    /// header's value: it may be a secret).
-    func validate() throws {
+    /// header's value: it may be a secret). Returns the URL's host, lower-cased, so that a caller
+    /// needs no second parse of the URL.
+    @discardableResult
+    func validate() throws -> String {
         guard let components = URLComponents(string: url),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            components.host?.isEmpty == false
+            let host = components.host, !host.isEmpty
         else {
             throw AttacheError(
                 .invalidArgument, stage: .upload,
@@ -188,6 +190,7 @@ extension TransportRequest {
                 throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
             }
         }
+        return host.lowercased()
     }
 
     /// The URL without user info or query, for logs and errors.
