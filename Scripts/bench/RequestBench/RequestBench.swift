@@ -1,5 +1,5 @@
-// The library side of Scripts/bench/requests.sh: N small JSON POSTs through one HTTPClient, at most C
-// in flight, over the transport's reused connections. Prints one line:
+// The library side of Scripts/bench/requests.sh: N small JSON POSTs through one HTTPClient from C tasks,
+// so at most C in flight, over the transport's reused connections. Prints one line:
 //   requests N concurrency C seconds S rps R
 // and exits 1 if any answer is not a 200 with the expected body length.
 //
@@ -7,6 +7,7 @@
 import Attache
 import Foundation
 import Logging
+import Synchronization
 
 @main
 enum RequestBench {
@@ -28,23 +29,23 @@ enum RequestBench {
         guard let body = try? RequestBody.json(.object(["text": .string("hello"), "to": .string("ann"), "n": .number(1)]))
         else { exit(70) }
 
+        // CONCURRENCY long-lived workers take the next request number from a shared counter, as the tasks of
+        // a backend would: no task is created per request.
+        let counter = Counter()
         let start = ContinuousClock.now
         let failures = await withTaskGroup(of: Int.self) { group in
-            var next = 0
-            var failures = 0
-            while next < min(concurrency, count) {
-                let index = next
-                group.addTask { await send(client, url, body, index, answerBytes) }
-                next += 1
-            }
-            for await failed in group {
-                failures += failed
-                if next < count {
-                    let index = next
-                    group.addTask { await send(client, url, body, index, answerBytes) }
-                    next += 1
+            for _ in 0..<min(concurrency, count) {
+                group.addTask {
+                    var failed = 0
+                    while true {
+                        let index = counter.next()
+                        guard index < count else { return failed }
+                        failed += await send(client, url, body, index, answerBytes)
+                    }
                 }
             }
+            var failures = 0
+            for await failed in group { failures += failed }
             return failures
         }
         let elapsed = ContinuousClock.now - start
@@ -65,4 +66,10 @@ enum RequestBench {
             return 1
         }
     }
+}
+
+/// The next request number, shared by the workers.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func next() -> Int { value.add(1, ordering: .relaxed).oldValue }
 }

@@ -196,7 +196,17 @@ final class CurlExchange: @unchecked Sendable {
         try easy.set(CURLOPT_NOSIGNAL, true)
         if let share { try easy.set(CURLOPT_SHARE, pointer: UnsafeMutableRawPointer(share)) }
         let method = request.method.uppercased()
-        if let body = pump?.source {
+        if let pump, let whole = pump.wholeBody, !whole.isEmpty, whole.count <= Self.inlineBodyLimit {
+            // A small body read ahead goes to curl as post fields: curl then sends the head and the
+            // body in one write (with a read callback they are two, and a small request costs the
+            // server and the client an extra segment each). curl keeps its own copy and can resend it
+            // on a reused connection the server had closed.
+            try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, size: Int64(whole.count))
+            try whole.withUnsafeBytes { bytes in
+                try easy.set(CURLOPT_COPYPOSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            }
+            if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, method) }
+        } else if let body = pump?.source {
             if method == "POST" {
                 try easy.set(CURLOPT_POST, true)
                 try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, size: body.byteCount)
@@ -258,6 +268,9 @@ final class CurlExchange: @unchecked Sendable {
         }
     }
 
+    /// Bodies up to this size that were read ahead are handed to curl whole (``configure(_:share:)``).
+    static let inlineBodyLimit = 64 * 1024
+
     /// Turns curl's result into the answer or the error the caller gets.
     func result(code: CURLcode, text: String, easy: CurlEasy) -> Result<HTTPResponse, any Error> {
         if let bodyFailure { return .failure(bodyFailure) }
@@ -289,7 +302,8 @@ final class CurlExchange: @unchecked Sendable {
         }
         return .failure(
             TransportErrors.classify(
-                code: code, text: text, bodySent: bodySent, total: pump?.source.byteCount ?? 0))
+                code: code, text: text, bodySent: max(bodySent, easy.info(size: CURLINFO_SIZE_UPLOAD_T)),
+                total: pump?.source.byteCount ?? 0))
     }
 
     // MARK: Callback bodies (loop thread)
