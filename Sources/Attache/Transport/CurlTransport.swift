@@ -422,6 +422,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     private struct Inbox {
         var commands: [Command] = []
         var threadRunning = false
+        /// The loop is in (or about to enter) `curl_multi_poll` with no command waiting: a new command
+        /// must wake it. While it is busy it picks commands up on its next turn without a wake-up, which
+        /// saves a write and a wake per request when many small ones are in flight.
+        var sleeping = false
     }
 
     private let maximumConnectionsPerHost: Int?
@@ -447,16 +451,24 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Queues `command` for the loop and wakes it, starting its thread when it is not running.
     func submit(_ command: Command) {
-        let start = inbox.withLock { inbox -> Bool in
+        enum Action { case start, wake, none }
+        let action = inbox.withLock { inbox -> Action in
             inbox.commands.append(command)
-            if inbox.threadRunning { return false }
-            inbox.threadRunning = true
-            return true
+            if !inbox.threadRunning {
+                inbox.threadRunning = true
+                return .start
+            }
+            guard inbox.sleeping else { return .none }
+            inbox.sleeping = false
+            return .wake
         }
-        if start {
-            startDetachedThread(name: "attache-transport", stackSize: 1 << 20) { [self] in run() }
-        } else if let multi = handles.withLock({ $0 }).multi {
-            _ = attache_curl_multi_wakeup(multi)
+        switch action {
+        case .start: startDetachedThread(name: "attache-transport", stackSize: 1 << 20) { [self] in run() }
+        case .wake:
+            // curl_multi_wakeup is sticky: sent before the loop reaches curl_multi_poll, it makes that
+            // poll return at once.
+            if let multi = handles.withLock({ $0 }).multi { _ = attache_curl_multi_wakeup(multi) }
+        case .none: break
         }
     }
 
@@ -513,7 +525,17 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             activeGauge.store(active.count, ordering: .relaxed)
             if !active.isEmpty { idleSince = clock.now }
-            _ = attache_curl_multi_poll(multi, active.isEmpty ? 1000 : 1000)
+            // Sleep only when no command came in during this turn (checked under the inbox's lock, the
+            // same one submit takes, so a command is either seen here or followed by a wake-up).
+            let mayPoll = inbox.withLock { inbox -> Bool in
+                guard inbox.commands.isEmpty else { return false }
+                inbox.sleeping = true
+                return true
+            }
+            if mayPoll {
+                _ = attache_curl_multi_poll(multi, 1000)
+                inbox.withLock { $0.sleeping = false }
+            }
         }
     }
 
