@@ -313,13 +313,13 @@ public final class HTTPClient: Sendable {
         var url = request.url
         if let hash = url.firstIndex(of: "#") { url = String(url[..<hash]) }
         if !query.isEmpty { url += (url.contains("?") ? (url.hasSuffix("?") || url.hasSuffix("&") ? "" : "&") : "?") + query }
-        let exchange = TransportRequest(
+        var exchange = TransportRequest(
             method: request.method.rawValue, url: url, headers: headers, body: source, connection: connection,
             maximumResponseBodySize: request.maximumResponseBodySize ?? configuration.maximumResponseBodySize,
             timeout: request.timeout ?? configuration.timeout,
             acceptEncoding: configuration.acceptsCompressedResponses ? "" : nil)
         do {
-            try exchange.validate()
+            exchange.validatedHost = try exchange.validate()
         } catch var error as AttacheError {
             error.stage = .request
             error.message = error.message.replacing(TransportRequest.redact(url: url), with: configuration.redaction.url(url))

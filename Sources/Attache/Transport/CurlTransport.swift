@@ -61,7 +61,7 @@ public final class CurlTransport: HTTPTransport {
     public var activeTransfers: Int { loop.activeCount }
 
     public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
-        let originHost = try request.validate()
+        let originHost = try request.validatedHost ?? request.validate()
         try CurlGlobal.ensureInitialized()
         var hop = request
         var hops = 0
