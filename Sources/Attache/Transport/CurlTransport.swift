@@ -132,6 +132,12 @@ public final class CurlTransport: HTTPTransport {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 exchange.continuation.withLock { $0 = continuation }
+                // Cancelled before the transfer was handed over (onCancel has run already, and its
+                // command may reach the loop before this one): do not start it.
+                if Task.isCancelled {
+                    exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
+                    return
+                }
                 loop.submit(.add(exchange))
             }
         } onCancel: {
@@ -166,6 +172,8 @@ final class CurlExchange: @unchecked Sendable {
     private(set) var bodySent: Int64 = 0
     private var lastSent: Int64 = -1
     private var lastReceived: Int64 = -1
+    /// A cancel reached the loop before the transfer was added (loop thread): the add is refused.
+    var cancelledBeforeAdd = false
 
     init(
         request: TransportRequest, headerLines: [String], sink: any ResponseSink, pump: BodyPump?,
@@ -542,6 +550,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func handle(_ command: Command, multi: UnsafeMutableRawPointer, share: OpaquePointer?) {
         switch command {
         case .add(let exchange):
+            if exchange.cancelledBeforeAdd { return }
             // A fresh easy handle per transfer: connections live in the multi handle, not in easy
             // handles, and a reset handle refuses some options (CURLOPT_BUFFERSIZE) once it has been used.
             let easy: CurlEasy
@@ -566,6 +575,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             active[easy.handle] = exchange
         case .cancel(let exchange):
             guard let easy = exchange.easy, active.removeValue(forKey: easy.handle) != nil else {
+                if exchange.easy == nil { exchange.cancelledBeforeAdd = true }
                 exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
                 return
             }
