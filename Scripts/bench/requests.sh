@@ -62,6 +62,7 @@ for tool in "${tools[@]}"; do
 done
 
 declare -A secs=() rss=() cpu=()
+inproc=""
 for ((run = 1; run <= runs; run++)); do
     for tool in "${tools[@]}"; do
         command_of "$tool"
@@ -74,6 +75,9 @@ for ((run = 1; run <= runs; run++)); do
         if [[ "$tool" == curl ]]; then
             good=$(grep -c '^200 200$' "$work/out" || true)
             ((good == count)) || bench_die "curl: $good of $count requests got the 200-byte answer"
+        else
+            # The driver's own clock: from the first request to the last answer, start-up excluded.
+            inproc+="$(awk '{ for (i = 1; i < NF; i++) if ($i == "seconds") print $(i + 1) }' "$work/out") "
         fi
         read -r s k c <<<"$figures"
         secs[$tool]+="$s "
@@ -105,6 +109,10 @@ for tool in "${tools[@]}"; do
         "$(bench_median "${c_list[@]}")"
 done
 printf '\nrequests/s library/curl: %sx (target >= 1.0)\n' "$(bench_ratio "${rps[library]}" "${rps[curl]}")"
+read -r -a i_list <<<"$inproc"
+inproc_rps=$(awk -v n="$count" -v s="$(bench_median "${i_list[@]}")" 'BEGIN { printf "%.0f", n / s }')
+printf 'library in process (first request to last answer, start-up excluded): %s requests/s, %sx curl'"'"'s whole process\n' \
+    "$inproc_rps" "$(bench_ratio "$inproc_rps" "${rps[curl]}")"
 
 printf '\n(b) process start + one JSON POST (hyperfine -N, medians)\n'
 hyperfine -N --warmup 5 --min-runs 40 --export-json "$work/hyperfine.json" \
