@@ -91,6 +91,21 @@ import Testing
         #expect(error?.stage == .interpret)
     }
 
+    /// The property lists of the fuzz seed corpus (written by Python's plistlib, and by hand) all read,
+    /// so the fuzzer starts past the reader's front door.
+    @Test func readsTheFuzzSeeds() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("FuzzCorpus/requests")
+        let seeds = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".plist") }
+        #expect(seeds.count >= 6)
+        for seed in seeds {
+            let bytes = Array(try Data(contentsOf: folder.appendingPathComponent(seed)))
+            #expect(throws: Never.self, "\(seed)") { _ = try PropertyListValue(xml: bytes) }
+        }
+        let forms = try PropertyListValue(xml: Array(try Data(contentsOf: folder.appendingPathComponent("real-forms.plist"))))
+        #expect(forms.xmlString.contains("<integer>16</integer>") && forms.xmlString.contains("<real>+infinity</real>"))
+    }
+
     @Test func refusesDeepNestingWithoutCrashing() {
         let text = "<plist>" + String(repeating: "<array>", count: 10_000) + "</plist>"
         #expect(throws: AttacheError.self) { try PropertyListValue(xml: Array(text.utf8)) }
