@@ -82,10 +82,12 @@ let package = Package(
                 "COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CPNGStream", "CZlib",
             ],
             swiftSettings: swiftSettings,
-            // libcrypto is linked from its static archive (libssl-dev ships it): the shared library
-            // cost ~1 ms of relocations and symbol lookups at every start of every command, and ~2 MB
-            // of RSS, while the archive contributes only the EVP code the Seal stage calls.
-            linkerSettings: [.linkedLibrary(":libcrypto.a")]),
+            // `-lcrypto`: the fully static `attache` gets libcrypto's static archive (libssl-dev ships
+            // it), where the shared library cost ~1 ms of relocations and symbol lookups at every start
+            // and ~2 MB of RSS. The other executables load libcurl, which loads the shared libcrypto
+            // and initialises it; a second, static copy initialised on its own cost `attache upload`
+            // ~1.5 MB of resident pages (docs/BENCHMARKS.md, nginx-upload), so they use the shared one.
+            linkerSettings: [.linkedLibrary("crypto")]),
         // The pipeline, the transport, uploads and downloads. FoundationEssentials only, never Foundation
         // (whose CoreFoundation and ICU cost ~10 MB of resident pages in every process that links them):
         // `attache-transfer`, which runs uploads and downloads, stays small (docs/BENCHMARKS.md).

@@ -82,7 +82,7 @@ required=(
     libc6-dev                 # libc.a for the fully static `attache` executable
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
     python3-venv              # the S3 tests' emulator (MiniStack) and SDK (boto3) live in a venv of their own
-    php-cli                   # tests send hostile filenames to PHP's built-in server as another receiver
+    php-cli                   # PHP's built-in server as another receiver (hostile filenames, nested parameters) and its openssl extension as an independent decryptor
     file                      # libmagic, for detection comparisons
     time                      # /usr/bin/time for peak memory figures
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI

@@ -19,6 +19,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case interpret
     /// `ImageRecompressor` over JPEG, PNG, WebP, GIF and BMP headers and decoders, with a small pixel cap.
     case image
+    /// The request layer's readers of answers: XML property lists and encrypted JSON forms.
+    case requests
 
     /// Runs the target over one input.
     public func run(_ bytes: [UInt8]) {
@@ -27,6 +29,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .unseal: UnsealTarget.run(bytes)
         case .interpret: InterpretTarget.run(bytes)
         case .image: ImageTarget.run(bytes)
+        case .requests: RequestsTarget.run(bytes)
         }
     }
 }

@@ -42,35 +42,7 @@ struct AttacheFront {
         }
         _ = attache_set_malloc_arena_limit(2)
         DetectCommand.runIfPlain(arguments)
-        let finished = Completion()
-        // Detached: `main` runs on the main actor, and a task inheriting it would wait for the main
-        // thread this function is about to block.
-        Task.detached {
-            // Exits the process itself on errors and `--help`; returns on success.
-            await CommandLineScreen.run(FrontCommand.self, arguments)
-            finished.signal()
-        }
-        finished.wait()
-        exit(0)
-    }
-
-    /// A one-shot signal from the command's task to the waiting main thread.
-    final class Completion: Sendable {
-        private let lock = ConditionLock()
-        private let done = Atomic<Bool>(false)
-
-        func signal() {
-            lock.lock()
-            done.store(true, ordering: .releasing)
-            lock.broadcast()
-            lock.unlock()
-        }
-
-        func wait() {
-            lock.lock()
-            while !done.load(ordering: .acquiring) { lock.wait() }
-            lock.unlock()
-        }
+        CommandLineScreen.runBlockingMain(FrontCommand.self, arguments)
     }
 }
 

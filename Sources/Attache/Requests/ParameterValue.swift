@@ -125,6 +125,24 @@ extension ParameterValue {
         return members
     }
 
+    /// The value as JSON, for parameters that go into a JSON body (system parameters merged into one):
+    /// integers and numbers as numbers, a date as seconds since 1970, a set as an array in the order
+    /// ``URLFormEncoder`` writes it.
+    public var jsonValue: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .integer(let number): .number(Double(number))
+        case .number(let number): .number(number)
+        case .bool(let flag): .bool(flag)
+        case .date(let date): .number(date.timeIntervalSince1970)
+        case .null: .null
+        case .array(let elements): .array(elements.map(\.jsonValue))
+        case .set(let elements):
+            .array(elements.sorted { $0.sortText.utf8.lexicographicallyPrecedes($1.sortText.utf8) }.map(\.jsonValue))
+        case .dictionary(let members): .object(members.mapValues(\.jsonValue))
+        }
+    }
+
     /// `value` as an `Int64` when it is integral and exactly representable (|value| ≤ 2⁵³).
     static func exactInteger(_ value: Double) -> Int64? {
         guard value.isFinite, value == value.rounded(.towardZero), abs(value) <= 9_007_199_254_740_992 else {

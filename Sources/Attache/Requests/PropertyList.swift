@@ -274,7 +274,14 @@ struct PropertyListXMLReader {
         case .open("integer"):
             let text = try self.text(until: "integer").trimmingASCIIWhitespace
             if let number = Int64(text) { return .integer(number) }
+            // Above Int64.max: kept as its bit pattern, as Core Foundation keeps a UInt64.
             if let number = UInt64(text) { return .integer(Int64(bitPattern: number)) }
+            // Apple's reader also takes hexadecimal (`0x1F`, `-0x1F`).
+            let negative = text.hasPrefix("-")
+            let digits = negative ? text.dropFirst() : Substring(text)
+            if digits.hasPrefix("0x") || digits.hasPrefix("0X"), let number = Int64(digits.dropFirst(2), radix: 16) {
+                return .integer(negative ? -number : number)
+            }
             throw failure("not an integer: \(text.prefix(40))")
         case .open("real"):
             let text = try self.text(until: "real").trimmingASCIIWhitespace

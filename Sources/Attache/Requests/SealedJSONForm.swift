@@ -25,8 +25,11 @@ public struct SealedJSONForm: Sendable {
     /// The form field that carries the base64 text, or nil for a bare body.
     public var field: String?
     /// For `stream-gcm`: where the salt and nonce prefix come from. Nil draws fresh ones for every
-    /// body (the normal case); set it to make a body reproducible (a replayed request, test vectors).
-    /// The legacy schemes have no random values: the key alone fixes their bytes.
+    /// body (the normal case); set it to make one message's body reproducible (the same request sent
+    /// again under an idempotency key, test vectors). **One material per message**: two different
+    /// messages sealed with the same material and key reuse AES-GCM nonces, which gives away both
+    /// plaintexts' XOR and lets anyone forge tags. The legacy schemes have no random values: the key
+    /// alone fixes their bytes (which is one reason they are insecure).
     public var material: SealMaterial?
 
     /// The `Content-Type` the old client sent with the body.

@@ -100,6 +100,15 @@ import Testing
         #expect(members["o"] == .dictionary(["k": .string("v")]))
     }
 
+    @Test func convertsToJSON() {
+        let value: ParameterValue = ["a": 1, "b": .set(["y", "x"]), "c": .date(Date(timeIntervalSince1970: 5)), "d": nil]
+        #expect(
+            value.jsonValue
+                == .object([
+                    "a": .number(1), "b": .array([.string("x"), .string("y")]), "c": .number(5), "d": .null,
+                ]))
+    }
+
     @Test func jsonNumbersBecomeIntegersWhenExact() {
         #expect(ParameterValue(JSONValue.number(3)) == .integer(3))
         #expect(ParameterValue(JSONValue.number(-0.5)) == .number(-0.5))
