@@ -37,15 +37,15 @@ package struct RequestCommand: AsyncParsableCommand {
             redacted in every line.
 
             Examples:
-              attache request https://api.example/users --query page=2 --query 'filter[role]=admin'
-              attache request POST https://api.example/login --form user=ann --form 'phone[mobile]=1' \\
-                  --form 'families[]=father' --form 'families[]=mother'
-              attache request PUT https://api.example/users/7 --json-field name=Ann --json-field age:=37 \\
-                  --json-field 'tags:=["a","b"]' --bearer-env API_TOKEN
-              attache request POST https://api.example/items --json-body @item.json --json
+              attache request https://api.example/users --query 'filter[role]=admin'
+              attache request POST https://api.example/people --form 'phone[mobile]=1'
+              attache request POST https://api.example/people --form 'families[]=a'
+              attache request PUT https://api.example/users/7 --json-field age:=37
+              attache request POST https://api.example/items --json-body @item.json
+              attache request https://api.example/me --bearer-env API_TOKEN --json
               attache request https://files.example/report.pdf -o report.pdf -v
-              attache request POST https://old.example/api/send --json-field userId:=7 --json-field text=hi \
-                  --seal-json legacy-cbc --key-file server.pass
+              attache request POST https://old.example/send --json-field text=hi
+                --seal-json legacy-cbc --key-file server.pass (one command line)
 
             Exit status: 0 for a 1xx-3xx answer; 77 for a 4xx (rejected), 75 for 408/429/5xx once the \
             retries are spent, 76 for an answer --expect-json cannot read, 65 a sealed answer that does \
