@@ -64,7 +64,7 @@ struct HTTPClientLiveTests {
             return (up, down)
         }
         #expect(up.status == 200)
-        let count = try up.json()
+        let count = try up.json
         #expect(count["bytes"]?.intValue == size)
         #expect(count["sha256"]?.stringValue == (try sha256Hex(bytes)))
         let sentCounts = sent.withLock { $0 }

@@ -23,7 +23,13 @@ extension HTTPResponse {
     /// The body as a JSON value.
     /// - Throws: ``AttacheError`` `.badResponse` when the body is not JSON; `.limitExceeded` when it
     ///   was cut at the size cap.
-    public func json() throws -> JSONValue {
+    public var json: JSONValue {
+        get throws {
+            try parsedJSON()
+        }
+    }
+
+    private func parsedJSON() throws -> JSONValue {
         try checkComplete()
         do {
             return try JSONValue.parse(body)

@@ -312,7 +312,7 @@ struct HTTPClientTests {
         struct User: Decodable, Equatable { var id: Int; var name: String }
         let response = HTTPResponse(status: 200, body: Array(#"{"id":7,"name":"Ann"}"#.utf8))
         #expect(try response.decode(User.self) == User(id: 7, name: "Ann"))
-        #expect(try response.json()["name"] == .string("Ann"))
+        #expect(try response.json["name"] == .string("Ann"))
         #expect(response.text == #"{"id":7,"name":"Ann"}"#)
         let missing = #expect(throws: AttacheError.self) {
             try HTTPResponse(status: 200, body: Array(#"{"id":7}"#.utf8)).decode(User.self)
@@ -320,7 +320,7 @@ struct HTTPClientTests {
         #expect(missing?.code == .badResponse)
         #expect(missing?.message.contains("name") == true)
         let cut = HTTPResponse(status: 200, body: Array("{".utf8), bodyExceededCap: true)
-        #expect((#expect(throws: AttacheError.self) { try cut.json() })?.code == .limitExceeded)
+        #expect((#expect(throws: AttacheError.self) { try cut.json })?.code == .limitExceeded)
     }
 
     @Test("the body size cap cuts a long answer and says so")
