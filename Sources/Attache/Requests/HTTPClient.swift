@@ -240,12 +240,13 @@ public final class HTTPClient: Sendable {
         prepared.headers = defaults.filter { !own.contains($0.name.lowercased()) } + request.headers
         let system = configuration.systemParameters
         guard !system.isEmpty else { return prepared }
+        // The caller's value wins, wherever the caller put it (query or parameters).
+        let named = Set(request.query.keys).union(request.parameters.keys)
+        let added = system.filter { !named.contains($0.key) }
         if request.method.encodesParametersInQuery || request.body != nil {
-            // The caller's value wins, wherever the caller put it.
-            let named = Set(request.query.keys).union(request.parameters.keys)
-            prepared.query = request.query.merging(system.filter { !named.contains($0.key) }) { caller, _ in caller }
+            prepared.query.merge(added) { caller, _ in caller }
         } else {
-            prepared.parameters = request.parameters.merging(system) { caller, _ in caller }
+            prepared.parameters.merge(added) { caller, _ in caller }
         }
         return prepared
     }
