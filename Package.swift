@@ -225,7 +225,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        // Scripts/bench/requests.sh's library side: many small requests through one HTTPClient.
+        // Scripts/bench/requests.sh's library side: many small requests through one RequestClient.
         .executableTarget(
             name: "attache-request-bench",
             dependencies: ["Attache", .product(name: "Logging", package: "swift-log")],

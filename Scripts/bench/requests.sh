@@ -2,7 +2,7 @@
 # Small requests (issue 14), against nginx on 127.0.0.1 (Tests/IntegrationTests/Tools/nginx-sink.sh,
 # POST /answer200: reads the whole body, answers 200 bytes of JSON):
 #   (a) COUNT JSON POSTs over reused connections, PARALLEL in flight: the library (the
-#       attache-request-bench executable: one HTTPClient, a task group) against
+#       attache-request-bench executable: one RequestClient, a task group) against
 #       `curl --parallel --parallel-max PARALLEL --config FILE` sending the same requests. Both are timed
 #       as whole processes (start-up included), tools alternating run by run. Target: library >= 1.0x.
 #   (b) one process start and one request: `attache request POST URL --json-field text=hello` (through the

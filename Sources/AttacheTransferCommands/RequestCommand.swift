@@ -12,7 +12,7 @@ import Darwin
 import Logging
 
 /// `attache request [METHOD] URL`: one HTTP request in the manner of httpie and curl, through the
-/// library's ``HTTPClient``.
+/// library's ``RequestClient``.
 package struct RequestCommand: AsyncParsableCommand {
     package init() {}
 
@@ -144,18 +144,18 @@ package struct RequestCommand: AsyncParsableCommand {
     }
 
     /// The method: the first word, else POST when a body is given, else GET.
-    var method: HTTPMethod {
-        if words.count == 2 { return HTTPMethod(rawValue: words[0]) }
+    var method: RequestMethod {
+        if words.count == 2 { return RequestMethod(rawValue: words[0]) }
         let hasBody = !jsonFields.isEmpty || jsonBody != nil || plistBody != nil || !forms.isEmpty
         return hasBody ? .post : .get
     }
 
-    static func parametersInQuery(_ method: HTTPMethod) -> Bool { method.encodesParametersInQuery }
+    static func parametersInQuery(_ method: RequestMethod) -> Bool { method.encodesParametersInQuery }
 
     package func run() async throws {
         let logger = global.bootstrapLogging()
         try await reportingErrors {
-            var configuration = HTTPClient.Configuration(logger: logger)
+            var configuration = RequestClient.Configuration(logger: logger)
             // An endpoint of the config file gives its headers, credentials, TLS and timeouts (not its
             // URL: the URL is the argument); flags given as well win.
             let endpoint = try endpointSelection.load()
@@ -165,9 +165,9 @@ package struct RequestCommand: AsyncParsableCommand {
             configuration.systemParameters = try ParameterNames.parameters(from: systemParameters, option: "--system-param")
             // The credentials read from the environment are masked wherever they would appear in a log line.
             configuration.redaction.secretValues = try secretValues()
-            let client = HTTPClient(configuration: configuration)
+            let client = RequestClient(configuration: configuration)
 
-            var request = HTTPRequest(method: method, url: words.last ?? "")
+            var request = ClientRequest(method: method, url: words.last ?? "")
             request.query = try ParameterNames.parameters(from: queries, option: "--query")
             request.parameters = try ParameterNames.parameters(from: forms, option: "--form")
             let sealing = try sealedForm()

@@ -1,4 +1,4 @@
-// The library side of Scripts/bench/requests.sh: N small JSON POSTs through one HTTPClient from C tasks,
+// The library side of Scripts/bench/requests.sh: N small JSON POSTs through one RequestClient from C tasks,
 // so at most C in flight, over the transport's reused connections. Prints one line:
 //   requests N concurrency C seconds S rps R
 // and exits 1 if any answer is not a 200 with the expected body length.
@@ -22,10 +22,10 @@ enum RequestBench {
         let concurrency = arguments.count > 3 ? Int(arguments[3]) ?? 8 : 8
         let answerBytes = arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200
 
-        var configuration = HTTPClient.Configuration()
+        var configuration = RequestClient.Configuration()
         configuration.logger.logLevel = .warning
         configuration.connection.retry = .never
-        let client = HTTPClient(configuration: configuration)
+        let client = RequestClient(configuration: configuration)
         guard let body = try? RequestBody.json(.object(["text": .string("hello"), "to": .string("ann"), "n": .number(1)]))
         else { exit(70) }
 
@@ -57,7 +57,7 @@ enum RequestBench {
         }
     }
 
-    static func send(_ client: HTTPClient, _ url: String, _ body: RequestBody, _ index: Int, _ answerBytes: Int) async -> Int {
+    static func send(_ client: RequestClient, _ url: String, _ body: RequestBody, _ index: Int, _ answerBytes: Int) async -> Int {
         do {
             let response = try await client.post(url, body: body)
             return response.status == 200 && response.body.count == answerBytes ? 0 : 1

@@ -3,10 +3,10 @@ import FoundationEssentials
 /// What request logs never show: credential headers, secret query and form fields, secret JSON
 /// members, and any literal secret the caller names.
 ///
-/// Applied to every line ``HTTPClient`` logs (debug and trace), to the equivalent `curl` command line,
+/// Applied to every line ``RequestClient`` logs (debug and trace), to the equivalent `curl` command line,
 /// and to URLs in its error messages. A field is secret when its name, or one bracketed part of a nested
 /// name (`user[password]`, `auth[token][]`), matches one of ``fieldNames`` without regard to case.
-/// ``HTTPClient`` also masks, in every line about a request, the values it sent in secret headers and
+/// ``RequestClient`` also masks, in every line about a request, the values it sent in secret headers and
 /// fields, so that an answer echoing them back (a debug endpoint, an error page) does not leak them;
 /// values shorter than 4 characters are not masked that way.
 public struct LogRedaction: Sendable, Hashable {

@@ -2,14 +2,14 @@ import FoundationEssentials
 
 /// Changes a request just before each attempt is sent: signing, a fresh token, a tenant header.
 ///
-/// Adapters run in the order of ``HTTPClient/Configuration/adapters``, after the client's defaults
+/// Adapters run in the order of ``RequestClient/Configuration/adapters``, after the client's defaults
 /// and system parameters were applied, on every attempt (so a retried request is signed again and
 /// picks up a refreshed token). An adapter that throws ends the request with its error.
 ///
 /// ```swift
 /// struct TokenAdapter: RequestAdapter {
 ///     let store: TokenStore   // an actor
-///     func adapt(_ request: HTTPRequest) async throws -> HTTPRequest {
+///     func adapt(_ request: ClientRequest) async throws -> ClientRequest {
 ///         var request = request
 ///         request.setHeader("Authorization", "Bearer \(await store.token)")
 ///         return request
@@ -19,7 +19,7 @@ import FoundationEssentials
 public protocol RequestAdapter: Sendable {
     /// Returns the request to send in place of `request`.
     /// - Throws: any error; the request fails with it (an ``AttacheError`` as it is, others wrapped).
-    func adapt(_ request: HTTPRequest) async throws -> HTTPRequest
+    func adapt(_ request: ClientRequest) async throws -> ClientRequest
 }
 
 /// What a ``RequestRetrier`` decided about one attempt.
@@ -47,7 +47,7 @@ public enum RetryDecision: Sendable, Hashable {
 /// actor RefreshOn401: RequestRetrier {
 ///     let store: TokenStore
 ///     var refreshed = false
-///     func retry(_ request: HTTPRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+///     func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
 ///         guard response?.status == 401, !refreshed else { return .useDefault }
 ///         refreshed = true
 ///         await store.refresh()
@@ -58,5 +58,5 @@ public enum RetryDecision: Sendable, Hashable {
 public protocol RequestRetrier: Sendable {
     /// Decides about attempt number `attempt` (from 1) of `request` (as adapted), which ended with
     /// `response` or, when there was none, with `error`.
-    func retry(_ request: HTTPRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision
+    func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision
 }

@@ -7,8 +7,8 @@ import Logging
 /// timings. `.trace`: the request's headers, a bounded preview of a text body, an equivalent `curl`
 /// command line, then the answer's headers and a preview of its text body.
 struct RequestLog {
-    let configuration: HTTPClient.Configuration
-    let request: HTTPRequest
+    let configuration: RequestClient.Configuration
+    let request: ClientRequest
     let exchange: TransportRequest
     let attempt: Int
     /// The client's redaction plus the secret values this request carries.
@@ -18,7 +18,7 @@ struct RequestLog {
     /// A body never shown: marked so by the request, or by the body itself (a sealed form).
     private var isSecretBody: Bool { request.bodyIsSecret || request.body?.isSensitive == true }
 
-    init(configuration: HTTPClient.Configuration, request: HTTPRequest, exchange: TransportRequest, attempt: Int) {
+    init(configuration: RequestClient.Configuration, request: ClientRequest, exchange: TransportRequest, attempt: Int) {
         self.configuration = configuration
         self.request = request
         self.exchange = exchange

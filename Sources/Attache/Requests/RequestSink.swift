@@ -8,7 +8,7 @@ import Musl
 import Darwin
 #endif
 
-/// Where ``HTTPClient`` puts one attempt's answer: in memory up to a cap, or streamed into a file;
+/// Where ``RequestClient`` puts one attempt's answer: in memory up to a cap, or streamed into a file;
 /// progress forwarded to the caller.
 ///
 /// `@unchecked Sendable` without a lock: the transport calls a sink from one thread at a time
@@ -19,7 +19,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
     private let destination: String?
     private let attempt: Int
     private let bytesToSend: Int64
-    private let onProgress: (@Sendable (HTTPClient.Progress) -> Void)?
+    private let onProgress: (@Sendable (RequestClient.Progress) -> Void)?
     private var descriptor: Int32 = -1
     private(set) var collectedBody: [UInt8] = []
     private(set) var bodyExceededCap = false
@@ -29,7 +29,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
 
     init(
         limit: Int, destination: String?, attempt: Int, bytesToSend: Int64,
-        progress: (@Sendable (HTTPClient.Progress) -> Void)?
+        progress: (@Sendable (RequestClient.Progress) -> Void)?
     ) {
         self.limit = limit
         self.destination = destination
@@ -88,7 +88,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
 
     func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
         onProgress?(
-            HTTPClient.Progress(
+            RequestClient.Progress(
                 attempt: attempt, bytesSent: sent, bytesToSend: bytesToSend, bytesReceived: received,
                 bytesToReceive: expectedReceive))
     }

@@ -36,7 +36,7 @@ public struct TransportRequest: Sendable {
     /// server sent it: uploads and resumable downloads need the bytes on the wire.
     public var acceptEncoding: String?
     /// The URL's host, lower-cased, once ``validate()`` passed for this URL and these headers: set by a
-    /// caller that validated the request itself (``HTTPClient``), so the transport does not parse the URL
+    /// caller that validated the request itself (``RequestClient``), so the transport does not parse the URL
     /// again. Internal: only code of this module can vouch for it.
     var validatedHost: String?
 

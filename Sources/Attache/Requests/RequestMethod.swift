@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// An HTTP request method: the usual ones as constants, any other token by its name.
-public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The method token as sent, upper case for the standard ones (`GET`, `POST`).
     public let rawValue: String
 
@@ -17,19 +17,19 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     public var description: String { rawValue }
 
     /// `GET`.
-    public static let get = HTTPMethod(rawValue: "GET")
+    public static let get = RequestMethod(rawValue: "GET")
     /// `HEAD`.
-    public static let head = HTTPMethod(rawValue: "HEAD")
+    public static let head = RequestMethod(rawValue: "HEAD")
     /// `POST`.
-    public static let post = HTTPMethod(rawValue: "POST")
+    public static let post = RequestMethod(rawValue: "POST")
     /// `PUT`.
-    public static let put = HTTPMethod(rawValue: "PUT")
+    public static let put = RequestMethod(rawValue: "PUT")
     /// `PATCH`.
-    public static let patch = HTTPMethod(rawValue: "PATCH")
+    public static let patch = RequestMethod(rawValue: "PATCH")
     /// `DELETE`.
-    public static let delete = HTTPMethod(rawValue: "DELETE")
+    public static let delete = RequestMethod(rawValue: "DELETE")
     /// `OPTIONS`.
-    public static let options = HTTPMethod(rawValue: "OPTIONS")
+    public static let options = RequestMethod(rawValue: "OPTIONS")
 
     private static let standard: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 

@@ -3,10 +3,10 @@ import Foundation
 import Synchronization
 import Testing
 
-/// `HTTPClient` on the real transport against PHP's built-in server (`Tools/request_echo.php`):
+/// `RequestClient` on the real transport against PHP's built-in server (`Tools/request_echo.php`):
 /// cancellation, progress both ways, decompression, timings, the blocking form.
-@Suite("HTTPClient against PHP", .serialized)
-struct HTTPClientLiveTests {
+@Suite("RequestClient against PHP", .serialized)
+struct RequestClientLiveTests {
     static let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools").path
 
     func withEcho<T>(_ body: (String) async throws -> T) async throws -> T {
@@ -25,7 +25,7 @@ struct HTTPClientLiveTests {
     @Test("cancelling the task stops a request the server sits on, with `cancelled`")
     func cancellation() async throws {
         let transport = CurlTransport()
-        let client = HTTPClient(transport: transport)
+        let client = RequestClient(transport: transport)
         let outcome = try await withEcho { base in
             let task = Task { try await client.get(base + "/sleep?s=60") }
             // Wait for the transfer to be on the loop (an event, not a guess at how long it takes).
@@ -49,17 +49,17 @@ struct HTTPClientLiveTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let bytes = randomBytes(size)
         try Data(bytes).write(to: URL(fileURLWithPath: folder + "/up.bin"))
-        var configuration = HTTPClient.Configuration()
+        var configuration = RequestClient.Configuration()
         configuration.acceptsCompressedResponses = false
-        let client = HTTPClient(configuration: configuration)
+        let client = RequestClient(configuration: configuration)
         let sent = Mutex<[Int64]>([])
         let received = Mutex<[(Int64, Int64?)]>([])
         let (up, down) = try await withEcho { base in
             let up = try await client.send(
-                HTTPRequest(method: .put, url: base + "/count", body: try .file(path: folder + "/up.bin")),
+                ClientRequest(method: .put, url: base + "/count", body: try .file(path: folder + "/up.bin")),
                 progress: { progress in sent.withLock { $0.append(progress.bytesSent) } })
             let down = try await client.send(
-                HTTPRequest(url: base + "/bytes?n=\(size)"),
+                ClientRequest(url: base + "/bytes?n=\(size)"),
                 progress: { progress in received.withLock { $0.append((progress.bytesReceived, progress.bytesToReceive)) } })
             return (up, down)
         }
@@ -81,7 +81,7 @@ struct HTTPClientLiveTests {
 
     @Test("a gzip answer is decoded; timings and the wire size are reported")
     func decompression() async throws {
-        let client = HTTPClient()
+        let client = RequestClient()
         let response = try await withEcho { base in try await client.get(base + "/bytes?n=200000") }
         #expect(response.header("Content-Encoding") == "gzip")
         #expect(response.body.count == 200_000)
@@ -94,11 +94,11 @@ struct HTTPClientLiveTests {
 
     @Test("sendBlocking on the real transport from a plain thread")
     func blocking() async throws {
-        let client = HTTPClient()
+        let client = RequestClient()
         let status = try await withEcho { base in
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
                 Thread {
-                    continuation.resume(with: Result { try client.sendBlocking(HTTPRequest(url: base + "/ping?status=203")).status })
+                    continuation.resume(with: Result { try client.sendBlocking(ClientRequest(url: base + "/ping?status=203")).status })
                 }.start()
             }
         }

@@ -1,16 +1,16 @@
 import FoundationEssentials
 public import Logging
 
-extension HTTPClient {
+extension RequestClient {
     /// What every request of a client gets: connection settings and credentials, default headers,
     /// system parameters, interceptors, logging and limits.
     ///
     /// ```swift
-    /// var configuration = HTTPClient.Configuration()
+    /// var configuration = RequestClient.Configuration()
     /// configuration.connection.authorization = .bearer(token)
     /// configuration.systemParameters = ["appVersion": "5.2", "platform": "linux"]
     /// configuration.logger.logLevel = .debug
-    /// let client = HTTPClient(configuration: configuration)
+    /// let client = RequestClient(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
         /// Timeouts, retries (idempotent methods only), TLS, proxy, `User-Agent`, headers sent with
@@ -23,7 +23,7 @@ extension HTTPClient {
         /// decode the answer transparently, as `curl --compressed` does. Default: true.
         public var acceptsCompressedResponses: Bool
         /// Parameters added to every request: to the query of `GET`/`HEAD`/`DELETE` and of requests
-        /// with an explicit body, to the form or JSON body built from ``HTTPRequest/parameters``
+        /// with an explicit body, to the form or JSON body built from ``ClientRequest/parameters``
         /// otherwise. A parameter of the same name in the request wins.
         public var systemParameters: Parameters
         /// How parameters become query strings and form bodies.

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// One request for ``HTTPClient``: method, URL, query parameters, headers and body.
+/// One request for ``RequestClient``: method, URL, query parameters, headers and body.
 ///
 /// Query parameters are encoded with the client's ``URLFormEncoder`` and appended to the URL's own
 /// query (which is kept as it is). ``parameters`` are where the old clients put them: into the query
@@ -9,12 +9,12 @@ import FoundationEssentials
 /// replaces that body.
 ///
 /// ```swift
-/// var request = HTTPRequest(method: .post, url: "https://api.example/v1/messages")
+/// var request = ClientRequest(method: .post, url: "https://api.example/v1/messages")
 /// request.parameters = ["text": "hi", "to": ["ann", "bob"]]
 /// request.headers = [("X-Request-Id", "42")]
 /// let response = try await client.send(request)
 /// ```
-public struct HTTPRequest: Sendable {
+public struct ClientRequest: Sendable {
     /// How ``parameters`` become a body when the method puts them in one.
     public enum BodyParameterEncoding: Sendable, Hashable {
         /// `application/x-www-form-urlencoded` with the client's encoder (nested names `a[b]=`, `a[]=`).
@@ -24,7 +24,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// The method.
-    public var method: HTTPMethod
+    public var method: RequestMethod
     /// The `http://` or `https://` URL, possibly with a query of its own.
     public var url: String
     /// Parameters always sent in the query, whatever the method.
@@ -44,12 +44,12 @@ public struct HTTPRequest: Sendable {
     /// A deadline for each attempt, if any (the client's default otherwise).
     public var timeout: Duration?
     /// The longest answer body kept in memory; nil uses the client's
-    /// ``HTTPClient/Configuration/maximumResponseBodySize``.
+    /// ``RequestClient/Configuration/maximumResponseBodySize``.
     public var maximumResponseBodySize: Int?
 
     /// Creates a request.
     public init(
-        method: HTTPMethod = .get, url: String, query: Parameters = [:], parameters: Parameters = [:],
+        method: RequestMethod = .get, url: String, query: Parameters = [:], parameters: Parameters = [:],
         bodyParameterEncoding: BodyParameterEncoding = .form, headers: [(name: String, value: String)] = [],
         body: RequestBody? = nil, bodyIsSecret: Bool = false
     ) {

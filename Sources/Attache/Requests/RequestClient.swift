@@ -16,11 +16,11 @@ import Synchronization
 /// get one throw. Cancelling the calling task stops the transfer.
 ///
 /// ```swift
-/// let client = HTTPClient()
+/// let client = RequestClient()
 /// let response = try await client.get("https://api.example/users", query: ["page": 2])
 /// let users = try response.validate(contentTypes: ["application/json"]).decode([User].self)
 /// ```
-public final class HTTPClient: Sendable {
+public final class RequestClient: Sendable {
     /// The defaults every request gets.
     public let configuration: Configuration
     private let transport: any HTTPTransport
@@ -52,7 +52,7 @@ public final class HTTPClient: Sendable {
     public func get(
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
     ) async throws -> HTTPResponse {
-        try await send(HTTPRequest(method: .get, url: url, query: query, headers: headers))
+        try await send(ClientRequest(method: .get, url: url, query: query, headers: headers))
     }
 
     /// `HEAD url`.
@@ -60,7 +60,7 @@ public final class HTTPClient: Sendable {
     public func head(
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
     ) async throws -> HTTPResponse {
-        try await send(HTTPRequest(method: .head, url: url, query: query, headers: headers))
+        try await send(ClientRequest(method: .head, url: url, query: query, headers: headers))
     }
 
     /// `DELETE url`, with an optional body.
@@ -69,7 +69,7 @@ public final class HTTPClient: Sendable {
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = [],
         body: RequestBody? = nil
     ) async throws -> HTTPResponse {
-        try await send(HTTPRequest(method: .delete, url: url, query: query, headers: headers, body: body))
+        try await send(ClientRequest(method: .delete, url: url, query: query, headers: headers, body: body))
     }
 
     /// `POST url` with `body`, or with `parameters` as a form body (system parameters merged in).
@@ -79,7 +79,7 @@ public final class HTTPClient: Sendable {
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
     ) async throws -> HTTPResponse {
         try await send(
-            HTTPRequest(method: .post, url: url, query: query, parameters: parameters, headers: headers, body: body))
+            ClientRequest(method: .post, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
 
     /// `PUT url` with `body`, or with `parameters` as a form body.
@@ -89,7 +89,7 @@ public final class HTTPClient: Sendable {
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
     ) async throws -> HTTPResponse {
         try await send(
-            HTTPRequest(method: .put, url: url, query: query, parameters: parameters, headers: headers, body: body))
+            ClientRequest(method: .put, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
 
     /// `PATCH url` with `body`, or with `parameters` as a form body.
@@ -99,7 +99,7 @@ public final class HTTPClient: Sendable {
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
     ) async throws -> HTTPResponse {
         try await send(
-            HTTPRequest(method: .patch, url: url, query: query, parameters: parameters, headers: headers, body: body))
+            ClientRequest(method: .patch, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
 
     // MARK: Sending
@@ -118,7 +118,7 @@ public final class HTTPClient: Sendable {
     ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
     ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
     public func send(
-        _ request: HTTPRequest, writingBodyTo destination: String? = nil,
+        _ request: ClientRequest, writingBodyTo destination: String? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> HTTPResponse {
         let prepared = prepare(request)
@@ -190,11 +190,11 @@ public final class HTTPClient: Sendable {
     /// risking that deadlock.
     ///
     /// ```swift
-    /// let response = try client.sendBlocking(HTTPRequest(method: .get, url: "http://127.0.0.1:8080/health"))
+    /// let response = try client.sendBlocking(ClientRequest(method: .get, url: "http://127.0.0.1:8080/health"))
     /// ```
     /// - Throws: ``AttacheError`` `.invalidArgument` when called from an async task; otherwise as
     ///   ``send(_:writingBodyTo:progress:)``.
-    public func sendBlocking(_ request: HTTPRequest, writingBodyTo destination: String? = nil) throws -> HTTPResponse {
+    public func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> HTTPResponse {
         let inTask = withUnsafeCurrentTask { $0 != nil }
         guard !inTask else {
             throw AttacheError(
@@ -225,12 +225,12 @@ public final class HTTPClient: Sendable {
     static let retriedStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
 
     /// Whether the client's own rule may send `request` twice.
-    static func mayRetry(_ request: HTTPRequest) -> Bool {
+    static func mayRetry(_ request: ClientRequest) -> Bool {
         request.method.isIdempotent || request.header("Idempotency-Key") != nil
     }
 
     /// The request with the client's defaults and system parameters applied; adapters see this.
-    func prepare(_ request: HTTPRequest) -> HTTPRequest {
+    func prepare(_ request: ClientRequest) -> ClientRequest {
         var prepared = request
         var defaults: [(name: String, value: String)] = []
         if let acceptLanguage = configuration.acceptLanguage, !acceptLanguage.isEmpty {
@@ -251,7 +251,7 @@ public final class HTTPClient: Sendable {
         return prepared
     }
 
-    private func adapt(_ request: HTTPRequest) async throws -> HTTPRequest {
+    private func adapt(_ request: ClientRequest) async throws -> ClientRequest {
         var request = request
         for adapter in configuration.adapters {
             do {
@@ -270,7 +270,7 @@ public final class HTTPClient: Sendable {
     }
 
     private func decide(
-        _ request: HTTPRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int
+        _ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int
     ) async -> RetryDecision {
         for retrier in configuration.retriers {
             let decision = await retrier.retry(request, response: response, error: error, attempt: attempt)
@@ -281,7 +281,7 @@ public final class HTTPClient: Sendable {
 
     /// The transport's request for `request`: the full URL, the headers with the connection's
     /// defaults that the request overrides taken out, and the body.
-    func exchange(for request: HTTPRequest) throws -> TransportRequest {
+    func exchange(for request: ClientRequest) throws -> TransportRequest {
         var connection = configuration.connection
         var headers = request.headers
         var queryParameters = request.query

@@ -44,7 +44,7 @@ actor TokenStore {
 
 struct BearerFromStore: RequestAdapter {
     let store: TokenStore
-    func adapt(_ request: HTTPRequest) async throws -> HTTPRequest {
+    func adapt(_ request: ClientRequest) async throws -> ClientRequest {
         var request = request
         request.setHeader("Authorization", "Bearer \(await store.token)")
         return request
@@ -56,7 +56,7 @@ actor RefreshOnceOn401: RequestRetrier {
     let store: TokenStore
     private var refreshed = false
     init(store: TokenStore) { self.store = store }
-    func retry(_ request: HTTPRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+    func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
         guard response?.status == 401, !refreshed else { return .useDefault }
         refreshed = true
         await store.refresh()
@@ -66,7 +66,7 @@ actor RefreshOnceOn401: RequestRetrier {
 
 /// Adds `sign=` over the sorted query, as the old backends' signing did: sees the system parameters.
 struct QuerySigner: RequestAdapter {
-    func adapt(_ request: HTTPRequest) async throws -> HTTPRequest {
+    func adapt(_ request: ClientRequest) async throws -> ClientRequest {
         var request = request
         let keys = request.query.keys.sorted().joined(separator: ",")
         request.query["sign"] = .string("sig(\(keys))")
@@ -76,21 +76,21 @@ struct QuerySigner: RequestAdapter {
 
 struct FailingAdapter: RequestAdapter {
     struct Boom: Error {}
-    func adapt(_ request: HTTPRequest) async throws -> HTTPRequest { throw Boom() }
+    func adapt(_ request: ClientRequest) async throws -> ClientRequest { throw Boom() }
 }
 
-@Suite("HTTPClient through the transport seam")
-struct HTTPClientTests {
+@Suite("RequestClient through the transport seam")
+struct RequestClientTests {
     static let json = [("Content-Type", "application/json")]
 
     func client(
         _ transport: ScriptedTransport, _ sleeps: RecordedSleeps = RecordedSleeps(),
-        _ configure: (inout HTTPClient.Configuration) -> Void = { _ in }
-    ) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
+        _ configure: (inout RequestClient.Configuration) -> Void = { _ in }
+    ) -> RequestClient {
+        var configuration = RequestClient.Configuration()
         configuration.acceptLanguage = "de-AT,de;q=0.9"
         configure(&configuration)
-        return HTTPClient(configuration: configuration, transport: transport, sleep: sleeps.sleep)
+        return RequestClient(configuration: configuration, transport: transport, sleep: sleeps.sleep)
     }
 
     func headers(_ request: TransportRequest) -> [String] { request.headerLines(withCredentials: true) }
@@ -159,7 +159,7 @@ struct HTTPClientTests {
     func systemParametersInJSON() async throws {
         let transport = ScriptedTransport([.answer(status: 200)])
         let client = client(transport) { $0.systemParameters = ["app": "attache", "v": "1"] }
-        var request = HTTPRequest(method: .post, url: "http://127.0.0.1:9/send", parameters: ["v": "2"])
+        var request = ClientRequest(method: .post, url: "http://127.0.0.1:9/send", parameters: ["v": "2"])
         request.bodyParameterEncoding = .json
         _ = try await client.send(request)
         let sent = try #require(transport.sent.first)
@@ -277,7 +277,7 @@ struct HTTPClientTests {
     @Test("a retrier's doNotRetry ends a retryable GET at once")
     func retrierVeto() async throws {
         struct Never: RequestRetrier {
-            func retry(_ request: HTTPRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+            func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
                 .doNotRetry
             }
         }
@@ -344,8 +344,8 @@ struct HTTPClientTests {
     }
 }
 
-@Suite("HTTPClient logs: one debug line per exchange, trace details, secrets never shown")
-struct HTTPClientLoggingTests {
+@Suite("RequestClient logs: one debug line per exchange, trace details, secrets never shown")
+struct RequestClientLoggingTests {
     @Test("every secret is redacted from every line, at trace")
     func redaction() async throws {
         let secrets = [
@@ -354,7 +354,7 @@ struct HTTPClientLoggingTests {
             "custom-SECRET-11", "literal-SECRET-12",
         ]
         let log = CapturedLog()
-        var configuration = HTTPClient.Configuration(logger: log.logger())
+        var configuration = RequestClient.Configuration(logger: log.logger())
         configuration.connection.authorization = .bearer(secrets[0])
         configuration.redaction.headerNames.insert("x-custom-secret")
         configuration.redaction.secretValues = [secrets[11]]
@@ -367,14 +367,14 @@ struct HTTPClientLoggingTests {
             .answer(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"ok":true}"#.utf8)),
             .answer(status: 200),
         ])
-        let client = HTTPClient(configuration: configuration, transport: transport, sleep: RecordedSleeps().sleep)
+        let client = RequestClient(configuration: configuration, transport: transport, sleep: RecordedSleeps().sleep)
         _ = try await client.post(
             "http://someone:\(secrets[9])@127.0.0.1:9/form?token=\(secrets[1])&page=2",
             parameters: ["password": .string(secrets[2]), "user": .dictionary(["sign": .string(secrets[7])]), "text": "hello"],
             headers: [("Cookie", "sid=\(secrets[3])"), ("X-Api-Key", secrets[6]), ("X-Custom-Secret", secrets[10])])
         _ = try await client.post(
             "http://127.0.0.1:9/json", body: .json(.object(["secret": .string(secrets[5]), "note": .string(secrets[11])])))
-        var sealed = HTTPRequest(method: .post, url: "http://127.0.0.1:9/sealed", body: .bytes(Array("opaque-sealed-bytes".utf8), contentType: "text/plain"))
+        var sealed = ClientRequest(method: .post, url: "http://127.0.0.1:9/sealed", body: .bytes(Array("opaque-sealed-bytes".utf8), contentType: "text/plain"))
         sealed.bodyIsSecret = true
         _ = try await client.send(sealed)
 
@@ -393,10 +393,10 @@ struct HTTPClientLoggingTests {
     @Test("at debug: exactly one line per exchange, nothing from trace")
     func debugLine() async throws {
         let log = CapturedLog()
-        var configuration = HTTPClient.Configuration(logger: log.logger(level: .debug))
+        var configuration = RequestClient.Configuration(logger: log.logger(level: .debug))
         configuration.connection.authorization = .bearer("debug-level-secret")
         let transport = ScriptedTransport([.answer(status: 204), .answer(status: 404)])
-        let client = HTTPClient(configuration: configuration, transport: transport, sleep: RecordedSleeps().sleep)
+        let client = RequestClient(configuration: configuration, transport: transport, sleep: RecordedSleeps().sleep)
         _ = try await client.get("http://127.0.0.1:9/a")
         _ = try await client.delete("http://127.0.0.1:9/b")
         #expect(log.all.count == 2)
@@ -417,15 +417,15 @@ struct HTTPClientLoggingTests {
     }
 }
 
-@Suite("HTTPClient.sendBlocking")
-struct HTTPClientBlockingTests {
+@Suite("RequestClient.sendBlocking")
+struct RequestClientBlockingTests {
     @Test("from a plain thread it returns the answer without deadlocking")
     func fromThread() async throws {
         let transport = ScriptedTransport([.answer(status: 200, body: Array("pong".utf8))])
-        let client = HTTPClient(configuration: .init(), transport: transport, sleep: RecordedSleeps().sleep)
+        let client = RequestClient(configuration: .init(), transport: transport, sleep: RecordedSleeps().sleep)
         let text = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
             let thread = Thread {
-                continuation.resume(with: Result { try client.sendBlocking(HTTPRequest(url: "http://127.0.0.1:9/ping")).text })
+                continuation.resume(with: Result { try client.sendBlocking(ClientRequest(url: "http://127.0.0.1:9/ping")).text })
             }
             thread.start()
         }
@@ -434,8 +434,8 @@ struct HTTPClientBlockingTests {
 
     @Test("from inside a task it refuses instead of blocking the pool")
     func fromTask() async throws {
-        let client = HTTPClient(configuration: .init(), transport: ScriptedTransport([]), sleep: RecordedSleeps().sleep)
-        let error = #expect(throws: AttacheError.self) { try client.sendBlocking(HTTPRequest(url: "http://127.0.0.1:9/ping")) }
+        let client = RequestClient(configuration: .init(), transport: ScriptedTransport([]), sleep: RecordedSleeps().sleep)
+        let error = #expect(throws: AttacheError.self) { try client.sendBlocking(ClientRequest(url: "http://127.0.0.1:9/ping")) }
         #expect(error?.code == .invalidArgument)
     }
 }
