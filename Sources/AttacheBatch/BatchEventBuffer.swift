@@ -1,5 +1,5 @@
-public import Attache
-public import AttacheCore
+import Attache
+import AttacheCore
 /// The events of a run on their way to the consumer, with back-pressure.
 ///
 /// Every event takes a place in an ``AsyncLimiter`` when it is produced and gives it back when the

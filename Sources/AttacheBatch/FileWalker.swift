@@ -1,5 +1,5 @@
-public import Attache
-public import AttacheCore
+import Attache
+import AttacheCore
 import Foundation
 import Synchronization
 

@@ -1,5 +1,5 @@
 public import Attache
-public import AttacheCore
+import AttacheCore
 public import Foundation
 import GRDB
 
