@@ -18,6 +18,12 @@ public struct ReferenceServerConfiguration: Sendable {
     public var storeDirectory: String
     /// Faults injected into `POST /upload` for the whole run; see ``FaultPlan``.
     public var faults: FaultPlan = .none
+    /// Faults injected into `GET /files/{id}` for the whole run; see ``FileFaultPlan``.
+    public var fileFaults: FileFaultPlan = .none
+    /// A file that gets one JSON line per `GET|HEAD /files/{id}`: `id`, `range` and `ifRange` (the
+    /// request's headers, when sent), `status`, `bytes` (body bytes sent). Tests read it to see the
+    /// ranges a client asked for and the bytes it fetched.
+    public var fileLogPath: String? = nil
     /// Uploads whose `Content-Length` exceeds this many bytes are answered 413 before their body is
     /// read; streamed bodies without a length are cut off at this size. `nil` means no limit.
     public var maxBodySize: Int64? = nil

@@ -10,7 +10,7 @@ import Glibc
 import Musl
 #endif
 
-/// `attache upload` and `attache download`, as `attache-transfer`.
+/// `attache upload`, as `attache-transfer` (`download` keeps its journal in SQLite, so `attache-pipeline` runs it).
 ///
 /// The `attache` front executable starts this one, with the same arguments, for those two commands.
 /// It links neither Foundation nor SQLite: a transfer's process holds libcurl's libraries, the
@@ -42,5 +42,5 @@ struct TransferCommand: AsyncParsableCommand {
         commandName: "attache",
         abstract: "Upload and download chat attachments.",
         version: Attache.version,
-        subcommands: [UploadCommand.self, DownloadCommand.self])
+        subcommands: [UploadCommand.self])
 }

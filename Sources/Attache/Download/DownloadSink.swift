@@ -57,6 +57,10 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     var failure: AttacheError? { localError }
+
+    /// The validator of the bytes this attempt writes (strong `ETag`, else `Last-Modified`), once a
+    /// 200 or 206 answer started; nil before, or for an error answer.
+    private(set) var validator: String?
     var collectedBody: [UInt8] { errorBody }
     var bodyExceededCap: Bool { false }
 
@@ -75,7 +79,8 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         guard decided, descriptor >= 0 else { return }
         progress(
             DownloadProgress(
-                receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 }))
+                receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 },
+                validator: validator))
     }
 
     /// Closes the file; throws when the last writes failed to reach it.
@@ -204,6 +209,10 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         default:
             return true  // an error answer: its body is collected, the file is left alone
         }
+        validator = Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
+        if descriptor >= 0 {
+            progress(DownloadProgress(receivedBytes: base, totalBytes: total, validator: validator))
+        }
         guard descriptor >= 0 else {
             localError = AttacheError(
                 .fileUnwritable, stage: .download, "cannot open \(partialPath): \(String(cString: strerror(errno)))",
@@ -211,6 +220,14 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// The `If-Range` value for bytes served with these headers: a strong `ETag` (a weak one may not
+    /// be used there), else the `Last-Modified` date, else nothing.
+    static func validator(etag: String?, lastModified: String?) -> String? {
+        if let etag = etag?.trimmingBlanks, !etag.isEmpty, !etag.hasPrefix("W/") { return etag }
+        if let date = lastModified?.trimmingBlanks, !date.isEmpty { return date }
+        return nil
     }
 
     private func collect(_ bytes: UnsafeRawBufferPointer) -> Int {

@@ -44,16 +44,26 @@ public struct DownloadRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// Decrypt and verify the downloaded bytes into `destination`.
     public var unsealing: Unsealing?
+    /// The validator the `.part` file's bytes were fetched under: the strong `ETag` or the
+    /// `Last-Modified` date the server sent with them (``DownloadProgress/validator`` reports it).
+    /// A resumed request sends it as `If-Range`, so a server whose copy changed answers with the
+    /// whole new file (200) instead of a range of it, and the old bytes are discarded.
+    public var validator: String?
+    /// The SHA-256 (hex) the downloaded bytes must have. Checked before the output appears: a
+    /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
+    public var expectedSHA256: String?
 
     public init(
         url: String, destination: String, resume: Bool = false, headers: [(name: String, value: String)] = [],
-        unsealing: Unsealing? = nil
+        unsealing: Unsealing? = nil, validator: String? = nil, expectedSHA256: String? = nil
     ) {
         self.url = url
         self.destination = destination
         self.resume = resume
         self.headers = headers
         self.unsealing = unsealing
+        self.validator = validator
+        self.expectedSHA256 = expectedSHA256
     }
 
     /// Where the bytes collect until the download is complete: `destination + ".part"` for a regular
@@ -98,6 +108,17 @@ public struct DownloadProgress: Sendable, Hashable {
     public var receivedBytes: Int64
     /// The whole size, once the server said it.
     public var totalBytes: Int64?
+    /// What identifies the version of the file being received, once the server answered: its strong
+    /// `ETag`, else its `Last-Modified` date. Keep it with the `.part` file and pass it back as
+    /// ``DownloadRequest/validator`` to resume safely.
+    public var validator: String?
+
+    /// Creates a progress value.
+    public init(receivedBytes: Int64, totalBytes: Int64? = nil, validator: String? = nil) {
+        self.receivedBytes = receivedBytes
+        self.totalBytes = totalBytes
+        self.validator = validator
+    }
 }
 
 /// Downloads files over HTTP(S) with libcurl: streamed to disk, resumed with `Range` after a broken
@@ -167,14 +188,20 @@ struct DownloadRun: Sendable {
         let hash: RunningHash
         var transferred: Int64 = 0
         var restartedAfterMismatch = false
-        init() throws { hash = try RunningHash() }
+        /// The `If-Range` validator for the next attempt: the request's, then the last one the
+        /// server sent with the bytes now in the `.part` file.
+        var validator: String?
+        init(validator: String?) throws {
+            hash = try RunningHash()
+            self.validator = validator
+        }
     }
 
     func run() async throws -> DownloadReceipt {
         let part = request.partialPath
         if !request.resume { unlink(part) }
         let resumedFrom = Self.size(of: part) ?? 0
-        let shared = try Shared()
+        let shared = try Shared(validator: request.resume ? request.validator : nil)
         let driver = RetryDriver(
             policy: configuration.retry, answerStage: .download, transportStage: .download,
             logger: Logger(label: "attache.download"), sleep: sleep)
@@ -205,7 +232,10 @@ struct DownloadRun: Sendable {
         let hash = shared.hash
         try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) }
         var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")] + request.headers
-        if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
+        if offset > 0 {
+            headers.append(("Range", "bytes=\(offset)-"))
+            if let validator = shared.validator { headers.append(("If-Range", validator)) }
+        }
         let sink = DownloadSink(
             url: request.url, partialPath: part, offset: offset, hash: hash, progress: progress)
         let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
@@ -226,6 +256,7 @@ struct DownloadRun: Sendable {
             return .retry(RetryAdvice(reason: error.message), failure: error)
         }
         shared.transferred += sink.written
+        if let seen = sink.validator { shared.validator = seen }
         switch sink.verdict(for: response) {
         case .complete(let total, let etag):
             return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
@@ -249,6 +280,18 @@ struct DownloadRun: Sendable {
             }
             try shared.hash.catchUp(toLength: total, ofFile: part)
             let digest = try shared.hash.finishHex()
+            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+                // The caller's digest is the authority: a resumed prefix from another version gets
+                // one fresh start, a whole download that still differs is a failure of this file.
+                unlink(part)
+                if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
+                    shared.restartedAfterMismatch = true
+                    return .retry(RetryAdvice(reason: "the resumed file did not match its SHA-256; starting over"), failure: nil)
+                }
+                throw AttacheError(
+                    .corruptInput, stage: .download,
+                    "the downloaded bytes have SHA-256 \(digest), not the expected \(expected)", file: request.url)
+            }
             var verified = false
             if let etag, let expected = Self.sha256ETag(etag) {
                 guard expected == digest else {
