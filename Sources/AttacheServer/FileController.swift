@@ -106,12 +106,12 @@ struct FileController: Sendable {
         }
         let log = self.log
         let channel = context.channel
-        let statusCode = status.code
+        log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: status.code, bytes: nil)
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(length)) { [bytes, rate, cutAfter] writer in
                 var sent: Int64 = 0
-                defer { log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: statusCode, bytes: sent) }
+                defer { log?.recordSent(id: id, bytes: sent) }
                 let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
                 defer { try? handle.close() }
                 try handle.seek(toOffset: UInt64(bytes.lowerBound))
@@ -176,10 +176,21 @@ final class FileRequestLog: Sendable {
         handle = Mutex(file)
     }
 
-    func record(id: String, range: String?, ifRange: String?, status: Int, bytes: Int64) {
-        var object: [String: Any] = ["id": id, "status": status, "bytes": bytes]
+    /// A request, when it is answered; `bytes` for answers without a body (0).
+    func record(id: String, range: String?, ifRange: String?, status: Int, bytes: Int64?) {
+        var object: [String: Any] = ["id": id, "status": status]
+        if let bytes { object["sent"] = bytes }
         if let range { object["range"] = range }
         if let ifRange { object["ifRange"] = ifRange }
+        append(object)
+    }
+
+    /// The body bytes one answer sent, when its body ended (completely, cut, or the client went away).
+    func recordSent(id: String, bytes: Int64) {
+        append(["id": id, "sent": bytes])
+    }
+
+    private func append(_ object: [String: Any]) {
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         line.append(0x0A)
         handle.withLock { try? $0?.write(contentsOf: line) }
