@@ -1,5 +1,5 @@
 public import Attache
-public import AttacheCore
+import AttacheCore
 import Foundation
 import GRDB
 
@@ -33,16 +33,7 @@ public final class DownloadJournal: DownloadJournaling {
     ///   `.journalBusy` when another process holds it.
     public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
-        var configuration = Configuration()
-        configuration.readonly = readOnly
-        configuration.journalMode = readOnly ? .default : .wal
-        configuration.busyMode = .timeout(10)
-        configuration.label = "attache.download-journal"
-        if !readOnly {
-            configuration.prepareDatabase { db in
-                try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-            }
-        }
+        let configuration = journalConfiguration(label: "attache.download-journal", readOnly: readOnly, durable: durable)
         do {
             lock = readOnly ? nil : try JournalLock(journalPath: path)
             if !readOnly { try UploadJournal.restrictAccess(path) }
@@ -173,23 +164,10 @@ public final class DownloadJournal: DownloadJournaling {
     }
 
     private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as AttacheError {
-            throw error
-        } catch {
-            throw Self.wrap(error, "cannot \(what)", file: path)
-        }
+        try journalAccess(what, file: path, stage: .download, body)
     }
 
     private static func wrap(_ error: any Error, _ message: String, file: String) -> AttacheError {
-        if let error = error as? DatabaseError {
-            return AttacheError(
-                .journal, stage: .download, "\(message): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")",
-                file: file,
-                cause: NativeError(
-                    library: "sqlite", code: Int(error.extendedResultCode.rawValue), text: error.message ?? ""))
-        }
-        return AttacheError(.journal, stage: .download, "\(message): \(error)", file: file)
+        journalError(error, message, file: file, stage: .download)
     }
 }

@@ -104,7 +104,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
             // Parsed again as the single-file command, from the same words, so it behaves exactly as it did.
             let arguments = PlatformPath.commandLineArguments
             let words = Array(arguments.drop { $0 != "download" }.dropFirst())
-            var single = try DownloadCommand.parse(words)
+            let single = try DownloadCommand.parse(words)
             try await single.run()
             return
         }

@@ -280,30 +280,24 @@ struct DownloadRun: Sendable {
             }
             try shared.hash.catchUp(toLength: total, ofFile: part)
             let digest = try shared.hash.finishHex()
-            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
-                // The caller's digest is the authority: a resumed prefix from another version gets
-                // one fresh start, a whole download that still differs is a failure of this file.
+            // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
+            // damaged one) gets one fresh start; a whole download that still differs fails this file.
+            func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
                 unlink(part)
                 if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
                     shared.restartedAfterMismatch = true
-                    return .retry(RetryAdvice(reason: "the resumed file did not match its SHA-256; starting over"), failure: nil)
+                    return .retry(RetryAdvice(reason: "the resumed file did not match \(against); starting over"), failure: nil)
                 }
-                throw AttacheError(
-                    .corruptInput, stage: .download,
-                    "the downloaded bytes have SHA-256 \(digest), not the expected \(expected)", file: request.url)
+                throw AttacheError(.corruptInput, stage: .download, message, file: request.url)
+            }
+            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+                return try mismatch(
+                    "the expected SHA-256", "the downloaded bytes have SHA-256 \(digest), not the expected \(expected)")
             }
             var verified = false
             if let etag, let expected = Self.sha256ETag(etag) {
                 guard expected == digest else {
-                    // A .part from another version of the file, or damaged: start over once.
-                    unlink(part)
-                    if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
-                        shared.restartedAfterMismatch = true
-                        return .retry(RetryAdvice(reason: "the resumed file did not match its ETag; starting over"), failure: nil)
-                    }
-                    throw AttacheError(
-                        .corruptInput, stage: .download,
-                        "the downloaded bytes do not match the server's SHA-256 ETag", file: request.url)
+                    return try mismatch("its ETag", "the downloaded bytes do not match the server's SHA-256 ETag")
                 }
                 verified = true
             }
