@@ -307,4 +307,33 @@ struct DownloadManagerTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: setup.folder) == ["good.bin"])
         }
     }
+
+    @Test func ctrlCPausesWithExit130AndTheSameCommandResumesFromTheKeptBytes() async throws {
+        try await Self.with(fileFaults: "throttle:rate=200000") { setup in
+            var urls: [String] = []
+            var contents: [[UInt8]] = []
+            for _ in 0..<3 {
+                let bytes = randomBytes(400_000)
+                contents.append(bytes)
+                urls.append(try await setup.store(bytes))
+            }
+            let arguments = ["download"] + urls + ["-d", setup.folder, "--journal", setup.folder + "/../j.sqlite", "--json"]
+            let first = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            try await first.waitForOutput(containing: "\"event\":\"progress\"", count: 6, upTo: 60)
+            kill(first.processIdentifier, SIGINT)
+            #expect(try await first.wait(upTo: 30) == 130)
+            #expect(first.standardError.contains("To resume, run the same command again"))
+            #expect(first.standardOutput.contains("\"event\":\"paused\""))
+
+            let second = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            #expect(try await second.wait(upTo: 60) == 0, "\(second.standardError)")
+            for (index, url) in urls.enumerated() {
+                let name = String(url.split(separator: "/").last ?? "")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: setup.folder + "/" + name)) == Data(contents[index]))
+                let requests = try setup.requests(for: url)
+                #expect(requests.count == 2)
+                #expect((requests.last?["range"] as? String)?.hasPrefix("bytes=") == true, "resumed, not started over")
+            }
+        }
+    }
 }

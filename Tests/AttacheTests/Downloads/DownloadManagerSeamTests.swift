@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Attache
+@testable import AttacheCore
+
+/// `DownloadManager` over a scripted transport: what it sends when it resumes from a journal, what it
+/// keeps of the bytes on disk, what it records; no socket.
+@Suite("Download manager in memory")
+struct DownloadManagerSeamTests {
+    let payload = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let url = "http://127.0.0.1:9/files/f"
+
+    func folder() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("dm-seam-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("an unfinished transfer in the journal continues with Range and its validator as If-Range")
+    func resumesWithIfRange() async throws {
+        let directory = try folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let destination = directory + "/out.bin"
+        try Data(payload[..<4000]).write(to: URL(fileURLWithPath: destination + ".part"))
+        let journal = InMemoryDownloadJournal()
+        try journal.save([
+            DownloadRecord(destination: destination, url: url, group: "default", state: .paused, validator: "\"v1\"")
+        ])
+        let transport = ScriptedTransport([
+            .answer(
+                status: 206, headers: [("Content-Range", "bytes 4000-9999/10000"), ("ETag", "\"v1\"")],
+                body: Array(payload[4000...]))
+        ])
+        let manager = DownloadManager(journal: journal, transport: transport)
+        try manager.add(DownloadItem(url: url, destination: destination))
+        let summary = try await manager.waitUntilSettled()
+        #expect(summary.completed == 1)
+        let headers = try #require(transport.sent.first?.headers)
+        #expect(headers.contains { $0.name == "Range" && $0.value == "bytes=4000-" })
+        #expect(headers.contains { $0.name == "If-Range" && $0.value == "\"v1\"" })
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == Data(payload))
+        let record = try #require(try journal.record(for: destination))
+        #expect(record.state == .done && record.totalBytes == 10_000)
+        let digest = try SHA256Digest()
+        try payload.withUnsafeBytes { try digest.update($0) }
+        #expect(record.sha256 == hex(try digest.finish()))
+    }
+
+    @Test("a 200 answer to If-Range replaces the partial bytes instead of appending to them")
+    func changedFileStartsOver() async throws {
+        let directory = try folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let destination = directory + "/out.bin"
+        try Data(repeating: 0xEE, count: 4000).write(to: URL(fileURLWithPath: destination + ".part"))
+        let journal = InMemoryDownloadJournal()
+        try journal.save([
+            DownloadRecord(destination: destination, url: url, group: "default", state: .active, validator: "\"old\"")
+        ])
+        let transport = ScriptedTransport([
+            .answer(status: 200, headers: [("Content-Length", "10000"), ("ETag", "\"new\"")], body: payload)
+        ])
+        let manager = DownloadManager(journal: journal, transport: transport)
+        try manager.add(DownloadItem(url: url, destination: destination))
+        #expect(try await manager.waitUntilSettled().completed == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == Data(payload))
+        #expect(try journal.record(for: destination)?.validator == "\"new\"")
+    }
+
+    @Test("a done file is not fetched again by a later manager with the same journal")
+    func doneIsSkipped() async throws {
+        let directory = try folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let destination = directory + "/out.bin"
+        let journal = InMemoryDownloadJournal()
+        let transport = ScriptedTransport([
+            .answer(status: 200, headers: [("Content-Length", "10000")], body: payload)
+        ])
+        let first = DownloadManager(journal: journal, transport: transport)
+        try first.add(DownloadItem(url: url, destination: destination))
+        #expect(try await first.waitUntilSettled().completed == 1)
+
+        let second = DownloadManager(journal: journal, transport: transport)
+        var events = second.events.makeAsyncIterator()
+        let id = try second.add(DownloadItem(url: url, destination: destination))
+        let summary = try await second.waitUntilSettled()
+        #expect(summary.alreadyDone == 1 && summary.completed == 0)
+        #expect(transport.sent.count == 1)
+        guard case .alreadyDone(let reported)? = await events.next() else {
+            Issue.record("the first event is not alreadyDone")
+            return
+        }
+        #expect(reported == id)
+        #expect(second.status(id)?.phase == .completed)
+    }
+}
