@@ -336,4 +336,20 @@ struct DownloadManagerTests {
             }
         }
     }
+
+    @Test func aConnectionCutMidBodyIsContinuedByRange() async throws {
+        try await Self.with(fileFaults: "cut@1:after=100000") { setup in
+            let bytes = randomBytes(300_000)
+            let url = try await setup.store(bytes)
+            let manager = manager()
+            let id = try manager.add(DownloadItem(url: url, destination: setup.folder + "/a.bin"))
+            let summary = try await manager.waitUntilSettled()
+            #expect(summary.completed == 1)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: id.path)) == Data(bytes))
+            let requests = try setup.requests(for: url)
+            #expect(requests.count == 2)
+            #expect(requests.last?["range"] as? String == "bytes=100000-")
+            manager.close()
+        }
+    }
 }
