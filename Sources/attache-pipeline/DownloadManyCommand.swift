@@ -149,7 +149,9 @@ struct DownloadManyCommand: AsyncParsableCommand {
         var summary = DownloadSummary()
         var journalError: AttacheError?
         do {
-            for item in items { try manager.add(item) }
+            // A Ctrl-C while a long list is being added pauses what was added and adds no more.
+            for item in items where !interrupts.wasTriggered { try manager.add(item) }
+            if interrupts.wasTriggered { manager.pauseAll() }
             summary = try await manager.waitUntilSettled()
         } catch let error as AttacheError {
             journalError = error
@@ -310,7 +312,7 @@ final class DownloadOutput {
         case .completed: done += 1; active -= 1
         case .alreadyDone: done += 1
         case .failed: failed += 1; active -= 1
-        case .paused(let id, _), .cancelled(let id): _ = id; active = max(0, active - 1)
+        case .paused, .cancelled: active = max(0, active - 1)
         default: break
         }
         switch mode {

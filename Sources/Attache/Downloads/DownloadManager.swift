@@ -106,6 +106,8 @@ public final class DownloadManager: Sendable {
     /// an unfinished one (queued, running when its process died, paused, failed) continues from its
     /// `.part` file. An item with another URL, or a cancelled one, starts over.
     ///
+    /// The journal is read on the calling thread (one indexed SQLite read for `DownloadJournal`).
+    ///
     /// - Returns: the transfer's id (its absolute destination).
     /// - Throws: `AttacheError` `.invalidArgument` when the destination is already held by an
     ///   unfinished transfer, `.journal` when the journal cannot be read.
