@@ -347,7 +347,7 @@ final class DownloadOutput {
         case .completed(let id, let receipt):
             var text = "downloaded \(id.path) (\(formatBytes(receipt.storedByteCount))"
             if receipt.resumedFrom > 0 { text += ", resumed at \(formatBytes(receipt.resumedFrom))" }
-            return text + ", sha256 \(receipt.sha256))"
+            return text + (receipt.sha256.map { ", sha256 \($0))" } ?? ")")
         case .alreadyDone(let id):
             return "already done \(id.path)"
         case .failed(let id, let error):

@@ -24,8 +24,15 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     let partialPath: String
     /// The size of the `.part` file when the attempt started: what the `Range` asks to continue from.
     let offset: Int64
-    /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it.
+    /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it
+    /// while ``hashing``.
     let hash: RunningHash
+    /// Hash the body whatever the answer says (``DownloadRequest/DigestPolicy/always``, or a digest
+    /// the caller expects); otherwise only when the `ETag` is a SHA-256 to check it against.
+    let hashAlways: Bool
+    /// Whether this attempt's body goes into ``hash``: decided at the head, and only when the hash
+    /// covers exactly the bytes before the body (otherwise the bytes are read back at the end).
+    private(set) var hashing = false
     let progress: @Sendable (DownloadProgress) -> Void
 
     /// Body bytes written to the file by this attempt.
@@ -41,10 +48,11 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     private var localError: AttacheError?
 
     init(
-        url: String, partialPath: String, offset: Int64, hash: RunningHash,
+        url: String, partialPath: String, offset: Int64, hash: RunningHash, hashAlways: Bool = true,
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
         self.hash = hash
+        self.hashAlways = hashAlways
         self.url = url
         self.partialPath = partialPath
         self.offset = offset
@@ -168,7 +176,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             done += n
         }
         do {
-            try hash.append(bytes)
+            if hashing { try hash.append(bytes) }
         } catch {
             localError = AttacheError(.nativeLibrary, stage: .download, "SHA-256 of the download failed: \(error)")
             return 0
@@ -210,6 +218,8 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             return true  // an error answer: its body is collected, the file is left alone
         }
         validator = Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
+        hashing =
+            (hashAlways || header("ETag").flatMap(DownloadRun.sha256ETag) != nil) && hash.count == base
         if descriptor >= 0 {
             progress(DownloadProgress(receivedBytes: base, totalBytes: total, validator: validator))
         }

@@ -49,6 +49,18 @@ public struct DownloadRequest: Sendable {
     /// A resumed request sends it as `If-Range`, so a server whose copy changed answers with the
     /// whole new file (200) instead of a range of it, and the old bytes are discarded.
     public var validator: String?
+    /// When the SHA-256 of the bytes is computed (on this machine's CPU it costs more than receiving
+    /// them over loopback).
+    public enum DigestPolicy: Sendable, Hashable {
+        /// Always: ``DownloadReceipt/sha256`` is always set.
+        case always
+        /// Only when there is something to check it against: an ``expectedSHA256``, or an `ETag` that
+        /// is a SHA-256 (as the reference server sends). Otherwise the receipt has no digest.
+        case whenVerifiable
+    }
+
+    /// When the SHA-256 is computed; ``DigestPolicy/always`` by default.
+    public var digest: DigestPolicy = .always
     /// The SHA-256 (hex) the downloaded bytes must have. Checked before the output appears: a
     /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
     public var expectedSHA256: String?
@@ -95,8 +107,9 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     /// Where the first attempt started (the size of the `.part` file it continued), 0 for a fresh start.
     public var resumedFrom: Int64
     public var attempts: Int
-    /// SHA-256 of the downloaded bytes, hex.
-    public var sha256: String
+    /// SHA-256 of the downloaded bytes, hex; nil only with ``DownloadRequest/DigestPolicy/whenVerifiable``
+    /// when there was nothing to check the bytes against.
+    public var sha256: String?
     /// True when the server's `ETag` was a SHA-256 and matched the bytes.
     public var verifiedByETag: Bool
     public var unsealed: Bool
@@ -230,14 +243,16 @@ struct DownloadRun: Sendable {
         let offset = Self.size(of: part) ?? 0
         // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
         let hash = shared.hash
-        try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) }
+        // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
+        let hashAlways = request.digest == .always || request.expectedSHA256 != nil
+        if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
         var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")] + request.headers
         if offset > 0 {
             headers.append(("Range", "bytes=\(offset)-"))
             if let validator = shared.validator { headers.append(("If-Range", validator)) }
         }
         let sink = DownloadSink(
-            url: request.url, partialPath: part, offset: offset, hash: hash, progress: progress)
+            url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
         let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
         progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
         let response: HTTPResponse
@@ -278,8 +293,12 @@ struct DownloadRun: Sendable {
                     .corruptInput, stage: .download,
                     "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
             }
-            try shared.hash.catchUp(toLength: total, ofFile: part)
-            let digest = try shared.hash.finishHex()
+            let checksETag = etag.flatMap(Self.sha256ETag) != nil
+            var digest: String?
+            if request.digest == .always || request.expectedSHA256 != nil || checksETag {
+                try shared.hash.catchUp(toLength: total, ofFile: part)
+                digest = try shared.hash.finishHex()
+            }
             // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
             // damaged one) gets one fresh start; a whole download that still differs fails this file.
             func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
@@ -292,7 +311,8 @@ struct DownloadRun: Sendable {
             }
             if let expected = request.expectedSHA256?.lowercased(), expected != digest {
                 return try mismatch(
-                    "the expected SHA-256", "the downloaded bytes have SHA-256 \(digest), not the expected \(expected)")
+                    "the expected SHA-256",
+                    "the downloaded bytes have SHA-256 \(digest ?? "-"), not the expected \(expected)")
             }
             var verified = false
             if let etag, let expected = Self.sha256ETag(etag) {

@@ -260,6 +260,7 @@ public final class DownloadManager: Sendable {
                 url: item.url, destination: item.destination, resume: transfer.resume, headers: item.headers,
                 unsealing: item.unsealing, validator: transfer.validator, expectedSHA256: item.expectedSHA256)
             request.partialPath = item.destination + ".part"
+            request.digest = .whenVerifiable
             transfer.received = transfer.resume ? Self.size(of: request.partialPath) ?? 0 : 0
             state.receivedSum += transfer.received - (state.transfers[id]?.received ?? 0)
             state.transfers[id] = transfer
