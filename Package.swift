@@ -225,6 +225,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // Scripts/bench/requests.sh's library side: many small requests through one RequestClient.
+        .executableTarget(
+            name: "attache-request-bench",
+            dependencies: ["Attache", .product(name: "Logging", package: "swift-log")],
+            path: "Scripts/bench/RequestBench",
+            swiftSettings: swiftSettings),
+
         // The README's library example, compiled with every build so that it stays true.
         .executableTarget(
             name: "attache-example",

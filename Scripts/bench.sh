@@ -79,10 +79,10 @@ export ATTACHE_ROOT="$root"
 if ((build)); then
     # The client is linked with the Swift runtime and Foundation statically, as for deployment: the
     # binaries are self-contained (`attache` fully static) and map ~12 MB less of shared libraries.
-    # `attache` hands upload and download to `attache-transfer` and batch to `attache-pipeline`, built
-    # next to it. The reference server is built the ordinary way in its own build folder (its memory
-    # is not measured).
-    for product in attache attache-transfer attache-pipeline; do
+    # `attache` hands upload, download and request to `attache-transfer` and batch to `attache-pipeline`,
+    # built next to it; attache-request-bench drives the library for Scripts/bench/requests.sh. The
+    # reference server is built the ordinary way in its own build folder (its memory is not measured).
+    for product in attache attache-transfer attache-pipeline attache-request-bench; do
         printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
         (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
             || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }

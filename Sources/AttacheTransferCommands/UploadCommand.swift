@@ -26,6 +26,11 @@ package struct UploadCommand: AsyncParsableCommand {
             the same Idempotency-Key on every attempt. Receipts are printed in the order the files \
             were given; --json prints one JSON object per line (failures too, with "status":"error").
 
+            Each file is sealed with a fresh key unless --key-file or --key-env gives one. That key \
+            opens the stored file, so it belongs in the chat message, not in a terminal's scrollback or \
+            a log: the text receipts leave it out unless --show-keys is given, and --json receipts carry \
+            it in seal.key for the program that writes the messages.
+
             --endpoint NAME starts from an endpoint of the config file (TOML; --config FILE, else \
             $ATTACHE_CONFIG, else ~/.config/attache/config.toml): its url, fields, headers and the \
             environment variables holding its secrets, TLS, seal, timeouts and attempts. Flags given as \
@@ -64,6 +69,9 @@ package struct UploadCommand: AsyncParsableCommand {
 
     @Flag(help: "Print one JSON object per line.")
     package var json = false
+
+    @Flag(help: "Print each file's seal key in the text receipts too (--json receipts always carry it).")
+    package var showKeys = false
 
     @Flag(help: "Do not show progress on the terminal.")
     package var noProgress = false
@@ -109,15 +117,24 @@ package struct UploadCommand: AsyncParsableCommand {
         board.finish()
 
         var firstFailure: AttacheError?
+        var keysLeftOut = false
         for (path, outcome) in zip(files, outcomes) {
             switch outcome {
             case .success(let receipt):
-                if json { Console.outJSON(ReceiptLine(receipt)) } else { Console.out(describe(receipt)) }
+                if json {
+                    Console.outJSON(ReceiptLine(receipt))
+                } else {
+                    Console.out(describe(receipt))
+                    keysLeftOut = keysLeftOut || (receipt.seal.key != nil && !showKeys)
+                }
             case .failure(let error):
                 if firstFailure == nil { firstFailure = error }
                 if json { Console.outJSON(FailureLine(path: path, error: error)) }
                 Console.err("attache: \(error) [\(error.code)]")
             }
+        }
+        if keysLeftOut {
+            Console.err("attache: the keys that open these files are not shown; use --json or --show-keys to get them")
         }
         if let firstFailure {
             throw ExitCode(ExitStatus.forError(firstFailure))
@@ -180,7 +197,7 @@ package struct UploadCommand: AsyncParsableCommand {
         if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
         text += ", \(receipt.seconds.formatted(decimals: 2)) s)"
         if let url = receipt.url { text += " \(url)" }
-        if let key = receipt.seal.key { text += " key=\(key)" }
+        if showKeys, let key = receipt.seal.key { text += " key=\(key)" }
         if receipt.detection.mismatch, let claimed = receipt.detection.extensionMIMEType {
             text += " [extension says \(claimed)]"
         }

@@ -21,6 +21,7 @@ struct AttacheCommand: AsyncParsableCommand {
             DetectCommand.self,
             RecompressCommand.self,
             DownloadManyCommand.self,
+            RequestCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
         ])

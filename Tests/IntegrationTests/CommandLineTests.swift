@@ -123,6 +123,33 @@ struct CommandLineTests {
         }
     }
 
+    @Test("the text receipts leave the seal key out unless --show-keys; --json carries it")
+    func textReceiptsLeaveTheKeyOut() async throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        try folder.write("a.bin", [1, 2, 3, 4])
+        try await LiveServer.with { server in
+            let plain = try await Self.attache(["upload", "a.bin", "--url", server.uploadURL, "--no-progress"], in: folder.root)
+            #expect(plain.status == 0)
+            #expect(plain.standardOutput.contains("a.bin: stored"), "\(plain.standardOutput)")
+            #expect(!plain.standardOutput.contains("key="), "\(plain.standardOutput)")
+            #expect(plain.standardError.contains("keys that open these files are not shown"), "\(plain.standardError)")
+
+            let shown = try await Self.attache(
+                ["upload", "a.bin", "--url", server.uploadURL, "--no-progress", "--show-keys"], in: folder.root)
+            #expect(shown.status == 0)
+            let key = try #require(shown.standardOutput.split(separator: " ").first { $0.hasPrefix("key=") })
+            #expect(key.count > 40, "a base64 256-bit key: \(key)")
+            #expect(!shown.standardError.contains("not shown"))
+
+            let json = try await Self.attache(["upload", "a.bin", "--url", server.uploadURL, "--json"], in: folder.root)
+            let line = try #require(json.standardOutput.split(separator: "\n").first)
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let seal = object?["seal"] as? [String: Any]
+            #expect((seal?["key"] as? String)?.isEmpty == false, "\(line)")
+        }
+    }
+
     @Test("batch's plain lines escape file names")
     func escapedBatchLines() async throws {
         let folder = try Folder()

@@ -71,7 +71,7 @@ struct FrontExecutableTests {
         let download = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "download", "x"])
         #expect(try await download.wait(upTo: 30) == 69)
         #expect(download.standardError.contains("cannot start attache-pipeline"))
-        // `upload` goes to attache-transfer.
+        // `upload` (and `request`) go to attache-transfer.
         let upload = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "upload", "x"])
         #expect(try await upload.wait(upTo: 30) == 69)
         #expect(upload.standardError.contains("cannot start attache-transfer, which runs `attache upload`"))

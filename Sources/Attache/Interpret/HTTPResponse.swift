@@ -19,17 +19,21 @@ public struct HTTPResponse: Sendable {
     public var bodyExceededCap: Bool
     /// True when the connection ended before the declared body was complete.
     public var bodyIncomplete: Bool
+    /// Where the time of the exchange went (DNS, connect, TLS, first byte, total) and how many bytes
+    /// moved, as the transport measured them; nil when the transport measures none (tests' transports).
+    public var timings: TransferTimings?
 
     /// Creates a response.
     public init(
         status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false
+        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false, timings: TransferTimings? = nil
     ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.bodyExceededCap = bodyExceededCap
         self.bodyIncomplete = bodyIncomplete
+        self.timings = timings
     }
 
     /// The last value of the header `name`, compared without regard to case.

@@ -143,6 +143,9 @@ final class BodyPump: Sendable {
     }
 
     /// Starts the body over from its first byte (loop thread). False when it cannot.
+    /// The whole body when it was read before the transfer (it fits one chunk), else nil.
+    var wholeBody: [UInt8]? { state.withLock { $0.error == nil ? $0.whole : nil } }
+
     func rewind() -> Bool {
         let restart = state.withLock { state -> Bool in
             if let whole = state.whole {

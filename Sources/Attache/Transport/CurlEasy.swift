@@ -120,6 +120,16 @@ final class CurlEasy {
         return String(cString: value)
     }
 
+    /// The finished transfer's timings and byte counts (`CURLINFO_*_TIME_T` are microseconds).
+    func timings() -> TransferTimings {
+        func time(_ what: CURLINFO) -> Duration { .microseconds(info(size: what)) }
+        return TransferTimings(
+            nameLookup: time(CURLINFO_NAMELOOKUP_TIME_T), connect: time(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: time(CURLINFO_APPCONNECT_TIME_T), firstByte: time(CURLINFO_STARTTRANSFER_TIME_T),
+            total: time(CURLINFO_TOTAL_TIME_T), bytesSent: info(size: CURLINFO_SIZE_UPLOAD_T),
+            bytesReceived: info(size: CURLINFO_SIZE_DOWNLOAD_T))
+    }
+
     private func check(_ code: CURLcode, _ option: CURLoption) throws {
         guard code == CURLE_OK else {
             throw AttacheError(

@@ -61,13 +61,13 @@ public final class CurlTransport: HTTPTransport {
     public var activeTransfers: Int { loop.activeCount }
 
     public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
-        try request.validate()
+        let originHost = try request.validatedHost ?? request.validate()
         try CurlGlobal.ensureInitialized()
         var hop = request
         var hops = 0
-        let originHost = URLComponents(string: request.url)?.host?.lowercased()
         while true {
-            let sameHost = URLComponents(string: hop.url)?.host?.lowercased() == originHost
+            // The first hop is the origin; only a redirect's target needs parsing.
+            let sameHost = hops == 0 || URLComponents(string: hop.url)?.host?.lowercased() == originHost
             let redirectable = hops < request.connection.redirects.maximumHops
             let response = try await sendOnce(
                 hop, sink: sink, withCredentials: sameHost, swallowRedirects: redirectable)
@@ -132,6 +132,12 @@ public final class CurlTransport: HTTPTransport {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 exchange.continuation.withLock { $0 = continuation }
+                // Cancelled before the transfer was handed over (onCancel has run already, and its
+                // command may reach the loop before this one): do not start it.
+                if Task.isCancelled {
+                    exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
+                    return
+                }
                 loop.submit(.add(exchange))
             }
         } onCancel: {
@@ -166,6 +172,8 @@ final class CurlExchange: @unchecked Sendable {
     private(set) var bodySent: Int64 = 0
     private var lastSent: Int64 = -1
     private var lastReceived: Int64 = -1
+    /// A cancel reached the loop before the transfer was added (loop thread): the add is refused.
+    var cancelledBeforeAdd = false
 
     init(
         request: TransportRequest, headerLines: [String], sink: any ResponseSink, pump: BodyPump?,
@@ -196,7 +204,17 @@ final class CurlExchange: @unchecked Sendable {
         try easy.set(CURLOPT_NOSIGNAL, true)
         if let share { try easy.set(CURLOPT_SHARE, pointer: UnsafeMutableRawPointer(share)) }
         let method = request.method.uppercased()
-        if let body = pump?.source {
+        if let pump, let whole = pump.wholeBody, !whole.isEmpty, whole.count <= Self.inlineBodyLimit {
+            // A small body read ahead goes to curl as post fields: curl then sends the head and the
+            // body in one write (with a read callback they are two, and a small request costs the
+            // server and the client an extra segment each). curl keeps its own copy and can resend it
+            // on a reused connection the server had closed.
+            try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, size: Int64(whole.count))
+            try whole.withUnsafeBytes { bytes in
+                try easy.set(CURLOPT_COPYPOSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            }
+            if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, method) }
+        } else if let body = pump?.source {
             if method == "POST" {
                 try easy.set(CURLOPT_POST, true)
                 try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, size: body.byteCount)
@@ -238,6 +256,7 @@ final class CurlExchange: @unchecked Sendable {
         if let timeout = request.timeout {
             try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout.milliseconds)))
         }
+        if let acceptEncoding = request.acceptEncoding { try easy.set(CURLOPT_ACCEPT_ENCODING, acceptEncoding) }
         try easy.set(CURLOPT_TCP_KEEPALIVE, true)
         try easy.set(CURLOPT_TCP_NODELAY, true)
         try easy.set(CURLOPT_FOLLOWLOCATION, false)
@@ -257,6 +276,9 @@ final class CurlExchange: @unchecked Sendable {
         }
     }
 
+    /// Bodies up to this size that were read ahead are handed to curl whole (``configure(_:share:)``).
+    static let inlineBodyLimit = 64 * 1024
+
     /// Turns curl's result into the answer or the error the caller gets.
     func result(code: CURLcode, text: String, easy: CurlEasy) -> Result<HTTPResponse, any Error> {
         if let bodyFailure { return .failure(bodyFailure) }
@@ -271,7 +293,7 @@ final class CurlExchange: @unchecked Sendable {
         }
         let response = HTTPResponse(
             status: status, headers: headers, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap,
-            bodyIncomplete: code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR)
+            bodyIncomplete: code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, timings: easy.timings())
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && sink.bodyExceededCap) {
             return .success(response)
         }
@@ -288,7 +310,8 @@ final class CurlExchange: @unchecked Sendable {
         }
         return .failure(
             TransportErrors.classify(
-                code: code, text: text, bodySent: bodySent, total: pump?.source.byteCount ?? 0))
+                code: code, text: text, bodySent: max(bodySent, easy.info(size: CURLINFO_SIZE_UPLOAD_T)),
+                total: pump?.source.byteCount ?? 0))
     }
 
     // MARK: Callback bodies (loop thread)
@@ -407,6 +430,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     private struct Inbox {
         var commands: [Command] = []
         var threadRunning = false
+        /// The loop is in (or about to enter) `curl_multi_poll` with no command waiting: a new command
+        /// must wake it. While it is busy it picks commands up on its next turn without a wake-up, which
+        /// saves a write and a wake per request when many small ones are in flight.
+        var sleeping = false
     }
 
     private let maximumConnectionsPerHost: Int?
@@ -432,16 +459,24 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Queues `command` for the loop and wakes it, starting its thread when it is not running.
     func submit(_ command: Command) {
-        let start = inbox.withLock { inbox -> Bool in
+        enum Action { case start, wake, none }
+        let action = inbox.withLock { inbox -> Action in
             inbox.commands.append(command)
-            if inbox.threadRunning { return false }
-            inbox.threadRunning = true
-            return true
+            if !inbox.threadRunning {
+                inbox.threadRunning = true
+                return .start
+            }
+            guard inbox.sleeping else { return .none }
+            inbox.sleeping = false
+            return .wake
         }
-        if start {
-            startDetachedThread(name: "attache-transport", stackSize: 1 << 20) { [self] in run() }
-        } else if let multi = handles.withLock({ $0 }).multi {
-            _ = attache_curl_multi_wakeup(multi)
+        switch action {
+        case .start: startDetachedThread(name: "attache-transport", stackSize: 1 << 20) { [self] in run() }
+        case .wake:
+            // curl_multi_wakeup is sticky: sent before the loop reaches curl_multi_poll, it makes that
+            // poll return at once.
+            if let multi = handles.withLock({ $0 }).multi { _ = attache_curl_multi_wakeup(multi) }
+        case .none: break
         }
     }
 
@@ -498,13 +533,24 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             activeGauge.store(active.count, ordering: .relaxed)
             if !active.isEmpty { idleSince = clock.now }
-            _ = attache_curl_multi_poll(multi, active.isEmpty ? 1000 : 1000)
+            // Sleep only when no command came in during this turn (checked under the inbox's lock, the
+            // same one submit takes, so a command is either seen here or followed by a wake-up).
+            let mayPoll = inbox.withLock { inbox -> Bool in
+                guard inbox.commands.isEmpty else { return false }
+                inbox.sleeping = true
+                return true
+            }
+            if mayPoll {
+                _ = attache_curl_multi_poll(multi, 1000)
+                inbox.withLock { $0.sleeping = false }
+            }
         }
     }
 
     private func handle(_ command: Command, multi: UnsafeMutableRawPointer, share: OpaquePointer?) {
         switch command {
         case .add(let exchange):
+            if exchange.cancelledBeforeAdd { return }
             // A fresh easy handle per transfer: connections live in the multi handle, not in easy
             // handles, and a reset handle refuses some options (CURLOPT_BUFFERSIZE) once it has been used.
             let easy: CurlEasy
@@ -529,6 +575,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             active[easy.handle] = exchange
         case .cancel(let exchange):
             guard let easy = exchange.easy, active.removeValue(forKey: easy.handle) != nil else {
+                if exchange.easy == nil { exchange.cancelledBeforeAdd = true }
                 exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
                 return
             }

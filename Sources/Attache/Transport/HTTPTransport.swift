@@ -30,11 +30,21 @@ public struct TransportRequest: Sendable {
     public var maximumResponseBodySize: Int
     /// A deadline for the whole exchange, if any.
     public var timeout: Duration?
+    /// The `Accept-Encoding` to offer, with the answer decoded transparently before it reaches the sink:
+    /// `""` offers every encoding this libcurl decodes (gzip, deflate, and br/zstd when built with
+    /// them), as curl's `--compressed` does. nil (the default) offers none and passes the body as the
+    /// server sent it: uploads and resumable downloads need the bytes on the wire.
+    public var acceptEncoding: String?
+    /// The URL's host, lower-cased, once ``validate()`` passed for this URL and these headers: set by a
+    /// caller that validated the request itself (``RequestClient``), so the transport does not parse the URL
+    /// again. Internal: only code of this module can vouch for it.
+    var validatedHost: String?
 
     /// Creates a request.
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [], body: (any ByteSource)? = nil,
-        connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil
+        connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil,
+        acceptEncoding: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -43,6 +53,7 @@ public struct TransportRequest: Sendable {
         self.connection = connection
         self.maximumResponseBodySize = maximumResponseBodySize
         self.timeout = timeout
+        self.acceptEncoding = acceptEncoding
     }
 }
 
@@ -166,11 +177,13 @@ extension TransportRequest {
     }
 
     /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
-    /// header's value: it may be a secret).
-    func validate() throws {
+    /// header's value: it may be a secret). Returns the URL's host, lower-cased, so that a caller
+    /// needs no second parse of the URL.
+    @discardableResult
+    func validate() throws -> String {
         guard let components = URLComponents(string: url),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            components.host?.isEmpty == false
+            let host = components.host, !host.isEmpty
         else {
             throw AttacheError(
                 .invalidArgument, stage: .upload,
@@ -181,6 +194,7 @@ extension TransportRequest {
                 throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
             }
         }
+        return host.lowercased()
     }
 
     /// The URL without user info or query, for logs and errors.

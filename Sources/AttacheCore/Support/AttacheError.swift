@@ -83,7 +83,7 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible {
 
     /// The pipeline stage in which the failure happened.
     public enum Stage: String, Hashable, Sendable, Codable, CustomStringConvertible {
-        case configuration, read, detect, transform, seal, upload, interpret, download, batch
+        case configuration, read, detect, transform, seal, upload, interpret, download, batch, request
         public var description: String { rawValue }
     }
 

@@ -17,6 +17,8 @@
 #                   {"errorCode":0,"data":{"fileId":"n1"}} (the default answer profile's success)
 #   POST /discard   the same answer at once: nginx's `return` answers before the body has arrived and
 #                   discards the rest (kept to show the difference; do not measure with it)
+#   POST /answer200 reads the whole body like /upload, then answers 200 application/json with a body of
+#                   exactly 200 bytes (small-request benchmarks: Scripts/bench/requests.sh)
 #   GET /files/NAME the static file PREFIX/files/NAME, with nginx's Range, If-Range, ETag and
 #                   Last-Modified (Scripts/bench/downloads.sh)
 #
@@ -68,8 +70,11 @@ if [[ ! -s "$prefix/cert.pem" || ! -s "$prefix/key.pem" ]]; then
 fi
 
 answer='{"errorCode":0,"data":{"fileId":"n1"}}'
+# 200 bytes exactly: the JSON below is padded with a run of x.
+answer200='{"errorCode":0,"data":{"fileId":"n1","note":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}'
 # Only the file's existence matters: a POST to it is refused with 405, which error_page turns into the answer.
 printf '%s\n' "$answer" >"$prefix/www/upload"
+printf '%s\n' "$answer200" >"$prefix/www/answer200"
 
 # `listen ... ssl http2` rather than `http2 on;`: the directive only exists from nginx 1.25.1, the listen
 # parameter works from 1.9.5 on (1.25 warns that it is deprecated and still honours it).
@@ -113,6 +118,15 @@ http {
         location @answer {
             default_type application/json;
             return 200 '$answer';
+        }
+        location = /answer200 {
+            mirror /read-whole-body;
+            mirror_request_body on;
+            error_page 405 = @answer200;
+        }
+        location @answer200 {
+            default_type application/json;
+            return 200 '$answer200';
         }
         location /files/ {
             root $prefix;

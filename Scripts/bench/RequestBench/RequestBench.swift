@@ -1,0 +1,75 @@
+// The library side of Scripts/bench/requests.sh: N small JSON POSTs through one RequestClient from C tasks,
+// so at most C in flight, over the transport's reused connections. Prints one line:
+//   requests N concurrency C seconds S rps R
+// and exits 1 if any answer is not a 200 with the expected body length.
+//
+//   attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]
+import Attache
+import Foundation
+import Logging
+import Synchronization
+
+@main
+enum RequestBench {
+    static func main() async {
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 2 else {
+            FileHandle.standardError.write(Data("usage: attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]\n".utf8))
+            exit(64)
+        }
+        let url = arguments[1]
+        let count = arguments.count > 2 ? Int(arguments[2]) ?? 5000 : 5000
+        let concurrency = arguments.count > 3 ? Int(arguments[3]) ?? 8 : 8
+        let answerBytes = arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200
+
+        var configuration = RequestClient.Configuration()
+        configuration.logger.logLevel = .warning
+        configuration.connection.retry = .never
+        let client = RequestClient(configuration: configuration)
+        guard let body = try? RequestBody.json(.object(["text": .string("hello"), "to": .string("ann"), "n": .number(1)]))
+        else { exit(70) }
+
+        // CONCURRENCY long-lived workers take the next request number from a shared counter, as the tasks of
+        // a backend would: no task is created per request.
+        let counter = Counter()
+        let start = ContinuousClock.now
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<min(concurrency, count) {
+                group.addTask {
+                    var failed = 0
+                    while true {
+                        let index = counter.next()
+                        guard index < count else { return failed }
+                        failed += await send(client, url, body, index, answerBytes)
+                    }
+                }
+            }
+            var failures = 0
+            for await failed in group { failures += failed }
+            return failures
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("requests \(count) concurrency \(concurrency) seconds \(seconds) rps \(Double(count) / seconds)")
+        if failures > 0 {
+            FileHandle.standardError.write(Data("\(failures) of \(count) requests failed\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func send(_ client: RequestClient, _ url: String, _ body: RequestBody, _ index: Int, _ answerBytes: Int) async -> Int {
+        do {
+            let response = try await client.post(url, body: body)
+            return response.status == 200 && response.body.count == answerBytes ? 0 : 1
+        } catch {
+            FileHandle.standardError.write(Data("request \(index): \(error)\n".utf8))
+            return 1
+        }
+    }
+}
+
+/// The next request number, shared by the workers.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func next() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}

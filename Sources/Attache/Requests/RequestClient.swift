@@ -1,0 +1,336 @@
+import Dispatch
+import FoundationEssentials
+import Logging
+import Synchronization
+
+/// A general HTTP client on Attache's transport: the request layer the old networking libraries had
+/// (AFNetworking's serializers, XZNetworking's system parameters and logs), with Swift concurrency.
+///
+/// Every request gets the client's defaults (``Configuration``): `User-Agent`, `Accept-Language`,
+/// `Accept-Encoding` with transparent decompression, Basic or Bearer credentials, the connection's
+/// headers and the system parameters; then the adapters run; then the transport sends it, reusing
+/// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on
+/// connection errors, 408, 425, 429, 500, 502, 503 and 504 per the connection's ``RetryPolicy``,
+/// honouring `Retry-After`; retriers can decide otherwise. An HTTP answer, whatever its status, is the
+/// returned value (check it with ``HTTPResponse/validate(statusCodes:contentTypes:)``); only failures to
+/// get one throw. Cancelling the calling task stops the transfer.
+///
+/// ```swift
+/// let client = RequestClient()
+/// let response = try await client.get("https://api.example/users", query: ["page": 2])
+/// let users = try response.validate(contentTypes: ["application/json"]).decode([User].self)
+/// ```
+public final class RequestClient: Sendable {
+    /// The defaults every request gets.
+    public let configuration: Configuration
+    private let transport: any HTTPTransport
+    private let sleep: @Sendable (Duration) async throws -> Void
+
+    /// Creates a client.
+    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for the
+    ///   configuration's connection when nil.
+    public init(configuration: Configuration = .init(), transport: (any HTTPTransport)? = nil) {
+        self.configuration = configuration
+        self.transport = transport ?? CurlTransport.shared(for: configuration.connection)
+        self.sleep = { try await Task.sleep(for: $0) }
+    }
+
+    /// Creates a client whose waits between attempts go through `sleep` (tests).
+    init(
+        configuration: Configuration, transport: any HTTPTransport,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.sleep = sleep
+    }
+
+    // MARK: Verbs
+
+    /// `GET url`, with `query` added to the URL's query.
+    /// - Throws: as ``send(_:progress:)``.
+    public func get(
+        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
+    ) async throws -> HTTPResponse {
+        try await send(ClientRequest(method: .get, url: url, query: query, headers: headers))
+    }
+
+    /// `HEAD url`.
+    /// - Throws: as ``send(_:progress:)``.
+    public func head(
+        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
+    ) async throws -> HTTPResponse {
+        try await send(ClientRequest(method: .head, url: url, query: query, headers: headers))
+    }
+
+    /// `DELETE url`, with an optional body.
+    /// - Throws: as ``send(_:progress:)``.
+    public func delete(
+        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = [],
+        body: RequestBody? = nil
+    ) async throws -> HTTPResponse {
+        try await send(ClientRequest(method: .delete, url: url, query: query, headers: headers, body: body))
+    }
+
+    /// `POST url` with `body`, or with `parameters` as a form body (system parameters merged in).
+    /// - Throws: as ``send(_:progress:)``.
+    public func post(
+        _ url: String, query: Parameters = [:], parameters: Parameters = [:],
+        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+    ) async throws -> HTTPResponse {
+        try await send(
+            ClientRequest(method: .post, url: url, query: query, parameters: parameters, headers: headers, body: body))
+    }
+
+    /// `PUT url` with `body`, or with `parameters` as a form body.
+    /// - Throws: as ``send(_:progress:)``.
+    public func put(
+        _ url: String, query: Parameters = [:], parameters: Parameters = [:],
+        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+    ) async throws -> HTTPResponse {
+        try await send(
+            ClientRequest(method: .put, url: url, query: query, parameters: parameters, headers: headers, body: body))
+    }
+
+    /// `PATCH url` with `body`, or with `parameters` as a form body.
+    /// - Throws: as ``send(_:progress:)``.
+    public func patch(
+        _ url: String, query: Parameters = [:], parameters: Parameters = [:],
+        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+    ) async throws -> HTTPResponse {
+        try await send(
+            ClientRequest(method: .patch, url: url, query: query, parameters: parameters, headers: headers, body: body))
+    }
+
+    // MARK: Sending
+
+    /// Sends `request` with the client's defaults, adapters and retries, and returns the final answer.
+    ///
+    /// - Parameters:
+    ///   - progress: called from the transport's thread as body bytes leave and answer bytes arrive.
+    ///   - destination: a file path to stream the answer body into (created or truncated, mode 0644;
+    ///     truncated again for each attempt); the response's ``HTTPResponse/body`` is then empty.
+    ///     nil keeps the body in memory up to the size cap.
+    /// - Returns: the last attempt's answer, whatever its status: a 503 the retries could not get past
+    ///   is returned, not thrown.
+    /// - Throws: ``AttacheError`` (stage `request`): `.invalidArgument` for a URL or header that cannot
+    ///   be sent; `.connectionFailed`, `.connectionLost`, `.timedOut`, `.tlsFailure` when there was no
+    ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
+    ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
+    public func send(
+        _ request: ClientRequest, writingBodyTo destination: String? = nil,
+        progress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws -> HTTPResponse {
+        let prepared = prepare(request)
+        let configuration = configuration
+        let transport = transport
+        let driver = RetryDriver(
+            policy: configuration.connection.retry, answerStage: .request, transportStage: .request,
+            logger: configuration.logger, sleep: sleep)
+        var lastResponse: HTTPResponse?
+        do {
+            let outcome = try await driver.run { attempt -> RetryDriver.Verdict<HTTPResponse> in
+                let adapted = try await self.adapt(prepared)
+                let exchange = try self.exchange(for: adapted)
+                let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
+                log.sending()
+                let sink = RequestSink(
+                    limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
+                    bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
+                let response: HTTPResponse
+                do {
+                    response = try await transport.send(exchange, sink: sink)
+                } catch let error as AttacheError {
+                    var error = error
+                    if error.stage == .upload { error.stage = .request }
+                    log.failed(error)
+                    if error.code == .cancelled || Task.isCancelled {
+                        throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
+                    }
+                    switch await self.decide(adapted, response: nil, error: error, attempt: attempt) {
+                    case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
+                    case .retryAfter(let delay):
+                        return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
+                    case .doNotRetry: throw error
+                    case .useDefault:
+                        guard error.isRetryable, Self.mayRetry(adapted), error.code != .fileChanged else { throw error }
+                        return .retry(RetryAdvice(reason: error.message), failure: error)
+                    }
+                }
+                log.received(response, sink: sink)
+                lastResponse = response
+                switch await self.decide(adapted, response: response, error: nil, attempt: attempt) {
+                case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
+                case .retryAfter(let delay):
+                    return .retry(
+                        RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
+                case .doNotRetry: return .done(response)
+                case .useDefault:
+                    guard Self.retriedStatuses.contains(response.status), Self.mayRetry(adapted) else { return .done(response) }
+                    let after = ResponseInterpreter(configuration: .init()).retryAfter(in: response)
+                    return .retry(
+                        RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: after),
+                        failure: nil)
+                }
+            }
+            return outcome.value
+        } catch let error as AttacheError where error.code == .retriesExhausted && error.cause == nil {
+            // The retries ran out on answers: the last one is the value, as for any status.
+            guard let lastResponse else { throw error }
+            return lastResponse
+        }
+    }
+
+    /// Sends `request` and waits for the answer on the calling thread: for scripts and code that is
+    /// not async.
+    ///
+    /// The request runs on the transport's thread and a task of its own while the calling thread
+    /// blocks, so it must not be called from inside an async task (that would block a thread of the
+    /// cooperative pool the request itself may need); called from a task, it throws instead of
+    /// risking that deadlock.
+    ///
+    /// ```swift
+    /// let response = try client.sendBlocking(ClientRequest(method: .get, url: "http://127.0.0.1:8080/health"))
+    /// ```
+    /// - Throws: ``AttacheError`` `.invalidArgument` when called from an async task; otherwise as
+    ///   ``send(_:writingBodyTo:progress:)``.
+    public func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> HTTPResponse {
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        guard !inTask else {
+            throw AttacheError(
+                .invalidArgument, stage: .request,
+                "sendBlocking was called from an async task; use `await send(_:)` there")
+        }
+        let result = Mutex<Result<HTTPResponse, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let outcome: Result<HTTPResponse, any Error>
+            do {
+                outcome = .success(try await self.send(request, writingBodyTo: destination))
+            } catch {
+                outcome = .failure(error)
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        guard let outcome = result.withLock({ $0 }) else {
+            throw AttacheError(.internalError, stage: .request, "the blocking request ended without a result")
+        }
+        return try outcome.get()
+    }
+
+    // MARK: Steps
+
+    static let retriedStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
+
+    /// Whether the client's own rule may send `request` twice.
+    static func mayRetry(_ request: ClientRequest) -> Bool {
+        request.method.isIdempotent || request.header("Idempotency-Key") != nil
+    }
+
+    /// The request with the client's defaults and system parameters applied; adapters see this.
+    func prepare(_ request: ClientRequest) -> ClientRequest {
+        var prepared = request
+        var defaults: [(name: String, value: String)] = []
+        if let acceptLanguage = configuration.acceptLanguage, !acceptLanguage.isEmpty {
+            defaults.append(("Accept-Language", acceptLanguage))
+        }
+        let own = Set(request.headers.map { $0.name.lowercased() })
+        prepared.headers = defaults.filter { !own.contains($0.name.lowercased()) } + request.headers
+        let system = configuration.systemParameters
+        guard !system.isEmpty else { return prepared }
+        // The caller's value wins, wherever the caller put it (query or parameters).
+        let named = Set(request.query.keys).union(request.parameters.keys)
+        let added = system.filter { !named.contains($0.key) }
+        if request.method.encodesParametersInQuery || request.body != nil {
+            prepared.query.merge(added) { caller, _ in caller }
+        } else {
+            prepared.parameters.merge(added) { caller, _ in caller }
+        }
+        return prepared
+    }
+
+    private func adapt(_ request: ClientRequest) async throws -> ClientRequest {
+        var request = request
+        for adapter in configuration.adapters {
+            do {
+                request = try await adapter.adapt(request)
+            } catch let error as AttacheError {
+                throw error
+            } catch is CancellationError {
+                throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
+            } catch {
+                throw AttacheError(
+                    .invalidArgument, stage: .request, "the request adapter \(type(of: adapter)) failed: \(error)",
+                    cause: AdapterFailure(description: "\(error)"))
+            }
+        }
+        return request
+    }
+
+    private func decide(
+        _ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int
+    ) async -> RetryDecision {
+        for retrier in configuration.retriers {
+            let decision = await retrier.retry(request, response: response, error: error, attempt: attempt)
+            if decision != .useDefault { return decision }
+        }
+        return .useDefault
+    }
+
+    /// The transport's request for `request`: the full URL, the headers with the connection's
+    /// defaults that the request overrides taken out, and the body.
+    func exchange(for request: ClientRequest) throws -> TransportRequest {
+        var connection = configuration.connection
+        var headers = request.headers
+        var queryParameters = request.query
+        var body = request.body
+        if request.method.encodesParametersInQuery || body != nil {
+            queryParameters.merge(request.parameters) { query, _ in query }
+        } else if !request.parameters.isEmpty {
+            switch request.bodyParameterEncoding {
+            case .form: body = .form(request.parameters, encoder: configuration.formEncoder)
+            case .json: body = try .json(JSONValue.object(request.parameters.mapValues(JSONValue.init(parameter:))))
+            }
+        }
+        // A header the request names replaces the connection's header of that name (User-Agent and
+        // Authorization included) instead of going out twice.
+        let named = Set(headers.map { $0.name.lowercased() })
+        connection.headers.removeAll { named.contains($0.name.lowercased()) }
+        if named.contains("authorization") { connection.authorization = nil }
+        if let agent = headers.last(where: { $0.name.lowercased() == "user-agent" }) {
+            connection.userAgent = agent.value
+            headers.removeAll { $0.name.lowercased() == "user-agent" }
+        }
+        var source: (any ByteSource)?
+        if let body {
+            if let type = body.contentType, !named.contains("content-type") { headers.append(("Content-Type", type)) }
+            // No `Expect: 100-continue`: most servers never answer it and curl would wait a second.
+            if !named.contains("expect") { headers.append(("Expect", "")) }
+            source = body.source
+        }
+        let query = configuration.formEncoder.encode(queryParameters)
+        var url = request.url
+        if let hash = url.firstIndex(of: "#") { url = String(url[..<hash]) }
+        if !query.isEmpty { url += (url.contains("?") ? (url.hasSuffix("?") || url.hasSuffix("&") ? "" : "&") : "?") + query }
+        var exchange = TransportRequest(
+            method: request.method.rawValue, url: url, headers: headers, body: source, connection: connection,
+            maximumResponseBodySize: request.maximumResponseBodySize ?? configuration.maximumResponseBodySize,
+            timeout: request.timeout ?? configuration.timeout,
+            acceptEncoding: configuration.acceptsCompressedResponses ? "" : nil)
+        do {
+            exchange.validatedHost = try exchange.validate()
+        } catch var error as AttacheError {
+            error.stage = .request
+            error.message = error.message.replacing(TransportRequest.redact(url: url), with: configuration.redaction.url(url))
+            throw error
+        }
+        return exchange
+    }
+}
+
+/// An adapter's own error, kept as the cause of the ``AttacheError`` it becomes.
+struct AdapterFailure: Error, Sendable, CustomStringConvertible {
+    let description: String
+}
