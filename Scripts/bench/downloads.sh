@@ -5,8 +5,9 @@
 #      --concurrency 8` (a fresh journal each run), `aria2c -j 8 -i LIST` and
 #      `curl --parallel --parallel-max 8` with the same list: files/s, and attache's peak RSS;
 #   2. one big file: BENCH_BIG_MB MB with `attache download URL -o OUT` and `curl -o OUT`: MB/s.
-# Each run starts with an empty output folder; every output is checked (count and total size) after the
-# run. Normally started by Scripts/bench.sh, which builds the binaries and exports ATTACHE_BIN.
+# Each run starts with an empty output folder and no dirty pages (`sync`, untimed: otherwise a run pays
+# for the write-back of the previous one's gigabytes); every output is checked (count and total size)
+# after the run. Normally started by Scripts/bench.sh, which builds the binaries and exports ATTACHE_BIN.
 #
 # Environment:
 #   RUNS=5               runs per tool (medians reported, with the range); tools alternate within a run
@@ -89,6 +90,7 @@ for ((run = 1; run <= runs; run++)); do
     for tool in attache aria2c curl; do
         rm -rf "$work/out" "$work/journal.sqlite"*; mkdir -p "$work/out"
         mapfile -d '' cmd < <(many_cmd "$tool")
+        sync  # the previous run's dirty pages are written back before this one is timed
         figures=$(bench_measure "${cmd[@]}" 2>"$work/err") || { tail -n 20 "$work/err" >&2; bench_die "$tool failed"; }
         check_many "$tool"
         read -r s k <<<"$figures"
@@ -99,6 +101,7 @@ for ((run = 1; run <= runs; run++)); do
     for tool in attache curl; do
         rm -rf "$work/out"; mkdir -p "$work/out"
         mapfile -d '' cmd < <(big_cmd "$tool")
+        sync
         figures=$(bench_measure "${cmd[@]}" 2>"$work/err") || { tail -n 20 "$work/err" >&2; bench_die "$tool (big) failed"; }
         size=$(stat -c %s "$work/out/big.bin")
         ((size == big_mb * 1048576)) || bench_die "$tool (big): $size bytes"
