@@ -35,7 +35,7 @@ public final class DownloadJournal: DownloadJournaling {
         self.path = path
         let configuration = journalConfiguration(label: "attache.download-journal", readOnly: readOnly, durable: durable)
         do {
-            lock = readOnly ? nil : try JournalLock(journalPath: path)
+            lock = readOnly ? nil : try JournalLock(journalPath: path, holder: "attache download")
             if !readOnly { try UploadJournal.restrictAccess(path) }
             database = try DatabaseQueue(path: path, configuration: configuration)
             if readOnly {

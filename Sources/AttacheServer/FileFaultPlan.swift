@@ -86,6 +86,7 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
     /// Whether the plan has no rules.
     public var isEmpty: Bool { rules.isEmpty }
 
+    /// The plan in the grammar it is parsed from.
     public var description: String {
         rules.map { rule in
             var text: String
@@ -105,7 +106,9 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
         }.joined(separator: ",")
     }
 
+    /// Plans are equal when they read the same (rules, schedules and options, in order).
     public static func == (lhs: FileFaultPlan, rhs: FileFaultPlan) -> Bool { lhs.description == rhs.description }
+    /// Hashes the plan's text.
     public func hash(into hasher: inout Hasher) { hasher.combine(description) }
 
     private static func invalid(_ rule: String, _ reason: String) -> AttacheError {

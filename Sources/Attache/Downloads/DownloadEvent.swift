@@ -8,6 +8,7 @@ public struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Names the transfer whose destination is `path` (made absolute against the working directory).
     public init(path: String) { self.path = DownloadID.absolute(path) }
 
+    /// The absolute destination path.
     public var description: String { path }
 
     static func absolute(_ path: String) -> String {
@@ -31,12 +32,17 @@ public struct DownloadItem: Sendable {
     public var unsealing: DownloadRequest.Unsealing?
     /// Extra request headers.
     public var headers: [(name: String, value: String)]
+    /// When the SHA-256 is computed: by default only when there is something to check it against
+    /// (``expectedSHA256`` or a SHA-256 `ETag`), since hashing costs more CPU than a fast link's bytes.
+    public var digest: DownloadRequest.DigestPolicy
 
     /// Creates an item.
     public init(
         url: String, destination: String, group: String = "default", expectedSHA256: String? = nil,
-        unsealing: DownloadRequest.Unsealing? = nil, headers: [(name: String, value: String)] = []
+        unsealing: DownloadRequest.Unsealing? = nil, headers: [(name: String, value: String)] = [],
+        digest: DownloadRequest.DigestPolicy = .whenVerifiable
     ) {
+        self.digest = digest
         self.url = url
         self.destination = destination
         self.group = group

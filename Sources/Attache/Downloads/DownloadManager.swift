@@ -53,7 +53,18 @@ public final class DownloadManager: Sendable {
 
     /// Where a transfer stands.
     public enum Phase: String, Sendable, Hashable, Codable, CaseIterable {
-        case queued, running, paused, completed, failed, cancelled
+        /// Waiting for a free slot.
+        case queued
+        /// Receiving bytes.
+        case running
+        /// Paused; its bytes are kept in the `.part` file.
+        case paused
+        /// Complete, verified and in place (now or in an earlier run).
+        case completed
+        /// Failed; its bytes are kept for ``DownloadManager/resume(_:)``.
+        case failed
+        /// Cancelled; nothing is left of it.
+        case cancelled
     }
 
     /// One transfer as the manager sees it now.
@@ -135,13 +146,21 @@ public final class DownloadManager: Sendable {
                 throw AttacheError(
                     .invalidArgument, stage: .download, "another transfer already downloads to this file", file: id.path)
             }
-            if let existing = state.transfers[id] { state.counts[existing.phase, default: 0] -= 1 }
+            if let existing = state.transfers[id] {
+                // A finished transfer given again: its place in the counts and sums goes to the new one.
+                state.counts[existing.phase, default: 0] -= 1
+                if existing.alreadyDone { state.alreadyDone -= 1 }
+                state.receivedSum -= existing.received
+                state.totalSum -= existing.total ?? 0
+            }
             var transfer = Transfer(item: item, host: host, resume: resume, validator: validator)
             if done {
                 transfer.phase = .completed
                 transfer.alreadyDone = true
                 transfer.total = record?.totalBytes
                 transfer.received = record?.totalBytes ?? 0
+                state.receivedSum += transfer.received
+                state.totalSum += transfer.total ?? 0
                 state.transfers[id] = transfer
                 state.counts[.completed, default: 0] += 1
                 state.alreadyDone += 1
@@ -149,6 +168,7 @@ public final class DownloadManager: Sendable {
                 return
             }
             transfer.received = resume ? Self.size(of: id.path + ".part") ?? 0 : 0
+            state.receivedSum += transfer.received
             state.transfers[id] = transfer
             state.counts[.queued, default: 0] += 1
             state.order.append(id)
@@ -260,7 +280,7 @@ public final class DownloadManager: Sendable {
                 url: item.url, destination: item.destination, resume: transfer.resume, headers: item.headers,
                 unsealing: item.unsealing, validator: transfer.validator, expectedSHA256: item.expectedSHA256)
             request.partialPath = item.destination + ".part"
-            request.digest = .whenVerifiable
+            request.digest = item.digest
             transfer.received = transfer.resume ? Self.size(of: request.partialPath) ?? 0 : 0
             state.receivedSum += transfer.received - (state.transfers[id]?.received ?? 0)
             state.transfers[id] = transfer

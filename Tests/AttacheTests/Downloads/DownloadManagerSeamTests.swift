@@ -96,3 +96,82 @@ struct DownloadManagerSeamTests {
         #expect(second.status(id)?.phase == .completed)
     }
 }
+
+/// A transport whose answers wait until the test releases them, recording how many requests were in
+/// flight at once, overall and per host.
+final class GatedTransport: HTTPTransport {
+    private struct State {
+        var inFlight: [String: Int] = [:]
+        var peakPerHost: [String: Int] = [:]
+        var peakOverall = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var started = 0
+    }
+
+    private let state = Mutex(State())
+    let body: [UInt8]
+
+    init(body: [UInt8]) { self.body = body }
+
+    var peakOverall: Int { state.withLock { $0.peakOverall } }
+    var peakPerHost: [String: Int] { state.withLock { $0.peakPerHost } }
+    var started: Int { state.withLock { $0.started } }
+
+    /// Lets every request waiting now answer.
+    func releaseWaiting() -> Int {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+        return waiting.count
+    }
+
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
+        let host = URL(string: request.url)?.host ?? ""
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            state.withLock { state in
+                state.started += 1
+                state.inFlight[host, default: 0] += 1
+                state.peakPerHost[host] = max(state.peakPerHost[host] ?? 0, state.inFlight[host] ?? 0)
+                state.peakOverall = max(state.peakOverall, state.inFlight.values.reduce(0, +))
+                state.waiting.append(continuation)
+            }
+        }
+        state.withLock { $0.inFlight[host, default: 1] -= 1 }
+        let headers = [(name: "Content-Length", value: "\(body.count)")]
+        if let sink, sink.begin(status: 200, headers: headers) {
+            _ = body.withUnsafeBytes { sink.receive($0) }
+        }
+        return HTTPResponse(status: 200, headers: headers, body: [], bodyExceededCap: false)
+    }
+}
+
+@Suite("Download manager limits")
+struct DownloadManagerLimitTests {
+    @Test("no more transfers run than the overall and per-host limits allow, and every one completes")
+    func limits() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dm-limit-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let transport = GatedTransport(body: Array(repeating: 7, count: 1000))
+        let manager = DownloadManager(
+            configuration: .init(maximumConcurrentTransfers: 3, maximumTransfersPerHost: 2), transport: transport)
+        for index in 0..<6 {
+            try manager.add(DownloadItem(url: "http://a.test/\(index)", destination: directory + "/a\(index)"))
+            try manager.add(DownloadItem(url: "http://b.test/\(index)", destination: directory + "/b\(index)"))
+        }
+        let settled = Task { try await manager.waitUntilSettled() }
+        // Release the requests in waves as they arrive, until all 12 have been answered.
+        var answered = 0
+        while answered < 12 {
+            let released = transport.releaseWaiting()
+            answered += released
+            if released == 0 { await Task.yield() }
+        }
+        let summary = try await settled.value
+        #expect(summary.completed == 12)
+        #expect(transport.peakOverall == 3)
+        #expect(transport.peakPerHost["a.test"] ?? 0 <= 2 && transport.peakPerHost["b.test"] ?? 0 <= 2)
+    }
+}
