@@ -29,7 +29,8 @@ struct DownloadManyCommand: AsyncParsableCommand {
 
             Ctrl-C pauses the transfers in flight (their bytes are kept) and exits 130; the same \
             command resumes. Exit status as `attache batch`: 0 every file downloaded (now or before), \
-            3 some files failed, 64 usage, 74 the journal cannot be opened or written, 130 interrupted.
+            3 some files failed, 64 usage, 74 the journal cannot be opened or written, 75 another run \
+            holds the journal, 130 interrupted (the transfers are paused).
             """)
 
     @Argument(help: "The http:// or https:// URLs.")
@@ -133,7 +134,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
             store = try DownloadJournal(path: journalPath)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(error.code == .journal || error.code == .journalBusy ? ExitStatus.ioError : ExitStatus.forError(error))
+            throw ExitCode(ExitStatus.forError(error))
         }
         let manager = DownloadManager(
             configuration: .init(maximumConcurrentTransfers: concurrency, maximumTransfersPerHost: perHost),
@@ -171,7 +172,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         }
         if let journalError {
             Console.err("attache: \(journalError) [\(journalError.code)]")
-            throw ExitCode(ExitStatus.ioError)
+            throw ExitCode(ExitStatus.forError(journalError))
         }
         if interrupts.wasTriggered || summary.paused > 0 {
             Console.err("attache: paused; the bytes are kept. To resume, run the same command again.")
