@@ -352,4 +352,31 @@ struct DownloadManagerTests {
             manager.close()
         }
     }
+
+    @Test func aSealedFileInTheListIsDecryptedWithItsKeyFromTheEnvironment() async throws {
+        try await Self.with(fileFaults: "cut@1-2:after=5000") { setup in
+            let plaintext = randomBytes(150_000)
+            let key = AttachmentKey.random(for: .streamGCM)
+            let file = try TemporaryFile(name: "payload.bin", bytes: plaintext)
+            defer { file.remove() }
+            let receipt = try await setup.server.pipeline {
+                $0.seal.scheme = .streamGCM
+                $0.seal.key = key
+            }.send(Attachment(path: file.path))
+            let url = "http://127.0.0.1:\(setup.server.port)/files/\(try #require(receipt.fileId))"
+            let plainURL = try await setup.store(randomBytes(10_000))
+            let list = setup.folder + "/../list.txt"
+            try "\(url) secret.bin key-env=DM_TEST_KEY\n\(plainURL) plain.bin\n".write(toFile: list, atomically: true, encoding: .utf8)
+            let process = try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: ["download", "--from", list, "-d", setup.folder, "--journal", setup.folder + "/../j.sqlite"],
+                environment: ["DM_TEST_KEY": key.base64EncodedString])
+            #expect(try await process.wait(upTo: 60) == 0, "\(process.standardError)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: setup.folder + "/secret.bin")) == Data(plaintext))
+            #expect(FileManager.default.fileExists(atPath: setup.folder + "/plain.bin"))
+            // Both first requests were cut: the sealed bytes came in two requests and were decrypted once whole.
+            #expect(try setup.requests(for: url).count == 2)
+            #expect(!process.standardOutput.contains(key.base64EncodedString) && !process.standardError.contains(key.base64EncodedString))
+        }
+    }
 }
