@@ -170,7 +170,8 @@ final class FileRequestLog: Sendable {
     private let handle: Mutex<FileHandle?>
 
     init(path: String) {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        // Appended to, never truncated: a restarted server adds to what an earlier run logged.
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         let file = FileHandle(forWritingAtPath: path)
         _ = try? file?.seekToEnd()
         handle = Mutex(file)
