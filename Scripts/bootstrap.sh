@@ -16,7 +16,7 @@ Installs the Debian/Ubuntu packages needed to build and test Attache.
 
 Options:
   --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, cwebp, ffmpeg,
-                     numpy, scipy, Pillow)
+                     numpy, scipy, Pillow, aria2)
   --with-samples     also install the tools Scripts/make-samples.sh uses
   --no-swift-check   do not fail when no Swift 6 toolchain is on PATH (e.g. while building an image)
   --dry-run          print what would be installed, change nothing
@@ -88,7 +88,7 @@ required=(
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI
     nginx                     # transport tests count HTTP/2 and HTTP/1.1 connections on a server not ours
 )
-bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil)
+bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(
     imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
     ffmpeg sox espeak-ng                                       # audio and video

@@ -14,8 +14,9 @@ import Synchronization
 final class JournalLock: Sendable {
     private let descriptor: Mutex<Int32>
 
-    /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it.
-    init(journalPath: String) throws {
+    /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it
+    /// (`holder` says what kind of run that is).
+    init(journalPath: String, holder: String = "attache batch") throws {
         let path = journalPath + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -25,14 +26,14 @@ final class JournalLock: Sendable {
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno
-            let holder = Self.readPid(fd)
+            let pid = Self.readPid(fd)
             close(fd)
             guard reason == EWOULDBLOCK else {
                 throw AttacheError(
                     .journal, stage: .batch, "cannot lock the journal: \(String(cString: strerror(reason)))",
                     file: journalPath)
             }
-            let who = holder.map { "another attache batch (pid \($0))" } ?? "another attache batch"
+            let who = pid.map { "another \(holder) (pid \($0))" } ?? "another \(holder)"
             throw AttacheError(
                 .journalBusy, stage: .batch,
                 "\(who) is using this journal; wait for it to end, or give this run another journal",

@@ -55,17 +55,7 @@ public final class UploadJournal: Sendable {
     /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
     public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
-        var configuration = Configuration()
-        configuration.readonly = readOnly
-        configuration.journalMode = readOnly ? .default : .wal
-        // Another process (a reader, a second batch) may hold the lock for a moment.
-        configuration.busyMode = .timeout(10)
-        configuration.label = "attache.journal"
-        if !readOnly {
-            configuration.prepareDatabase { db in
-                try db.execute(sql: durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-            }
-        }
+        let configuration = journalConfiguration(label: "attache.journal", readOnly: readOnly, durable: durable)
         do {
             if !readOnly { try Self.restrictAccess(path) }
             database = try DatabaseQueue(path: path, configuration: configuration)
@@ -411,24 +401,11 @@ public final class UploadJournal: Sendable {
     }
 
     private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as AttacheError {
-            throw error
-        } catch {
-            throw Self.wrap(error, "cannot \(what)", file: path)
-        }
+        try journalAccess(what, file: path, stage: .batch, body)
     }
 
     private static func wrap(_ error: any Error, _ message: String, file: String) -> AttacheError {
-        if let error = error as? DatabaseError {
-            return AttacheError(
-                .journal, stage: .batch, "\(message): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")",
-                file: file,
-                cause: NativeError(
-                    library: "sqlite", code: Int(error.extendedResultCode.rawValue), text: error.message ?? ""))
-        }
-        return AttacheError(.journal, stage: .batch, "\(message): \(error)", file: file)
+        journalError(error, message, file: file, stage: .batch)
     }
 
     private static func now() -> Double { Date().timeIntervalSince1970 }

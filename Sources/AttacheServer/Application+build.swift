@@ -134,7 +134,7 @@ func makeRouter(
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.info))
     let uploads = UploadController(configuration: configuration, store: store, verifier: verifier)
-    let files = FileController(store: store)
+    let files = FileController(store: store, faults: configuration.fileFaults, logPath: configuration.fileLogPath)
     router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
     let sealedEcho = SealedEchoController(verifier: verifier)
     router.post("/echo-sealed") { request, context in try await sealedEcho.echo(request, context: context) }

@@ -2,60 +2,199 @@ import Attache
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Synchronization
+internal import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// `GET|HEAD /files/{id}`: the stored bytes, streamed from disk, with single byte ranges.
+/// `GET|HEAD /files/{id}`: the stored bytes, streamed from disk, with single byte ranges, `ETag` (the
+/// SHA-256), `Last-Modified` and `If-Range`; the faults of a ``FileFaultPlan``; and, when configured,
+/// one JSON line per request in a log (`id`, `range`, `ifRange`, `status`, `bytes` sent) that tests read.
 struct FileController: Sendable {
     let store: UploadStore
+    let faults: FileFaultPlan
+    let log: FileRequestLog?
     private let fileIO = FileIO()
+    /// Requests counted for the fault plan, and the SHA-256 of files a `change` fault rewrote.
+    private let state = FileFaultState()
 
-    init(store: UploadStore) { self.store = store }
+    init(store: UploadStore, faults: FileFaultPlan = .none, logPath: String? = nil) {
+        self.store = store
+        self.faults = faults
+        self.log = logPath.map(FileRequestLog.init(path:))
+    }
 
     func serve(_ request: Request, context: ServerRequestContext, includeBody: Bool) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
         let store = self.store
         let path = store.filesDirectory + "/" + id
-        let found: (part: UploadReceipt.Part, size: Int64)? = try await BlockingPool.shared.run {
+        let count = state.withLock { state -> Int in
+            state.requests += 1
+            return state.requests
+        }
+        let active = faults.faults(forRequest: count)
+        if active.contains(.change) {
+            let changed = try? await BlockingPool.shared.run { try Self.complement(path) }
+            if let changed { state.withLock { $0.changed[id] = changed } }
+        }
+        let found: (part: UploadReceipt.Part, size: Int64, modified: Date)? = try await BlockingPool.shared.run {
             guard let data = store.receiptData(fileId: id),
                 let receipt = try? JSONDecoder().decode(UploadReceipt.self, from: data),
                 let part = receipt.data.parts.first(where: { $0.fileId == id }),
                 let attributes = try? FileManager.default.attributesOfItem(atPath: path),
                 let size = (attributes[.size] as? NSNumber)?.int64Value
             else { return nil }
-            return (part, size)
+            return (part, size, (attributes[.modificationDate] as? Date) ?? Date())
         }
-        guard let (part, size) = found else { return errorResponse(.notFound, "no such file") }
-
+        let rangeHeader = request.headers[.range]
+        let ifRange = request.headers[.ifRange]
+        guard let (part, size, modified) = found else {
+            log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: 404, bytes: 0)
+            return errorResponse(.notFound, "no such file")
+        }
+        let sha256 = state.withLock { $0.changed[id] } ?? part.sha256
+        let etag = "\"\(sha256)\""
+        let lastModified = Self.httpDate(modified)
         var headers: HTTPFields = [
-            .contentType: part.contentType, .acceptRanges: "bytes", .eTag: "\"\(part.sha256)\"",
+            .contentType: part.contentType, .acceptRanges: "bytes", .eTag: etag, .lastModified: lastModified,
         ]
+        // If-Range (RFC 9110 §13.1.5): the range applies only when the validator still matches;
+        // otherwise the client gets the whole current file.
+        var range = rangeHeader
+        if let ifRange, ifRange != etag, ifRange != lastModified { range = nil }
+        if active.contains(.unsatisfiable) || (size == 0 && range != nil) {
+            headers[.contentRange] = "bytes */\(size)"
+            log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: 416, bytes: 0)
+            return errorResponse(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
+        }
         guard size > 0 else {
-            // An empty file has no byte to range over: any Range is unsatisfiable, no Range gets 200.
-            if request.headers[.range] != nil {
-                headers[.contentRange] = "bytes */0"
-                return errorResponse(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
-            }
             headers[.contentLength] = "0"
+            log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: 200, bytes: 0)
             return Response(status: .ok, headers: headers, body: .init())
         }
         var status = HTTPResponse.Status.ok
-        var range: ClosedRange<Int64> = 0...(size - 1)
-        switch ByteRange.parse(request.headers[.range], size: size) {
+        var bytes: ClosedRange<Int64> = 0...(size - 1)
+        switch ByteRange.parse(range, size: size) {
         case .whole:
             break
         case .unsatisfiable:
             headers[.contentRange] = "bytes */\(size)"
+            log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: 416, bytes: 0)
             return errorResponse(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
         case .partial(let requested):
             status = .partialContent
-            range = requested
+            bytes = requested
             headers[.contentRange] = "bytes \(requested.lowerBound)-\(requested.upperBound)/\(size)"
         }
-        let length = range.upperBound - range.lowerBound + 1
+        let length = bytes.upperBound - bytes.lowerBound + 1
         headers[.contentLength] = "\(length)"
-        guard includeBody, length > 0 else { return Response(status: status, headers: headers, body: .init()) }
-        let body = try await fileIO.loadFile(
-            path: path, range: Int(range.lowerBound)...Int(range.upperBound), context: context)
-        return Response(status: status, headers: headers, body: body)
+        guard includeBody, length > 0 else {
+            log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: status.code, bytes: 0)
+            return Response(status: status, headers: headers, body: .init())
+        }
+        var cutAfter: Int64?
+        var rate: Int?
+        for fault in active {
+            if case .cut(let after) = fault { cutAfter = Int64(after) }
+            if case .throttle(let bytesPerSecond) = fault { rate = bytesPerSecond }
+        }
+        guard log != nil || cutAfter != nil || rate != nil else {
+            let body = try await fileIO.loadFile(
+                path: path, range: Int(bytes.lowerBound)...Int(bytes.upperBound), context: context)
+            return Response(status: status, headers: headers, body: body)
+        }
+        let log = self.log
+        let channel = context.channel
+        log?.record(id: id, range: rangeHeader, ifRange: ifRange, status: status.code, bytes: nil)
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: Int(length)) { [bytes, rate, cutAfter] writer in
+                var sent: Int64 = 0
+                defer { log?.recordSent(id: id, bytes: sent) }
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? handle.close() }
+                try handle.seek(toOffset: UInt64(bytes.lowerBound))
+                let chunk = rate.map { max(1024, min(65536, $0 / 20)) } ?? 262_144
+                while sent < length {
+                    var want = Int(min(Int64(chunk), length - sent))
+                    if let cutAfter { want = Int(min(Int64(want), max(0, cutAfter - sent))) }
+                    if want == 0 {
+                        // A reset, not an orderly close: the client sees the connection fail mid-body.
+                        if let provider = channel as? any SocketOptionProvider {
+                            try? await provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+                        }
+                        try? await channel.close().get()
+                        throw FaultInjector.ConnectionAbandoned()
+                    }
+                    guard let data = try handle.read(upToCount: want), !data.isEmpty else { break }
+                    try await writer.write(ByteBuffer(bytes: data))
+                    sent += Int64(data.count)
+                    if let rate { try await Task.sleep(for: .milliseconds(data.count * 1000 / rate)) }
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// Replaces the file's bytes with their complement (atomically) and returns the new SHA-256.
+    private static func complement(_ path: String) throws -> String {
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        data.withUnsafeMutableBytes { buffer in
+            for index in buffer.indices { buffer[index] ^= 0xFF }
+        }
+        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        return try SHA256Hasher.hex(of: data)
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}
+
+/// Requests counted for a ``FileFaultPlan``, and the SHA-256 of files a `change` fault rewrote.
+final class FileFaultState: Sendable {
+    private let value = Mutex<(requests: Int, changed: [String: String])>((0, [:]))
+
+    func withLock<T>(_ body: (inout (requests: Int, changed: [String: String])) -> T) -> T {
+        value.withLock { body(&$0) }
+    }
+}
+
+/// The JSON-lines log of `GET|HEAD /files` requests.
+final class FileRequestLog: Sendable {
+    private let handle: Mutex<FileHandle?>
+
+    init(path: String) {
+        // Appended to, never truncated: a restarted server adds to what an earlier run logged.
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let file = FileHandle(forWritingAtPath: path)
+        _ = try? file?.seekToEnd()
+        handle = Mutex(file)
+    }
+
+    /// A request, when it is answered; `bytes` for answers without a body (0).
+    func record(id: String, range: String?, ifRange: String?, status: Int, bytes: Int64?) {
+        var object: [String: Any] = ["id": id, "status": status]
+        if let bytes { object["sent"] = bytes }
+        if let range { object["range"] = range }
+        if let ifRange { object["ifRange"] = ifRange }
+        append(object)
+    }
+
+    /// The body bytes one answer sent, when its body ended (completely, cut, or the client went away).
+    func recordSent(id: String, bytes: Int64) {
+        append(["id": id, "sent": bytes])
+    }
+
+    private func append(_ object: [String: Any]) {
+        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        line.append(0x0A)
+        handle.withLock { try? $0?.write(contentsOf: line) }
     }
 }
 

@@ -18,6 +18,14 @@ public struct ReferenceServerConfiguration: Sendable {
     public var storeDirectory: String
     /// Faults injected into `POST /upload` for the whole run; see ``FaultPlan``.
     public var faults: FaultPlan = .none
+    /// Faults injected into `GET /files/{id}` for the whole run; see ``FileFaultPlan``.
+    public var fileFaults: FileFaultPlan = .none
+    /// A file that gets a JSON line per `GET|HEAD /files/{id}` when it is answered: `id`, `range` and
+    /// `ifRange` (the request's headers, when sent), `status`; and one `{"id","sent"}` line per body
+    /// when it ends, with the bytes sent (`sent` is on the first line for answers without a body).
+    /// Tests read it to see the ranges a client asked for and the bytes it fetched. Setting it makes
+    /// every body go through a counting writer instead of NIO's file I/O.
+    public var fileLogPath: String? = nil
     /// Uploads whose `Content-Length` exceeds this many bytes are answered 413 before their body is
     /// read; streamed bodies without a length are cut off at this size. `nil` means no limit.
     public var maxBodySize: Int64? = nil

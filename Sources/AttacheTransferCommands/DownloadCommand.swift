@@ -98,6 +98,8 @@ package struct DownloadCommand: AsyncParsableCommand {
             // once the download is verified.
             let destination = OutputDestination(path: output, stage: .download)
             var request = DownloadRequest(url: url, destination: output, resume: resume)
+            // Hashing costs more CPU than receiving over a fast link: only when the ETag can check it.
+            request.digest = .whenVerifiable
             let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
                 ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
             if keyFile != nil || keyEnv != nil {
@@ -127,7 +129,9 @@ package struct DownloadCommand: AsyncParsableCommand {
                 if receipt.unsealed { line += " decrypted from \(formatBytes(receipt.byteCount))" }
                 if receipt.resumedFrom > 0 { line += ", resumed at \(formatBytes(receipt.resumedFrom))" }
                 if receipt.attempts > 1 { line += ", \(receipt.attempts) attempts" }
-                line += receipt.verifiedByETag ? ", sha256 \(receipt.sha256) (matches the ETag)" : ", sha256 \(receipt.sha256)"
+                if let sha256 = receipt.sha256 {
+                    line += receipt.verifiedByETag ? ", sha256 \(sha256) (matches the ETag)" : ", sha256 \(sha256)"
+                }
                 if toError { Console.err(line) } else { Console.out(line) }
             }
         }

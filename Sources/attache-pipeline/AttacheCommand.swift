@@ -20,7 +20,7 @@ struct AttacheCommand: AsyncParsableCommand {
             BatchCommand.self,
             DetectCommand.self,
             RecompressCommand.self,
-            DownloadCommand.self,
+            DownloadManyCommand.self,
             RequestCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,

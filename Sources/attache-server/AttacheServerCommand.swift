@@ -39,6 +39,12 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(help: "Fault rules to inject into POST /upload (repeatable).")
     var fault: [String] = []
 
+    @Option(name: .customLong("file-fault"), help: "Fault rules to inject into GET /files/{id} (repeatable): change, cut:after=N, 416, throttle:rate=BYTES_PER_SECOND, each with an optional @WHEN.")
+    var fileFault: [String] = []
+
+    @Option(name: .customLong("file-log"), help: "Append one JSON line per GET|HEAD /files/{id} (id, range, ifRange, status, bytes sent) to this file.")
+    var fileLog: String?
+
     @Option(name: .customLong("max-body"), help: "Answer 413 early to bodies larger than this many bytes.")
     var maxBody: Int64?
 
@@ -50,6 +56,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
         if let maxBody, maxBody < 0 { throw ValidationError("--max-body must not be negative") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         _ = try faultPlan()
+        _ = try fileFaultPlan()
         if (tlsCertificate == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
@@ -67,6 +74,14 @@ struct AttacheServerCommand: AsyncParsableCommand {
         return plan
     }
 
+    private func fileFaultPlan() throws -> FileFaultPlan {
+        do {
+            return try FileFaultPlan(parsing: fileFault.joined(separator: ","))
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -77,6 +92,8 @@ struct AttacheServerCommand: AsyncParsableCommand {
         var configuration = ReferenceServerConfiguration(
             storeDirectory: store, host: host, port: port, faults: try faultPlan(), maxBodySize: maxBody,
             logLevel: level, keyFile: keyFile)
+        configuration.fileFaults = try fileFaultPlan()
+        configuration.fileLogPath = fileLog
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
         }

@@ -10,12 +10,13 @@ import Glibc
 import Musl
 #endif
 
-/// `attache upload`, `attache download` and `attache request`, as `attache-transfer`.
+/// `attache upload` and `attache request`, as `attache-transfer` (`download` keeps its journal in SQLite,
+/// so `attache-pipeline` runs it).
 ///
-/// The `attache` front executable starts this one, with the same arguments, for those three commands.
+/// The `attache` front executable starts this one, with the same arguments, for those two commands.
 /// It links neither Foundation nor SQLite: a transfer's process holds libcurl's libraries, the
 /// pipeline's code and the data in flight, and little else (docs/BENCHMARKS.md, nginx-upload).
-/// Run directly, it does what `attache upload`, `attache download` and `attache request` do; a command line naming the
+/// Run directly, it does what `attache upload` and `attache request` do; a command line naming the
 /// config file (`--endpoint`, `--config`) is handed on to `attache-pipeline`, which reads it.
 @main
 enum AttacheTransfer {
@@ -40,7 +41,7 @@ enum AttacheTransfer {
 struct TransferCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
-        abstract: "Upload and download chat attachments, and send plain HTTP requests.",
+        abstract: "Upload chat attachments and send plain HTTP requests.",
         version: Attache.version,
-        subcommands: [UploadCommand.self, DownloadCommand.self, RequestCommand.self])
+        subcommands: [UploadCommand.self, RequestCommand.self])
 }

@@ -12,7 +12,8 @@ import Darwin
 #endif
 
 /// The `attache` executable: runs `detect`, `recompress`, `encrypt` and `decrypt` itself, hands
-/// `upload`, `download` and `request` to `attache-transfer` and every other command line to `attache-pipeline`;
+/// `upload` and `request` to `attache-transfer` and every other command line (`download`, whose journal is
+/// SQLite, included) to `attache-pipeline`;
 /// both install next to it.
 ///
 /// Those four commands need neither Foundation nor libcurl or SQLite, so this executable is linked
@@ -20,14 +21,14 @@ import Darwin
 /// under a millisecond and a few MB, where the whole tool takes several times that
 /// (docs/BENCHMARKS.md, Start-up). A `detect` over a few hundred files, a `recompress` of one photo and
 /// an `encrypt` of a small attachment all feel that start-up. Everything else costs one `execv` more,
-/// which is nothing next to what those commands do. `upload`, `download` and `request` go to `attache-transfer`,
+/// which is nothing next to what those commands do. `upload` and `request` go to `attache-transfer`,
 /// which links libcurl but neither Foundation nor SQLite, so a transfer's process stays small; `batch`,
 /// `--help` and `--version` go to `attache-pipeline`, the whole tool.
 @main
 struct AttacheFront {
     static let ownCommands: Set<String> = ["detect", "recompress", "encrypt", "decrypt"]
     /// The commands `attache-transfer` runs.
-    static let transferCommands: Set<String> = ["upload", "download", "request"]
+    static let transferCommands: Set<String> = ["upload", "request"]
 
     /// A synchronous `main` on purpose. An `async` main parks the main thread in `dispatch_main`, which
     /// calls `pthread_exit`, whose forced unwind makes libgcc sort every unwind entry of a static

@@ -67,7 +67,11 @@ struct FrontExecutableTests {
         #expect(try await child.wait(upTo: 30) == 69)
         #expect(child.standardError.contains("cannot start attache-pipeline"))
         #expect(child.standardError.contains(folder.path + "/attache-pipeline"))
-        // `upload` and `download` go to attache-transfer.
+        // `download` (its journal is SQLite) goes to attache-pipeline too.
+        let download = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "download", "x"])
+        #expect(try await download.wait(upTo: 30) == 69)
+        #expect(download.standardError.contains("cannot start attache-pipeline"))
+        // `upload` (and `request`) go to attache-transfer.
         let upload = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "upload", "x"])
         #expect(try await upload.wait(upTo: 30) == 69)
         #expect(upload.standardError.contains("cannot start attache-transfer, which runs `attache upload`"))

@@ -24,8 +24,15 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     let partialPath: String
     /// The size of the `.part` file when the attempt started: what the `Range` asks to continue from.
     let offset: Int64
-    /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it.
+    /// The SHA-256 of the file's bytes before the body starts; every byte written is added to it
+    /// while ``hashing``.
     let hash: RunningHash
+    /// Hash the body whatever the answer says (``DownloadRequest/DigestPolicy/always``, or a digest
+    /// the caller expects); otherwise only when the `ETag` is a SHA-256 to check it against.
+    let hashAlways: Bool
+    /// Whether this attempt's body goes into ``hash``: decided at the head, and only when the hash
+    /// covers exactly the bytes before the body (otherwise the bytes are read back at the end).
+    private(set) var hashing = false
     let progress: @Sendable (DownloadProgress) -> Void
 
     /// Body bytes written to the file by this attempt.
@@ -41,10 +48,11 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     private var localError: AttacheError?
 
     init(
-        url: String, partialPath: String, offset: Int64, hash: RunningHash,
+        url: String, partialPath: String, offset: Int64, hash: RunningHash, hashAlways: Bool = true,
         progress: @escaping @Sendable (DownloadProgress) -> Void
     ) {
         self.hash = hash
+        self.hashAlways = hashAlways
         self.url = url
         self.partialPath = partialPath
         self.offset = offset
@@ -57,6 +65,10 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     var failure: AttacheError? { localError }
+
+    /// The validator of the bytes this attempt writes (strong `ETag`, else `Last-Modified`), once a
+    /// 200 or 206 answer started; nil before, or for an error answer.
+    private(set) var validator: String?
     var collectedBody: [UInt8] { errorBody }
     var bodyExceededCap: Bool { false }
 
@@ -75,7 +87,8 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         guard decided, descriptor >= 0 else { return }
         progress(
             DownloadProgress(
-                receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 }))
+                receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 },
+                validator: validator))
     }
 
     /// Closes the file; throws when the last writes failed to reach it.
@@ -163,7 +176,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             done += n
         }
         do {
-            try hash.append(bytes)
+            if hashing { try hash.append(bytes) }
         } catch {
             localError = AttacheError(.nativeLibrary, stage: .download, "SHA-256 of the download failed: \(error)")
             return 0
@@ -204,6 +217,12 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         default:
             return true  // an error answer: its body is collected, the file is left alone
         }
+        validator = Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
+        hashing =
+            (hashAlways || header("ETag").flatMap(DownloadRun.sha256ETag) != nil) && hash.count == base
+        if descriptor >= 0 {
+            progress(DownloadProgress(receivedBytes: base, totalBytes: total, validator: validator))
+        }
         guard descriptor >= 0 else {
             localError = AttacheError(
                 .fileUnwritable, stage: .download, "cannot open \(partialPath): \(String(cString: strerror(errno)))",
@@ -211,6 +230,14 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// The `If-Range` value for bytes served with these headers: a strong `ETag` (a weak one may not
+    /// be used there), else the `Last-Modified` date, else nothing.
+    static func validator(etag: String?, lastModified: String?) -> String? {
+        if let etag = etag?.trimmingBlanks, !etag.isEmpty, !etag.hasPrefix("W/") { return etag }
+        if let date = lastModified?.trimmingBlanks, !date.isEmpty { return date }
+        return nil
     }
 
     private func collect(_ bytes: UnsafeRawBufferPointer) -> Int {

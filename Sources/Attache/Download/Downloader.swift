@@ -44,16 +44,38 @@ public struct DownloadRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// Decrypt and verify the downloaded bytes into `destination`.
     public var unsealing: Unsealing?
+    /// The validator the `.part` file's bytes were fetched under: the strong `ETag` or the
+    /// `Last-Modified` date the server sent with them (``DownloadProgress/validator`` reports it).
+    /// A resumed request sends it as `If-Range`, so a server whose copy changed answers with the
+    /// whole new file (200) instead of a range of it, and the old bytes are discarded.
+    public var validator: String?
+    /// When the SHA-256 of the bytes is computed (on this machine's CPU it costs more than receiving
+    /// them over loopback).
+    public enum DigestPolicy: Sendable, Hashable {
+        /// Always: ``DownloadReceipt/sha256`` is always set.
+        case always
+        /// Only when there is something to check it against: an ``expectedSHA256``, or an `ETag` that
+        /// is a SHA-256 (as the reference server sends). Otherwise the receipt has no digest.
+        case whenVerifiable
+    }
+
+    /// When the SHA-256 is computed; ``DigestPolicy/always`` by default.
+    public var digest: DigestPolicy = .always
+    /// The SHA-256 (hex) the downloaded bytes must have. Checked before the output appears: a
+    /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
+    public var expectedSHA256: String?
 
     public init(
         url: String, destination: String, resume: Bool = false, headers: [(name: String, value: String)] = [],
-        unsealing: Unsealing? = nil
+        unsealing: Unsealing? = nil, validator: String? = nil, expectedSHA256: String? = nil
     ) {
         self.url = url
         self.destination = destination
         self.resume = resume
         self.headers = headers
         self.unsealing = unsealing
+        self.validator = validator
+        self.expectedSHA256 = expectedSHA256
     }
 
     /// Where the bytes collect until the download is complete: `destination + ".part"` for a regular
@@ -85,8 +107,9 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     /// Where the first attempt started (the size of the `.part` file it continued), 0 for a fresh start.
     public var resumedFrom: Int64
     public var attempts: Int
-    /// SHA-256 of the downloaded bytes, hex.
-    public var sha256: String
+    /// SHA-256 of the downloaded bytes, hex; nil only with ``DownloadRequest/DigestPolicy/whenVerifiable``
+    /// when there was nothing to check the bytes against.
+    public var sha256: String?
     /// True when the server's `ETag` was a SHA-256 and matched the bytes.
     public var verifiedByETag: Bool
     public var unsealed: Bool
@@ -98,6 +121,17 @@ public struct DownloadProgress: Sendable, Hashable {
     public var receivedBytes: Int64
     /// The whole size, once the server said it.
     public var totalBytes: Int64?
+    /// What identifies the version of the file being received, once the server answered: its strong
+    /// `ETag`, else its `Last-Modified` date. Keep it with the `.part` file and pass it back as
+    /// ``DownloadRequest/validator`` to resume safely.
+    public var validator: String?
+
+    /// Creates a progress value.
+    public init(receivedBytes: Int64, totalBytes: Int64? = nil, validator: String? = nil) {
+        self.receivedBytes = receivedBytes
+        self.totalBytes = totalBytes
+        self.validator = validator
+    }
 }
 
 /// Downloads files over HTTP(S) with libcurl: streamed to disk, resumed with `Range` after a broken
@@ -167,14 +201,20 @@ struct DownloadRun: Sendable {
         let hash: RunningHash
         var transferred: Int64 = 0
         var restartedAfterMismatch = false
-        init() throws { hash = try RunningHash() }
+        /// The `If-Range` validator for the next attempt: the request's, then the last one the
+        /// server sent with the bytes now in the `.part` file.
+        var validator: String?
+        init(validator: String?) throws {
+            hash = try RunningHash()
+            self.validator = validator
+        }
     }
 
     func run() async throws -> DownloadReceipt {
         let part = request.partialPath
         if !request.resume { unlink(part) }
         let resumedFrom = Self.size(of: part) ?? 0
-        let shared = try Shared()
+        let shared = try Shared(validator: request.resume ? request.validator : nil)
         let driver = RetryDriver(
             policy: configuration.retry, answerStage: .download, transportStage: .download,
             logger: Logger(label: "attache.download"), sleep: sleep)
@@ -203,11 +243,16 @@ struct DownloadRun: Sendable {
         let offset = Self.size(of: part) ?? 0
         // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
         let hash = shared.hash
-        try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) }
+        // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
+        let hashAlways = request.digest == .always || request.expectedSHA256 != nil
+        if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
         var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")] + request.headers
-        if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
+        if offset > 0 {
+            headers.append(("Range", "bytes=\(offset)-"))
+            if let validator = shared.validator { headers.append(("If-Range", validator)) }
+        }
         let sink = DownloadSink(
-            url: request.url, partialPath: part, offset: offset, hash: hash, progress: progress)
+            url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
         let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
         progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
         let response: HTTPResponse
@@ -226,6 +271,7 @@ struct DownloadRun: Sendable {
             return .retry(RetryAdvice(reason: error.message), failure: error)
         }
         shared.transferred += sink.written
+        if let seen = sink.validator { shared.validator = seen }
         switch sink.verdict(for: response) {
         case .complete(let total, let etag):
             return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
@@ -247,20 +293,31 @@ struct DownloadRun: Sendable {
                     .corruptInput, stage: .download,
                     "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
             }
-            try shared.hash.catchUp(toLength: total, ofFile: part)
-            let digest = try shared.hash.finishHex()
+            let checksETag = etag.flatMap(Self.sha256ETag) != nil
+            var digest: String?
+            if request.digest == .always || request.expectedSHA256 != nil || checksETag {
+                try shared.hash.catchUp(toLength: total, ofFile: part)
+                digest = try shared.hash.finishHex()
+            }
+            // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
+            // damaged one) gets one fresh start; a whole download that still differs fails this file.
+            func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
+                unlink(part)
+                if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
+                    shared.restartedAfterMismatch = true
+                    return .retry(RetryAdvice(reason: "the resumed file did not match \(against); starting over"), failure: nil)
+                }
+                throw AttacheError(.corruptInput, stage: .download, message, file: request.url)
+            }
+            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+                return try mismatch(
+                    "the expected SHA-256",
+                    "the downloaded bytes have SHA-256 \(digest ?? "-"), not the expected \(expected)")
+            }
             var verified = false
             if let etag, let expected = Self.sha256ETag(etag) {
                 guard expected == digest else {
-                    // A .part from another version of the file, or damaged: start over once.
-                    unlink(part)
-                    if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
-                        shared.restartedAfterMismatch = true
-                        return .retry(RetryAdvice(reason: "the resumed file did not match its ETag; starting over"), failure: nil)
-                    }
-                    throw AttacheError(
-                        .corruptInput, stage: .download,
-                        "the downloaded bytes do not match the server's SHA-256 ETag", file: request.url)
+                    return try mismatch("its ETag", "the downloaded bytes do not match the server's SHA-256 ETag")
                 }
                 verified = true
             }

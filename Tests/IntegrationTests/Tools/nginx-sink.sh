@@ -19,6 +19,8 @@
 #                   discards the rest (kept to show the difference; do not measure with it)
 #   POST /answer200 reads the whole body like /upload, then answers 200 application/json with a body of
 #                   exactly 200 bytes (small-request benchmarks: Scripts/bench/requests.sh)
+#   GET /files/NAME the static file PREFIX/files/NAME, with nginx's Range, If-Range, ETag and
+#                   Last-Modified (Scripts/bench/downloads.sh)
 #
 # How /upload waits for the body: `return` runs in the rewrite phase and never reads the body. The mirror
 # module with `mirror_request_body on` reads the whole body in the precontent phase, before any content
@@ -57,7 +59,7 @@ https_port=$3
 command -v nginx >/dev/null || { echo "nginx-sink: nginx not found (run Scripts/bootstrap.sh)" >&2; exit 69; }
 command -v openssl >/dev/null || { echo "nginx-sink: openssl not found (run Scripts/bootstrap.sh)" >&2; exit 69; }
 
-mkdir -p "$prefix/www" "$prefix/tmp"
+mkdir -p "$prefix/www" "$prefix/tmp" "$prefix/files"
 prefix=$(cd "$prefix" && pwd)
 
 if [[ ! -s "$prefix/cert.pem" || ! -s "$prefix/key.pem" ]]; then
@@ -125,6 +127,10 @@ http {
         location @answer200 {
             default_type application/json;
             return 200 '$answer200';
+        }
+        location /files/ {
+            root $prefix;
+            sendfile on;
         }
         location = /discard {
             default_type application/json;

@@ -1,0 +1,103 @@
+import FoundationEssentials
+import Synchronization
+
+/// One transfer's durable state, as a ``DownloadManager`` keeps it in a ``DownloadJournaling`` store.
+///
+/// The bytes themselves are not recorded: the `.part` file beside the destination is their record.
+/// What the journal adds is what the file system cannot say: which URL the bytes came from, the
+/// validator (`ETag` or `Last-Modified`) they were fetched under, whether the transfer finished, failed,
+/// was paused or cancelled. Keys are never recorded; the caller gives them again when it adds the
+/// transfer again.
+public struct DownloadRecord: Sendable, Hashable, Codable {
+    /// Where a transfer stands.
+    public enum State: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Waiting for a free slot.
+        case queued
+        /// Receiving bytes (or receiving them when the process died).
+        case active
+        /// Paused by the caller; its bytes are kept.
+        case paused
+        /// Complete, verified and in place.
+        case done
+        /// Failed; the error is kept.
+        case failed
+        /// Cancelled by the caller; nothing is left of it.
+        case cancelled
+    }
+
+    /// The absolute destination path: the transfer's identity.
+    public var destination: String
+    /// The URL the bytes come from.
+    public var url: String
+    /// The group the transfer belongs to.
+    public var group: String
+    /// The state.
+    public var state: State
+    /// The `If-Range` validator of the bytes in the `.part` file, once the server sent one.
+    public var validator: String?
+    /// The SHA-256 the caller expects, hex.
+    public var expectedSHA256: String?
+    /// The whole size, once known.
+    public var totalBytes: Int64?
+    /// The SHA-256 of the finished file, hex.
+    public var sha256: String?
+    /// The error code of the last failure.
+    public var errorCode: String?
+    /// The message of the last failure.
+    public var errorMessage: String?
+
+    /// Creates a record.
+    public init(
+        destination: String, url: String, group: String, state: State, validator: String? = nil,
+        expectedSHA256: String? = nil, totalBytes: Int64? = nil, sha256: String? = nil,
+        errorCode: String? = nil, errorMessage: String? = nil
+    ) {
+        self.destination = destination
+        self.url = url
+        self.group = group
+        self.state = state
+        self.validator = validator
+        self.expectedSHA256 = expectedSHA256
+        self.totalBytes = totalBytes
+        self.sha256 = sha256
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+    }
+}
+
+/// Where a ``DownloadManager`` keeps its transfers' state so that another process can resume them.
+///
+/// `AttacheBatch.DownloadJournal` stores it in SQLite; ``InMemoryDownloadJournal`` keeps it for the
+/// life of the process. Calls come from one serial writer, never the transport's thread, and each
+/// ``save(_:)`` must be durable (committed) when it returns.
+public protocol DownloadJournaling: Sendable {
+    /// The record for the absolute `destination`, if there is one.
+    /// - Throws: `AttacheError` `.journal` when the store cannot be read.
+    func record(for destination: String) throws -> DownloadRecord?
+
+    /// Inserts or replaces the records, in order, as one commit (a later record of the same
+    /// destination replaces an earlier one).
+    /// - Throws: `AttacheError` `.journal` when the store cannot be written.
+    func save(_ records: [DownloadRecord]) throws
+}
+
+/// A ``DownloadJournaling`` store that lives as long as the process: pause and resume work within the
+/// process, nothing survives it.
+public final class InMemoryDownloadJournal: DownloadJournaling {
+    private let records = Mutex<[String: DownloadRecord]>([:])
+
+    /// Creates an empty store.
+    public init() {}
+
+    /// The record for `destination`.
+    public func record(for destination: String) throws -> DownloadRecord? {
+        records.withLock { $0[destination] }
+    }
+
+    /// Stores `records`.
+    public func save(_ records: [DownloadRecord]) throws {
+        self.records.withLock { stored in
+            for record in records { stored[record.destination] = record }
+        }
+    }
+}

@@ -1,0 +1,414 @@
+import ArgumentParser
+import Attache
+import AttacheBatch
+import AttacheCommands
+import AttacheCore
+import AttacheTransferCommands
+import Foundation
+import Synchronization
+
+/// `attache download URL... [-d DIR] [--from LIST] [--journal FILE] [--concurrency N]`, and the
+/// single-file `attache download URL -o OUT`, which runs ``DownloadCommand`` unchanged.
+struct DownloadManyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download files, resumably, verified and optionally decrypted; many at a time.",
+        discussion: """
+            One URL with -o OUT downloads one file exactly as before (see --resume). Several URLs, \
+            -d DIR or --from LIST run a download manager over all of them: --concurrency at a time, \
+            each into NAME.part and renamed to NAME only once complete and verified (announced size, \
+            a SHA-256 ETag, sha256=HEX when given), recorded in an SQLite journal (--journal, default \
+            DIR/attache-downloads.sqlite). A run killed at any point resumes when the same command is \
+            run again: finished files are skipped, the others continue from their .part files with \
+            Range and If-Range, and start over only when the server's copy changed.
+
+            --from LIST: one file per line, `URL [OUTPUT] [sha256=HEX] [key-env=VAR|key-file=PATH]`, \
+            or JSON lines {"url":…,"output":…,"sha256":…,"keyEnv":…,"keyFile":…}; blank lines and \
+            lines starting with # are skipped. OUTPUT is relative to -d; without it, the URL's last \
+            path segment.
+
+            Ctrl-C pauses the transfers in flight (their bytes are kept) and exits 130; the same \
+            command resumes. Exit status as `attache batch`: 0 every file downloaded (now or before), \
+            3 some files failed, 64 usage, 74 the journal cannot be opened or written, 75 another run \
+            holds the journal, 130 interrupted (the transfers are paused).
+            """)
+
+    @Argument(help: "The http:// or https:// URLs.")
+    var urls: [String] = []
+
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "With one URL: the file to create; - for standard output.", valueName: "file"))
+    var output: String?
+
+    @Option(name: .customShort("d"), help: ArgumentHelp("The folder for the files (default: .).", valueName: "dir"))
+    var directory: String?
+
+    @Option(name: .customLong("from"), help: ArgumentHelp("A list of files to download (see above).", valueName: "list"))
+    var list: String?
+
+    @Option(help: ArgumentHelp("The journal database (created when missing).", valueName: "file"))
+    var journal: String?
+
+    @Option(help: ArgumentHelp("Files downloaded at the same time.", valueName: "n"))
+    var concurrency = 8
+
+    @Option(help: ArgumentHelp("Files downloaded at the same time from one host (default: --concurrency).", valueName: "n"))
+    var perHost: Int?
+
+    @Flag(help: "With -o: continue OUT.part from an earlier run instead of starting over.")
+    var resume = false
+
+    @Option(help: ArgumentHelp("Decrypt with the key in this file.", valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
+    var keyEnv: String?
+
+    @Option(help: ArgumentHelp(
+        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
+    var scheme: String?
+
+    @Flag(help: "With a key: the downloaded bytes are base64 text.")
+    var base64 = false
+
+    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
+    var plaintextLength: Int64?
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @OptionGroup var endpointSelection: EndpointOptions
+
+    @Flag(help: "Print one JSON object per event (many files) or the receipt (one file).")
+    var json = false
+
+    @Flag(help: "Do not show progress on the terminal.")
+    var noProgress = false
+
+    /// One URL with -o and nothing of the manager's: the single-file command, unchanged.
+    private var isSingle: Bool { output != nil && urls.count == 1 && list == nil && directory == nil && journal == nil }
+
+    func validate() throws {
+        if isSingle { return }
+        if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
+        guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
+        for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ValidationError("the URL must start with http:// or https://: \(url)")
+        }
+        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
+        if let perHost, !(1...256).contains(perHost) { throw ValidationError("--per-host must be 1 to 256") }
+        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
+    }
+
+    func run() async throws {
+        if isSingle {
+            // Parsed again as the single-file command, from the same words, so it behaves exactly as it did.
+            let arguments = PlatformPath.commandLineArguments
+            let words = Array(arguments.drop { $0 != "download" }.dropFirst())
+            let single = try DownloadCommand.parse(words)
+            try await single.run()
+            return
+        }
+        let folder = directory ?? "."
+        let journalPath = journal ?? folder + "/attache-downloads.sqlite"
+        let items: [DownloadItem]
+        let endpoint: Endpoint
+        var configuration = ConnectionConfiguration()
+        do {
+            endpoint = try endpointSelection.load()
+            try connection.apply(to: &configuration, endpoint: endpoint)
+            items = try makeItems(folder: folder, endpoint: endpoint)
+        } catch let error as AttacheError {
+            Console.err("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            Console.err("attache: cannot create \(folder): \(error)")
+            throw ExitCode(ExitStatus.ioError)
+        }
+
+        let store: DownloadJournal
+        do {
+            store = try DownloadJournal(path: journalPath)
+        } catch let error as AttacheError {
+            Console.err("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
+        }
+        let manager = DownloadManager(
+            configuration: .init(maximumConcurrentTransfers: concurrency, maximumTransfersPerHost: perHost),
+            connection: configuration, journal: store)
+        let mode: DownloadOutput.Mode = json ? .json : (!noProgress && Console.stderrIsTerminal) ? .terminal : .plain
+        let printer = Task { [events = manager.events] in
+            let output = DownloadOutput(mode: mode)
+            for await event in events { output.handle(event) }
+            output.finish()
+        }
+        let interrupts = InterruptHandler { manager.pauseAll() }
+        defer { interrupts.stop() }
+        var summary = DownloadSummary()
+        var journalError: AttacheError?
+        do {
+            // A Ctrl-C while a long list is being added pauses what was added and adds no more.
+            for item in items where !interrupts.wasTriggered { try manager.add(item) }
+            if interrupts.wasTriggered { manager.pauseAll() }
+            summary = try await manager.waitUntilSettled()
+        } catch let error as AttacheError {
+            journalError = error
+            manager.pauseAll()
+            summary = (try? await manager.waitUntilSettled()) ?? summary
+        }
+        manager.close()
+        await printer.value
+
+        let head = "\(summary.completed) downloaded, \(summary.alreadyDone) already done, \(summary.failed) failed"
+            + (summary.paused > 0 ? ", \(summary.paused) paused" : "") + " of \(items.count) files"
+            + " (\(formatBytes(summary.transferredBytes)) fetched)"
+        if json {
+            Console.outJSON(SummaryLine(summary: summary, files: items.count))
+        } else {
+            Console.err(head)
+        }
+        if let journalError {
+            Console.err("attache: \(journalError) [\(journalError.code)]")
+            throw ExitCode(ExitStatus.forError(journalError))
+        }
+        if interrupts.wasTriggered || summary.paused > 0 {
+            Console.err("attache: paused; the bytes are kept. To resume, run the same command again.")
+            throw ExitCode(ExitStatus.cancelled)
+        }
+        if summary.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
+    }
+
+    // MARK: Items
+
+    private func makeItems(folder: String, endpoint: Endpoint) throws -> [DownloadItem] {
+        var entries: [ListEntry] = urls.map { ListEntry(url: $0) }
+        if let list { entries += try Self.readList(list) }
+        let defaultKey = try key(file: keyFile ?? endpoint.seal.keyFile, env: keyEnv ?? endpoint.seal.keyEnv, endpoint: endpoint)
+        var seen: Set<String> = []
+        var items: [DownloadItem] = []
+        for entry in entries {
+            let name = try entry.output ?? Self.name(from: entry.url)
+            let destination = name.hasPrefix("/") ? name : folder + "/" + name
+            let id = DownloadID(path: destination)
+            guard seen.insert(id.path).inserted else {
+                throw AttacheError(.invalidArgument, stage: .configuration, "two downloads go to the same file", file: destination)
+            }
+            var item = DownloadItem(url: entry.url, destination: destination, expectedSHA256: entry.sha256?.lowercased())
+            item.headers = []
+            let own = entry.keyFile != nil || entry.keyEnv != nil
+            item.unsealing = own ? try key(file: entry.keyFile, env: entry.keyEnv, endpoint: endpoint) : defaultKey
+            items.append(item)
+        }
+        return items
+    }
+
+    private func key(file: String?, env: String?, endpoint: Endpoint) throws -> DownloadRequest.Unsealing? {
+        guard file != nil || env != nil else { return nil }
+        let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
+        return DownloadRequest.Unsealing(
+            scheme: scheme, key: try SealKeyOptions.loadKey(file: file, environmentVariable: env, for: scheme),
+            transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
+            plaintextByteCount: plaintextLength)
+    }
+
+    /// One line of a `--from` list.
+    struct ListEntry: Decodable {
+        var url: String
+        var output: String?
+        var sha256: String?
+        var keyEnv: String?
+        var keyFile: String?
+
+        init(url: String) { self.url = url }
+    }
+
+    static func readList(_ path: String) throws -> [ListEntry] {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw AttacheError(.fileUnreadable, stage: .configuration, "cannot read the list: \(error.localizedDescription)", file: path)
+        }
+        var entries: [ListEntry] = []
+        for (index, raw) in text.split(whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let place = "\(path):\(index + 1)"
+            var entry: ListEntry
+            if line.hasPrefix("{") {
+                do {
+                    entry = try JSONDecoder().decode(ListEntry.self, from: Data(line.utf8))
+                } catch {
+                    throw AttacheError(.invalidArgument, stage: .configuration, "not a JSON object with a url", file: place)
+                }
+            } else {
+                let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+                entry = ListEntry(url: words[0])
+                for word in words.dropFirst() {
+                    if word.hasPrefix("sha256=") {
+                        entry.sha256 = String(word.dropFirst(7))
+                    } else if word.hasPrefix("key-env=") {
+                        entry.keyEnv = String(word.dropFirst(8))
+                    } else if word.hasPrefix("key-file=") {
+                        entry.keyFile = String(word.dropFirst(9))
+                    } else if entry.output == nil, !word.contains("=") {
+                        entry.output = word
+                    } else {
+                        throw AttacheError(.invalidArgument, stage: .configuration, "unexpected word '\(word)'", file: place)
+                    }
+                }
+            }
+            guard entry.url.hasPrefix("http://") || entry.url.hasPrefix("https://") else {
+                throw AttacheError(.invalidArgument, stage: .configuration, "the URL must start with http:// or https://", file: place)
+            }
+            if let sha = entry.sha256, sha.count != 64 || !sha.allSatisfy(\.isHexDigit) {
+                throw AttacheError(.invalidArgument, stage: .configuration, "sha256= needs 64 hex digits", file: place)
+            }
+            if entry.keyEnv != nil, entry.keyFile != nil {
+                throw AttacheError(.invalidArgument, stage: .configuration, "give only one of key-env= and key-file=", file: place)
+            }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    /// The URL's last path segment, percent-decoded, as a file name.
+    static func name(from url: String) throws -> String {
+        let path = URL(string: url)?.path ?? ""
+        let last = path.split(separator: "/").last.map(String.init) ?? ""
+        let name = last.removingPercentEncoding ?? last
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration, "cannot name a file after this URL; give OUTPUT in --from", file: url)
+        }
+        return name
+    }
+}
+
+/// The closing line of `--json`.
+private struct SummaryLine: Encodable {
+    let event = "finished"
+    let summary: DownloadSummary
+    let files: Int
+}
+
+/// Prints a download run's events: a live aggregate line, plain lines, or JSON lines.
+final class DownloadOutput {
+    enum Mode { case terminal, plain, json }
+
+    private let mode: Mode
+    private var lastDraw = ContinuousClock.now - .seconds(1)
+    private var done = 0
+    private var failed = 0
+    private var active = 0
+
+    init(mode: Mode) { self.mode = mode }
+
+    func handle(_ event: DownloadEvent) {
+        switch event {
+        case .started: active += 1
+        case .completed: done += 1; active -= 1
+        case .alreadyDone: done += 1
+        case .failed: failed += 1; active -= 1
+        case .paused, .cancelled: active = max(0, active - 1)
+        default: break
+        }
+        switch mode {
+        case .json:
+            Console.outJSON(DownloadEventLine(event))
+        case .plain:
+            if let line = line(for: event) { Console.out(line) }
+        case .terminal:
+            if case .failed = event, let line = line(for: event) {
+                Console.clearStatus()
+                Console.err(line)
+            }
+            if case .progress(_, _, let aggregate) = event {
+                let now = ContinuousClock.now
+                guard now - lastDraw >= .milliseconds(100) else { return }
+                lastDraw = now
+                var text = "\(done) done, \(active) active, \(failed) failed  \(formatBytes(aggregate.receivedBytes))"
+                if let total = aggregate.totalBytes { text += "/\(formatBytes(total))" }
+                if aggregate.bytesPerSecond > 0 { text += "  \(formatBytes(Int64(aggregate.bytesPerSecond)))/s" }
+                if let eta = aggregate.secondsRemaining { text += "  ETA \(formatDuration(eta))" }
+                Console.status(text)
+            }
+        }
+    }
+
+    func finish() {
+        if mode == .terminal { Console.clearStatus() }
+    }
+
+    private func line(for event: DownloadEvent) -> String? {
+        switch event {
+        case .completed(let id, let receipt):
+            var text = "downloaded \(id.path) (\(formatBytes(receipt.storedByteCount))"
+            if receipt.resumedFrom > 0 { text += ", resumed at \(formatBytes(receipt.resumedFrom))" }
+            return text + (receipt.sha256.map { ", sha256 \($0))" } ?? ")")
+        case .alreadyDone(let id):
+            return "already done \(id.path)"
+        case .failed(let id, let error):
+            return "failed \(id.path): \(error.stage): \(error.message) [\(error.code)]"
+        case .paused(let id, let bytes):
+            return "paused \(id.path) at \(formatBytes(bytes))"
+        case .cancelled(let id):
+            return "cancelled \(id.path)"
+        default:
+            return nil
+        }
+    }
+}
+
+/// One download event as one JSON object: `{"event":"completed","path":…,"receipt":{…}}`.
+struct DownloadEventLine: Encodable {
+    let event: DownloadEvent
+    init(_ event: DownloadEvent) { self.event = event }
+
+    private enum Key: String, CodingKey {
+        case event, path, offset, bytes, totalBytes, bytesPerSecond, aggregate, receipt, code, stage, message
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        switch event {
+        case .queued(let id):
+            try c.encode("queued", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+        case .alreadyDone(let id):
+            try c.encode("alreadyDone", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+        case .started(let id, let offset):
+            try c.encode("started", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+            try c.encode(offset, forKey: .offset)
+        case .progress(let id, let figures, let aggregate):
+            try c.encode("progress", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+            try c.encode(figures.receivedBytes, forKey: .bytes)
+            try c.encodeIfPresent(figures.totalBytes, forKey: .totalBytes)
+            try c.encode(figures.bytesPerSecond.rounded(), forKey: .bytesPerSecond)
+            try c.encode(aggregate, forKey: .aggregate)
+        case .paused(let id, let bytes):
+            try c.encode("paused", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+            try c.encode(bytes, forKey: .bytes)
+        case .completed(let id, let receipt):
+            try c.encode("completed", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+            try c.encode(receipt, forKey: .receipt)
+        case .failed(let id, let error):
+            try c.encode("failed", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+            try c.encode(error.code.rawValue, forKey: .code)
+            try c.encode(error.stage.rawValue, forKey: .stage)
+            try c.encode(error.message, forKey: .message)
+        case .cancelled(let id):
+            try c.encode("cancelled", forKey: .event)
+            try c.encode(id.path, forKey: .path)
+        }
+    }
+}
