@@ -1,5 +1,5 @@
-package import Attache
-package import FoundationEssentials
+import Attache
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,7 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-package import TOMLKit
+import TOMLKit
 package import AttacheTransferCommands
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.

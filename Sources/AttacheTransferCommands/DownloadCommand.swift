@@ -1,7 +1,7 @@
 package import ArgumentParser
 package import Attache
-package import AttacheCommands
-package import FoundationEssentials
+import AttacheCommands
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

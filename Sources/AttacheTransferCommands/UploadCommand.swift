@@ -1,7 +1,7 @@
 package import ArgumentParser
 package import Attache
-package import AttacheCommands
-package import FoundationEssentials
+import AttacheCommands
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,7 +9,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-package import Logging
+import Logging
 import Synchronization
 
 /// `attache upload FILE... --url URL`
