@@ -135,3 +135,20 @@ func builtExecutable(_ name: String) throws -> String {
     }
     throw TestFailure("the \(name) executable was not found next to the tests (looked in \(folders)); run `swift build` first")
 }
+
+extension ReceiverProcess {
+    /// Runs `body` with PHP's built-in server running `Tools/request_echo.php` (PHP's own parser reports
+    /// the query, form and JSON it read) on a free port, given its base URL; stops it by its pid after.
+    static func withPHPEcho<T>(_ body: (String) async throws -> T) async throws -> T {
+        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools").path
+        let server = try await start(name: "php", ["php", "-n", "-S", "127.0.0.1:0", "-t", tools, tools + "/request_echo.php"])
+        do {
+            let result = try await body("http://127.0.0.1:\(server.port)")
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}

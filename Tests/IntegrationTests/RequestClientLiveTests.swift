@@ -7,19 +7,9 @@ import Testing
 /// cancellation, progress both ways, decompression, timings, the blocking form.
 @Suite("RequestClient against PHP", .serialized)
 struct RequestClientLiveTests {
-    static let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools").path
-
+    /// Runs `body` with the PHP echo server (``ReceiverProcess/withPHPEcho(_:)``).
     func withEcho<T>(_ body: (String) async throws -> T) async throws -> T {
-        let server = try await ReceiverProcess.start(
-            name: "php", ["php", "-n", "-S", "127.0.0.1:0", "-t", Self.tools, Self.tools + "/request_echo.php"])
-        do {
-            let result = try await body("http://127.0.0.1:\(server.port)")
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        try await ReceiverProcess.withPHPEcho(body)
     }
 
     @Test("cancelling the task stops a request the server sits on, with `cancelled`")

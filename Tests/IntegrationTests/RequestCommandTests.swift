@@ -7,20 +7,10 @@ import Testing
 /// them), and nginx (`Tools/nginx-sink.sh`) over TLS.
 @Suite("attache request against PHP and nginx", .serialized)
 struct RequestCommandTests {
-    static let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools").path
 
-    /// Runs `body` with the PHP echo server, stopped by its pid afterwards.
+    /// Runs `body` with the PHP echo server (``ReceiverProcess/withPHPEcho(_:)``).
     func withEcho<T>(_ body: (String) async throws -> T) async throws -> T {
-        let server = try await ReceiverProcess.start(
-            name: "php", ["php", "-n", "-S", "127.0.0.1:0", "-t", Self.tools, Self.tools + "/request_echo.php"])
-        do {
-            let result = try await body("http://127.0.0.1:\(server.port)")
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        try await ReceiverProcess.withPHPEcho(body)
     }
 
     func attache(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandResult {

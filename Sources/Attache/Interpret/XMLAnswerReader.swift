@@ -171,24 +171,8 @@ enum XMLAnswerReader {
             }
             guard let semicolon = text[index...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else { return nil }
             let entity = String(decoding: text[(index + 1)..<semicolon], as: UTF8.self)
-            switch entity {
-            case "lt": output.append(UInt8(ascii: "<"))
-            case "gt": output.append(UInt8(ascii: ">"))
-            case "amp": output.append(UInt8(ascii: "&"))
-            case "quot": output.append(UInt8(ascii: "\""))
-            case "apos": output.append(UInt8(ascii: "'"))
-            default:
-                let scalarValue: UInt32?
-                if entity.hasPrefix("#x") || entity.hasPrefix("#X") {
-                    scalarValue = UInt32(entity.dropFirst(2), radix: 16)
-                } else if entity.hasPrefix("#") {
-                    scalarValue = UInt32(entity.dropFirst(), radix: 10)
-                } else {
-                    scalarValue = nil
-                }
-                guard let scalarValue, let scalar = Unicode.Scalar(scalarValue) else { return nil }
-                output += Array(String(Character(scalar)).utf8)
-            }
+            guard let decoded = XMLEntity.decode(entity) else { return nil }
+            output += decoded
             index = semicolon + 1
         }
         return output
@@ -213,5 +197,32 @@ enum XMLAnswerReader {
             index += 1
         }
         return nil
+    }
+}
+
+/// XML's five predefined entities and character references (`&#38;`, `&#x26;`): the one decoder for
+/// the answer reader and the property-list reader.
+enum XMLEntity {
+    /// The UTF-8 bytes `&name;` stands for, or nil for an entity XML does not predefine or a reference
+    /// to no Unicode scalar.
+    static func decode(_ name: String) -> [UInt8]? {
+        switch name {
+        case "lt": return [UInt8(ascii: "<")]
+        case "gt": return [UInt8(ascii: ">")]
+        case "amp": return [UInt8(ascii: "&")]
+        case "quot": return [UInt8(ascii: "\"")]
+        case "apos": return [UInt8(ascii: "'")]
+        default:
+            let code: UInt32?
+            if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                code = UInt32(name.dropFirst(2), radix: 16)
+            } else if name.hasPrefix("#") {
+                code = UInt32(name.dropFirst(), radix: 10)
+            } else {
+                code = nil
+            }
+            guard let code, let scalar = Unicode.Scalar(code) else { return nil }
+            return Array(String(Character(scalar)).utf8)
+        }
     }
 }

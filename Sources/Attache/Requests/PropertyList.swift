@@ -429,22 +429,8 @@ struct PropertyListXMLReader {
         }
         let name = String(decoding: bytes[(position + 1)..<end], as: UTF8.self)
         position = end + 1
-        switch name {
-        case "amp": output.append(UInt8(ascii: "&"))
-        case "lt": output.append(UInt8(ascii: "<"))
-        case "gt": output.append(UInt8(ascii: ">"))
-        case "quot": output.append(UInt8(ascii: "\""))
-        case "apos": output.append(UInt8(ascii: "'"))
-        default:
-            var code: UInt32?
-            if name.hasPrefix("#x") || name.hasPrefix("#X") {
-                code = UInt32(name.dropFirst(2), radix: 16)
-            } else if name.hasPrefix("#") {
-                code = UInt32(name.dropFirst(), radix: 10)
-            }
-            guard let code, let scalar = Unicode.Scalar(code) else { throw failure("unknown entity &\(name);") }
-            output.append(contentsOf: String(Character(scalar)).utf8)
-        }
+        guard let decoded = XMLEntity.decode(name) else { throw failure("unknown entity &\(name);") }
+        output += decoded
     }
 
     private func starts(with text: StaticString) -> Bool {
