@@ -1,5 +1,8 @@
-/// Namespace for library-wide constants.
-public enum Attache {
+/// Library-wide constants.
+///
+/// Not named `Attache`: a type with the module's name would make `Attache.SomeType` (the way to pick
+/// Attache's type where another module has one of the same name) resolve to the type, not the module.
+public enum AttacheLibrary {
     /// The library version, sent in the default `User-Agent`.
     public static let version = "0.1.0"
 }

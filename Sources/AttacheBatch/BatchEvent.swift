@@ -12,7 +12,7 @@ public struct BatchFileID: Hashable, Sendable, Codable, CustomStringConvertible 
 }
 
 /// A file the batch found.
-public struct BatchFile: Sendable, Hashable {
+public struct BatchFile: Sendable, Hashable, Codable {
     /// Its number in this run.
     public var id: BatchFileID
     /// Its path, as the walk found it (relative paths stay relative).
@@ -29,7 +29,7 @@ public struct BatchFile: Sendable, Hashable {
 }
 
 /// Why the batch did not send a file.
-public enum BatchSkipReason: Sendable, Hashable, CustomStringConvertible {
+public enum BatchSkipReason: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The journal says the same file (path, size, time, content) was stored before.
     case alreadyDone
     /// The journal says the same file failed before; run with `retryFailed` to try it again.
@@ -61,7 +61,7 @@ public enum BatchSkipReason: Sendable, Hashable, CustomStringConvertible {
 
 /// Something that happened in a batch run. Every file found ends with exactly one of `skipped`,
 /// `succeeded`, `failed` (or `wouldSend` in a dry run); the run ends with one `finished`.
-public enum BatchEvent: Sendable {
+public enum BatchEvent: Sendable, Codable {
     /// The walk found a file to consider; totals grow as files are discovered.
     case discovered(BatchFile)
     /// The walk is over: this many files and bytes were found in all.

@@ -36,7 +36,7 @@ enum InterpretTarget {
         if flags & 0x40 != 0 { configuration.idPointer = JSONPointer(tokens: ["result", "0", "id"]) }
         if flags & 0x01 != 0 { configuration.errorCodeField = nil }
         if flags & 0x02 != 0 { configuration.retryableBusinessCodes = ["1", "busy"] }
-        let response = HTTPResponse(
+        let response = ServerResponse(
             status: status, headers: headers, body: Array(body),
             bodyExceededCap: flags & 0x04 != 0, bodyIncomplete: flags & 0x08 != 0)
         let outcome = ResponseInterpreter(configuration: configuration).interpret(response)

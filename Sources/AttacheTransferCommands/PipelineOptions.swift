@@ -160,7 +160,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.fields = endpoint.fields(overriddenBy: fields.map { field in
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return Endpoint.Pair(name: String(parts[0]), value: String(parts[1]))
-        }).map { ($0.name, $0.value) }
+        }).map { UploadField(name: $0.name, value: $0.value) }
         configuration.seal.scheme = try SealKeyOptions.parseScheme(
             scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
         configuration.seal.transferEncoding = base64 || endpoint.seal.base64 == true ? .base64 : .binary

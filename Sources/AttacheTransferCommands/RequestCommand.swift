@@ -203,7 +203,7 @@ package struct RequestCommand: AsyncParsableCommand {
 
     /// The answer with its body decrypted when it came back sealed: a 2xx answer that is not JSON is
     /// opened with the request's form (a JSON answer is plain already).
-    static func opened(_ response: HTTPResponse, with form: SealedJSONForm) throws -> HTTPResponse {
+    static func opened(_ response: ServerResponse, with form: SealedJSONForm) throws -> ServerResponse {
         guard (200..<300).contains(response.status), !response.body.isEmpty,
             response.mediaType?.contains("json") != true, (try? JSONValue.parse(response.body)) == nil
         else { return response }
@@ -266,7 +266,7 @@ package struct RequestCommand: AsyncParsableCommand {
         }
     }
 
-    private func report(_ response: HTTPResponse, destination: String?) throws {
+    private func report(_ response: ServerResponse, destination: String?) throws {
         if json {
             Console.outJSON(AnswerObject(response: response, bodyFile: destination).value)
         } else if destination == nil {
@@ -281,7 +281,7 @@ package struct RequestCommand: AsyncParsableCommand {
 struct AnswerObject {
     let value: JSONValue
 
-    init(response: HTTPResponse, bodyFile: String?) {
+    init(response: ServerResponse, bodyFile: String?) {
         var headers: [String: JSONValue] = [:]
         for (name, value) in response.headers {
             let key = name.lowercased()

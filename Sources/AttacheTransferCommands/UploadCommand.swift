@@ -197,7 +197,7 @@ package struct UploadCommand: AsyncParsableCommand {
         if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
         text += ", \(receipt.seconds.formatted(decimals: 2)) s)"
         if let url = receipt.url { text += " \(url)" }
-        if showKeys, let key = receipt.seal.key { text += " key=\(key)" }
+        if showKeys, let key = receipt.seal.key { text += " key=\(key.base64)" }
         if receipt.detection.mismatch, let claimed = receipt.detection.extensionMIMEType {
             text += " [extension says \(claimed)]"
         }

@@ -14,7 +14,7 @@ struct AttacheCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
         abstract: "Detect, recompress, encrypt and upload chat attachments.",
-        version: Attache.version,
+        version: AttacheLibrary.version,
         subcommands: [
             UploadCommand.self,
             BatchCommand.self,

@@ -42,6 +42,6 @@ struct TransferCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
         abstract: "Upload chat attachments and send plain HTTP requests.",
-        version: Attache.version,
+        version: AttacheLibrary.version,
         subcommands: [UploadCommand.self, RequestCommand.self])
 }

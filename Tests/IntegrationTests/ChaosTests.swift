@@ -77,7 +77,7 @@ struct ChaosTests {
             let fileId = try #require(receipt.fileId)
             let keyText = try #require(receipt.seal.key, "\(entry.path): no key in the receipt")
             let stored = try await download(port: port, fileId: fileId)
-            let key = AttachmentKey(bytes: SecureBytes(try Base64.decode(keyText)))
+            let key = keyText
             let plaintext: [UInt8]
             do {
                 plaintext = try Unsealer(scheme: .streamGCM, key: key).unseal(DataSource(stored)).readToEnd()

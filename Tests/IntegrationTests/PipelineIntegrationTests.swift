@@ -49,7 +49,7 @@ struct PipelineIntegrationTests {
             #expect(receipt.server["fields"]?["kind"]?.stringValue == kind.rawValue)
 
             // Opened with the receipt's key it gives back the bytes that Transform produced.
-            let key = AttachmentKey(bytes: SecureBytes(try Base64.decode(keyText)))
+            let key = keyText
             let plaintext = try Self.unseal(Array(stored), key: key)
             #expect(Int64(plaintext.count) == receipt.seal.plaintextByteCount)
             if !receipt.transform.recompressed {

@@ -42,7 +42,7 @@ struct SealedJSONFormLiveTests {
         try await withReferenceServer(configuration: configuration) { port in try await body(port, keyFile) }
     }
 
-    static func post(_ url: String, _ body: RequestBody) async throws -> HTTPResponse {
+    static func post(_ url: String, _ body: RequestBody) async throws -> ServerResponse {
         var headers: [(name: String, value: String)] = []
         if let type = body.contentType { headers.append((name: "Content-Type", value: type)) }
         return try await CurlTransport.shared.send(

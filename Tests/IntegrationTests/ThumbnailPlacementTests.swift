@@ -64,9 +64,9 @@ struct ThumbnailPlacementTests {
         configuration.thumbnails = .inline
         #expect(throws: AttacheError.self) { try configuration.validate() }
         configuration.thumbnails = .separate
-        configuration.fields = [("key", "uploads/fixed.jpg")]
+        configuration.fields = [UploadField(name: "key", value: "uploads/fixed.jpg")]
         #expect(throws: AttacheError.self) { try configuration.validate() }
-        configuration.fields = [("key", "uploads/${filename}")]
+        configuration.fields = [UploadField(name: "key", value: "uploads/${filename}")]
         try configuration.validate()
         await #expect(throws: AttacheError.self) {
             var inline = configuration

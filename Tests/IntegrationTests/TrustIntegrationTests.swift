@@ -215,7 +215,7 @@ struct TrustIntegrationTests {
         for entry in entries {
             let receipt = try #require(entry.receipt, "\(entry.path) has no receipt")
             let object: [String: Any] = [
-                "fileId": receipt.fileId as Any, "seal": ["key": receipt.seal.key as Any],
+                "fileId": receipt.fileId as Any, "seal": ["key": receipt.seal.key?.base64 as Any],
             ]
             try await expectStoredFileOpens(object, source: entry.path, port: port, scratch: scratch)
         }

@@ -13,7 +13,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: content)
         defer { file.remove() }
         try await LiveServer.with { server in
-            let receipt = try await server.pipeline().send(Attachment(path: file.path, fields: [("chatId", "42")]))
+            let receipt = try await server.pipeline().send(Attachment(path: file.path, fields: [UploadField(name: "chatId", value: "42")]))
             let fileId = try #require(receipt.fileId)
             #expect(receipt.attempts == 1)
             #expect(receipt.originalByteCount == Int64(size))

@@ -14,15 +14,15 @@ guard let url = arguments.first, arguments.count >= 2 else {
 let files = Array(arguments.dropFirst())
 
 var configuration = PipelineConfiguration(url: url)
-configuration.fields = [("appVersion", "5.2"), ("platform", "server")]  // sent with every upload
+configuration.fields = [UploadField(name: "appVersion", value: "5.2"), UploadField(name: "platform", value: "server")]
 configuration.connection.retry = RetryPolicy(maximumAttempts: 5, budget: .seconds(120))
 configuration.transform.image.maxSide = 2560  // the "HD" size
 let pipeline = AttachmentPipeline(configuration: configuration)
 
 for path in files {
     do {
-        let receipt = try await pipeline.send(Attachment(path: path, fields: [("chatId", "42")]))
-        print(receipt.path, receipt.fileId ?? "-", receipt.kind, receipt.mimeType, "key:", receipt.seal.key ?? "-")
+        let receipt = try await pipeline.send(Attachment(path: path, fields: [UploadField(name: "chatId", value: "42")]))
+        print(receipt.path, receipt.fileId ?? "-", receipt.kind, receipt.mimeType, "key:", receipt.seal.key?.base64 ?? "-")
     } catch let error as AttacheError {
         print("failed:", error)
     }

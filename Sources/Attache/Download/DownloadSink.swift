@@ -105,7 +105,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     /// What the final answer means for the download.
-    func verdict(for response: HTTPResponse) -> Outcome {
+    func verdict(for response: ServerResponse) -> Outcome {
         let status = response.status
         if !decided {
             self.status = status

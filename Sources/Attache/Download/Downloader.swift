@@ -255,7 +255,7 @@ struct DownloadRun: Sendable {
             url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
         let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
         progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
-        let response: HTTPResponse
+        let response: ServerResponse
         do {
             response = try await transport.send(exchange, sink: sink)
             try sink.closeFile()

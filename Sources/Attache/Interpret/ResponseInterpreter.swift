@@ -106,7 +106,7 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// Turns an ``HTTPResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
+/// Turns an ``ServerResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
 ///
 /// In every profile 408, 425, 429 and 5xx (and a 409 with `Retry-After`) are retried, honouring
 /// `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
@@ -197,7 +197,7 @@ public struct ResponseInterpreter: Sendable {
     }
 
     /// Decides what `response` means.
-    public func interpret(_ response: HTTPResponse) -> ResponseOutcome {
+    public func interpret(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         let details = errorDetails(of: response)
         if configuration.retryableStatuses.contains(status)
@@ -220,7 +220,7 @@ public struct ResponseInterpreter: Sendable {
             if status == 413 {
                 message = "the server refused the upload as too large" + (found.map { " (\($0))" } ?? "")
             } else {
-                message = found ?? HTTPResponse.reasonPhrase(status)
+                message = found ?? ServerResponse.reasonPhrase(status)
             }
             return .rejection(Rejection(reason: .status, status: status, businessCode: details?.code, message: message))
         }
@@ -243,14 +243,14 @@ public struct ResponseInterpreter: Sendable {
     }
 
     /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped to the configured maximum.
-    public func retryAfter(in response: HTTPResponse) -> Duration? {
+    public func retryAfter(in response: ServerResponse) -> Duration? {
         guard let raw = response.header("Retry-After")?.trimmingBlanks,
             !raw.isEmpty
         else { return nil }
         var delay: Duration?
         if let seconds = Int(raw), seconds >= 0 {
             delay = .seconds(seconds)
-        } else if let date = HTTPResponse.parseHTTPDate(raw) {
+        } else if let date = ServerResponse.parseHTTPDate(raw) {
             delay = .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
         }
         guard let delay else { return nil }
@@ -259,7 +259,7 @@ public struct ResponseInterpreter: Sendable {
 
     // MARK: Profiles
 
-    private func interpretErrorCode(_ response: HTTPResponse) -> ResponseOutcome {
+    private func interpretErrorCode(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         if isBlank(response.body) {
             return .rejection(Rejection(reason: .badResponse, status: status, message: "the answer is empty"))
@@ -295,7 +295,7 @@ public struct ResponseInterpreter: Sendable {
                 url: configuration.urlFields.lazy.compactMap { data[$0]?.stringValue }.first))
     }
 
-    private func interpretStatus(_ response: HTTPResponse) -> ResponseOutcome {
+    private func interpretStatus(_ response: ServerResponse) -> ResponseOutcome {
         let location = response.header("Location")?.trimmingBlanks
         let locationId = location.flatMap(Self.lastPathSegment)
         let document: JSONValue
@@ -319,7 +319,7 @@ public struct ResponseInterpreter: Sendable {
             receipt(response, document: document, data: document, fileId: fileId ?? locationId, url: url ?? location))
     }
 
-    private func interpretS3Post(_ response: HTTPResponse) -> ResponseOutcome {
+    private func interpretS3Post(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         let document: JSONValue
         if isBlank(response.body) {
@@ -356,7 +356,7 @@ public struct ResponseInterpreter: Sendable {
         return .success(receipt(response, document: document, data: document, fileId: document["Key"]?.stringValue, url: location))
     }
 
-    private func interpretTelegram(_ response: HTTPResponse) -> ResponseOutcome {
+    private func interpretTelegram(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         guard let json = try? JSONValue.parse(response.body), case .object = json else {
             let what = isBlank(response.body) ? "the answer is empty" : describeNonJSON(response)
@@ -383,7 +383,7 @@ public struct ResponseInterpreter: Sendable {
 
     /// The receipt, with the file id from ``Configuration/idPointer`` when one is set.
     private func receipt(
-        _ response: HTTPResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
+        _ response: ServerResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
     ) -> ServerReceipt {
         let chosenId = configuration.idPointer.map { $0.resolve(in: document)?.stringValue } ?? fileId
         let replayed = response.header("Idempotent-Replayed")?.lowercased() == "true"
@@ -414,7 +414,7 @@ public struct ResponseInterpreter: Sendable {
     // MARK: Error answers
 
     /// The server's own error code and message in a refusal, where the profile defines them.
-    private func errorDetails(of response: HTTPResponse) -> (code: String?, message: String?)? {
+    private func errorDetails(of response: ServerResponse) -> (code: String?, message: String?)? {
         switch configuration.profile {
         case .s3Post:
             guard XMLAnswerReader.looksLikeXML(response.body), let xml = XMLAnswerReader.read(response.body),
@@ -436,7 +436,7 @@ public struct ResponseInterpreter: Sendable {
     }
 
     /// `Retry-After`, else (telegram) the body's `parameters.retry_after` in seconds, capped.
-    private func retryDelay(in response: HTTPResponse) -> Duration? {
+    private func retryDelay(in response: ServerResponse) -> Duration? {
         if let header = retryAfter(in: response) { return header }
         guard configuration.profile == .telegram, let json = try? JSONValue.parse(response.body),
             let seconds = json["parameters"]?["retry_after"]?.intValue, seconds >= 0
@@ -453,7 +453,7 @@ public struct ResponseInterpreter: Sendable {
 
     /// A short human summary of an error answer: the profile's code and message, its JSON message, its
     /// HTML title, or its text.
-    private func summary(of response: HTTPResponse, details: (code: String?, message: String?)?) -> String? {
+    private func summary(of response: ServerResponse, details: (code: String?, message: String?)?) -> String? {
         if let details, details.code != nil || details.message != nil {
             return [details.code, details.message].compactMap { $0 }.joined(separator: ": ")
         }
@@ -484,7 +484,7 @@ public struct ResponseInterpreter: Sendable {
         return segment.percentDecoded ?? String(segment)
     }
 
-    private func describeNonJSON(_ response: HTTPResponse) -> String {
+    private func describeNonJSON(_ response: ServerResponse) -> String {
         let type = response.mediaType ?? "no content type"
         if let title = htmlTitle(response.body) {
             return "expected JSON, got an HTML page (\(type)) titled \"\(title)\""
@@ -503,7 +503,7 @@ public struct ResponseInterpreter: Sendable {
     }
 }
 
-extension HTTPResponse {
+extension ServerResponse {
     /// A reason phrase for the common statuses.
     static func reasonPhrase(_ status: Int) -> String {
         switch status {

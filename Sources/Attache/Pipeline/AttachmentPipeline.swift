@@ -17,7 +17,7 @@ public struct Attachment: Sendable {
     /// The filename to send; defaults to the last component of `path`.
     public var filename: String?
     /// Form fields for this attachment only, sent after the configuration's fields.
-    public var fields: [(name: String, value: String)]
+    public var fields: [UploadField]
     /// The idempotency key; a random one is made when nil. Give a stable key to make a re-run of the
     /// same attachment deduplicate on the server (the batch journal does).
     public var idempotencyKey: String?
@@ -39,7 +39,7 @@ public struct Attachment: Sendable {
     /// Creates an attachment.
     public init(
         path: String, declaredKind: MessageKind? = nil, filename: String? = nil,
-        fields: [(name: String, value: String)] = [], idempotencyKey: String? = nil,
+        fields: [UploadField] = [], idempotencyKey: String? = nil,
         sealMaterial: SealMaterial? = nil, resumesEarlierSend: Bool = false
     ) {
         self.path = path
@@ -59,7 +59,7 @@ public struct PipelineConfiguration: Sendable {
     /// The form name of the attachment part.
     public var fileFieldName = "file"
     /// "System parameters": form fields sent with every upload, before the attachment's own.
-    public var fields: [(name: String, value: String)] = []
+    public var fields: [UploadField] = []
     /// Send the detected type and metadata as form fields (`mimeType`, `kind`, `width`, `height`,
     /// `duration`, … see ``Detection/uploadFields``). `nil` (the default): yes, except with an answer
     /// profile whose endpoint checks every field against a signed policy (`s3-post`: S3 refuses a form with
@@ -356,14 +356,14 @@ public struct AttachmentPipeline: Sendable {
             return UploadReceipt(
                 path: attachment.path, filename: filename, kind: detection.kind, mimeType: transformed.mimeType,
                 fileId: receipt.fileId ?? presignedKey(attachment: attachment, filename: filename),
-                url: receipt.url, originalByteCount: original.byteCount,
+                url: absoluteURL(receipt.url), originalByteCount: original.byteCount,
                 sentByteCount: sealed.byteCount, bodyByteCount: result.bodyByteCount,
                 idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
                 seconds: (clock.now - start).seconds, server: receipt.data,
                 seal: SealReceipt(
                     scheme: seal.scheme, transferEncoding: seal.transferEncoding,
                     plaintextByteCount: sealed.plaintextByteCount, digest: sealed.digest,
-                    key: seal.key == nil && seal.scheme != .none ? key.base64EncodedString : nil),
+                    key: seal.key == nil && seal.scheme != .none ? key : nil),
                 detection: detection,
                 transform: TransformReceipt(
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
@@ -421,7 +421,7 @@ public struct AttachmentPipeline: Sendable {
                 name: thumbnail.name, filename: thumbnailFilename, mimeType: thumbnail.mimeType,
                 width: thumbnail.width, height: thumbnail.height,
                 fileId: receipt.fileId ?? presignedKey(attachment: attachment, filename: thumbnailFilename),
-                url: receipt.url, sentByteCount: sealed.byteCount, digest: sealed.digest,
+                url: absoluteURL(receipt.url), sentByteCount: sealed.byteCount, digest: sealed.digest,
                 idempotencyKey: result.idempotencyKey, attempts: result.attempts, replayed: receipt.replayed,
                 server: receipt.data)
         case .rejected(let rejection):
@@ -439,6 +439,17 @@ public struct AttachmentPipeline: Sendable {
             let key = (configuration.fields + attachment.fields).last(where: { $0.name == "key" })?.value
         else { return nil }
         return key.replacing("${filename}", with: filename)
+    }
+
+    /// The server's file URL made absolute against the upload URL (`/files/7` → `http://host:port/files/7`),
+    /// so that a receipt leads to the file without knowing where it was uploaded; as given when it is
+    /// absolute already or cannot be resolved.
+    func absoluteURL(_ url: String?) -> String? {
+        guard let url, !url.isEmpty else { return url }
+        guard let base = URL(string: configuration.url), let resolved = URL(string: url, relativeTo: base),
+              let scheme = resolved.scheme, !scheme.isEmpty
+        else { return url }
+        return resolved.absoluteString
     }
 
     /// Makes sure a receipt that may belong to an earlier upload under the same idempotency key is a
@@ -511,4 +522,23 @@ public struct RejectionError: Error, Sendable, CustomStringConvertible {
     /// The refusal.
     public let rejection: Rejection
     public var description: String { rejection.description }
+}
+
+extension AttacheError {
+    /// The server's refusal (status, business code, server message) when this error, or one in its
+    /// chain of causes, is a `rejected` answer; nil otherwise.
+    ///
+    /// ```swift
+    /// catch let error as AttacheError {
+    ///     if let rejection = error.rejection, rejection.status == 413 { … }
+    /// }
+    /// ```
+    public var rejection: Rejection? {
+        var current: AttacheError? = self
+        while let error = current {
+            if let refusal = error.cause as? RejectionError { return refusal.rejection }
+            current = error.cause as? AttacheError
+        }
+        return nil
+    }
 }

@@ -39,7 +39,7 @@ extension RequestClient {
         /// What the logs never show.
         public var redaction: LogRedaction
         /// The longest answer body kept in memory; longer ones are cut there
-        /// (``HTTPResponse/bodyExceededCap``). Default: 10 MiB.
+        /// (``ServerResponse/bodyExceededCap``). Default: 10 MiB.
         public var maximumResponseBodySize: Int
         /// The longest body preview logged at `.trace`, in bytes. Default: 1024.
         public var bodyPreviewLimit: Int

@@ -12,7 +12,7 @@ import Synchronization
 /// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on
 /// connection errors, 408, 425, 429, 500, 502, 503 and 504 per the connection's ``RetryPolicy``,
 /// honouring `Retry-After`; retriers can decide otherwise. An HTTP answer, whatever its status, is the
-/// returned value (check it with ``HTTPResponse/validate(statusCodes:contentTypes:)``); only failures to
+/// returned value (check it with ``ServerResponse/validate(statusCodes:contentTypes:)``); only failures to
 /// get one throw. Cancelling the calling task stops the transfer.
 ///
 /// ```swift
@@ -51,7 +51,7 @@ public final class RequestClient: Sendable {
     /// - Throws: as ``send(_:progress:)``.
     public func get(
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .get, url: url, query: query, headers: headers))
     }
 
@@ -59,7 +59,7 @@ public final class RequestClient: Sendable {
     /// - Throws: as ``send(_:progress:)``.
     public func head(
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .head, url: url, query: query, headers: headers))
     }
 
@@ -68,7 +68,7 @@ public final class RequestClient: Sendable {
     public func delete(
         _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = [],
         body: RequestBody? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .delete, url: url, query: query, headers: headers, body: body))
     }
 
@@ -77,7 +77,7 @@ public final class RequestClient: Sendable {
     public func post(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .post, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
@@ -87,7 +87,7 @@ public final class RequestClient: Sendable {
     public func put(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .put, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
@@ -97,7 +97,7 @@ public final class RequestClient: Sendable {
     public func patch(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [(name: String, value: String)] = [], body: RequestBody? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .patch, url: url, query: query, parameters: parameters, headers: headers, body: body))
     }
@@ -109,7 +109,7 @@ public final class RequestClient: Sendable {
     /// - Parameters:
     ///   - progress: called from the transport's thread as body bytes leave and answer bytes arrive.
     ///   - destination: a file path to stream the answer body into (created or truncated, mode 0644;
-    ///     truncated again for each attempt); the response's ``HTTPResponse/body`` is then empty.
+    ///     truncated again for each attempt); the response's ``ServerResponse/body`` is then empty.
     ///     nil keeps the body in memory up to the size cap.
     /// - Returns: the last attempt's answer, whatever its status: a 503 the retries could not get past
     ///   is returned, not thrown.
@@ -120,16 +120,16 @@ public final class RequestClient: Sendable {
     public func send(
         _ request: ClientRequest, writingBodyTo destination: String? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         let prepared = prepare(request)
         let configuration = configuration
         let transport = transport
         let driver = RetryDriver(
             policy: configuration.connection.retry, answerStage: .request, transportStage: .request,
             logger: configuration.logger, sleep: sleep)
-        var lastResponse: HTTPResponse?
+        var lastResponse: ServerResponse?
         do {
-            let outcome = try await driver.run { attempt -> RetryDriver.Verdict<HTTPResponse> in
+            let outcome = try await driver.run { attempt -> RetryDriver.Verdict<ServerResponse> in
                 let adapted = try await self.adapt(prepared)
                 let exchange = try self.exchange(for: adapted)
                 let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
@@ -137,7 +137,7 @@ public final class RequestClient: Sendable {
                 let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
-                let response: HTTPResponse
+                let response: ServerResponse
                 do {
                     response = try await transport.send(exchange, sink: sink)
                 } catch let error as AttacheError {
@@ -194,17 +194,17 @@ public final class RequestClient: Sendable {
     /// ```
     /// - Throws: ``AttacheError`` `.invalidArgument` when called from an async task; otherwise as
     ///   ``send(_:writingBodyTo:progress:)``.
-    public func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> HTTPResponse {
+    public func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> ServerResponse {
         let inTask = withUnsafeCurrentTask { $0 != nil }
         guard !inTask else {
             throw AttacheError(
                 .invalidArgument, stage: .request,
                 "sendBlocking was called from an async task; use `await send(_:)` there")
         }
-        let result = Mutex<Result<HTTPResponse, any Error>?>(nil)
+        let result = Mutex<Result<ServerResponse, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {
-            let outcome: Result<HTTPResponse, any Error>
+            let outcome: Result<ServerResponse, any Error>
             do {
                 outcome = .success(try await self.send(request, writingBodyTo: destination))
             } catch {
@@ -270,7 +270,7 @@ public final class RequestClient: Sendable {
     }
 
     private func decide(
-        _ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int
+        _ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int
     ) async -> RetryDecision {
         for retrier in configuration.retriers {
             let decision = await retrier.retry(request, response: response, error: error, attempt: attempt)

@@ -47,7 +47,7 @@ public enum RetryDecision: Sendable, Hashable {
 /// actor RefreshOn401: RequestRetrier {
 ///     let store: TokenStore
 ///     var refreshed = false
-///     func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+///     func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
 ///         guard response?.status == 401, !refreshed else { return .useDefault }
 ///         refreshed = true
 ///         await store.refresh()
@@ -58,5 +58,5 @@ public enum RetryDecision: Sendable, Hashable {
 public protocol RequestRetrier: Sendable {
     /// Decides about attempt number `attempt` (from 1) of `request` (as adapted), which ended with
     /// `response` or, when there was none, with `error`.
-    func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision
+    func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision
 }

@@ -68,7 +68,7 @@ struct RequestLog {
         logger.trace("\(curlCommand(headers: headers))")
     }
 
-    func received(_ response: HTTPResponse, sink: RequestSink) {
+    func received(_ response: ServerResponse, sink: RequestSink) {
         guard logger.logLevel <= .debug else { return }
         var line = "\(target) → \(response.status)"
         line += " sent \(exchange.body?.byteCount ?? 0) B, received \(sink.deliveredBytes) B"

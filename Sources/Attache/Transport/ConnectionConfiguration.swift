@@ -40,7 +40,7 @@ public struct ConnectionConfiguration: Sendable {
     /// host a redirect leads to).
     public var authorization: HTTPAuthorization?
     /// The `User-Agent` header.
-    public var userAgent = "attache/\(Attache.version)"
+    public var userAgent = "attache/\(AttacheLibrary.version)"
     /// A proxy URL (`http://host:port`, `socks5h://host`); nil uses the usual environment variables
     /// (`https_proxy`, `HTTPS_PROXY`, `http_proxy`, `no_proxy`), as curl reads them.
     public var proxy: String?

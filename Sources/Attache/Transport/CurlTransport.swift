@@ -60,7 +60,7 @@ public final class CurlTransport: HTTPTransport {
     /// Transfers on this transport's loop right now (started and not yet finished).
     public var activeTransfers: Int { loop.activeCount }
 
-    public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         let originHost = try request.validatedHost ?? request.validate()
         try CurlGlobal.ensureInitialized()
         var hop = request
@@ -78,7 +78,7 @@ public final class CurlTransport: HTTPTransport {
     }
 
     /// The request a redirect answer leads to, or nil when it is the answer.
-    func redirect(after response: HTTPResponse, of request: TransportRequest) throws -> TransportRequest? {
+    func redirect(after response: ServerResponse, of request: TransportRequest) throws -> TransportRequest? {
         guard Self.followableStatuses.contains(response.status), let location = response.header("Location"),
             let base = URL(string: request.url), let target = URL(string: location, relativeTo: base)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
@@ -109,7 +109,7 @@ public final class CurlTransport: HTTPTransport {
 
     private func sendOnce(
         _ request: TransportRequest, sink: (any ResponseSink)?, withCredentials: Bool, swallowRedirects: Bool
-    ) async throws -> HTTPResponse {
+    ) async throws -> ServerResponse {
         let pump = request.body.map {
             BodyPump(source: $0, chunkSize: max(64 * 1024, request.connection.uploadBufferSize / 2), pool: pool)
         }
@@ -130,7 +130,7 @@ public final class CurlTransport: HTTPTransport {
             exchange.continuation.withLock { _ in }
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ServerResponse, any Error>) in
                 exchange.continuation.withLock { $0 = continuation }
                 // Cancelled before the transfer was handed over (onCancel has run already, and its
                 // command may reach the loop before this one): do not start it.
@@ -160,7 +160,7 @@ final class CurlExchange: @unchecked Sendable {
     let sink: any ResponseSink
     let pump: BodyPump?
     let swallowRedirects: Bool
-    let continuation = HandOffLock<CheckedContinuation<HTTPResponse, any Error>?>(nil)
+    let continuation = HandOffLock<CheckedContinuation<ServerResponse, any Error>?>(nil)
 
     var easy: CurlEasy?
     private var status = 0
@@ -187,8 +187,8 @@ final class CurlExchange: @unchecked Sendable {
     }
 
     /// Resumes the caller once; later calls do nothing.
-    func finish(_ result: Result<HTTPResponse, any Error>) {
-        let waiting = continuation.withLock { value -> CheckedContinuation<HTTPResponse, any Error>? in
+    func finish(_ result: Result<ServerResponse, any Error>) {
+        let waiting = continuation.withLock { value -> CheckedContinuation<ServerResponse, any Error>? in
             defer { value = nil }
             return value
         }
@@ -280,7 +280,7 @@ final class CurlExchange: @unchecked Sendable {
     static let inlineBodyLimit = 64 * 1024
 
     /// Turns curl's result into the answer or the error the caller gets.
-    func result(code: CURLcode, text: String, easy: CurlEasy) -> Result<HTTPResponse, any Error> {
+    func result(code: CURLcode, text: String, easy: CurlEasy) -> Result<ServerResponse, any Error> {
         if let bodyFailure { return .failure(bodyFailure) }
         if let failure = sink.failure { return .failure(failure) }
         if code == CURLE_OK || code == CURLE_WRITE_ERROR || code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR
@@ -291,7 +291,7 @@ final class CurlExchange: @unchecked Sendable {
                 _ = sink.begin(status: status, headers: headers)
             }
         }
-        let response = HTTPResponse(
+        let response = ServerResponse(
             status: status, headers: headers, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap,
             bodyIncomplete: code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR, timings: easy.timings())
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && sink.bodyExceededCap) {

@@ -26,7 +26,7 @@ public struct TransportRequest: Sendable {
     /// Timeouts, TLS, proxy, credentials, redirects.
     public var connection: ConnectionConfiguration
     /// The longest body kept by the default collecting sink; longer answers are cut there and
-    /// marked ``HTTPResponse/bodyExceededCap``.
+    /// marked ``ServerResponse/bodyExceededCap``.
     public var maximumResponseBodySize: Int
     /// A deadline for the whole exchange, if any.
     public var timeout: Duration?
@@ -77,7 +77,7 @@ public protocol ResponseSink: AnyObject, Sendable {
     func progress(sent: Int64, received: Int64, expectedReceive: Int64?)
     /// Why the sink stopped the exchange, if it did.
     var failure: AttacheError? { get }
-    /// The body bytes the sink kept for ``HTTPResponse/body`` (an error answer's text, a JSON answer).
+    /// The body bytes the sink kept for ``ServerResponse/body`` (an error answer's text, a JSON answer).
     var collectedBody: [UInt8] { get }
     /// True when the sink stopped reading because the body was longer than it keeps.
     var bodyExceededCap: Bool { get }
@@ -140,17 +140,17 @@ public protocol HTTPTransport: Sendable {
     /// follows), whatever its status.
     ///
     /// - Parameter sink: where the answer goes as it arrives; nil collects it in memory up to
-    ///   ``TransportRequest/maximumResponseBodySize``. ``HTTPResponse/body`` holds what the sink
+    ///   ``TransportRequest/maximumResponseBodySize``. ``ServerResponse/body`` holds what the sink
     ///   collected.
     /// - Throws: ``AttacheError`` (stage `.upload`; callers re-attribute it): `.connectionFailed`,
     ///   `.timedOut`, `.connectionLost`, `.tlsFailure`, `.invalidArgument`, `.cancelled`, or the
     ///   sink's own ``ResponseSink/failure``, or the body source's error.
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse
 }
 
 extension HTTPTransport {
     /// Sends `request`, collecting the answer in memory.
-    public func send(_ request: TransportRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> ServerResponse {
         try await send(request, sink: nil)
     }
 }

@@ -33,7 +33,7 @@ public struct UploadRequest: Sendable {
 }
 
 /// A progress report for one upload.
-public struct UploadProgress: Sendable, Hashable {
+public struct UploadProgress: Sendable, Hashable, Codable {
     /// Body bytes handed to the network in the current attempt.
     public var bytesSent: Int64
     /// The body's length.
@@ -164,7 +164,7 @@ public struct Uploader: Sendable {
                 tracker.report(sent: sent, attempt: attempt)
             }
             let attemptStart = clock.now
-            let response: HTTPResponse
+            let response: ServerResponse
             do {
                 response = try await transport.send(exchange, sink: sink)
             } catch let error as AttacheError {

@@ -18,8 +18,13 @@ import Darwin
 /// let key = AttachmentKey.random(for: .streamGCM)
 /// try key.write(toNewFile: "photo.key")
 /// let again = try AttachmentKey(contentsOfFile: "photo.key")
+/// let fromReceipt = try AttachmentKey(base64: textKeptWithTheMessage)
 /// ```
-public struct AttachmentKey: Sendable, CustomStringConvertible {
+///
+/// `description` and `debugDescription` (what `print`, string interpolation, `dump` and loggers show)
+/// name the size only; ``base64`` is the one way to read the key as text. In a `Codable` value (a
+/// receipt) the key is its text: base64 for raw keys, the passphrase itself for `legacy-*` ones.
+public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The key bytes (for a passphrase: its UTF-8 bytes).
     public let bytes: SecureBytes
     /// Whether the bytes are a passphrase of the `legacy-*` schemes rather than raw key bytes.
@@ -145,7 +150,23 @@ public struct AttachmentKey: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The key as base64 text (a passphrase as itself), for a receipt the caller asked to carry it.
+    /// Decodes the base64 (or base64url) text of a 32- or 64-byte key, as ``base64`` writes it and as
+    /// receipts carry it; surrounding whitespace is ignored.
+    /// - Throws: ``AttacheError`` `.invalidKey` (stage `.seal`) for anything else. The message never
+    ///   repeats the text.
+    public init(base64 text: String) throws {
+        let scratch = ScratchBytes(Array(text.utf8).withUnsafeBytes { $0 })
+        guard let decoded = Self.decodeText(scratch) else {
+            throw AttacheError(.invalidKey, stage: .seal, "the key text is not the base64 of 32 or 64 bytes")
+        }
+        self.init(bytes: decoded)
+    }
+
+    /// The key as base64 text (a `legacy-*` passphrase as itself): the explicit way to read the secret,
+    /// for the message that carries the attachment. ``init(base64:)`` reads it back.
+    public var base64: String { base64EncodedString }
+
+    /// The key as base64 text (a passphrase as itself); the same as ``base64``.
     public var base64EncodedString: String {
         if isPassphrase { return bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         return bytes.withUnsafeBytes { Base64.encode($0, alphabet: .standard) }
@@ -154,6 +175,39 @@ public struct AttachmentKey: Sendable, CustomStringConvertible {
     /// Never the key itself.
     public var description: String {
         isPassphrase ? "AttachmentKey(passphrase, \(bytes.count) bytes)" : "AttachmentKey(\(bytes.count) bytes)"
+    }
+
+    /// Never the key itself: the same as ``description``.
+    public var debugDescription: String { description }
+
+    /// Compares the bytes in constant time.
+    public static func == (lhs: AttachmentKey, rhs: AttachmentKey) -> Bool {
+        lhs.isPassphrase == rhs.isPassphrase
+            && lhs.bytes.withUnsafeBytes { a in rhs.bytes.withUnsafeBytes { b in constantTimeEqual(a, b) } }
+    }
+
+    /// Hashes the size and kind only, so that a hash never depends on (and never leaks) the secret;
+    /// equal keys still hash alike.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(isPassphrase)
+        hasher.combine(bytes.count)
+    }
+
+    /// Reads the key's text: the base64 of 32 or 64 bytes, or otherwise a passphrase (the `legacy-*`
+    /// schemes' receipts carry their passphrase as it is).
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        if let key = try? AttachmentKey(base64: text) {
+            self = key
+        } else {
+            self.init(passphrase: text)
+        }
+    }
+
+    /// Writes ``base64``: a receipt that carries the key carries it as text.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64)
     }
 
     private func textForm() -> ScratchBytes {

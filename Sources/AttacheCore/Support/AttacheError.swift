@@ -22,14 +22,25 @@ import Darwin
 /// ```
 ///
 /// Messages never contain key material or file contents.
-public struct AttacheError: Error, Sendable, CustomStringConvertible {
+public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
     /// What kind of failure this is.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible, Codable {
         /// A stable identifier, used in JSON output and journals.
         public let rawValue: String
         /// Creates a code from its stable identifier.
         public init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
+
+        /// Reads the stable identifier (`"file-not-found"`).
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+
+        /// Writes the stable identifier.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
 
         /// The caller passed something unusable (bad URL, bad field, bad option).
         public static let invalidArgument = Code("invalid-argument")
@@ -119,6 +130,57 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible {
         if let file { text += "\(file): " }
         text += "\(stage): \(message)"
         return text
+    }
+
+    /// The innermost ``AttacheError`` in the chain of ``cause``s (this error when its cause is not one):
+    /// the failure that started it, with its own code and stage. A batch entry that failed because
+    /// every attempt found the port closed is `connection-failed` here whatever wrapped it.
+    public var root: AttacheError {
+        var current = self
+        while let inner = current.cause as? AttacheError { current = inner }
+        return current
+    }
+
+    /// The code of ``root``.
+    public var rootCode: Code { root.code }
+
+    private enum CodingKeys: String, CodingKey {
+        case code, stage, message, file, isRetryable, cause
+    }
+
+    /// Reads an error written by ``encode(to:)``. A cause that was an ``AttacheError`` comes back as
+    /// one; any other cause was written as its description only and comes back as ``NativeError``
+    /// (library `"text"`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        code = try container.decode(Code.self, forKey: .code)
+        stage = try container.decode(Stage.self, forKey: .stage)
+        message = try container.decode(String.self, forKey: .message)
+        file = try container.decodeIfPresent(String.self, forKey: .file)
+        isRetryable = try container.decodeIfPresent(Bool.self, forKey: .isRetryable) ?? false
+        if let inner = try? container.decodeIfPresent(AttacheError.self, forKey: .cause) {
+            cause = inner
+        } else if let text = try? container.decodeIfPresent(String.self, forKey: .cause) {
+            cause = NativeError(library: "text", code: 0, text: text)
+        } else {
+            cause = nil
+        }
+    }
+
+    /// Writes the code, stage, message, file, whether it is retryable, and the cause: an
+    /// ``AttacheError`` cause as an object, any other as its description (no secrets: see above).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(stage, forKey: .stage)
+        try container.encode(message, forKey: .message)
+        try container.encodeIfPresent(file, forKey: .file)
+        try container.encode(isRetryable, forKey: .isRetryable)
+        if let inner = cause as? AttacheError {
+            try container.encode(inner, forKey: .cause)
+        } else if let cause {
+            try container.encode(String(describing: cause), forKey: .cause)
+        }
     }
 
     /// Returns a copy that names `file`, unless a file is already named.

@@ -127,7 +127,7 @@ final class GatedTransport: HTTPTransport {
         return waiting.count
     }
 
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         let host = URL(string: request.url)?.host ?? ""
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             state.withLock { state in
@@ -143,7 +143,7 @@ final class GatedTransport: HTTPTransport {
         if let sink, sink.begin(status: 200, headers: headers) {
             _ = body.withUnsafeBytes { sink.receive($0) }
         }
-        return HTTPResponse(status: 200, headers: headers, body: [], bodyExceededCap: false)
+        return ServerResponse(status: 200, headers: headers, body: [], bodyExceededCap: false)
     }
 }
 

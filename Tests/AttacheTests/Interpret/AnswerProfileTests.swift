@@ -6,13 +6,13 @@ import Testing
 /// Each profile against answers shaped like the ones the real services send.
 @Suite("answer profiles")
 struct AnswerProfileTests {
-    func response(_ status: Int, _ body: String, type: String? = "application/json", headers: [(String, String)] = []) -> HTTPResponse {
-        HTTPResponse(
+    func response(_ status: Int, _ body: String, type: String? = "application/json", headers: [(String, String)] = []) -> ServerResponse {
+        ServerResponse(
             status: status, headers: (type.map { [("Content-Type", $0)] } ?? []) + headers.map { ($0.0, $0.1) },
             body: Array(body.utf8))
     }
 
-    func interpret(_ configuration: ResponseInterpreter.Configuration, _ response: HTTPResponse) -> ResponseOutcome {
+    func interpret(_ configuration: ResponseInterpreter.Configuration, _ response: ServerResponse) -> ResponseOutcome {
         ResponseInterpreter(configuration: configuration).interpret(response)
     }
 

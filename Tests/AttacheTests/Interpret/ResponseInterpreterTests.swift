@@ -7,8 +7,8 @@ import Testing
 struct ResponseInterpreterTests {
     let interpreter = ResponseInterpreter()
 
-    func response(_ status: Int, _ body: String, type: String = "application/json", headers: [(String, String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", type)] + headers.map { ($0.0, $0.1) }, body: Array(body.utf8))
+    func response(_ status: Int, _ body: String, type: String = "application/json", headers: [(String, String)] = []) -> ServerResponse {
+        ServerResponse(status: status, headers: [("Content-Type", type)] + headers.map { ($0.0, $0.1) }, body: Array(body.utf8))
     }
 
     @Test("errorCode 0 as number or string is success, every field kept", arguments: [

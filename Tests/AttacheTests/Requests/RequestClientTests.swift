@@ -56,7 +56,7 @@ actor RefreshOnceOn401: RequestRetrier {
     let store: TokenStore
     private var refreshed = false
     init(store: TokenStore) { self.store = store }
-    func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+    func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
         guard response?.status == 401, !refreshed else { return .useDefault }
         refreshed = true
         await store.refresh()
@@ -277,7 +277,7 @@ struct RequestClientTests {
     @Test("a retrier's doNotRetry ends a retryable GET at once")
     func retrierVeto() async throws {
         struct Never: RequestRetrier {
-            func retry(_ request: ClientRequest, response: HTTPResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
+            func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision {
                 .doNotRetry
             }
         }
@@ -291,7 +291,7 @@ struct RequestClientTests {
         (200, "text/html", "bad-response"), (302, "application/json", "bad-response"),
     ])
     func validation(status: Int, type: String, code: String) throws {
-        let response = HTTPResponse(status: status, headers: [("Content-Type", type + "; charset=utf-8")], body: Array("{}".utf8))
+        let response = ServerResponse(status: status, headers: [("Content-Type", type + "; charset=utf-8")], body: Array("{}".utf8))
         let error = #expect(throws: AttacheError.self) {
             try response.validate(statusCodes: 200..<300, contentTypes: ["application/json"])
         }
@@ -303,24 +303,24 @@ struct RequestClientTests {
 
     @Test("validate passes acceptable answers; wildcards match")
     func validationPasses() throws {
-        let response = HTTPResponse(status: 201, headers: [("Content-Type", "application/problem+json")], body: [1])
+        let response = ServerResponse(status: 201, headers: [("Content-Type", "application/problem+json")], body: [1])
         #expect(try response.validate(contentTypes: ["application/*"]).status == 201)
-        #expect(try HTTPResponse(status: 204).validate(contentTypes: ["application/json"]).status == 204)
+        #expect(try ServerResponse(status: 204).validate(contentTypes: ["application/json"]).status == 204)
     }
 
     @Test("decode, json and text read the body; a body cut at the cap is an error")
     func decoding() throws {
         struct User: Decodable, Equatable { var id: Int; var name: String }
-        let response = HTTPResponse(status: 200, body: Array(#"{"id":7,"name":"Ann"}"#.utf8))
+        let response = ServerResponse(status: 200, body: Array(#"{"id":7,"name":"Ann"}"#.utf8))
         #expect(try response.decode(User.self) == User(id: 7, name: "Ann"))
         #expect(try response.json["name"] == .string("Ann"))
         #expect(response.text == #"{"id":7,"name":"Ann"}"#)
         let missing = #expect(throws: AttacheError.self) {
-            try HTTPResponse(status: 200, body: Array(#"{"id":7}"#.utf8)).decode(User.self)
+            try ServerResponse(status: 200, body: Array(#"{"id":7}"#.utf8)).decode(User.self)
         }
         #expect(missing?.code == .badResponse)
         #expect(missing?.message.contains("name") == true)
-        let cut = HTTPResponse(status: 200, body: Array("{".utf8), bodyExceededCap: true)
+        let cut = ServerResponse(status: 200, body: Array("{".utf8), bodyExceededCap: true)
         #expect((#expect(throws: AttacheError.self) { try cut.json })?.code == .limitExceeded)
     }
 

@@ -23,7 +23,7 @@ final class ScriptedTransport: HTTPTransport {
 
     var sent: [TransportRequest] { requests.withLock { $0 } }
 
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> HTTPResponse {
+    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         requests.withLock { $0.append(request) }
         let step = steps.withLock { steps -> Step? in steps.isEmpty ? nil : steps.removeFirst() }
         let sink = sink ?? CollectingSink(limit: request.maximumResponseBodySize)
@@ -37,7 +37,7 @@ final class ScriptedTransport: HTTPTransport {
                 _ = body.withUnsafeBytes { sink.receive($0) }
             }
             if let failure = sink.failure { throw failure }
-            return HTTPResponse(
+            return ServerResponse(
                 status: status, headers: fields, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap)
         case .fail(let error, let status, let headers, let body)?:
             if let status, sink.begin(status: status, headers: headers.map { (name: $0.0, value: $0.1) }) {
@@ -278,8 +278,8 @@ struct RedirectPolicyTests {
             body: DataSource([1, 2, 3]))
     }
 
-    func answer(_ status: Int, _ location: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Location", location)])
+    func answer(_ status: Int, _ location: String) -> ServerResponse {
+        ServerResponse(status: status, headers: [("Location", location)])
     }
 
     @Test("307 and 308 keep the method and the body")

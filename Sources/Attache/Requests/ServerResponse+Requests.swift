@@ -1,6 +1,6 @@
 public import FoundationEssentials
 
-extension HTTPResponse {
+extension ServerResponse {
     /// The body decoded as JSON into `type`.
     ///
     /// ```swift
@@ -56,7 +56,7 @@ extension HTTPResponse {
     @discardableResult
     public func validate(
         statusCodes: some RangeExpression<Int> & Sendable = 200..<300, contentTypes: [String]? = nil
-    ) throws -> HTTPResponse {
+    ) throws -> ServerResponse {
         guard statusCodes.contains(status) else {
             let detail = "HTTP \(status) is not an acceptable status"
             switch status {

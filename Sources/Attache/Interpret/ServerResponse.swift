@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// What the server answered to one attempt, as the uploader captured it.
-public struct HTTPResponse: Sendable {
+public struct ServerResponse: Sendable {
     /// The final HTTP status code (after any `100 Continue`).
     public var status: Int
     /// Response headers in order, names as sent.
