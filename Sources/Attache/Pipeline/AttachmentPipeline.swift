@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,11 +7,40 @@ import Musl
 import Darwin
 #endif
 public import Logging
+import Synchronization
 
-/// One attachment to send.
+/// One attachment to send: a file, bytes in memory, or a stream of byte chunks.
+///
+/// ```swift
+/// let fromDisk = Attachment(path: "Samples/photo.jpg")
+/// let fromMemory = Attachment(bytes: jpegBytes, filename: "photo.jpg")
+/// let fromRequest = Attachment(stream: request.body.map { Array(buffer: $0) }, filename: "clip.mp4",
+///                              byteCount: request.headers.contentLength)
+/// ```
+///
+/// Bytes in memory are sent from memory; they touch the disk only when Transform needs a file (images to
+/// recompress). A stream is read to its end before the upload starts: into memory up to
+/// ``streamMemoryLimit``, into a private spool file (mode 0600, removed after the send) beyond it,
+/// because every attempt of an upload must send the same bytes and a stream can be read only once.
 public struct Attachment: Sendable {
-    /// The file to send.
+    /// Where the bytes come from.
+    public enum Content: Sendable {
+        /// A file on disk (the path of ``Attachment/path``).
+        case file
+        /// Bytes in memory.
+        case bytes([UInt8])
+        /// Chunks from an asynchronous sequence, and how many bytes it will yield when known.
+        case stream(AttachmentStream, byteCount: Int64?)
+    }
+
+    /// Streams up to this size are kept in memory; larger ones are spooled to a private file.
+    public static let streamMemoryLimit = 8 * 1024 * 1024
+
+    /// The file to send, or for bytes and streams the name they go by in receipts and errors (their
+    /// filename).
     public var path: String
+    /// Where the bytes come from.
+    public var content: Content
     /// The kind the caller says it is; checked against the content, never trusted blindly.
     public var declaredKind: MessageKind?
     /// The filename to send; defaults to the last component of `path`.
@@ -36,19 +65,76 @@ public struct Attachment: Sendable {
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
     package var detection: Detection?
 
-    /// Creates an attachment.
+    /// An attachment read from the file at `path`.
     public init(
         path: String, declaredKind: MessageKind? = nil, filename: String? = nil,
         fields: [UploadField] = [], idempotencyKey: String? = nil,
         sealMaterial: SealMaterial? = nil, resumesEarlierSend: Bool = false
     ) {
         self.path = path
+        self.content = .file
         self.declaredKind = declaredKind
         self.filename = filename
         self.fields = fields
         self.idempotencyKey = idempotencyKey
         self.sealMaterial = sealMaterial
         self.resumesEarlierSend = resumesEarlierSend
+    }
+
+    /// An attachment read from a `file:` URL.
+    /// - Throws: ``AttacheError`` `.invalidArgument` for a URL that is not a file URL.
+    public init(
+        fileURL: URL, declaredKind: MessageKind? = nil, filename: String? = nil, fields: [UploadField] = [],
+        idempotencyKey: String? = nil, sealMaterial: SealMaterial? = nil
+    ) throws {
+        guard fileURL.isFileURL else {
+            throw AttacheError(.invalidArgument, stage: .read, "not a file URL: \(fileURL.scheme ?? "no scheme")")
+        }
+        self.init(
+            path: fileURL.path, declaredKind: declaredKind, filename: filename, fields: fields,
+            idempotencyKey: idempotencyKey, sealMaterial: sealMaterial)
+    }
+
+    /// An attachment of bytes in memory, sent as `filename` (also the name in receipts and errors).
+    public init(
+        bytes: [UInt8], filename: String, declaredKind: MessageKind? = nil, fields: [UploadField] = [],
+        idempotencyKey: String? = nil, sealMaterial: SealMaterial? = nil
+    ) {
+        self.init(
+            path: filename, declaredKind: declaredKind, filename: filename, fields: fields,
+            idempotencyKey: idempotencyKey, sealMaterial: sealMaterial)
+        self.content = .bytes(bytes)
+    }
+
+    /// An attachment whose bytes arrive as chunks (a request body being received, a download), sent as
+    /// `filename`. `byteCount`, when given, is checked: a stream that yields more or fewer bytes fails
+    /// the send with `.corruptInput` before anything is uploaded.
+    public init<Chunks: AsyncSequence & Sendable>(
+        stream: Chunks, filename: String, byteCount: Int64? = nil, declaredKind: MessageKind? = nil,
+        fields: [UploadField] = [], idempotencyKey: String? = nil, sealMaterial: SealMaterial? = nil
+    ) where Chunks.Element == [UInt8] {
+        self.init(
+            path: filename, declaredKind: declaredKind, filename: filename, fields: fields,
+            idempotencyKey: idempotencyKey, sealMaterial: sealMaterial)
+        self.content = .stream(AttachmentStream(stream), byteCount: byteCount)
+    }
+}
+
+/// An asynchronous sequence of byte chunks, type-erased so that an ``Attachment`` can hold any.
+public struct AttachmentStream: Sendable {
+    private let drain: @Sendable (_ consume: ([UInt8]) throws -> Void) async throws -> Void
+
+    /// Wraps `chunks`; it is iterated once, when the attachment is sent, in the sending task (so the
+    /// producer is asked for the next chunk only when the last one was stored: no buffering between).
+    public init<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks) where Chunks.Element == [UInt8] {
+        drain = { consume in
+            for try await chunk in chunks { try consume(chunk) }
+        }
+    }
+
+    /// Hands every chunk to `consume`, in order.
+    func forEachChunk(_ consume: ([UInt8]) throws -> Void) async throws {
+        try await drain(consume)
     }
 }
 
@@ -184,13 +270,13 @@ public enum PipelineProgress: Sendable {
 /// ```
 public struct AttachmentPipeline: Sendable {
     /// The configuration in use.
-    public let configuration: PipelineConfiguration
+    public private(set) var configuration: PipelineConfiguration
     /// Where the pipeline logs.
     public let logger: Logger
     private let detector: MIMEDetector
     private let transformer: Transformer
     private let transformLimiter: AsyncLimiter
-    private let uploader: Uploader
+    private var uploader: Uploader
 
     /// Creates a pipeline.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) {
@@ -206,18 +292,79 @@ public struct AttachmentPipeline: Sendable {
 
     /// Sends one attachment and returns the server's receipt.
     ///
-    /// - Parameter progress: stage changes and upload progress, from any thread.
+    /// - Parameters:
+    ///   - options: what this send changes of the configuration (headers, fields, a time limit, the
+    ///     answer profile, the seal); nothing by default.
+    ///   - progress: stage changes and upload progress, from any thread.
     /// - Throws: ``AttacheError`` naming the file and the stage: unreadable input, a refusal by the
-    ///   server (`.rejected`, `.badResponse`), retries exhausted, cancellation.
+    ///   server (`.rejected`, `.badResponse`, with ``AttacheError/rejection``), retries exhausted,
+    ///   `.timedOut` past ``SendOptions/timeLimit``, cancellation.
     public func send(
-        _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)? = nil
+        _ attachment: Attachment, options: SendOptions = SendOptions(),
+        progress: (@Sendable (PipelineProgress) -> Void)? = nil
     ) async throws -> UploadReceipt {
+        let pipeline = applying(options)
         do {
-            return try await run(attachment, progress: progress)
+            guard let limit = options.timeLimit else { return try await pipeline.run(attachment, progress: progress) }
+            return try await pipeline.run(attachment, within: limit, progress: progress)
         } catch let error as AttacheError {
             throw error.concerning(attachment.path)
         } catch is CancellationError {
             throw AttacheError(.cancelled, stage: .upload, "cancelled", file: attachment.path)
+        }
+    }
+
+    /// This pipeline with one send's options applied.
+    private func applying(_ options: SendOptions) -> AttachmentPipeline {
+        guard !options.headers.isEmpty || !options.fields.isEmpty || options.answers != nil || options.seal != nil
+        else { return self }
+        var copy = self
+        if !options.fields.isEmpty {
+            let replaced = Set(options.fields.map(\.name))
+            copy.configuration.fields = configuration.fields.filter { !replaced.contains($0.name) } + options.fields
+        }
+        if let seal = options.seal { copy.configuration.seal = seal }
+        if let answers = options.answers {
+            copy.configuration.answers = answers
+            copy.uploader.answers = answers
+        }
+        if !options.headers.isEmpty {
+            var connection = configuration.connection
+            let merged = connection.headers.map { HeaderField(name: $0.name, value: $0.value) }
+                .replacing(with: options.headers)
+            connection.headers = merged.map { ($0.name, $0.value) }
+            if options.headers.contains(where: { $0.name.equalsIgnoringASCIICase("authorization") }) {
+                connection.authorization = nil
+            }
+            copy.configuration.connection = connection
+            copy.uploader.connection = connection
+        }
+        return copy
+    }
+
+    /// `run` with a time limit: past `limit` the send is cancelled and `.timedOut` names the stage it
+    /// was in.
+    private func run(
+        _ attachment: Attachment, within limit: Duration, progress: (@Sendable (PipelineProgress) -> Void)?
+    ) async throws -> UploadReceipt {
+        let stage = Mutex(AttacheError.Stage.read)
+        let tracking: @Sendable (PipelineProgress) -> Void = { update in
+            if case .stage(let current) = update {
+                stage.withLock { $0 = current }
+            }
+            progress?(update)
+        }
+        return try await withThrowingTaskGroup(of: UploadReceipt?.self) { group in
+            group.addTask { try await self.run(attachment, progress: tracking) }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            if let receipt = try await group.next() ?? nil { return receipt }
+            throw AttacheError(
+                .timedOut, stage: stage.withLock { $0 }, "the send did not finish within its time limit of \(limit)",
+                file: attachment.path, isRetryable: true)
         }
     }
 
@@ -227,23 +374,41 @@ public struct AttachmentPipeline: Sendable {
         try configuration.validate()
         let clock = ContinuousClock()
         let start = clock.now
-        // A guarded source: a reader that finds the bytes changed while it read them (whatever the size
-        // and modification time say) fails before handing out the last bytes, so a torn file never
-        // completes on the server.
-        let original = try FileSource(path: attachment.path, verifiesContent: true)
         // A name whose bytes are not UTF-8 goes out with U+FFFD for each such byte (PlatformPath).
         var filename = PlatformPath.displayName(attachment.filename ?? PathText.lastComponent(attachment.path))
+        // Input: a file is read where it is, bytes from memory; a stream is read to its end first (into
+        // memory, or a private spool file when large), because every attempt must send the same bytes.
+        let input = try await PreparedInput(attachment, filename: filename)
+        defer { input.remove() }
+        // A guarded source: a reader that finds the bytes changed while it read them (whatever the size
+        // and modification time say) fails before handing out the last bytes, so a torn file never
+        // completes on the server. Bytes in memory cannot change under us.
+        let original: any ByteSource
+        let guarded: FileSource?
+        switch input.content {
+        case .file(let path):
+            guarded = try FileSource(path: path, verifiesContent: true)
+            original = guarded!
+        case .memory(let bytes):
+            guarded = nil
+            original = DataSource(bytes)
+        }
 
         // Detect: type, kind and metadata from the content (the caller's declared kind is checked).
         progress?(.stage(.detect))
-        let detection =
-            if let known = attachment.detection {
-                known
-            } else {
-                try await detector.detect(fileAt: attachment.path, declaredKind: attachment.declaredKind, on: .shared)
+        let detection: Detection
+        if let known = attachment.detection {
+            detection = known
+        } else {
+            switch input.content {
+            case .file(let path):
+                detection = try await detector.detect(fileAt: path, declaredKind: attachment.declaredKind, on: .shared)
+            case .memory(let bytes):
+                detection = try detector.detect(contents: bytes, filename: filename, declaredKind: attachment.declaredKind)
             }
+        }
         if detection.mismatch {
-            logger.notice(
+            logger.debug(
                 "extension and content disagree",
                 metadata: [
                     "file": "\(attachment.path)", "content": "\(detection.mimeType)",
@@ -259,21 +424,30 @@ public struct AttachmentPipeline: Sendable {
         let workDirectory = transforms ? try Self.makeWorkDirectory() : nil
         defer { if let workDirectory { try? FileManager.default.removeItem(atPath: workDirectory) } }
         let transformer = self.transformer
+        // The codecs read a file: bytes in memory that need recompressing are written to the private
+        // work directory first.
+        let sourcePath: String
+        switch input.content {
+        case .file(let path): sourcePath = path
+        case .memory(let bytes):
+            sourcePath = transforms ? try PreparedInput.write(bytes, into: workDirectory!, name: "input") : attachment.path
+        }
         let transform = {
             try await transformer.transform(
-                fileAt: attachment.path, mimeType: detection.mimeType, kind: detection.kind,
+                fileAt: sourcePath, mimeType: detection.mimeType, kind: detection.kind,
                 workDirectory: workDirectory ?? PathText.temporaryDirectory)
         }
         // The transform reads the source on its own; a change while it reads shows in a second
         // fingerprint of the (small) image file.
-        let before = transforms ? try await BlockingPool.shared.run { try original.contentFingerprint() } : 0
+        let before = transforms ? try await BlockingPool.shared.run { try guarded?.contentFingerprint() ?? 0 } : 0
         // A kind this stage leaves alone needs no job on the pool: the guarded source already knows the
         // size, and a batch of small files feels every hand-off between threads.
         let transformed =
             transforms
-            ? try await transformLimiter.run(transform) : Transformer.passThrough(original, mimeType: detection.mimeType)
-        if transforms, transformed.didTransform {
-            let after = try await BlockingPool.shared.run { try original.contentFingerprint() }
+            ? try await transformLimiter.run(transform)
+            : Transformer.passThrough(original, path: sourcePath, mimeType: detection.mimeType)
+        if transforms, transformed.didTransform, let guarded {
+            let after = try await BlockingPool.shared.run { try guarded.contentFingerprint() }
             guard after == before else {
                 throw AttacheError(
                     .fileChanged, stage: .transform, "the file changed while it was being recompressed",
@@ -281,7 +455,7 @@ public struct AttachmentPipeline: Sendable {
             }
         }
         if let reason = transformed.skipReason {
-            logger.notice(
+            logger.debug(
                 "sending the original: the image cannot be recompressed",
                 metadata: ["file": "\(attachment.path)", "reason": "\(reason)"])
         }

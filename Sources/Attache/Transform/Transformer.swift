@@ -150,7 +150,13 @@ public struct Transformer: Sendable {
 
     /// What the stage hands on for a file it leaves as it is, with the size `source` recorded.
     static func passThrough(_ source: FileSource, mimeType: String) -> TransformOutput {
-        TransformOutput(path: source.path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
+        passThrough(source, path: source.path, mimeType: mimeType)
+    }
+
+    /// What the stage hands on for bytes it leaves as they are (a file at `path`, or bytes in memory that
+    /// go by that name), with the size of `source` recorded.
+    static func passThrough(_ source: any ByteSource, path: String, mimeType: String) -> TransformOutput {
+        TransformOutput(path: path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
                         originalByteCount: source.byteCount, outputByteCount: source.byteCount, width: nil,
                         height: nil, thumbnails: [])
     }

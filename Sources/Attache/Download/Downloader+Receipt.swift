@@ -1,0 +1,54 @@
+import FoundationEssentials
+
+extension Downloader {
+    /// Fetches the file an upload receipt leads to, checks it, and writes it opened to `destination`.
+    ///
+    /// One call from a receipt back to the file: the URL is the receipt's ``UploadReceipt/url`` (absolute:
+    /// the pipeline resolves a server's `/files/7` against the upload URL); the downloaded bytes are checked
+    /// against the server's `sha256` member when the receipt has one; a sealed attachment is opened with
+    /// the receipt's key (or `key`, for a pipeline that used a fixed key) and verified before anything
+    /// appears at `destination`.
+    ///
+    /// ```swift
+    /// let receipt = try await pipeline.send(Attachment(path: "photo.jpg"))
+    /// // … later, wherever the receipt was kept:
+    /// try await Downloader().download(receipt: receipt, to: "photo-again.jpg")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: the key to open a sealed file with, when the receipt carries none (a fixed key).
+    ///   - headers: extra request headers (`Authorization`, …).
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.download`) when the receipt has no URL,
+    ///   `.invalidKey` (stage `.seal`) when a sealed file has no key; then whatever
+    ///   ``download(_:progress:)`` throws (`corruptInput` for a digest that differs,
+    ///   `authenticationFailed` for a key that does not open it, …).
+    public func download(
+        receipt: UploadReceipt, to destination: String, key: AttachmentKey? = nil, headers: [HeaderField] = [],
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) async throws -> DownloadReceipt {
+        guard let url = receipt.url, !url.isEmpty else {
+            throw AttacheError(
+                .invalidArgument, stage: .download, "the receipt names no URL to fetch the file from",
+                file: receipt.path)
+        }
+        var unsealing: DownloadRequest.Unsealing?
+        let seal = receipt.seal
+        if seal.scheme != .none || seal.transferEncoding != .binary {
+            guard let key = key ?? seal.key else {
+                throw AttacheError(
+                    .invalidKey, stage: .seal,
+                    "the receipt carries no key (the upload used a fixed key): pass the key to open the file",
+                    file: receipt.path)
+            }
+            unsealing = DownloadRequest.Unsealing(
+                scheme: seal.scheme, key: key, transferEncoding: seal.transferEncoding,
+                plaintextByteCount: seal.plaintextByteCount)
+        }
+        let digest = receipt.server["sha256"]?.stringValue.flatMap { $0.count == 64 ? $0.lowercased() : nil }
+        var request = DownloadRequest(
+            url: url, destination: destination, headers: headers.map { ($0.name, $0.value) }, unsealing: unsealing,
+            expectedSHA256: digest)
+        request.digest = .whenVerifiable
+        return try await download(request, progress: progress)
+    }
+}

@@ -1,0 +1,48 @@
+import FoundationEssentials
+
+/// What one ``AttachmentPipeline/send(_:options:progress:)`` changes of the pipeline's configuration,
+/// without building a new pipeline: a user's token, a chat's fields, a deadline, another answer
+/// profile, another seal.
+///
+/// ```swift
+/// var options = SendOptions()
+/// options.headers = [HeaderField(name: "Authorization", value: "Bearer \(userToken)")]
+/// options.fields = [UploadField(name: "chatId", value: "42")]
+/// options.timeLimit = .seconds(30)
+/// let receipt = try await pipeline.send(attachment, options: options)
+/// ```
+///
+/// The attachment's own idempotency key and fields are on ``Attachment``; these options apply on top of
+/// the configuration for this send only.
+public struct SendOptions: Sendable {
+    /// Headers for every request of this send. A field here replaces the configuration's header of the
+    /// same name (`ConnectionConfiguration/headers`), and an `Authorization` here replaces the
+    /// configuration's credentials (`ConnectionConfiguration/authorization`).
+    public var headers: [HeaderField] = []
+    /// Form fields for this send. A field here replaces the configuration's field of the same name
+    /// (``PipelineConfiguration/fields``); they come before the attachment's own fields.
+    public var fields: [UploadField] = []
+    /// The longest the whole send may take, every stage and retry included; past it the send is
+    /// cancelled and throws `.timedOut` naming the stage it was in. Nil: no limit beyond the retry
+    /// policy's own budget.
+    public var timeLimit: Duration?
+    /// How this send's answers are read, in place of ``PipelineConfiguration/answers``.
+    public var answers: ResponseInterpreter.Configuration?
+    /// How this send is sealed, in place of ``PipelineConfiguration/seal``.
+    public var seal: SealConfiguration?
+
+    /// Options that change nothing.
+    public init() {}
+
+    /// Options with the given changes.
+    public init(
+        headers: [HeaderField] = [], fields: [UploadField] = [], timeLimit: Duration? = nil,
+        answers: ResponseInterpreter.Configuration? = nil, seal: SealConfiguration? = nil
+    ) {
+        self.headers = headers
+        self.fields = fields
+        self.timeLimit = timeLimit
+        self.answers = answers
+        self.seal = seal
+    }
+}
