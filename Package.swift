@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         // The config file's parser (TOML 1.0, toml++ underneath); attache-pipeline only.
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        // `swift package generate-documentation` (Scripts/docs.sh): the DocC catalog in Sources/Attache.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -230,13 +232,6 @@ let package = Package(
             name: "attache-request-bench",
             dependencies: ["Attache", .product(name: "Logging", package: "swift-log")],
             path: "Scripts/bench/RequestBench",
-            swiftSettings: swiftSettings),
-
-        // The README's library example, compiled with every build so that it stays true.
-        .executableTarget(
-            name: "attache-example",
-            dependencies: ["Attache", "AttacheBatch"],
-            path: "Samples/Examples/SendAttachments",
             swiftSettings: swiftSettings),
 
         .testTarget(

@@ -2,7 +2,7 @@
 # Installs the system packages Attache needs to build, test and run the demo, on Debian 12 and Ubuntu
 # 22.04/24.04. It does not install Swift; it only checks that a Swift 6 toolchain is on PATH.
 #
-# Usage: Scripts/bootstrap.sh [--with-bench] [--with-samples] [--no-swift-check] [--dry-run] [--verbose]
+# Usage: Scripts/bootstrap.sh [--library] [--with-bench] [--with-samples] [--no-swift-check] [--dry-run] [--verbose]
 #
 # Idempotent: when everything is already installed it only asks dpkg and exits (well under a second).
 # apt-get update/install run only when a package is missing.
@@ -15,6 +15,8 @@ Usage: Scripts/bootstrap.sh [OPTIONS]
 Installs the Debian/Ubuntu packages needed to build and test Attache.
 
 Options:
+  --library          only what a package that depends on the Attache library needs to build (the C
+                     headers it links), not the test servers and tools
   --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, cwebp, ffmpeg,
                      numpy, scipy, Pillow, aria2)
   --with-samples     also install the tools Scripts/make-samples.sh uses
@@ -25,6 +27,7 @@ Options:
 EOF
 }
 
+library_only=0
 with_bench=0
 with_samples=0
 swift_check=1
@@ -32,6 +35,7 @@ dry_run=0
 verbose=0
 for arg in "$@"; do
     case "$arg" in
+        --library) library_only=1 ;;
         --with-bench) with_bench=1 ;;
         --with-samples) with_samples=1 ;;
         --no-swift-check) swift_check=0 ;;
@@ -96,7 +100,14 @@ samples=(
     python3
 )
 
+# What a package that depends on the library links (README, "Use it in your package").
+library=(
+    "pkg-config|pkgconf" git ca-certificates libcurl4-openssl-dev libturbojpeg0-dev "$jpeg_dev" libwebp-dev
+    libssl-dev libpng-dev libdeflate-dev libsqlite3-dev zlib1g-dev
+)
+
 wanted=("${required[@]}")
+((library_only)) && wanted=("${library[@]}")
 ((with_bench)) && wanted+=("${bench[@]}")
 ((with_samples)) && wanted+=("${samples[@]}")
 
@@ -202,7 +213,7 @@ fi
 
 # --- Checks that the tests and tools really work -------------------------------------------------------
 
-if ((!dry_run)); then
+if ((!dry_run && !library_only)); then
     # The tests call the system interpreter explicitly, whatever python3 comes first on PATH.
     # A full import costs half a second, so the fast path only asks whether the module can be found.
     if ((${#missing[@]} > 0)); then
@@ -229,7 +240,9 @@ fi
 s3_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv"
 s3_packages=(ministack==1.5.33 boto3)
 s3_check='import importlib.metadata as m, boto3; assert m.version("ministack") == "1.5.33"'
-if ((!dry_run)); then
+if ((library_only)); then
+    :
+elif ((!dry_run)); then
     if "$s3_venv/bin/python3" -c "$s3_check" 2>/dev/null; then
         say "python: S3 test tools in $s3_venv"
     elif python3 -c "$s3_check" 2>/dev/null; then

@@ -13,12 +13,16 @@ import Logging
 public struct DownloadRequest: Sendable {
     /// How to open a sealed download after it arrived.
     public struct Unsealing: Sendable {
+        /// The scheme the file was sealed with.
         public var scheme: SealScheme
+        /// The key to open it with (from the upload's receipt).
         public var key: AttachmentKey
+        /// Whether the stored bytes are base64 text.
         public var transferEncoding: TransferEncoding
         /// `signal` only: the real plaintext length, to strip the bucket padding.
         public var plaintextByteCount: Int64?
 
+        /// How to open a download sealed with `scheme` and `key`.
         public init(
             scheme: SealScheme = .streamGCM, key: AttachmentKey, transferEncoding: TransferEncoding = .binary,
             plaintextByteCount: Int64? = nil
@@ -65,6 +69,7 @@ public struct DownloadRequest: Sendable {
     /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
     public var expectedSHA256: String?
 
+    /// A request to fetch `url` into `destination`.
     public init(
         url: String, destination: String, resume: Bool = false, headers: [(name: String, value: String)] = [],
         unsealing: Unsealing? = nil, validator: String? = nil, expectedSHA256: String? = nil
@@ -96,7 +101,9 @@ public struct DownloadRequest: Sendable {
 
 /// What a finished download did.
 public struct DownloadReceipt: Sendable, Hashable, Codable {
+    /// The URL fetched.
     public var url: String
+    /// Where the bytes were written (``DownloadRequest/destination``).
     public var path: String
     /// Bytes as the server sent them (sealed bytes when unsealing).
     public var byteCount: Int64
@@ -106,12 +113,14 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     public var transferredByteCount: Int64
     /// Where the first attempt started (the size of the `.part` file it continued), 0 for a fresh start.
     public var resumedFrom: Int64
+    /// Attempts made, the successful one included.
     public var attempts: Int
     /// SHA-256 of the downloaded bytes, hex; nil only with ``DownloadRequest/DigestPolicy/whenVerifiable``
     /// when there was nothing to check the bytes against.
     public var sha256: String?
     /// True when the server's `ETag` was a SHA-256 and matched the bytes.
     public var verifiedByETag: Bool
+    /// True when the bytes were opened with a key (``DownloadRequest/unsealing``) and verified.
     public var unsealed: Bool
 }
 
@@ -146,6 +155,7 @@ public struct DownloadProgress: Sendable, Hashable {
 /// print(receipt.byteCount, receipt.resumedFrom)
 /// ```
 public final class Downloader: Sendable {
+    /// Timeouts, retries, TLS, headers and credentials of every download.
     public let configuration: ConnectionConfiguration
     private let transport: any HTTPTransport
     private let sleep: @Sendable (Duration) async throws -> Void

@@ -9,11 +9,17 @@ import Darwin
 
 /// A JSON value as the server sent it, kept whole so that no field of a receipt is lost.
 public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (JSON has one number type; integers up to 2^53 are exact).
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object; member order is not kept.
     case object([String: JSONValue])
 
     /// Parses `bytes` as JSON.

@@ -166,6 +166,10 @@ public struct PipelineConfiguration: Sendable {
     /// Image transforms running at once across all the sends of one pipeline (default: one per core).
     /// Uploads beyond that wait for a slot before decoding, which keeps a batch's memory bounded.
     public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount
+    /// Sends of this pipeline running at once; more wait for a slot, first come first served. Nil (the
+    /// default): no limit beyond the transforms' and the transport's own. A send waiting for a slot holds
+    /// no thread; its ``SendOptions/timeLimit`` counts from the call.
+    public var maximumConcurrentSends: Int?
     /// How attachments are encrypted on their way to the server.
     public var seal = SealConfiguration()
     /// How to talk to the server: timeouts, retries, TLS, headers, credentials.
@@ -276,6 +280,7 @@ public struct AttachmentPipeline: Sendable {
     private let detector: MIMEDetector
     private let transformer: Transformer
     private let transformLimiter: AsyncLimiter
+    private let sendLimiter: AsyncLimiter?
     private var uploader: Uploader
 
     /// Creates a pipeline.
@@ -287,6 +292,7 @@ public struct AttachmentPipeline: Sendable {
         if configuration.thumbnailPlacement == .omitted { transform.makeThumbnails = false }
         self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
+        self.sendLimiter = configuration.maximumConcurrentSends.map { AsyncLimiter(limit: max(1, $0)) }
         self.uploader = Uploader(connection: configuration.connection, answers: configuration.answers, logger: logger)
     }
 
@@ -305,13 +311,21 @@ public struct AttachmentPipeline: Sendable {
     ) async throws -> UploadReceipt {
         let pipeline = applying(options)
         do {
-            guard let limit = options.timeLimit else { return try await pipeline.run(attachment, progress: progress) }
+            guard let limit = options.timeLimit else { return try await pipeline.limited(attachment, progress: progress) }
             return try await pipeline.run(attachment, within: limit, progress: progress)
         } catch let error as AttacheError {
             throw error.concerning(attachment.path)
         } catch is CancellationError {
             throw AttacheError(.cancelled, stage: .upload, "cancelled", file: attachment.path)
         }
+    }
+
+    /// `run` within the pipeline's limit of concurrent sends.
+    private func limited(
+        _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)?
+    ) async throws -> UploadReceipt {
+        guard let sendLimiter else { return try await run(attachment, progress: progress) }
+        return try await sendLimiter.run { try await run(attachment, progress: progress) }
     }
 
     /// This pipeline with one send's options applied.
@@ -355,7 +369,7 @@ public struct AttachmentPipeline: Sendable {
             progress?(update)
         }
         return try await withThrowingTaskGroup(of: UploadReceipt?.self) { group in
-            group.addTask { try await self.run(attachment, progress: tracking) }
+            group.addTask { try await self.limited(attachment, progress: tracking) }
             group.addTask {
                 try await Task.sleep(for: limit)
                 return nil

@@ -94,7 +94,27 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
 
     /// The pipeline stage in which the failure happened.
     public enum Stage: String, Hashable, Sendable, Codable, CustomStringConvertible {
-        case configuration, read, detect, transform, seal, upload, interpret, download, batch, request
+        /// Settings that do not fit together, before any work.
+        case configuration
+        /// Reading the input (a file, bytes, a stream).
+        case read
+        /// Detecting the type and kind.
+        case detect
+        /// Recompressing, making thumbnails.
+        case transform
+        /// Encrypting and encoding (and opening, for downloads).
+        case seal
+        /// Sending the upload.
+        case upload
+        /// Reading the server's answer.
+        case interpret
+        /// Fetching a file.
+        case download
+        /// The batch engine and its journal.
+        case batch
+        /// A request of ``RequestClient`` (not an upload).
+        case request
+        /// The stage's name (`upload`), as in JSON and journals.
         public var description: String { rawValue }
     }
 

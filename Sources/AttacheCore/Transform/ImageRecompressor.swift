@@ -144,16 +144,30 @@ public struct ImageRecompressor: Sendable {
 
     // MARK: - In memory
 
-    /// The result of one image: new bytes (nil when the input passes through unchanged), the summary, and
-    /// any thumbnails asked for.
-    package struct Outcome {
-        package var bytes: [UInt8]?
-        package var result: RecompressionResult
-        package var thumbnails: [Thumbnail]
+    /// The result of one image held in memory.
+    public struct Outcome: Sendable {
+        /// The new bytes; nil when the input is sent as it is (``bytes(of:)`` picks).
+        public var bytes: [UInt8]?
+        /// What was done: format, dimensions, sizes.
+        public var result: RecompressionResult
+        /// The thumbnails asked for, largest side as given, in order.
+        public var thumbnails: [Thumbnail]
+
+        /// The bytes to send: ``bytes``, or `input` when it passes through unchanged.
+        public func bytes(of input: [UInt8]) -> [UInt8] { bytes ?? input }
     }
 
-    /// Recompresses a photo held in memory.
-    package func recompress(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+    /// Recompresses a photo held in memory, as ``recompress(fileAt:to:)`` does a file, and makes
+    /// thumbnails whose longer side is each of `thumbnailSides` (none by default).
+    ///
+    /// Runs on the calling thread (see ``recompress(fileAt:to:)``).
+    ///
+    /// ```swift
+    /// let outcome = try ImageRecompressor().recompress(jpegBytes, thumbnailSides: [320])
+    /// let toSend = outcome.bytes(of: jpegBytes)
+    /// ```
+    /// - Throws: ``AttacheError`` in stage `.transform` as ``recompress(fileAt:to:)`` does, without a file.
+    public func recompress(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
                                               wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
@@ -198,8 +212,9 @@ public struct ImageRecompressor: Sendable {
                        thumbnails: thumbs)
     }
 
-    /// Makes a sticker from an image held in memory.
-    package func makeSticker(_ data: [UInt8], thumbnailSides: [Int]) throws -> Outcome {
+    /// Makes a sticker from an image held in memory, as ``makeSticker(fileAt:to:)`` does from a file.
+    /// - Throws: ``AttacheError`` as ``makeSticker(fileAt:to:)`` does, without a file.
+    public func makeSticker(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
                                               wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,

@@ -1,0 +1,67 @@
+import Attache
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// `Samples/Examples` is a package of its own that depends on Attache exactly as the README's "Use it in
+/// your package" says. Here it is built, and its two programs are run against a live reference server:
+/// files from a path, from memory and from an AsyncSequence, each fetched back from its receipt and
+/// opened with the receipt's key; and a Hummingbird gateway that streams a client's upload through the
+/// pipeline.
+@Suite("Example package", .serialized)
+struct ExamplePackageTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let examples = root.appendingPathComponent("Samples/Examples").path
+
+    /// Builds the example package (its own `.build`, a first build takes minutes) and returns the folder
+    /// of its executables.
+    static func build() async throws -> String {
+        let built = try await runCommand("/usr/bin/env", ["swift", "build", "--package-path", examples])
+        try #require(built.status == 0, "the example package does not build:\n\(built.all.suffix(4000))")
+        let bin = try await runCommand("/usr/bin/env", ["swift", "build", "--package-path", examples, "--show-bin-path"])
+        return bin.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("the example package builds, and its programs send, fetch back and forward through a gateway")
+    func examplePackage() async throws {
+        let bin = try await Self.build()
+        let samples = Self.root.appendingPathComponent("Samples").path
+        let files = ["document.pdf", "photo.jpg", "notes.txt"].map { samples + "/" + $0 }
+        try await LiveServer.with { server in
+            // send-attachments: three ways in, one way back, then a batch.
+            let sent = try await runCommand(bin + "/send-attachments", [server.uploadURL] + files)
+            #expect(sent.status == 0, "\(sent.all)")
+            for name in ["document.pdf", "photo.jpg", "notes.txt"] {
+                for way in ["path", "memory", "stream"] {
+                    #expect(sent.standardOutput.contains("checked \(way) \(name)"), "\(way) \(name):\n\(sent.all)")
+                }
+                #expect(sent.standardOutput.contains("/\(name) "), "no batch line for \(name)")
+            }
+            // Printed receipts name the key's size, never the key.
+            #expect(sent.standardOutput.contains("AttachmentKey(32 bytes)"))
+
+            // gateway: a client's upload streamed through the pipeline, the receipt answered as JSON.
+            let gateway = try await ServiceProcess([bin + "/gateway", server.uploadURL, "0"], ready: "gateway ready on port")
+            defer { gateway.stop() }
+            let original = try Data(contentsOf: URL(fileURLWithPath: samples + "/document.pdf"))
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(gateway.port)/attachments/report.pdf")!)
+            request.httpMethod = "POST"
+            request.httpBody = original
+            request.setValue("Bearer user-token", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
+            let receipt = try JSONDecoder().decode(UploadReceipt.self, from: data)
+            #expect(receipt.filename == "report.pdf")
+            #expect(receipt.mimeType == "application/pdf")
+            #expect(receipt.seal.key != nil)
+
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("attache-ex-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            _ = try await Downloader().download(receipt: receipt, to: scratch)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: scratch)) == original)
+        }
+    }
+}
