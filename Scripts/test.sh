@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the build needs (once), builds everything, and runs every test.
-#   Scripts/test.sh                        all tests
+#   Scripts/test.sh                        all tests, then the documentation (Scripts/docs.sh)
 #   Scripts/test.sh --filter NAME          only the tests whose name matches NAME (passed to `swift test`)
 #   Scripts/test.sh --sanitize address     the same under AddressSanitizer (debug build in .build-asan)
 #   Scripts/test.sh --sanitize thread      the same under ThreadSanitizer (debug build in .build-tsan)
@@ -26,7 +26,14 @@ if [[ -z "$sanitizer" ]]; then
     Scripts/swift-build-quiet.sh --build-tests
 
     echo "==> swift test"
-    exec swift test --skip-build ${test_args[@]+"${test_args[@]}"}
+    swift test --skip-build ${test_args[@]+"${test_args[@]}"}
+
+    # The whole run (no --filter) also builds the DocC site and checks that every public symbol of the
+    # library has a doc comment.
+    if ((${#test_args[@]} == 0)); then
+        Scripts/docs.sh
+    fi
+    exit 0
 fi
 
 case "$sanitizer" in
