@@ -234,6 +234,13 @@ let package = Package(
             path: "Scripts/bench/RequestBench",
             swiftSettings: swiftSettings),
 
+        // Scripts/bench/send-many.sh's library side: a burst of small attachments through one pipeline.
+        .executableTarget(
+            name: "attache-send-many-bench",
+            dependencies: ["Attache"],
+            path: "Scripts/bench/SendManyBench",
+            swiftSettings: swiftSettings),
+
         .testTarget(
             name: "AttacheTests",
             dependencies: [

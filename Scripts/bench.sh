@@ -82,7 +82,7 @@ if ((build)); then
     # `attache` hands upload, download and request to `attache-transfer` and batch to `attache-pipeline`,
     # built next to it; attache-request-bench drives the library for Scripts/bench/requests.sh. The
     # reference server is built the ordinary way in its own build folder (its memory is not measured).
-    for product in attache attache-transfer attache-pipeline attache-request-bench; do
+    for product in attache attache-transfer attache-pipeline attache-request-bench attache-send-many-bench; do
         printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
         (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
             || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }
