@@ -24,12 +24,12 @@ enum InterpretTarget {
             headerBytes = rest[..<blank]
             body = rest[(blank + 2)...]
         }
-        var headers: [(name: String, value: String)] = []
+        var headers: [HeaderField] = []
         for line in headerBytes.split(separator: 0x0A) {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             let name = String(decoding: line[..<colon], as: UTF8.self)
             let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
-            headers.append((name: name, value: value))
+            headers.append(HeaderField(name: name, value: value))
         }
         let profiles: [AnswerProfile] = [.errorCode, .status, .s3Post, .telegram]
         var configuration = ResponseInterpreter.Configuration(profile: profiles[Int(flags >> 4) & 0x03])

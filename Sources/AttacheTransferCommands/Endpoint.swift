@@ -81,9 +81,9 @@ package struct Endpoint: Sendable, Equatable {
     ///   not set; the message names the variable, never a value.
     package func applyHeadersAndCredentials(to configuration: inout ConnectionConfiguration, environment: [String: String]) throws {
         if let userAgent { configuration.userAgent = userAgent }
-        var named = headers.map { (name: $0.name, value: $0.value) }
+        var named = headers.map { HeaderField(name: $0.name, value: $0.value) }
         for header in headerEnv {
-            named.append((header.name, try secret(header.value, for: "header-env.\(header.name)", environment)))
+            named.append(HeaderField(name: header.name, value: try secret(header.value, for: "header-env.\(header.name)", environment)))
         }
         configuration.headers = Self.merging(headers: configuration.headers, overriddenBy: named)
         if let bearerEnv {
@@ -100,8 +100,8 @@ package struct Endpoint: Sendable, Equatable {
     /// `base` with every header named in `overrides` replaced by the ones there (names compared
     /// without case, as HTTP does), the others kept in order.
     package static func merging(
-        headers base: [(name: String, value: String)], overriddenBy overrides: [(name: String, value: String)]
-    ) -> [(name: String, value: String)] {
+        headers base: [HeaderField], overriddenBy overrides: [HeaderField]
+    ) -> [HeaderField] {
         let replaced = Set(overrides.map { $0.name.lowercased() })
         return base.filter { !replaced.contains($0.name.lowercased()) } + overrides
     }

@@ -287,7 +287,7 @@ package struct ConnectionOptions: ParsableArguments {
 
     /// The headers and credentials these options name, read from their files and environment variables.
     /// Errors name the option, the variable or the file and line, never a value.
-    package func credentials() throws -> (headers: [(name: String, value: String)], authorization: HTTPAuthorization?) {
+    package func credentials() throws -> (headers: [HeaderField], authorization: HTTPAuthorization?) {
         if bearerEnv != nil, userEnv != nil { throw ValidationError("give only one of --bearer-env and --user-env") }
         let environment = ProcessInfo.processInfo.environment
         func variable(_ name: String, option: String) throws -> String {
@@ -312,7 +312,7 @@ package struct ConnectionOptions: ParsableArguments {
             }
             authorization = basic
         }
-        var parsed: [(name: String, value: String)] = []
+        var parsed: [HeaderField] = []
         for argument in headers {
             if argument.hasPrefix("@") {
                 parsed += try HeaderLines.read(file: String(argument.dropFirst()))
@@ -338,14 +338,14 @@ package struct ConnectionOptions: ParsableArguments {
 package enum HeaderLines {
     /// Reads `Name: value` lines from `path`. Blank lines and lines starting with `#`
     /// are skipped; a trailing CR is dropped; `Name;` is a header with an empty value, as in curl.
-    package static func read(file path: String) throws -> [(name: String, value: String)] {
+    package static func read(file path: String) throws -> [HeaderField] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ValidationError("--header @\(path): cannot read the file")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ValidationError("--header @\(path): the file is not UTF-8 text")
         }
-        var headers: [(name: String, value: String)] = []
+        var headers: [HeaderField] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             var line = Substring(rawLine)
             if line.hasSuffix("\r") { line = line.dropLast() }
@@ -358,7 +358,7 @@ package enum HeaderLines {
 
     /// Parses `Name: value` (or curl's `Name;` for an empty value). The error names `place` and never
     /// quotes the value, which may be a secret.
-    package static func parse(_ line: String, where place: String) throws -> (name: String, value: String) {
+    package static func parse(_ line: String, where place: String) throws -> HeaderField {
         let name: Substring
         let value: String
         if let colon = line.firstIndex(of: ":") {
@@ -376,7 +376,7 @@ package enum HeaderLines {
         guard HeaderFieldSyntax.isValidValue(value) else {
             throw ValidationError("\(place): the value of \(name) holds a control character")
         }
-        return (String(name), value)
+        return HeaderField(name: String(name), value: value)
     }
 
     /// Headers whose values are credentials, refused on the command line.

@@ -210,10 +210,10 @@ package struct RequestCommand: AsyncParsableCommand {
         var opened = response
         opened.body = try form.open(response.body)
         opened.headers = response.headers.map { header in
-            header.name.lowercased() == "content-type" ? (header.name, "application/json") : header
+            header.name.lowercased() == "content-type" ? HeaderField(name: header.name, value: "application/json") : header
         }
         if !opened.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            opened.headers.append(("Content-Type", "application/json"))
+            opened.headers.append(HeaderField(name: "Content-Type", value: "application/json"))
         }
         return opened
     }
@@ -283,7 +283,7 @@ struct AnswerObject {
 
     init(response: ServerResponse, bodyFile: String?) {
         var headers: [String: JSONValue] = [:]
-        for (name, value) in response.headers {
+        for (name, value) in response.headers.map({ ($0.name, $0.value) }) {
             let key = name.lowercased()
             if case .string(let earlier)? = headers[key] {
                 headers[key] = .string(earlier + ", " + value)

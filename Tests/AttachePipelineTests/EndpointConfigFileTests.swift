@@ -88,7 +88,7 @@ import Testing
     @Test func secretsComeFromTheVariablesTheEndpointNames() throws {
         let endpoint = try Self.parse(Self.full).endpoint(named: "files")
         var configuration = ConnectionConfiguration()
-        configuration.headers = [("x-tenant", "from-a-flag-before")]
+        configuration.headers = [HeaderField(name: "x-tenant", value: "from-a-flag-before")]
         try endpoint.applyHeadersAndCredentials(
             to: &configuration, environment: ["FILES_API_KEY": "k-123", "FILES_TOKEN": "t-456", "FILES_USER": "u:p"])
         #expect(configuration.headers.map { "\($0.name): \($0.value)" } == ["X-Tenant: acme", "X-Api-Key: k-123"])
@@ -109,7 +109,7 @@ import Testing
         let endpoint = try Self.parse(Self.full).endpoint(named: "files")
         let merged = endpoint.fields(overriddenBy: [.init(name: "tags[]", value: "c"), .init(name: "caption", value: "hi")])
         #expect(merged.map { "\($0.name)=\($0.value)" } == ["chat_id=42", "tags[]=c", "caption=hi"])
-        let headers = Endpoint.merging(headers: [("X-Tenant", "acme"), ("X-Other", "1")], overriddenBy: [("x-tenant", "beta")])
+        let headers = Endpoint.merging(headers: [HeaderField(name: "X-Tenant", value: "acme"), HeaderField(name: "X-Other", value: "1")], overriddenBy: [HeaderField(name: "x-tenant", value: "beta")])
         #expect(headers.map { "\($0.name): \($0.value)" } == ["X-Other: 1", "x-tenant: beta"])
     }
 

@@ -56,7 +56,7 @@ struct LiveServer: Sendable {
 
     /// A pipeline for this server that retries quickly.
     func pipeline(
-        headers: [(name: String, value: String)] = [], attempts: Int = 4,
+        headers: [HeaderField] = [], attempts: Int = 4,
         stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
     ) -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: uploadURL)

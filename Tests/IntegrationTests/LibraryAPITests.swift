@@ -70,6 +70,17 @@ struct LibraryAPITests {
             #expect(fromMemory.transform.recompressed)
             #expect(fromMemory.transform == fromDisk.transform)
             #expect(fromMemory.kind == .image)
+            // Typed thumbnails: names, sizes and the server's id for each part.
+            let thumbnails = try #require(fromMemory.thumbnails)
+            #expect(thumbnails.map(\.name) == ["thumbnail", "thumbnailTiny"])
+            for thumbnail in thumbnails {
+                #expect(thumbnail.placement == .inline)
+                #expect(max(thumbnail.width, thumbnail.height) <= 320)
+                #expect(thumbnail.byteCount > 0)
+                let fileId = try #require(thumbnail.fileId, "\(thumbnail.name) has no id")
+                let (stored, _) = try await server.get("/files/\(fileId)")
+                #expect(Int64(stored.count) == thumbnail.byteCount, "plain pipeline: the part is the thumbnail itself")
+            }
         }
     }
 
@@ -80,10 +91,10 @@ struct LibraryAPITests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await LiveServer.with { server in
             let attachment = Attachment(
-                stream: Self.chunks(bytes, size: 64 * 1024), filename: "blob.bin", byteCount: Int64(size))
+                stream: Self.chunks(bytes, size: 64 * 1024), filename: "blob-\(size).bin", byteCount: Int64(size))
             let receipt = try await Self.sealed(server).send(attachment)
             #expect(receipt.originalByteCount == Int64(size))
-            let out = directory + "/blob.bin"
+            let out = directory + "/blob-\(size).bin"
             _ = try await Downloader().download(receipt: receipt, to: out)
             #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out))) == bytes)
             // Nothing of a spool is left behind.
@@ -91,7 +102,7 @@ struct LibraryAPITests {
                 .filter { $0.hasPrefix("attache-") && !$0.hasPrefix("attache-it-") && !$0.hasPrefix("attache-lib-") }
             for name in leftovers {
                 let inside = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory() + "/" + name)) ?? []
-                #expect(!inside.contains("blob.bin"), "a spool file was left in \(name)")
+                #expect(!inside.contains("blob-\(size).bin"), "a spool file was left in \(name)")
             }
         }
     }

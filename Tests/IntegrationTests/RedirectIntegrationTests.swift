@@ -25,7 +25,7 @@ struct RedirectIntegrationTests {
     func connection() -> ConnectionConfiguration {
         var connection = ConnectionConfiguration()
         connection.authorization = .bearer("redirect-secret")
-        connection.headers = [("Cookie", "session=1")]
+        connection.headers = [HeaderField(name: "Cookie", value: "session=1")]
         connection.retry = .never
         return connection
     }
@@ -135,7 +135,7 @@ struct RedirectIntegrationTests {
         var connection = ConnectionConfiguration()
         connection.retry = .never
         let request = TransportRequest(
-            method: "POST", url: "http://127.0.0.1:\(server.port)/interim", headers: [("Expect", "")],
+            method: "POST", url: "http://127.0.0.1:\(server.port)/interim", headers: [HeaderField(name: "Expect", value: "")],
             body: DataSource(Array("part".utf8)), connection: connection)
         let response = try await CurlTransport.shared.send(request, sink: sink)
         #expect(response.status == 201)

@@ -122,8 +122,8 @@ struct RequestEncodingLiveTests {
 
     /// Sends one request through the transport and parses the JSON answer.
     static func send(_ method: String, _ url: String, body: RequestBody?) async throws -> JSONValue {
-        var headers: [(name: String, value: String)] = []
-        if let type = body?.contentType { headers.append((name: "Content-Type", value: type)) }
+        var headers: [HeaderField] = []
+        if let type = body?.contentType { headers.append(HeaderField(name: "Content-Type", value: type)) }
         let response = try await CurlTransport.shared.send(
             TransportRequest(method: method, url: url, headers: headers, body: body?.source))
         try #require(response.status == 200, "\(method) \(url): \(response.status)")

@@ -43,8 +43,8 @@ struct SealedJSONFormLiveTests {
     }
 
     static func post(_ url: String, _ body: RequestBody) async throws -> ServerResponse {
-        var headers: [(name: String, value: String)] = []
-        if let type = body.contentType { headers.append((name: "Content-Type", value: type)) }
+        var headers: [HeaderField] = []
+        if let type = body.contentType { headers.append(HeaderField(name: "Content-Type", value: type)) }
         return try await CurlTransport.shared.send(
             TransportRequest(method: "POST", url: url, headers: headers, body: body.source))
     }

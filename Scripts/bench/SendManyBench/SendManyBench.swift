@@ -32,7 +32,9 @@ let failures = await withTaskGroup(of: Int.self) { group in
             }
         }
     }
-    return await group.reduce(0, +)
+    var failed = 0
+    for await result in group { failed += result }
+    return failed
 }
 let elapsed = clock.now - start
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -38,7 +38,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     /// Body bytes written to the file by this attempt.
     private(set) var written: Int64 = 0
     private var status = 0
-    private var headers: [(name: String, value: String)] = []
+    private var headers: [HeaderField] = []
     private var descriptor: Int32 = -1
     /// Where the body starts in the file: `offset` for a 206, 0 for a 200.
     private(set) var base: Int64 = 0
@@ -72,7 +72,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     var collectedBody: [UInt8] { errorBody }
     var bodyExceededCap: Bool { false }
 
-    func begin(status: Int, headers: [(name: String, value: String)]) -> Bool {
+    func begin(status: Int, headers: [HeaderField]) -> Bool {
         self.status = status
         self.headers = headers
         decided = true

@@ -46,7 +46,7 @@ extension Downloader {
         }
         let digest = receipt.server["sha256"]?.stringValue.flatMap { $0.count == 64 ? $0.lowercased() : nil }
         var request = DownloadRequest(
-            url: url, destination: destination, headers: headers.map { ($0.name, $0.value) }, unsealing: unsealing,
+            url: url, destination: destination, headers: headers, unsealing: unsealing,
             expectedSHA256: digest)
         request.digest = .whenVerifiable
         return try await download(request, progress: progress)

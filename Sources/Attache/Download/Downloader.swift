@@ -45,7 +45,7 @@ public struct DownloadRequest: Sendable {
     /// discarded. Within one call, retries always continue where the previous attempt stopped.
     public var resume: Bool
     /// Extra request headers (`Authorization`, ...).
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// Decrypt and verify the downloaded bytes into `destination`.
     public var unsealing: Unsealing?
     /// The validator the `.part` file's bytes were fetched under: the strong `ETag` or the
@@ -71,7 +71,7 @@ public struct DownloadRequest: Sendable {
 
     /// A request to fetch `url` into `destination`.
     public init(
-        url: String, destination: String, resume: Bool = false, headers: [(name: String, value: String)] = [],
+        url: String, destination: String, resume: Bool = false, headers: [HeaderField] = [],
         unsealing: Unsealing? = nil, validator: String? = nil, expectedSHA256: String? = nil
     ) {
         self.url = url
@@ -256,10 +256,10 @@ struct DownloadRun: Sendable {
         // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
         let hashAlways = request.digest == .always || request.expectedSHA256 != nil
         if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
-        var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")] + request.headers
+        var headers: [HeaderField] = [HeaderField(name: "Accept-Encoding", value: "identity")] + request.headers
         if offset > 0 {
-            headers.append(("Range", "bytes=\(offset)-"))
-            if let validator = shared.validator { headers.append(("If-Range", validator)) }
+            headers.append(HeaderField(name: "Range", value: "bytes=\(offset)-"))
+            if let validator = shared.validator { headers.append(HeaderField(name: "If-Range", value: validator)) }
         }
         let sink = DownloadSink(
             url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)

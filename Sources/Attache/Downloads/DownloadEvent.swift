@@ -31,7 +31,7 @@ public struct DownloadItem: Sendable {
     /// Decrypt and verify the bytes into the destination.
     public var unsealing: DownloadRequest.Unsealing?
     /// Extra request headers.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// When the SHA-256 is computed: by default only when there is something to check it against
     /// (``expectedSHA256`` or a SHA-256 `ETag`), since hashing costs more CPU than a fast link's bytes.
     public var digest: DownloadRequest.DigestPolicy
@@ -39,7 +39,7 @@ public struct DownloadItem: Sendable {
     /// Creates an item.
     public init(
         url: String, destination: String, group: String = "default", expectedSHA256: String? = nil,
-        unsealing: DownloadRequest.Unsealing? = nil, headers: [(name: String, value: String)] = [],
+        unsealing: DownloadRequest.Unsealing? = nil, headers: [HeaderField] = [],
         digest: DownloadRequest.DigestPolicy = .whenVerifiable
     ) {
         self.digest = digest

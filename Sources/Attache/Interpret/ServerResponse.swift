@@ -12,7 +12,7 @@ public struct ServerResponse: Sendable {
     /// The final HTTP status code (after any `100 Continue`).
     public var status: Int
     /// Response headers in order, names as sent.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// The body, at most the interpreter's size cap.
     public var body: [UInt8]
     /// True when the body was longer than the cap and the rest was not read.
@@ -25,7 +25,7 @@ public struct ServerResponse: Sendable {
 
     /// Creates a response.
     public init(
-        status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        status: Int, headers: [HeaderField] = [], body: [UInt8] = [],
         bodyExceededCap: Bool = false, bodyIncomplete: Bool = false, timings: TransferTimings? = nil
     ) {
         self.status = status

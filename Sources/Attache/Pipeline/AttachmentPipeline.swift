@@ -344,9 +344,7 @@ public struct AttachmentPipeline: Sendable {
         }
         if !options.headers.isEmpty {
             var connection = configuration.connection
-            let merged = connection.headers.map { HeaderField(name: $0.name, value: $0.value) }
-                .replacing(with: options.headers)
-            connection.headers = merged.map { ($0.name, $0.value) }
+            connection.headers = connection.headers.replacing(with: options.headers)
             if options.headers.contains(where: { $0.name.equalsIgnoringASCIICase("authorization") }) {
                 connection.authorization = nil
             }
@@ -558,7 +556,10 @@ public struct AttachmentPipeline: Sendable {
                     width: transformed.width, height: transformed.height,
                     thumbnails: placement == .inline ? transformed.thumbnails.map(\.name) : [],
                     skipped: transformed.skipReason),
-                thumbnailUploads: thumbnailUploads)
+                thumbnailUploads: thumbnailUploads,
+                thumbnails: Self.thumbnailSummaries(
+                    transformed.thumbnails, placement: placement, server: receipt.data, separate: thumbnailUploads,
+                    resolve: absoluteURL))
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,
@@ -627,6 +628,33 @@ public struct AttachmentPipeline: Sendable {
             let key = (configuration.fields + attachment.fields).last(where: { $0.name == "key" })?.value
         else { return nil }
         return key.replacing("${filename}", with: filename)
+    }
+
+    /// One typed entry per thumbnail sent: its own receipt's id and URL when it went separately; when it
+    /// went inline, the id and URL of the part of that name in the server's `parts` list, if the server
+    /// lists its parts (the reference server does).
+    static func thumbnailSummaries(
+        _ thumbnails: [Thumbnail], placement: ThumbnailPlacement, server: JSONValue, separate: [ThumbnailReceipt]?,
+        resolve: (String?) -> String?
+    ) -> [ReceiptThumbnail] {
+        guard placement != .omitted else { return [] }
+        return thumbnails.map { thumbnail in
+            var fileId: String?
+            var url: String?
+            if placement == .separate, let own = separate?.first(where: { $0.name == thumbnail.name }) {
+                fileId = own.fileId
+                url = own.url
+            } else if case .array(let parts)? = server["parts"],
+                let part = parts.first(where: { $0["name"]?.stringValue == thumbnail.name })
+            {
+                fileId = part["fileId"]?.stringValue
+                url = resolve(part["url"]?.stringValue)
+            }
+            return ReceiptThumbnail(
+                name: thumbnail.name, filename: thumbnail.filename, mimeType: thumbnail.mimeType, width: thumbnail.width,
+                height: thumbnail.height, byteCount: Int64(thumbnail.bytes.count), placement: placement,
+                fileId: fileId, url: url)
+        }
     }
 
     /// The server's file URL made absolute against the upload URL (`/files/7` → `http://host:port/files/7`),

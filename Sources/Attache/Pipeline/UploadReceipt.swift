@@ -40,13 +40,18 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// The receipts of the thumbnails sent as requests of their own (``ThumbnailPlacement/separate``), in
     /// the order sent; absent when thumbnails went inline, were not sent, or the attachment had none.
     public var thumbnailUploads: [ThumbnailReceipt]?
+    /// Every thumbnail sent with the attachment, typed, however it was placed: name, type, dimensions,
+    /// size, and the server's id and URL for it when the server named them. Empty when none were sent;
+    /// nil only in receipts written before this field existed.
+    public var thumbnails: [ReceiptThumbnail]?
 
     /// Creates a receipt.
     public init(
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
         attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt,
-        detection: Detection, transform: TransformReceipt, thumbnailUploads: [ThumbnailReceipt]? = nil
+        detection: Detection, transform: TransformReceipt, thumbnailUploads: [ThumbnailReceipt]? = nil,
+        thumbnails: [ReceiptThumbnail]? = nil
     ) {
         self.path = path
         self.filename = filename
@@ -66,6 +71,48 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         self.detection = detection
         self.transform = transform
         self.thumbnailUploads = thumbnailUploads
+        self.thumbnails = thumbnails
+    }
+}
+
+/// One thumbnail that went with an attachment (``UploadReceipt/thumbnails``).
+///
+/// A thumbnail is sealed with the attachment's key (``UploadReceipt/seal``) as part 1, 2, … of its
+/// material, so the receiver opens it with the same key.
+public struct ReceiptThumbnail: Sendable, Codable, Hashable {
+    /// Which thumbnail: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px); also its form name.
+    public var name: String
+    /// The filename sent (`photo.thumbnail.jpg`).
+    public var filename: String
+    /// Its own type, before sealing (`image/jpeg`).
+    public var mimeType: String
+    /// Its width in pixels.
+    public var width: Int
+    /// Its height in pixels.
+    public var height: Int
+    /// Its size before sealing, in bytes.
+    public var byteCount: Int64
+    /// How it was sent: a part of the attachment's request, or a request of its own.
+    public var placement: ThumbnailPlacement
+    /// The server's id for it, when the server named one.
+    public var fileId: String?
+    /// Where it can be fetched (absolute), when the server said so.
+    public var url: String?
+
+    /// Creates a thumbnail entry.
+    public init(
+        name: String, filename: String, mimeType: String, width: Int, height: Int, byteCount: Int64,
+        placement: ThumbnailPlacement, fileId: String? = nil, url: String? = nil
+    ) {
+        self.name = name
+        self.filename = filename
+        self.mimeType = mimeType
+        self.width = width
+        self.height = height
+        self.byteCount = byteCount
+        self.placement = placement
+        self.fileId = fileId
+        self.url = url
     }
 }
 

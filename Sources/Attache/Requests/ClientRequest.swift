@@ -35,7 +35,7 @@ public struct ClientRequest: Sendable {
     /// The body encoding of ``parameters`` for methods that send a body.
     public var bodyParameterEncoding: BodyParameterEncoding
     /// Headers after the client's defaults; a header named here replaces a default of the same name.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// An explicit body (JSON, plist, bytes, a file, multipart, a sealed form); nil sends ``parameters``
     /// as the body, or none.
     public var body: RequestBody?
@@ -50,7 +50,7 @@ public struct ClientRequest: Sendable {
     /// Creates a request.
     public init(
         method: RequestMethod = .get, url: String, query: Parameters = [:], parameters: Parameters = [:],
-        bodyParameterEncoding: BodyParameterEncoding = .form, headers: [(name: String, value: String)] = [],
+        bodyParameterEncoding: BodyParameterEncoding = .form, headers: [HeaderField] = [],
         body: RequestBody? = nil, bodyIsSecret: Bool = false
     ) {
         self.method = method
@@ -71,6 +71,6 @@ public struct ClientRequest: Sendable {
     /// Sets the header `name` to `value`, replacing every header of that name.
     public mutating func setHeader(_ name: String, _ value: String) {
         headers.removeAll { $0.name.lowercased() == name.lowercased() }
-        headers.append((name, value))
+        headers.append(HeaderField(name: name, value: value))
     }
 }

@@ -50,7 +50,7 @@ public final class RequestClient: Sendable {
     /// `GET url`, with `query` added to the URL's query.
     /// - Throws: as ``send(_:progress:)``.
     public func get(
-        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
+        _ url: String, query: Parameters = [:], headers: [HeaderField] = []
     ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .get, url: url, query: query, headers: headers))
     }
@@ -58,7 +58,7 @@ public final class RequestClient: Sendable {
     /// `HEAD url`.
     /// - Throws: as ``send(_:progress:)``.
     public func head(
-        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = []
+        _ url: String, query: Parameters = [:], headers: [HeaderField] = []
     ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .head, url: url, query: query, headers: headers))
     }
@@ -66,7 +66,7 @@ public final class RequestClient: Sendable {
     /// `DELETE url`, with an optional body.
     /// - Throws: as ``send(_:progress:)``.
     public func delete(
-        _ url: String, query: Parameters = [:], headers: [(name: String, value: String)] = [],
+        _ url: String, query: Parameters = [:], headers: [HeaderField] = [],
         body: RequestBody? = nil
     ) async throws -> ServerResponse {
         try await send(ClientRequest(method: .delete, url: url, query: query, headers: headers, body: body))
@@ -76,7 +76,7 @@ public final class RequestClient: Sendable {
     /// - Throws: as ``send(_:progress:)``.
     public func post(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
-        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+        headers: [HeaderField] = [], body: RequestBody? = nil
     ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .post, url: url, query: query, parameters: parameters, headers: headers, body: body))
@@ -86,7 +86,7 @@ public final class RequestClient: Sendable {
     /// - Throws: as ``send(_:progress:)``.
     public func put(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
-        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+        headers: [HeaderField] = [], body: RequestBody? = nil
     ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .put, url: url, query: query, parameters: parameters, headers: headers, body: body))
@@ -96,7 +96,7 @@ public final class RequestClient: Sendable {
     /// - Throws: as ``send(_:progress:)``.
     public func patch(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
-        headers: [(name: String, value: String)] = [], body: RequestBody? = nil
+        headers: [HeaderField] = [], body: RequestBody? = nil
     ) async throws -> ServerResponse {
         try await send(
             ClientRequest(method: .patch, url: url, query: query, parameters: parameters, headers: headers, body: body))
@@ -232,9 +232,9 @@ public final class RequestClient: Sendable {
     /// The request with the client's defaults and system parameters applied; adapters see this.
     func prepare(_ request: ClientRequest) -> ClientRequest {
         var prepared = request
-        var defaults: [(name: String, value: String)] = []
+        var defaults: [HeaderField] = []
         if let acceptLanguage = configuration.acceptLanguage, !acceptLanguage.isEmpty {
-            defaults.append(("Accept-Language", acceptLanguage))
+            defaults.append(HeaderField(name: "Accept-Language", value: acceptLanguage))
         }
         let own = Set(request.headers.map { $0.name.lowercased() })
         prepared.headers = defaults.filter { !own.contains($0.name.lowercased()) } + request.headers
@@ -305,9 +305,9 @@ public final class RequestClient: Sendable {
         }
         var source: (any ByteSource)?
         if let body {
-            if let type = body.contentType, !named.contains("content-type") { headers.append(("Content-Type", type)) }
+            if let type = body.contentType, !named.contains("content-type") { headers.append(HeaderField(name: "Content-Type", value: type)) }
             // No `Expect: 100-continue`: most servers never answer it and curl would wait a second.
-            if !named.contains("expect") { headers.append(("Expect", "")) }
+            if !named.contains("expect") { headers.append(HeaderField(name: "Expect", value: "")) }
             source = body.source
         }
         let query = configuration.formEncoder.encode(queryParameters)

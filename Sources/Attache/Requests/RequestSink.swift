@@ -42,7 +42,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
         if descriptor >= 0 { close(descriptor) }
     }
 
-    func begin(status: Int, headers: [(name: String, value: String)]) -> Bool {
+    func begin(status: Int, headers: [HeaderField]) -> Bool {
         collectedBody.removeAll(keepingCapacity: true)
         bodyExceededCap = false
         deliveredBytes = 0

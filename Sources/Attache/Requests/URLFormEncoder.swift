@@ -177,11 +177,11 @@ public struct URLFormEncoder: Sendable {
     /// A name is the full bracketed name (`phone[mobile]`); a value written without `=`
     /// (``NilEncoding/keyOnly``) comes as the empty string. This is what a multipart body built from the
     /// same parameters needs.
-    public func pairs(_ parameters: Parameters) -> [(name: String, value: String)] {
+    public func pairs(_ parameters: Parameters) -> [UploadField] {
         var sink = PairCollector()
         walkTopLevel(parameters, into: &sink)
         return sink.pairs.map {
-            (String(decoding: $0.name, as: UTF8.self), String(decoding: $0.value ?? [], as: UTF8.self))
+            UploadField(name: String(decoding: $0.name, as: UTF8.self), value: String(decoding: $0.value ?? [], as: UTF8.self))
         }
     }
 

@@ -35,7 +35,7 @@ public struct ConnectionConfiguration: Sendable {
     /// Ask for HTTP/2 over TLS (ALPN), falling back to HTTP/1.1.
     public var preferHTTP2 = true
     /// Headers sent with every request (after Attache's own, before a request's own).
-    public var headers: [(name: String, value: String)] = []
+    public var headers: [HeaderField] = []
     /// Credentials sent as `Authorization` with every request to the request's own host (never to a
     /// host a redirect leads to).
     public var authorization: HTTPAuthorization?

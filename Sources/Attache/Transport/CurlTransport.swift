@@ -164,7 +164,7 @@ final class CurlExchange: @unchecked Sendable {
 
     var easy: CurlEasy?
     private var status = 0
-    private var headers: [(name: String, value: String)] = []
+    private var headers: [HeaderField] = []
     private var headComplete = false
     private var begun = false
     private var swallowing = false
@@ -346,7 +346,7 @@ final class CurlExchange: @unchecked Sendable {
             headers.removeAll()
             headComplete = false
         case .field(let name, let value):
-            headers.append((name, value))
+            headers.append(HeaderField(name: name, value: value))
         case .other:
             guard status > 0, !headComplete else { return }
             if (100..<200).contains(status) {

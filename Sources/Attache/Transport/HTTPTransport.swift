@@ -20,7 +20,7 @@ public struct TransportRequest: Sendable {
     /// The `http://` or `https://` URL.
     public var url: String
     /// This request's own headers, after the connection's.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// The body, streamed from its source; nil for none.
     public var body: (any ByteSource)?
     /// Timeouts, TLS, proxy, credentials, redirects.
@@ -42,7 +42,7 @@ public struct TransportRequest: Sendable {
 
     /// Creates a request.
     public init(
-        method: String, url: String, headers: [(name: String, value: String)] = [], body: (any ByteSource)? = nil,
+        method: String, url: String, headers: [HeaderField] = [], body: (any ByteSource)? = nil,
         connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil,
         acceptEncoding: String? = nil
     ) {
@@ -67,9 +67,9 @@ public struct TransportRequest: Sendable {
 /// fine, waiting on another request is not).
 public protocol ResponseSink: AnyObject, Sendable {
     /// A 1xx interim answer (`103 Early Hints`, `104 Upload Resumption Supported`).
-    func informational(status: Int, headers: [(name: String, value: String)])
+    func informational(status: Int, headers: [HeaderField])
     /// The final answer's head. Returning false stops the exchange; ``failure`` says why.
-    func begin(status: Int, headers: [(name: String, value: String)]) -> Bool
+    func begin(status: Int, headers: [HeaderField]) -> Bool
     /// A piece of the final answer's body. Returning false stops the exchange: either ``failure``
     /// says why, or the sink has all it wants (``bodyExceededCap``).
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool
@@ -84,7 +84,7 @@ public protocol ResponseSink: AnyObject, Sendable {
 }
 
 extension ResponseSink {
-    public func informational(status: Int, headers: [(name: String, value: String)]) {}
+    public func informational(status: Int, headers: [HeaderField]) {}
     public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {}
     public var failure: AttacheError? { nil }
 }
@@ -93,25 +93,25 @@ extension ResponseSink {
 public final class CollectingSink: ResponseSink, @unchecked Sendable {
     private let limit: Int
     private let onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)?
-    private let onInformational: (@Sendable (Int, [(name: String, value: String)]) -> Void)?
+    private let onInformational: (@Sendable (Int, [HeaderField]) -> Void)?
     public private(set) var collectedBody: [UInt8] = []
     public private(set) var bodyExceededCap = false
 
     /// Creates a sink keeping at most `limit` bytes of body.
     public init(
         limit: Int, onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil,
-        onInformational: (@Sendable (Int, [(name: String, value: String)]) -> Void)? = nil
+        onInformational: (@Sendable (Int, [HeaderField]) -> Void)? = nil
     ) {
         self.limit = limit
         self.onProgress = onProgress
         self.onInformational = onInformational
     }
 
-    public func informational(status: Int, headers: [(name: String, value: String)]) {
+    public func informational(status: Int, headers: [HeaderField]) {
         onInformational?(status, headers)
     }
 
-    public func begin(status: Int, headers: [(name: String, value: String)]) -> Bool {
+    public func begin(status: Int, headers: [HeaderField]) -> Bool {
         collectedBody.removeAll(keepingCapacity: true)
         bodyExceededCap = false
         return true
@@ -164,7 +164,7 @@ extension TransportRequest {
         if withCredentials, let authorization = connection.authorization {
             lines.append("Authorization: \(authorization.headerValue)")
         }
-        for (name, value) in connection.headers + headers {
+        for (name, value) in (connection.headers + headers).map({ ($0.name, $0.value) }) {
             if !withCredentials, Self.isCredential(name) { continue }
             lines.append(value.isEmpty ? "\(name):" : "\(name): \(value)")
         }
@@ -189,7 +189,7 @@ extension TransportRequest {
                 .invalidArgument, stage: .upload,
                 "the URL must be http:// or https:// with a host: \(Self.redact(url: url))")
         }
-        for (name, value) in connection.headers + headers {
+        for (name, value) in (connection.headers + headers).map({ ($0.name, $0.value) }) {
             guard HeaderFieldSyntax.isValidName(name), HeaderFieldSyntax.isValidValue(value) else {
                 throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
             }

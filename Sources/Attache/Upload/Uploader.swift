@@ -16,13 +16,13 @@ public struct UploadRequest: Sendable {
     /// The body.
     public var body: MultipartBody
     /// Extra headers for this request only.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HeaderField]
     /// Sent as `Idempotency-Key` on every attempt, so that the server can tell a retry from a new upload.
     public var idempotencyKey: String
 
     /// Creates a request; a random idempotency key is made when none is given.
     public init(
-        url: String, body: MultipartBody, headers: [(name: String, value: String)] = [],
+        url: String, body: MultipartBody, headers: [HeaderField] = [],
         idempotencyKey: String? = nil
     ) {
         self.url = url
@@ -140,12 +140,12 @@ public struct Uploader: Sendable {
         let exchange = TransportRequest(
             method: "POST", url: request.url,
             headers: [
-                ("Content-Type", request.body.contentType),
-                ("Idempotency-Key", request.idempotencyKey),
-                ("Accept", "application/json"),
+                HeaderField(name: "Content-Type", value: request.body.contentType),
+                HeaderField(name: "Idempotency-Key", value: request.idempotencyKey),
+                HeaderField(name: "Accept", value: "application/json"),
                 // No `Expect: 100-continue`: most servers never answer it and curl would wait a second
                 // before every large body.
-                ("Expect", ""),
+                HeaderField(name: "Expect", value: ""),
             ] + request.headers,
             body: request.body, connection: connection, maximumResponseBodySize: answers.maximumBodySize)
         try exchange.validate()

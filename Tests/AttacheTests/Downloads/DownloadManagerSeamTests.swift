@@ -29,7 +29,7 @@ struct DownloadManagerSeamTests {
         ])
         let transport = ScriptedTransport([
             .answer(
-                status: 206, headers: [("Content-Range", "bytes 4000-9999/10000"), ("ETag", "\"v1\"")],
+                status: 206, headers: [HeaderField(name: "Content-Range", value: "bytes 4000-9999/10000"), HeaderField(name: "ETag", value: "\"v1\"")],
                 body: Array(payload[4000...]))
         ])
         let digest = try SHA256Digest()
@@ -60,7 +60,7 @@ struct DownloadManagerSeamTests {
             DownloadRecord(destination: destination, url: url, group: "default", state: .active, validator: "\"old\"")
         ])
         let transport = ScriptedTransport([
-            .answer(status: 200, headers: [("Content-Length", "10000"), ("ETag", "\"new\"")], body: payload)
+            .answer(status: 200, headers: [HeaderField(name: "Content-Length", value: "10000"), HeaderField(name: "ETag", value: "\"new\"")], body: payload)
         ])
         let manager = DownloadManager(journal: journal, transport: transport)
         try manager.add(DownloadItem(url: url, destination: destination))
@@ -76,7 +76,7 @@ struct DownloadManagerSeamTests {
         let destination = directory + "/out.bin"
         let journal = InMemoryDownloadJournal()
         let transport = ScriptedTransport([
-            .answer(status: 200, headers: [("Content-Length", "10000")], body: payload)
+            .answer(status: 200, headers: [HeaderField(name: "Content-Length", value: "10000")], body: payload)
         ])
         let first = DownloadManager(journal: journal, transport: transport)
         try first.add(DownloadItem(url: url, destination: destination))
@@ -139,7 +139,7 @@ final class GatedTransport: HTTPTransport {
             }
         }
         state.withLock { $0.inFlight[host, default: 1] -= 1 }
-        let headers = [(name: "Content-Length", value: "\(body.count)")]
+        let headers = [HeaderField(name: "Content-Length", value: "\(body.count)")]
         if let sink, sink.begin(status: 200, headers: headers) {
             _ = body.withUnsafeBytes { sink.receive($0) }
         }

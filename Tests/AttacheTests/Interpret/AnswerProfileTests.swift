@@ -6,9 +6,9 @@ import Testing
 /// Each profile against answers shaped like the ones the real services send.
 @Suite("answer profiles")
 struct AnswerProfileTests {
-    func response(_ status: Int, _ body: String, type: String? = "application/json", headers: [(String, String)] = []) -> ServerResponse {
+    func response(_ status: Int, _ body: String, type: String? = "application/json", headers: [HeaderField] = []) -> ServerResponse {
         ServerResponse(
-            status: status, headers: (type.map { [("Content-Type", $0)] } ?? []) + headers.map { ($0.0, $0.1) },
+            status: status, headers: (type.map { [HeaderField(name: "Content-Type", value: $0)] } ?? []) + headers,
             body: Array(body.utf8))
     }
 
@@ -57,7 +57,7 @@ struct AnswerProfileTests {
     @Test("status: an empty 201 with a Location is a success, the id its last segment")
     func statusEmptyCreated() throws {
         let receipt = try stored(
-            interpret(.status, response(201, "", type: nil, headers: [("Location", "/files/f%20123?v=1")])))
+            interpret(.status, response(201, "", type: nil, headers: [HeaderField(name: "Location", value: "/files/f%20123?v=1")])))
         #expect(receipt.fileId == "f 123")
         #expect(receipt.url == "/files/f%20123?v=1")
         #expect(receipt.data == .null)
@@ -73,7 +73,7 @@ struct AnswerProfileTests {
     @Test("status: a JSON body names the id (top level or under data), over Location")
     func statusJSON() throws {
         let top = try stored(
-            interpret(.status, response(200, #"{"id":"abc","url":"https://cdn/x"}"#, headers: [("Location", "/files/zzz")])))
+            interpret(.status, response(200, #"{"id":"abc","url":"https://cdn/x"}"#, headers: [HeaderField(name: "Location", value: "/files/zzz")])))
         #expect(top.fileId == "abc")
         #expect(top.url == "https://cdn/x")
         let nested = try stored(interpret(.status, response(200, #"{"data":{"file_id":7}}"#)))
@@ -124,8 +124,8 @@ struct AnswerProfileTests {
                 response(
                     204, "", type: nil,
                     headers: [
-                        ("Location", "https://examplebucket.s3.amazonaws.com/uploads%2Fphoto.jpg"),
-                        ("ETag", "\"9b2cf535f27731c974343645a3985328\""), ("x-amz-request-id", "7A5C2B1E8F3D4A6B"),
+                        HeaderField(name: "Location", value: "https://examplebucket.s3.amazonaws.com/uploads%2Fphoto.jpg"),
+                        HeaderField(name: "ETag", value: "\"9b2cf535f27731c974343645a3985328\""), HeaderField(name: "x-amz-request-id", value: "7A5C2B1E8F3D4A6B"),
                     ])))
         #expect(receipt.fileId == nil)
         #expect(receipt.url == "https://examplebucket.s3.amazonaws.com/uploads%2Fphoto.jpg")
@@ -190,7 +190,7 @@ struct AnswerProfileTests {
                 .s3Post,
                 response(
                     503, "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>",
-                    type: "application/xml", headers: [("Retry-After", "2")])))
+                    type: "application/xml", headers: [HeaderField(name: "Retry-After", value: "2")])))
         #expect(slowDown.reason.contains("SlowDown"))
         #expect(slowDown.retryAfter == .seconds(2))
         let timeout = try retried(
@@ -302,7 +302,7 @@ struct AnswerProfileTests {
         var status = ResponseInterpreter.Configuration.status
         status.idPointer = try JSONPointer("/upload/key")
         #expect(
-            try stored(interpret(status, response(201, #"{"id":"no","upload":{"key":"k1"}}"#, headers: [("Location", "/x/no")])))
+            try stored(interpret(status, response(201, #"{"id":"no","upload":{"key":"k1"}}"#, headers: [HeaderField(name: "Location", value: "/x/no")])))
                 .fileId == "k1")
 
         var s3 = ResponseInterpreter.Configuration.s3Post

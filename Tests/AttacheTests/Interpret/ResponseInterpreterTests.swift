@@ -7,8 +7,8 @@ import Testing
 struct ResponseInterpreterTests {
     let interpreter = ResponseInterpreter()
 
-    func response(_ status: Int, _ body: String, type: String = "application/json", headers: [(String, String)] = []) -> ServerResponse {
-        ServerResponse(status: status, headers: [("Content-Type", type)] + headers.map { ($0.0, $0.1) }, body: Array(body.utf8))
+    func response(_ status: Int, _ body: String, type: String = "application/json", headers: [HeaderField] = []) -> ServerResponse {
+        ServerResponse(status: status, headers: [HeaderField(name: "Content-Type", value: type)] + headers, body: Array(body.utf8))
     }
 
     @Test("errorCode 0 as number or string is success, every field kept", arguments: [
@@ -72,7 +72,7 @@ struct ResponseInterpreterTests {
 
     @Test("Retry-After as seconds and as an HTTP date")
     func retryAfter() throws {
-        guard case .retry(let advice) = interpreter.interpret(response(429, "", headers: [("Retry-After", "7")])) else {
+        guard case .retry(let advice) = interpreter.interpret(response(429, "", headers: [HeaderField(name: "Retry-After", value: "7")])) else {
             Issue.record("expected retry")
             return
         }
@@ -83,7 +83,7 @@ struct ResponseInterpreterTests {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         let date = formatter.string(from: Date().addingTimeInterval(120))
-        guard case .retry(let dated) = interpreter.interpret(response(503, "", headers: [("Retry-After", date)])),
+        guard case .retry(let dated) = interpreter.interpret(response(503, "", headers: [HeaderField(name: "Retry-After", value: date)])),
             let delay = dated.retryAfter
         else {
             Issue.record("expected retry with a delay")
@@ -91,7 +91,7 @@ struct ResponseInterpreterTests {
         }
         #expect(delay > .seconds(100) && delay <= .seconds(121))
 
-        guard case .retry(let capped) = interpreter.interpret(response(503, "", headers: [("Retry-After", "99999")])) else {
+        guard case .retry(let capped) = interpreter.interpret(response(503, "", headers: [HeaderField(name: "Retry-After", value: "99999")])) else {
             Issue.record("expected retry")
             return
         }
@@ -110,7 +110,7 @@ struct ResponseInterpreterTests {
     }
 
     @Test func conflictWithRetryAfterIsRetried() {
-        guard case .retry = interpreter.interpret(response(409, "{}", headers: [("Retry-After", "1")])) else {
+        guard case .retry = interpreter.interpret(response(409, "{}", headers: [HeaderField(name: "Retry-After", value: "1")])) else {
             Issue.record("expected retry")
             return
         }
@@ -166,7 +166,7 @@ struct ResponseInterpreterTests {
     }
 
     @Test func replayedHeaderIsReported() {
-        let replayed = response(200, #"{"errorCode":0,"data":{"fileId":"a"}}"#, headers: [("Idempotent-Replayed", "true")])
+        let replayed = response(200, #"{"errorCode":0,"data":{"fileId":"a"}}"#, headers: [HeaderField(name: "Idempotent-Replayed", value: "true")])
         guard case .success(let receipt) = interpreter.interpret(replayed) else {
             Issue.record("expected success")
             return

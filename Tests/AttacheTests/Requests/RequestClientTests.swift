@@ -117,12 +117,12 @@ struct RequestClientTests {
     func headerOverrides() async throws {
         let transport = ScriptedTransport([.answer(status: 200)])
         let client = client(transport) {
-            $0.connection.headers = [("X-Tenant", "acme")]
+            $0.connection.headers = [HeaderField(name: "X-Tenant", value: "acme")]
             $0.connection.authorization = .basic(user: "u", password: "p4ssw0rd")
         }
         _ = try await client.get(
             "http://127.0.0.1:9/a",
-            headers: [("x-tenant", "other"), ("Accept-Language", "fr"), ("Authorization", "Bearer own"), ("User-Agent", "mine")])
+            headers: [HeaderField(name: "x-tenant", value: "other"), HeaderField(name: "Accept-Language", value: "fr"), HeaderField(name: "Authorization", value: "Bearer own"), HeaderField(name: "User-Agent", value: "mine")])
         let lines = headers(try #require(transport.sent.first))
         #expect(lines.filter { $0.lowercased().hasPrefix("x-tenant") } == ["x-tenant: other"])
         #expect(lines.filter { $0.hasPrefix("Accept-Language") } == ["Accept-Language: fr"])
@@ -235,7 +235,7 @@ struct RequestClientTests {
     @Test("GET is retried on 503 with Retry-After; POST is not; POST with an Idempotency-Key is")
     func retryRules() async throws {
         let sleeps = RecordedSleeps()
-        let getTransport = ScriptedTransport([.answer(status: 503, headers: [("Retry-After", "2")]), .answer(status: 200)])
+        let getTransport = ScriptedTransport([.answer(status: 503, headers: [HeaderField(name: "Retry-After", value: "2")]), .answer(status: 200)])
         #expect(try await client(getTransport, sleeps).get("http://127.0.0.1:9/x").status == 200)
         #expect(sleeps.all.count == 1)
         #expect(sleeps.all[0] >= .seconds(2))
@@ -245,7 +245,7 @@ struct RequestClientTests {
         #expect(postTransport.sent.count == 1)
 
         let keyed = ScriptedTransport([.answer(status: 503), .answer(status: 201)])
-        let response = try await client(keyed).post("http://127.0.0.1:9/x", headers: [("Idempotency-Key", "k1")])
+        let response = try await client(keyed).post("http://127.0.0.1:9/x", headers: [HeaderField(name: "Idempotency-Key", value: "k1")])
         #expect(response.status == 201)
         #expect(keyed.sent.count == 2)
     }
@@ -291,7 +291,7 @@ struct RequestClientTests {
         (200, "text/html", "bad-response"), (302, "application/json", "bad-response"),
     ])
     func validation(status: Int, type: String, code: String) throws {
-        let response = ServerResponse(status: status, headers: [("Content-Type", type + "; charset=utf-8")], body: Array("{}".utf8))
+        let response = ServerResponse(status: status, headers: [HeaderField(name: "Content-Type", value: type + "; charset=utf-8")], body: Array("{}".utf8))
         let error = #expect(throws: AttacheError.self) {
             try response.validate(statusCodes: 200..<300, contentTypes: ["application/json"])
         }
@@ -303,7 +303,7 @@ struct RequestClientTests {
 
     @Test("validate passes acceptable answers; wildcards match")
     func validationPasses() throws {
-        let response = ServerResponse(status: 201, headers: [("Content-Type", "application/problem+json")], body: [1])
+        let response = ServerResponse(status: 201, headers: [HeaderField(name: "Content-Type", value: "application/problem+json")], body: [1])
         #expect(try response.validate(contentTypes: ["application/*"]).status == 201)
         #expect(try ServerResponse(status: 204).validate(contentTypes: ["application/json"]).status == 204)
     }
@@ -362,16 +362,16 @@ struct RequestClientLoggingTests {
         let answerBody = #"{"access_token":"answer-SECRET-9","user":{"password":"x"},"note":"fine","#
             + #""echo":"password=form-SECRET-3&cookie=sid=cookie-SECRET-4 bearer-SECRET-1 sign=nested-SECRET-8"}"#
         let transport = ScriptedTransport([
-            .answer(status: 200, headers: [("Set-Cookie", "sid=\(secrets[4]); HttpOnly"), ("Content-Type", "application/json")],
+            .answer(status: 200, headers: [HeaderField(name: "Set-Cookie", value: "sid=\(secrets[4]); HttpOnly"), HeaderField(name: "Content-Type", value: "application/json")],
                     body: Array(answerBody.utf8)),
-            .answer(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"ok":true}"#.utf8)),
+            .answer(status: 200, headers: [HeaderField(name: "Content-Type", value: "application/json")], body: Array(#"{"ok":true}"#.utf8)),
             .answer(status: 200),
         ])
         let client = RequestClient(configuration: configuration, transport: transport, sleep: RecordedSleeps().sleep)
         _ = try await client.post(
             "http://someone:\(secrets[9])@127.0.0.1:9/form?token=\(secrets[1])&page=2",
             parameters: ["password": .string(secrets[2]), "user": .dictionary(["sign": .string(secrets[7])]), "text": "hello"],
-            headers: [("Cookie", "sid=\(secrets[3])"), ("X-Api-Key", secrets[6]), ("X-Custom-Secret", secrets[10])])
+            headers: [HeaderField(name: "Cookie", value: "sid=\(secrets[3])"), HeaderField(name: "X-Api-Key", value: secrets[6]), HeaderField(name: "X-Custom-Secret", value: secrets[10])])
         _ = try await client.post(
             "http://127.0.0.1:9/json", body: .json(.object(["secret": .string(secrets[5]), "note": .string(secrets[11])])))
         var sealed = ClientRequest(method: .post, url: "http://127.0.0.1:9/sealed", body: .bytes(Array("opaque-sealed-bytes".utf8), contentType: "text/plain"))

@@ -11,8 +11,8 @@ final class ScriptedTransport: HTTPTransport {
     /// One scripted step: an answer (its body fed through the sink), or a thrown error after `body`
     /// bytes of the answer went through the sink.
     enum Step: Sendable {
-        case answer(status: Int, headers: [(String, String)] = [], body: [UInt8] = [])
-        case fail(AttacheError, afterStatus: Int? = nil, headers: [(String, String)] = [], body: [UInt8] = [])
+        case answer(status: Int, headers: [HeaderField] = [], body: [UInt8] = [])
+        case fail(AttacheError, afterStatus: Int? = nil, headers: [HeaderField] = [], body: [UInt8] = [])
     }
 
     private let steps: Mutex<[Step]>
@@ -32,7 +32,7 @@ final class ScriptedTransport: HTTPTransport {
             Issue.record("the script ran out after \(sent.count - 1) requests")
             throw AttacheError(.internalError, stage: .upload, "script exhausted")
         case .answer(let status, let headers, let body)?:
-            let fields = headers.map { (name: $0.0, value: $0.1) }
+            let fields = headers
             if sink.begin(status: status, headers: fields) {
                 _ = body.withUnsafeBytes { sink.receive($0) }
             }
@@ -40,7 +40,7 @@ final class ScriptedTransport: HTTPTransport {
             return ServerResponse(
                 status: status, headers: fields, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap)
         case .fail(let error, let status, let headers, let body)?:
-            if let status, sink.begin(status: status, headers: headers.map { (name: $0.0, value: $0.1) }) {
+            if let status, sink.begin(status: status, headers: headers) {
                 _ = body.withUnsafeBytes { sink.receive($0) }
             }
             throw error
@@ -99,7 +99,7 @@ struct TransportSeamTests {
     @Test("Retry-After replaces the backoff")
     func retryAfterIsHonoured() async throws {
         let transport = ScriptedTransport([
-            .answer(status: 429, headers: [("Retry-After", "7")]), .answer(status: 200, body: Self.ok),
+            .answer(status: 429, headers: [HeaderField(name: "Retry-After", value: "7")]), .answer(status: 200, body: Self.ok),
         ])
         let sleeps = RecordedSleeps()
         _ = try await uploader(transport, sleeps).upload(try request())
@@ -139,7 +139,7 @@ struct TransportSeamTests {
 
     @Test("a Retry-After beyond the budget ends the retries at once")
     func budget() async throws {
-        let transport = ScriptedTransport([.answer(status: 503, headers: [("Retry-After", "120")])])
+        let transport = ScriptedTransport([.answer(status: 503, headers: [HeaderField(name: "Retry-After", value: "120")])])
         let sleeps = RecordedSleeps()
         do {
             _ = try await uploader(transport, sleeps, retry: RetryPolicy(budget: .seconds(60))).upload(try request())
@@ -185,7 +185,7 @@ struct TransportSeamTests {
         let transport = ScriptedTransport([.answer(status: 200, body: Self.ok)])
         var connection = ConnectionConfiguration()
         connection.authorization = .bearer("s3cr3t")
-        connection.headers = [("X-Tenant", "acme")]
+        connection.headers = [HeaderField(name: "X-Tenant", value: "acme")]
         let uploader = Uploader(
             connection: connection, answers: .init(), logger: Logger(label: "test"), transport: transport,
             sleep: RecordedSleeps().sleep)
@@ -211,9 +211,9 @@ struct TransportSeamTests {
         let payload = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         let lost = AttacheError(.connectionLost, stage: .upload, "connection lost", isRetryable: true)
         let transport = ScriptedTransport([
-            .fail(lost, afterStatus: 200, headers: [("Content-Length", "10000")], body: Array(payload[..<4000])),
+            .fail(lost, afterStatus: 200, headers: [HeaderField(name: "Content-Length", value: "10000")], body: Array(payload[..<4000])),
             .answer(
-                status: 206, headers: [("Content-Range", "bytes 4000-9999/10000")], body: Array(payload[4000...])),
+                status: 206, headers: [HeaderField(name: "Content-Range", value: "bytes 4000-9999/10000")], body: Array(payload[4000...])),
         ])
         let sleeps = RecordedSleeps()
         let downloader = Downloader(configuration: .init(), transport: transport, sleep: sleeps.sleep)
@@ -235,7 +235,7 @@ struct TransportSeamTests {
         let fifo = directory.appendingPathComponent("pipe").path
         #expect(mkfifo(fifo, 0o600) == 0)
         let payload = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
-        let transport = ScriptedTransport([.answer(status: 200, headers: [("Content-Length", "50000")], body: payload)])
+        let transport = ScriptedTransport([.answer(status: 200, headers: [HeaderField(name: "Content-Length", value: "50000")], body: payload)])
         let received = Task.detached { () -> Data in
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: fifo))
             defer { try? handle.close() }
@@ -274,12 +274,12 @@ struct RedirectPolicyTests {
 
     func post(_ url: String = "https://a.example/upload") -> TransportRequest {
         TransportRequest(
-            method: "POST", url: url, headers: [("Content-Type", "multipart/form-data; boundary=x")],
+            method: "POST", url: url, headers: [HeaderField(name: "Content-Type", value: "multipart/form-data; boundary=x")],
             body: DataSource([1, 2, 3]))
     }
 
     func answer(_ status: Int, _ location: String) -> ServerResponse {
-        ServerResponse(status: status, headers: [("Location", location)])
+        ServerResponse(status: status, headers: [HeaderField(name: "Location", value: location)])
     }
 
     @Test("307 and 308 keep the method and the body")
