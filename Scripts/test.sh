@@ -25,6 +25,11 @@ if [[ -z "$sanitizer" ]]; then
     echo "==> swift build --build-tests"
     Scripts/swift-build-quiet.sh --build-tests
 
+    # The example package (Samples/Examples) depends on Attache the way the README says; ExamplePackageTests
+    # builds and runs it. Built here first so that its minutes of compiling do not overlap the tests.
+    echo "==> swift build --package-path Samples/Examples"
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples
+
     echo "==> swift test"
     swift test --skip-build ${test_args[@]+"${test_args[@]}"}
 
