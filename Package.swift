@@ -61,6 +61,9 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
+        // The content guard's fingerprint with AES rounds (AES-NI with a runtime check; Swift's
+        // multiply lanes otherwise): a second read of a large file costs little more than the read.
+        .target(name: "CFingerprint"),
         // libjpeg's own API (TurboJPEG 2.x does not expose it) to decode a JPEG's raw Y/Cb/Cr rows a few at
         // a time, so the Transform stage never holds the whole decoded planes. libjpeg's error handler
         // must not return, hence C with setjmp around each call. Linked from the static archive like
@@ -81,7 +84,7 @@ let package = Package(
         .target(
             name: "AttacheCore",
             dependencies: [
-                "COpenSSL", "CBase64", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CPNGStream", "CZlib",
+                "COpenSSL", "CBase64", "CFingerprint", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CPNGStream", "CZlib",
             ],
             swiftSettings: swiftSettings,
             // `-lcrypto`: the fully static `attache` gets libcrypto's static archive (libssl-dev ships

@@ -207,6 +207,37 @@ struct TrustUnitTests {
         #expect(hash.value != whole)
     }
 
+    @Test func theFingerprintSeesEveryChangeOrderAndLength() {
+        // 4 KiB and a tail: whole 128-byte blocks for the AES lanes and a padded last block.
+        let bytes = (0..<4_200).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 7) }
+        func fingerprint(_ data: [UInt8]) -> UInt64 {
+            var hash = ContentFingerprint()
+            data.withUnsafeBytes { hash.update($0) }
+            return hash.value
+        }
+        let whole = fingerprint(bytes)
+        var seen: Set<UInt64> = [whole]
+        // One bit flipped at every position (first, middle and last of each lane's words, the tail).
+        for position in stride(from: 0, to: bytes.count, by: 7) {
+            var changed = bytes
+            changed[position] ^= 0x10
+            seen.insert(fingerprint(changed))
+        }
+        #expect(seen.count == 1 + (bytes.count + 6) / 7, "two different contents gave the same fingerprint")
+        // The same 16-byte words in another order: two blocks swapped, two words of one block swapped.
+        var blocksSwapped = bytes
+        blocksSwapped.replaceSubrange(0..<128, with: bytes[128..<256])
+        blocksSwapped.replaceSubrange(128..<256, with: bytes[0..<128])
+        #expect(fingerprint(blocksSwapped) != whole)
+        var wordsSwapped = bytes
+        wordsSwapped.replaceSubrange(0..<16, with: bytes[16..<32])
+        wordsSwapped.replaceSubrange(16..<32, with: bytes[0..<16])
+        #expect(fingerprint(wordsSwapped) != whole)
+        // Trailing zeros are not the same content: the length counts.
+        #expect(fingerprint(bytes + [0]) != whole)
+        #expect(fingerprint([]) != fingerprint([0]))
+    }
+
     // MARK: Retries
 
     @Test func aBatchRidesOutAMinuteOfOutage() {
