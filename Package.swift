@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        // The shared PostgreSQL work queue (scale-out): its own product, so that a backend embedding the
+        // pipeline does not link PostgresNIO unless it runs queue workers.
+        .library(name: "AttacheQueue", targets: ["AttacheQueue"]),
         .executable(name: "attache", targets: ["attache"]),
         .executable(name: "attache-transfer", targets: ["attache-transfer"]),
         .executable(name: "attache-pipeline", targets: ["attache-pipeline"]),
@@ -30,6 +33,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         // The config file's parser (TOML 1.0, toml++ underneath); attache-pipeline only.
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        // The scale-out queue's database client (AttacheQueue); attache-pipeline only, never `attache` or
+        // `attache-transfer`.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -108,6 +114,17 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings),
+        // The scale-out work queue: many workers on many machines take files from one PostgreSQL table
+        // (`FOR UPDATE SKIP LOCKED`, leases, fencing tokens). Foundation is allowed here (PostgresNIO
+        // needs it anyway); reuses the batch's file walker and identity.
+        .target(
+            name: "AttacheQueue",
+            dependencies: [
+                "Attache", "AttacheCore", "AttacheBatch",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings),
         // `detect`, `recompress`, `encrypt` and `decrypt` with ArgumentParser, shared by both executables.
         .target(
             name: "AttacheCommands",
@@ -175,7 +192,8 @@ let package = Package(
         .executableTarget(
             name: "attache-pipeline",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheCommands", "AttacheTransferCommands", "AttacheEndpointConfig", "CLibc",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCommands", "AttacheTransferCommands",
+                "AttacheEndpointConfig", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -262,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheServer", "AttacheCommands",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)

@@ -77,13 +77,16 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible {
         public static let journal = Code("journal")
         /// Another batch is running on the same journal.
         public static let journalBusy = Code("journal-busy")
+        /// The shared work queue's database cannot be reached, refused the credentials, or failed a
+        /// statement (`attache enqueue`, `worker`, `queue`).
+        public static let queue = Code("queue")
         /// An internal invariant failed; a bug.
         public static let internalError = Code("internal")
     }
 
     /// The pipeline stage in which the failure happened.
     public enum Stage: String, Hashable, Sendable, Codable, CustomStringConvertible {
-        case configuration, read, detect, transform, seal, upload, interpret, download, batch, request
+        case configuration, read, detect, transform, seal, upload, interpret, download, batch, request, queue
         public var description: String { rawValue }
     }
 
