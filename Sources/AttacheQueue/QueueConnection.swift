@@ -166,7 +166,7 @@ public struct QueueConnection: Sendable, CustomStringConvertible {
         password = Self.passfilePassword(file: file, host: host, port: port, database: database, user: user)
     }
 
-    static func passfilePassword(file: String, host: String, port: Int, database: String, user: String) -> String? {
+    package static func passfilePassword(file: String, host: String, port: Int, database: String, user: String) -> String? {
         var info = stat()
         guard stat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0,
             let text = try? String(contentsOfFile: file, encoding: .utf8)
@@ -219,19 +219,16 @@ public struct QueueConnection: Sendable, CustomStringConvertible {
         return String(text[..<colon]) + ":***" + String(text[at...])
     }
 
-    /// PostgresNIO's configuration for this connection.
+    /// NIOSSL's settings for ``tlsMode``, or nil for `disable`.
     /// - Throws: ``AttacheError`` `.invalidArgument` when `sslrootcert` cannot be read.
-    public func clientConfiguration(maximumConnections: Int = 4) throws -> PostgresClient.Configuration {
-        let tls: PostgresClient.Configuration.TLS
+    func tlsConfiguration() throws -> TLSConfiguration? {
+        var configuration = TLSConfiguration.makeClientConfiguration()
         switch tlsMode {
         case .disable:
-            tls = .disable
+            return nil
         case .prefer, .require:
-            var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
-            tls = tlsMode == .prefer ? .prefer(configuration) : .require(configuration)
         case .verifyCA, .verifyFull:
-            var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = tlsMode == .verifyFull ? .fullVerification : .noHostnameVerification
             if let rootCertificateFile {
                 guard FileManager.default.isReadableFile(atPath: rootCertificateFile) else {
@@ -241,12 +238,47 @@ public struct QueueConnection: Sendable, CustomStringConvertible {
                 }
                 configuration.trustRoots = .file(rootCertificateFile)
             }
-            tls = .require(configuration)
+        }
+        return configuration
+    }
+
+    /// PostgresNIO's pool configuration for this connection.
+    /// - Throws: ``AttacheError`` `.invalidArgument` when `sslrootcert` cannot be read.
+    public func clientConfiguration(maximumConnections: Int = 4) throws -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS
+        if let settings = try tlsConfiguration() {
+            tls = tlsMode == .prefer ? .prefer(settings) : .require(settings)
+        } else {
+            tls = .disable
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.connectTimeout = connectTimeout
         configuration.options.maximumConnections = max(1, maximumConnections)
+        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        return configuration
+    }
+
+    /// PostgresNIO's configuration for one connection outside the pool (the first contact, whose
+    /// failure must be reported rather than retried).
+    /// - Throws: ``AttacheError`` `.invalidArgument` when `sslrootcert` cannot be read; `.tlsFailure`
+    ///   when the TLS settings cannot be turned into a context.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        if let settings = try tlsConfiguration() {
+            let context: NIOSSLContext
+            do {
+                context = try NIOSSLContext(configuration: settings)
+            } catch {
+                throw AttacheError(.tlsFailure, stage: .configuration, "cannot set up TLS for the queue: \(error)")
+            }
+            tls = tlsMode == .prefer ? .prefer(context) : .require(context)
+        } else {
+            tls = .disable
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000)
         configuration.options.additionalStartupParameters = [("application_name", applicationName)]
         return configuration
     }

@@ -55,34 +55,25 @@ public final class QueueDatabase: Sendable {
         }
     }
 
-    /// Waits for one `SELECT 1`, at most the connect timeout and a little: the pool retries a refused
-    /// connection for ever, which is right for a worker that lost its database for a minute but not for
-    /// a first contact with a mistyped host.
+    /// Opens one connection outside the pool and runs `SELECT 1`: the pool retries a refused connection
+    /// or a wrong password for ever, which is right for a worker that lost its database for a minute but
+    /// not for a first contact with a mistyped host or a wrong password, which must be said at once.
     func ping() async throws {
-        let client = client
-        let timeout = connection.connectTimeout + .seconds(2)
         let connection = connection
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                do {
-                    try await client.query("SELECT 1")
-                } catch {
-                    throw Self.failure(error, "reach the queue database", connection: connection)
-                }
-                return true
+        let configuration = try connection.connectionConfiguration()
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .error)
+        do {
+            let probe = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
+            do {
+                try await probe.query("SELECT 1", logger: quiet)
+            } catch {
+                try? await probe.close()
+                throw error
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return false
-            }
-            let answered = try await group.next() ?? false
-            group.cancelAll()
-            if !answered {
-                throw AttacheError(
-                    .queue, stage: .queue,
-                    "cannot reach the queue database at \(connection.redacted): no answer within \(timeout)",
-                    isRetryable: true)
-            }
+            try? await probe.close()
+        } catch {
+            throw Self.failure(error, "reach the queue database", connection: connection)
         }
     }
 
@@ -110,9 +101,16 @@ public final class QueueDatabase: Sendable {
     /// The schema version the database has (0 when the queue's tables were never created).
     /// - Throws: ``AttacheError`` `.queue`.
     public func schemaVersion() async throws -> Int {
+        // Two statements: a query naming a missing table fails when it is planned, whatever its WHERE says.
+        var exists = false
+        for try await found in try await run(
+            "SELECT to_regclass('attache_queue_migration') IS NOT NULL", "read the queue's schema version"
+        ).decode(Bool.self) {
+            exists = found
+        }
+        guard exists else { return 0 }
         let rows = try await run(
-            "SELECT COALESCE((SELECT max(version) FROM attache_queue_migration), 0) WHERE to_regclass('attache_queue_migration') IS NOT NULL",
-            "read the queue's schema version")
+            "SELECT COALESCE(max(version), 0) FROM attache_queue_migration", "read the queue's schema version")
         for try await version in rows.decode(Int.self) { return version }
         return 0
     }
