@@ -282,6 +282,7 @@ let package = Package(
             dependencies: [
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)
             // and a proxy that loses answers.

@@ -55,10 +55,8 @@ grep -q 'ready to accept connections' "$cluster/server.log" || { tail "$cluster/
 export PGPASSWORD=$password
 bench_log "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') (pid $pg_pid) on 127.0.0.1:$port, cluster $cluster"
 
-database_number=0
-new_queue() { # prints a fresh database's URL, migrated
-    database_number=$((database_number + 1))
-    local name="bench$database_number"
+new_queue() { # NAME: prints the URL of a fresh database NAME, migrated
+    local name=$1
     "$pg_bin/createdb" -h 127.0.0.1 -p "$port" -U attache "$name"
     local url="postgres://attache@127.0.0.1:$port/$name?sslmode=disable"
     "$ATTACHE_BIN" queue migrate --queue "$url" >/dev/null
@@ -88,7 +86,7 @@ mkdir -p "$one_file" && [[ -f "$one_file/seed.bin" ]] || head -c 1000 /dev/urand
 stub_rates=()
 enqueue_rates=()
 for ((run = 1; run <= RUNS; run++)); do
-    url=$(new_queue)
+    url=$(new_queue "stub$run")
     db=${url##*/}; db=${db%%\?*}
     # One real row for valid seal material, then ROWS rows made from it by the database itself: the
     # workers parse each row's material as they would a real one.
@@ -130,7 +128,7 @@ for ((run = 1; run <= RUNS; run++)); do
     store=$WORK/store-queue
     rm -rf "$store"
     bench_start_server "$store" --log-level warning
-    url=$(new_queue)
+    url=$(new_queue "files$run")
     db=${url##*/}; db=${db%%\?*}
     whole_start=$EPOCHREALTIME
     "$ATTACHE_BIN" enqueue "$FILES" --queue "$url" >/dev/null

@@ -23,10 +23,15 @@ public import PostgresNIO
 public struct QueueConnection: Sendable, CustomStringConvertible {
     /// How the connection is encrypted (libpq's `sslmode`).
     public enum TLSMode: String, Sendable, CaseIterable {
+        /// Plain text.
         case disable
+        /// TLS when the server offers it, unverified (libpq's default).
         case prefer
+        /// TLS, unverified.
         case require
+        /// TLS, the certificate chain verified.
         case verifyCA = "verify-ca"
+        /// TLS, the chain and the host name verified.
         case verifyFull = "verify-full"
     }
 

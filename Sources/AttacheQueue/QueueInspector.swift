@@ -27,8 +27,9 @@ public struct QueueStatus: Sendable, Codable {
     public struct Worker: Sendable, Codable {
         /// Its id (`host-pid-random`).
         public var id: String
-        /// Its host and process id.
+        /// Its host.
         public var host: String
+        /// Its process id on that host.
         public var pid: Int
         /// Seconds since its last heartbeat or commit.
         public var secondsSinceHeartbeat: Double
@@ -38,19 +39,27 @@ public struct QueueStatus: Sendable, Codable {
         public var holding: Int
         /// Files it committed as done within the window, per second.
         public var filesPerSecond: Double
-        /// Files and bytes it committed as done, and files it parked as failed, since it started.
+        /// Files it committed as done since it started.
         public var filesDone: Int
+        /// Bytes (of the source files) it committed as done since it started.
         public var bytesDone: Int64
+        /// Files it parked as failed since it started.
         public var filesFailed: Int
     }
 
     /// One failed file.
     public struct Failure: Sendable, Codable {
+        /// The row's id.
         public var id: Int64
+        /// The path it was enqueued with.
         public var path: String
+        /// Claims it had.
         public var attempts: Int
+        /// The last error's code (``AttacheError/Code``), `lease-expired` when its workers kept dying.
         public var code: String
+        /// The last error's stage.
         public var stage: String
+        /// The last error's message.
         public var message: String
     }
 }

@@ -17,6 +17,8 @@ final class PostgresCluster: Sendable {
     let binaries: String
     /// The superuser's password, random per cluster; give it to commands as `PGPASSWORD`.
     let password: String
+    /// The server's self-signed certificate (PEM), for `sslrootcert`.
+    let certificate: String
     private let server: Mutex<ServiceProcess?>
 
     static let user = "attache"
@@ -42,7 +44,11 @@ final class PostgresCluster: Sendable {
         installedBinaries == nil ? "PostgreSQL is not installed (Debian package postgresql; run Scripts/bootstrap.sh)" : nil
     }
 
-    private init(port: Int, directory: String, binaries: String, password: String, server: sending ServiceProcess) {
+    private init(
+        port: Int, directory: String, binaries: String, password: String, certificate: String,
+        server: sending ServiceProcess
+    ) {
+        self.certificate = certificate
         self.port = port
         self.directory = directory
         self.binaries = binaries
@@ -78,6 +84,20 @@ final class PostgresCluster: Sendable {
             ])
         try? FileManager.default.removeItem(atPath: passwordFile)
         guard initdb.status == 0 else { throw TestFailure("initdb failed: \(initdb.all)") }
+        // TLS with a throwaway certificate for localhost and 127.0.0.1 (the server also takes plain text).
+        let certificate = directory + "/server.crt"
+        let key = directory + "/server.key"
+        let openssl = try await runCommand(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ])
+        guard openssl.status == 0 else { throw TestFailure("openssl req failed: \(openssl.all)") }
+        chmod(key, 0o600)
+        if geteuid() == 0, let account = getpwnam("postgres") ?? getpwnam("nobody") {
+            for path in [certificate, key] { chown(path, account.pointee.pw_uid, account.pointee.pw_gid) }
+        }
         // Durability is not what these tests measure: no fsync keeps 1,000-file runs quick.
         let port = try freePort()
         let server = try await ServiceProcess(
@@ -85,8 +105,11 @@ final class PostgresCluster: Sendable {
                 binaries + "/postgres", "-D", directory + "/data", "-p", String(port), "-k", directory,
                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
                 "-c", "full_page_writes=off", "-c", "max_connections=200",
+                "-c", "ssl=on", "-c", "ssl_cert_file=" + certificate, "-c", "ssl_key_file=" + key,
             ], ready: "ready to accept connections", port: port)
-        return PostgresCluster(port: port, directory: directory, binaries: binaries, password: password, server: server)
+        return PostgresCluster(
+            port: port, directory: directory, binaries: binaries, password: password, certificate: certificate,
+            server: server)
     }
 
     /// A new, empty database; returns its URL (no password in it).

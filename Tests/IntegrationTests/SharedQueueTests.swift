@@ -3,6 +3,7 @@ import AttacheCore
 import AttacheQueue
 import AttacheServer
 import Foundation
+import PostgresNIO
 import Testing
 
 /// The shared PostgreSQL queue end to end: `attache enqueue`, several `attache worker` processes and
@@ -125,6 +126,37 @@ struct SharedQueueTests {
         #expect(wrong.status == 69)
         #expect(wrong.standardError.contains("password authentication failed"), "\(wrong.standardError)")
         #expect(!wrong.all.contains("not-the-password"))
+    }
+
+    /// TLS to the database: `verify-full` with the server's certificate as `sslrootcert` connects
+    /// encrypted; without it (the system's roots) the connection is refused with a clear error.
+    @Test func tlsToTheDatabaseIsVerified() async throws {
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let base = url.replacingOccurrences(of: "127.0.0.1", with: "localhost").replacingOccurrences(of: "?sslmode=disable", with: "")
+        var connection = try QueueConnection(
+            parsing: base + "?sslmode=verify-full&sslrootcert=" + cluster.certificate)
+        connection.resolvePassword(environment: cluster.environment)
+        let encrypted = try await QueueDatabase.withDatabase(connection) { database in
+            var result = false
+            for try await ssl in try await database.client.query(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+            ).decode(Bool.self) {
+                result = ssl
+            }
+            return result
+        }
+        #expect(encrypted)
+
+        let migrated = try await runCommand(
+            try attacheBinary(), ["queue", "migrate", "--queue", base + "?sslmode=verify-full&sslrootcert=" + cluster.certificate],
+            environment: cluster.environment)
+        #expect(migrated.status == 0, "\(migrated.standardError)")
+
+        let unverified = try await runCommand(
+            try attacheBinary(), ["queue", "status", "--queue", base + "?sslmode=verify-full"], environment: cluster.environment)
+        #expect(unverified.status == 69)
+        #expect(unverified.standardError.contains("cannot reach the queue database"), "\(unverified.standardError)")
     }
 
     /// A file that keeps failing is retried up to --max-attempts and parked with its error; `queue
