@@ -3,7 +3,8 @@
 # or directly with ATTACHE_BIN and ATTACHE_SERVER_BIN set.
 #
 # 1. The queue's own cost: claims + commits per second with 8 `attache worker --stub-uploads` processes
-#    (the pipeline replaced by a receipt made on the spot), over QUEUE_ROWS rows (default 20000).
+#    (--concurrency 16 --claim-batch 64 each; the pipeline replaced by a receipt made on the spot), over
+#    QUEUE_ROWS rows (default 20000).
 # 2. On one machine, against the reference server: 2 workers x --concurrency 4 against one
 #    `attache batch --concurrency 8`, on the same BENCH_FILES files (default 2000, 2-64 KB each, sent as
 #    they are: --no-transform, so the figure is the queue's cost and not the image codecs'). The queue
@@ -97,7 +98,7 @@ for ((run = 1; run <= RUNS; run++)); do
     start=$EPOCHREALTIME
     pids=()
     for w in 1 2 3 4 5 6 7 8; do
-        "$ATTACHE_BIN" worker --queue "$url" --stub-uploads --drain --concurrency 8 --claim-batch 16 \
+        "$ATTACHE_BIN" worker --queue "$url" --stub-uploads --drain --concurrency 16 --claim-batch 64 \
             --worker-id "stub$w" >/dev/null 2>"$WORK/stub$w.err" &
         pids+=($!)
     done
