@@ -146,48 +146,64 @@ public final class QueueWorker: Sendable {
         let heartbeat = Task { [self] in await heartbeatLoop() }
         defer { heartbeat.cancel() }
 
+        let commits = PendingCommits()
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
+            let concurrency = max(1, configuration.concurrency)
+            let batch = max(1, configuration.claimBatch)
             var buffer: [QueueJob] = []
             var running = 0
             var lastContact = ContinuousClock.now
             var lastClaimFull = false
+            // After a claim that found nothing, the next one waits: 50 ms, doubling up to the idle poll.
+            let firstBackoff = min(Duration.milliseconds(50), configuration.idlePoll)
+            var backoff = firstBackoff
+            var nextClaim = ContinuousClock.now
             while true {
-                if !isStopping, buffer.isEmpty, running < configuration.concurrency {
+                // Claim ahead: a new batch once the files waiting here are down to half a batch, so that a
+                // slot that frees up finds its next file without a round trip; commits still under way
+                // (their rows stay claimed) hold back new claims when the database is slow.
+                let wantClaim =
+                    !isStopping && buffer.count * 2 <= batch && running + buffer.count < concurrency + batch
+                    && commits.count < 4 * concurrency
+                if wantClaim, ContinuousClock.now >= nextClaim {
                     do {
-                        let jobs = try await claim(max(1, configuration.claimBatch))
+                        let jobs = try await claim(batch)
                         lastContact = .now
-                        lastClaimFull = jobs.count >= max(1, configuration.claimBatch)
-                        if !jobs.isEmpty {
+                        lastClaimFull = jobs.count >= batch
+                        if jobs.isEmpty {
+                            nextClaim = .now + backoff
+                            backoff = min(backoff * 2, configuration.idlePoll)
+                        } else {
+                            backoff = firstBackoff
+                            nextClaim = .now
                             summary.withLock { $0.claimed += jobs.count }
                             events(.claimed(count: jobs.count))
                         }
                         buffer += jobs
-                        if jobs.isEmpty, running == 0 {
-                            if configuration.exitWhenDrained, try await openCount() == 0 { break }
-                            await idle(configuration.idlePoll)
-                            continue
+                        if jobs.isEmpty, running == 0, buffer.isEmpty, configuration.exitWhenDrained {
+                            // This worker's own commits keep their rows claimed until they land.
+                            await commits.waitUntilEmpty()
+                            if try await openCount() == 0 { break }
                         }
                     } catch {
                         database.logger.warning("cannot claim files", metadata: ["error": "\(error)"])
                         lastClaimFull = false
+                        nextClaim = .now + configuration.idlePoll
                         if ContinuousClock.now - lastContact > configuration.lease {
                             failure = error
                             stop()
-                        } else if running == 0 {
-                            await idle(configuration.idlePoll)
-                            continue
                         }
                     }
                 }
-                while !isStopping, running < configuration.concurrency, !buffer.isEmpty {
+                while !isStopping, running < concurrency, !buffer.isEmpty {
                     let job = buffer.removeFirst()
                     // A lease that ran out while the job waited here (this process was paused) may
                     // belong to another worker already: leave the file to it.
                     guard leases.isHeld(job.id) else { continue }
                     running += 1
                     group.addTask { [self] in
-                        await process(job, committer: committer, summary: summary, events: events)
+                        await process(job, committer: committer, commits: commits, summary: summary, events: events)
                     }
                 }
                 if isStopping, !buffer.isEmpty {
@@ -199,15 +215,26 @@ public final class QueueWorker: Sendable {
                 }
                 if running == 0 {
                     if isStopping { break }
+                    if buffer.isEmpty {
+                        if commits.count >= 4 * concurrency {
+                            await commits.waitUntilEmpty()
+                        } else {
+                            await idle(until: nextClaim)
+                        }
+                    }
                     continue
                 }
                 // Free slots and a full last claim: there is likely more to take at once.
-                if !isStopping, running < configuration.concurrency, buffer.isEmpty, lastClaimFull { continue }
+                if !isStopping, running < concurrency, buffer.isEmpty, lastClaimFull, commits.count < 4 * concurrency {
+                    continue
+                }
                 // Otherwise wait for a slot; it is refilled at the top of the loop.
                 await group.next()
                 running -= 1
             }
         }
+        // Results still being committed: their rows are claimed until then.
+        await commits.waitUntilEmpty()
         heartbeat.cancel()
         await unregister()
         if let failure { throw failure }
@@ -216,9 +243,8 @@ public final class QueueWorker: Sendable {
         return result
     }
 
-    /// Sleeps up to `duration`, waking early when the worker is stopped.
-    private func idle(_ duration: Duration) async {
-        let deadline = ContinuousClock.now + duration
+    /// Sleeps until `deadline`, waking early when the worker is stopped.
+    private func idle(until deadline: ContinuousClock.Instant) async {
         while !isStopping, ContinuousClock.now < deadline {
             try? await Task.sleep(for: min(.milliseconds(100), deadline - .now))
         }
@@ -226,9 +252,11 @@ public final class QueueWorker: Sendable {
 
     // MARK: One file
 
+    /// Sends one file and hands its result to the committer; the slot is free again as soon as the send
+    /// ends, while the commit (and its WAL flush) goes on in the background, grouped with others.
     private func process(
-        _ job: QueueJob, committer: QueueCommitter, summary: SummaryBox,
-        events: @Sendable (QueueWorkerEvent) -> Void
+        _ job: QueueJob, committer: QueueCommitter, commits: PendingCommits, summary: SummaryBox,
+        events: @escaping @Sendable (QueueWorkerEvent) -> Void
     ) async {
         let outcome: QueueCommitter.Outcome
         var receipt: UploadReceipt?
@@ -249,6 +277,17 @@ public final class QueueWorker: Sendable {
                 outcome = .failed(job, error: error)
             }
         }
+        let result = (receipt: receipt, failure: failure)
+        commits.run { [self] in
+            await record(job, outcome, result.receipt, result.failure, committer: committer, summary: summary, events: events)
+        }
+    }
+
+    /// Commits one result and reports it.
+    private func record(
+        _ job: QueueJob, _ outcome: QueueCommitter.Outcome, _ receipt: UploadReceipt?, _ failure: AttacheError?,
+        committer: QueueCommitter, summary: SummaryBox, events: @Sendable (QueueWorkerEvent) -> Void
+    ) async {
         let committed: Bool
         do {
             committed = try await committer.commit(outcome)
@@ -439,6 +478,46 @@ public final class QueueWorker: Sendable {
                 finished_at = now(), locked_until = NULL
             WHERE state = 'claimed' AND locked_until < now() AND attempts >= \(maximum)
             """, "park files whose leases ran out")
+    }
+}
+
+/// Commits under way in the background; the worker waits for them before it reports or exits.
+final class PendingCommits: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// How many are under way.
+    var count: Int { state.withLock { $0.count } }
+
+    /// Runs `body` in a task of its own (not cancelled with the worker: a result must still be recorded).
+    func run(_ body: @escaping @Sendable () async -> Void) {
+        state.withLock { $0.count += 1 }
+        Task {
+            await body()
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.count -= 1
+                guard state.count == 0 else { return [] }
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Returns when none is under way.
+    func waitUntilEmpty() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.count == 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 }
 
