@@ -115,26 +115,28 @@ done
 batch_rates=()
 queue_rates=()
 whole_rates=()
-for ((run = 1; run <= RUNS; run++)); do
-    store=$WORK/store-batch
+run_batch() {
+    local store=$WORK/store-batch
     rm -rf "$store" "$WORK/journal.sqlite"*
     bench_start_server "$store" --log-level warning
-    start=$EPOCHREALTIME
+    local start=$EPOCHREALTIME
     "$ATTACHE_BIN" batch "$FILES" --url "$BENCH_URL/upload" --journal "$WORK/journal.sqlite" --concurrency 8 \
         --no-progress --no-transform >/dev/null 2>"$WORK/batch.err" || bench_die "batch failed: $(tail -3 "$WORK/batch.err")"
-    end=$EPOCHREALTIME
+    local end=$EPOCHREALTIME
     bench_stop_process "$BENCH_SERVER_PID"
     batch_rates+=("$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
+}
 
-    store=$WORK/store-queue
+run_queue() { # RUN
+    local store=$WORK/store-queue url db whole_start start end done_rows pid w
     rm -rf "$store"
     bench_start_server "$store" --log-level warning
-    url=$(new_queue "files$run")
+    url=$(new_queue "files$1")
     db=${url##*/}; db=${db%%\?*}
     whole_start=$EPOCHREALTIME
     "$ATTACHE_BIN" enqueue "$FILES" --queue "$url" >/dev/null
     start=$EPOCHREALTIME
-    pids=()
+    local pids=()
     for w in 1 2; do
         "$ATTACHE_BIN" worker --queue "$url" --url "$BENCH_URL/upload" --drain --concurrency 4 --no-transform \
             --worker-id "w$w" >/dev/null 2>"$WORK/worker$w.err" &
@@ -147,6 +149,12 @@ for ((run = 1; run <= RUNS; run++)); do
     [[ "$done_rows" -eq "$N" ]] || bench_die "queue run: $done_rows of $N files done"
     queue_rates+=("$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
     whole_rates+=("$(awk -v n="$N" -v s="$whole_start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
+}
+
+# The two alternate which goes first, run by run, so that neither always meets the other's leftovers
+# (the page cache, the server's store being deleted) or the machine's quieter moments.
+for ((run = 1; run <= RUNS; run++)); do
+    if ((run % 2)); then run_batch; run_queue "$run"; else run_queue "$run"; run_batch; fi
     bench_log "run $run: batch ${batch_rates[-1]} files/s; queue workers ${queue_rates[-1]} files/s, enqueue + workers ${whole_rates[-1]} files/s"
 done
 rm -rf "$WORK/store-batch" "$WORK/store-queue"
