@@ -115,16 +115,23 @@ done
 batch_rates=()
 queue_rates=()
 whole_rates=()
+# Client CPU seconds (user + system) of each side: the batch process, the two workers, the enqueue.
+# Unlike wall time, they hardly depend on what else the machine runs. PostgreSQL's own are not counted.
+batch_cpu=()
+queue_cpu=()
+enqueue_cpu=()
 run_batch() {
     local store=$WORK/store-batch
     rm -rf "$store" "$WORK/journal.sqlite"*
     bench_start_server "$store" --log-level warning
     local start=$EPOCHREALTIME
-    "$ATTACHE_BIN" batch "$FILES" --url "$BENCH_URL/upload" --journal "$WORK/journal.sqlite" --concurrency 8 \
+    /usr/bin/time -f '%U %S' -o "$WORK/batch.cpu" \
+        "$ATTACHE_BIN" batch "$FILES" --url "$BENCH_URL/upload" --journal "$WORK/journal.sqlite" --concurrency 8 \
         --no-progress --no-transform >/dev/null 2>"$WORK/batch.err" || bench_die "batch failed: $(tail -3 "$WORK/batch.err")"
     local end=$EPOCHREALTIME
     bench_stop_process "$BENCH_SERVER_PID"
     batch_rates+=("$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
+    batch_cpu+=("$(awk '{ printf "%.2f", $1 + $2 }' "$WORK/batch.cpu")")
 }
 
 run_queue() { # RUN
@@ -134,11 +141,12 @@ run_queue() { # RUN
     url=$(new_queue "files$1")
     db=${url##*/}; db=${db%%\?*}
     whole_start=$EPOCHREALTIME
-    "$ATTACHE_BIN" enqueue "$FILES" --queue "$url" >/dev/null
+    /usr/bin/time -f '%U %S' -o "$WORK/enqueue.cpu" "$ATTACHE_BIN" enqueue "$FILES" --queue "$url" >/dev/null
     start=$EPOCHREALTIME
     local pids=()
     for w in 1 2; do
-        "$ATTACHE_BIN" worker --queue "$url" --url "$BENCH_URL/upload" --drain --concurrency 4 --no-transform \
+        /usr/bin/time -f '%U %S' -o "$WORK/worker$w.cpu" \
+            "$ATTACHE_BIN" worker --queue "$url" --url "$BENCH_URL/upload" --drain --concurrency 4 --no-transform \
             --worker-id "w$w" >/dev/null 2>"$WORK/worker$w.err" &
         pids+=($!)
     done
@@ -149,13 +157,15 @@ run_queue() { # RUN
     [[ "$done_rows" -eq "$N" ]] || bench_die "queue run: $done_rows of $N files done"
     queue_rates+=("$(awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
     whole_rates+=("$(awk -v n="$N" -v s="$whole_start" -v e="$end" 'BEGIN { printf "%.1f", n / (e - s) }')")
+    queue_cpu+=("$(cat "$WORK/worker1.cpu" "$WORK/worker2.cpu" | awk '{ s += $1 + $2 } END { printf "%.2f", s }')")
+    enqueue_cpu+=("$(awk '{ printf "%.2f", $1 + $2 }' "$WORK/enqueue.cpu")")
 }
 
 # The two alternate which goes first, run by run, so that neither always meets the other's leftovers
 # (the page cache, the server's store being deleted) or the machine's quieter moments.
 for ((run = 1; run <= RUNS; run++)); do
     if ((run % 2)); then run_batch; run_queue "$run"; else run_queue "$run"; run_batch; fi
-    bench_log "run $run: batch ${batch_rates[-1]} files/s; queue workers ${queue_rates[-1]} files/s, enqueue + workers ${whole_rates[-1]} files/s"
+    bench_log "run $run: batch ${batch_rates[-1]} files/s (${batch_cpu[-1]} CPU s); queue workers ${queue_rates[-1]} files/s (${queue_cpu[-1]} CPU s), enqueue + workers ${whole_rates[-1]} files/s (enqueue ${enqueue_cpu[-1]} CPU s)"
 done
 rm -rf "$WORK/store-batch" "$WORK/store-queue"
 
@@ -168,3 +178,9 @@ printf '%-58s %12s\n' "8 stub workers: claims + commits per second ($ROWS rows)"
 printf '%-58s %12s\n' "attache batch --concurrency 8 ($N files, files/s)" "$batch"
 printf '%-58s %12s  %sx batch\n' "2 workers x --concurrency 4 (files/s, workers only)" "$queue" "$(bench_ratio "$queue" "$batch")"
 printf '%-58s %12s  %sx batch\n' "enqueue + 2 workers x 4 (files/s, the whole job)" "$whole" "$(bench_ratio "$whole" "$batch")"
+cpu_b=$(bench_median "${batch_cpu[@]}")
+cpu_q=$(bench_median "${queue_cpu[@]}")
+cpu_e=$(bench_median "${enqueue_cpu[@]}")
+printf '%-58s %12s\n' "client CPU seconds: attache batch" "$cpu_b"
+printf '%-58s %12s  %sx batch\n' "client CPU seconds: the 2 workers" "$cpu_q" "$(bench_ratio "$cpu_q" "$cpu_b")"
+printf '%-58s %12s\n' "client CPU seconds: attache enqueue" "$cpu_e"
