@@ -1,6 +1,6 @@
 import Attache
 import AttacheCore
-import AttacheQueue
+@testable import AttacheQueue
 import AttacheServer
 import Foundation
 import PostgresNIO
@@ -81,6 +81,54 @@ struct SharedQueueTests {
             let row = try JSONDecoder().decode(QueueReceipt.self, from: Data(line.utf8))
             try scratch.expectOpens(row)
         }
+    }
+
+    /// Fencing at the library level: once a lease ran out and another worker claimed the row, the first
+    /// worker's commit (done or failed) changes nothing, and the new holder's does; both hold the same
+    /// key and seal material, so both would have sent the same bytes.
+    @Test func aTakenOverLeaseCannotOverwriteTheNewHoldersResult() async throws {
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let scratch = try QueueScratch(files: 1)
+        defer { scratch.remove() }
+        var connection = try QueueConnection(parsing: url)
+        connection.resolvePassword(environment: cluster.environment)
+        try await QueueDatabase.withDatabase(connection) { database in
+            try await database.migrate()
+            let summary = try await QueueEnqueuer(database: database).enqueue([scratch.folder])
+            #expect(summary.added == 1)
+            var firstConfiguration = QueueWorkerConfiguration()
+            firstConfiguration.workerID = "first"
+            var secondConfiguration = QueueWorkerConfiguration()
+            secondConfiguration.workerID = "second"
+            let first = QueueWorker(database: database, sender: StubQueueSender(), configuration: firstConfiguration)
+            let second = QueueWorker(database: database, sender: StubQueueSender(), configuration: secondConfiguration)
+
+            let old = try #require(try await first.claim(1).first)
+            let whileHeld = try await second.claim(1)
+            #expect(whileHeld.isEmpty, "a row under a live lease was claimed twice")
+            // The first worker stalls past its lease (made to happen at once, in the database).
+            _ = try await cluster.scalar("UPDATE attache_file SET locked_until = now() - interval '1 second'", in: url)
+            let new = try #require(try await second.claim(1).first)
+            #expect(new.id == old.id)
+            #expect(new.leaseToken != old.leaseToken)
+            #expect(new.attempt == 2)
+            #expect(new.idempotencyKey == old.idempotencyKey)
+            #expect(new.sealMaterial == old.sealMaterial)
+
+            let stale = QueueCommitter(database: database, workerID: "first")
+            let lateFailure = AttacheError(.rejected, stage: .upload, "late")
+            let parked = try await stale.commit(.failed(old, error: lateFailure))
+            #expect(!parked)
+            let lateDone = try await stale.commit(.done(old, receipt: try await StubQueueSender().send(old)))
+            #expect(!lateDone)
+            let current = QueueCommitter(database: database, workerID: "second")
+            let done = try await current.commit(.done(new, receipt: try await StubQueueSender().send(new)))
+            #expect(done)
+        }
+        let row = try await cluster.scalar("SELECT state || ' ' || worker_id || ' ' || (receipt->>'fileId') FROM attache_file", in: url)
+        let id = try await cluster.scalar("SELECT id FROM attache_file", in: url)
+        #expect(row == "done second stub-\(id)")
     }
 
     /// Enqueuing is idempotent, a password on the command line is refused without being echoed, and the
