@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        // The shared PostgreSQL work queue (scale-out): its own product, so that a backend embedding the
+        // pipeline does not link PostgresNIO unless it runs queue workers.
+        .library(name: "AttacheQueue", targets: ["AttacheQueue"]),
         .executable(name: "attache", targets: ["attache"]),
         .executable(name: "attache-transfer", targets: ["attache-transfer"]),
         .executable(name: "attache-pipeline", targets: ["attache-pipeline"]),
@@ -32,6 +35,9 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         // `swift package generate-documentation` (Scripts/docs.sh): the DocC catalog in Sources/Attache.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // The scale-out queue's database client (AttacheQueue); attache-pipeline only, never `attache` or
+        // `attache-transfer`.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -113,6 +119,17 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings),
+        // The scale-out work queue: many workers on many machines take files from one PostgreSQL table
+        // (`FOR UPDATE SKIP LOCKED`, leases, fencing tokens). Foundation is allowed here (PostgresNIO
+        // needs it anyway); reuses the batch's file walker and identity.
+        .target(
+            name: "AttacheQueue",
+            dependencies: [
+                "Attache", "AttacheCore", "AttacheBatch",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings),
         // `detect`, `recompress`, `encrypt` and `decrypt` with ArgumentParser, shared by both executables.
         .target(
             name: "AttacheCommands",
@@ -180,7 +197,8 @@ let package = Package(
         .executableTarget(
             name: "attache-pipeline",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheCommands", "AttacheTransferCommands", "AttacheEndpointConfig", "CLibc",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCommands", "AttacheTransferCommands",
+                "AttacheEndpointConfig", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -267,8 +285,9 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheServer", "AttacheCommands",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)
             // and a proxy that loses answers.

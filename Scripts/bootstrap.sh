@@ -91,6 +91,7 @@ required=(
     time                      # /usr/bin/time for peak memory figures
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI
     nginx                     # transport tests count HTTP/2 and HTTP/1.1 connections on a server not ours
+    postgresql                # the shared queue's tests start a temporary cluster of their own (initdb, postgres) as its postgres user
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(

@@ -1,5 +1,5 @@
 import Attache
-import AttacheCore
+package import AttacheCore
 import Foundation
 import Synchronization
 
@@ -9,10 +9,10 @@ import Synchronization
 /// Symbolic links inside a folder are followed only when their target stays inside the folder given on
 /// the command line (a link to a folder is then skipped, since the folder itself is walked), unless
 /// `followSymlinks` is set; a path named on the command line is always followed. Blocking: call
-/// ``next(limit:)`` from a ``BlockingPool`` thread.
-final class FileWalker: Sendable {
+/// ``next(limit:)`` from a ``BlockingPool`` thread. The shared queue's enqueuer walks with it too.
+package final class FileWalker: Sendable {
     /// One thing the walk found.
-    enum Item: Sendable, Equatable {
+    package enum Item: Sendable, Equatable {
         /// A regular file to send, with its size.
         case file(path: String, byteCount: Int64)
         /// A path that is not sent, and why.
@@ -44,14 +44,14 @@ final class FileWalker: Sendable {
     private let state: Mutex<State>
 
     /// Creates a walker over `roots`, never yielding the absolute paths in `excluding`.
-    init(roots: [String], followSymlinks: Bool, excluding: Set<String> = []) {
+    package init(roots: [String], followSymlinks: Bool, excluding: Set<String> = []) {
         self.followSymlinks = followSymlinks
         self.excluded = excluding
         self.state = Mutex(State(roots: roots))
     }
 
     /// Returns up to `limit` items; an empty array means the walk is over.
-    func next(limit: Int) -> [Item] {
+    package func next(limit: Int) -> [Item] {
         state.withLock { state in
             var items: [Item] = []
             while items.count < limit {

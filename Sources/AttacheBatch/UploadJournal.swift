@@ -433,7 +433,7 @@ public final class UploadJournal: Sendable {
     }
 
     /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
-    static func absolute(_ path: String) -> String {
+    package static func absolute(_ path: String) -> String {
         // The walk hands out paths that are already clean (no `.`, `..`, empty components or trailing
         // slash): those need only the working directory in front, not a URL built, stat'ed and
         // standardized three times per file.
@@ -467,13 +467,19 @@ public final class UploadJournal: Sendable {
     }
 }
 
-/// What makes a file "the same file" for the journal (with its absolute path).
-struct FileIdentity: Sendable, Hashable {
-    var byteCount: Int64
+/// What makes a file "the same file" for the journal and the shared queue (with its absolute path).
+package struct FileIdentity: Sendable, Hashable {
+    package var byteCount: Int64
     /// Nanoseconds since the epoch.
-    var modificationTime: Int64
+    package var modificationTime: Int64
     /// Lower-case hex SHA-256 of the content.
-    var sha256: String
+    package var sha256: String
+
+    package init(byteCount: Int64, modificationTime: Int64, sha256: String) {
+        self.byteCount = byteCount
+        self.modificationTime = modificationTime
+        self.sha256 = sha256
+    }
 }
 
 /// One file's row in an ``UploadJournal``.

@@ -47,6 +47,7 @@ package enum ExitStatus {
         (.fileUnreadable, cannotRead),
         (.connectionFailed, unavailable),
         (.tlsFailure, unavailable),
+        (.queue, unavailable),
         (.nativeLibrary, internalError),
         (.internalError, internalError),
         (.fileUnwritable, ioError),

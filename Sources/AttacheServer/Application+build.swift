@@ -133,7 +133,9 @@ func makeRouter(
 ) -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.info))
-    let uploads = UploadController(configuration: configuration, store: store, verifier: verifier)
+    let uploads = UploadController(
+        configuration: configuration, store: store, verifier: verifier,
+        log: configuration.uploadLogPath.map(UploadRequestLog.init(path:)))
     let files = FileController(store: store, faults: configuration.fileFaults, logPath: configuration.fileLogPath)
     router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
     let sealedEcho = SealedEchoController(verifier: verifier)

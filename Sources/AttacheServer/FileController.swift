@@ -165,8 +165,8 @@ final class FileFaultState: Sendable {
     }
 }
 
-/// The JSON-lines log of `GET|HEAD /files` requests.
-final class FileRequestLog: Sendable {
+/// A file of JSON lines, appended to under a lock: the request logs tests read.
+final class JSONLinesLog: Sendable {
     private let handle: Mutex<FileHandle?>
 
     init(path: String) {
@@ -175,6 +175,21 @@ final class FileRequestLog: Sendable {
         let file = FileHandle(forWritingAtPath: path)
         _ = try? file?.seekToEnd()
         handle = Mutex(file)
+    }
+
+    func append(_ object: [String: Any]) {
+        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        line.append(0x0A)
+        handle.withLock { try? $0?.write(contentsOf: line) }
+    }
+}
+
+/// The JSON-lines log of `GET|HEAD /files` requests.
+final class FileRequestLog: Sendable {
+    private let log: JSONLinesLog
+
+    init(path: String) {
+        log = JSONLinesLog(path: path)
     }
 
     /// A request, when it is answered; `bytes` for answers without a body (0).
@@ -192,9 +207,24 @@ final class FileRequestLog: Sendable {
     }
 
     private func append(_ object: [String: Any]) {
-        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        line.append(0x0A)
-        handle.withLock { try? $0?.write(contentsOf: line) }
+        log.append(object)
+    }
+}
+
+/// The JSON-lines log of `POST /upload` requests that carry an `Idempotency-Key`: one line per decision,
+/// `{"key":…,"outcome":"stored"|"replayed"|"in-progress","fileId":…}` (`stored` when the upload was
+/// committed as new). Tests count the `stored` lines per key to prove that every key was stored once.
+final class UploadRequestLog: Sendable {
+    private let log: JSONLinesLog
+
+    init(path: String) {
+        log = JSONLinesLog(path: path)
+    }
+
+    func record(key: String, outcome: String, fileId: String? = nil) {
+        var object: [String: Any] = ["key": key, "outcome": outcome]
+        if let fileId { object["fileId"] = fileId }
+        log.append(object)
     }
 }
 

@@ -26,6 +26,11 @@ public struct ReferenceServerConfiguration: Sendable {
     /// Tests read it to see the ranges a client asked for and the bytes it fetched. Setting it makes
     /// every body go through a counting writer instead of NIO's file I/O.
     public var fileLogPath: String? = nil
+    /// A file that gets a JSON line per `POST /upload` with an `Idempotency-Key` once its fate is known:
+    /// `key`, `outcome` (`stored`: committed as a new upload; `replayed`: answered with an earlier
+    /// upload's receipt; `in-progress`: refused while another request with the key runs) and `fileId`.
+    /// Idempotency keys are not secrets; the log never holds form fields or bytes. Appended to.
+    public var uploadLogPath: String? = nil
     /// Uploads whose `Content-Length` exceeds this many bytes are answered 413 before their body is
     /// read; streamed bodies without a length are cut off at this size. `nil` means no limit.
     public var maxBodySize: Int64? = nil

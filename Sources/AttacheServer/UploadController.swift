@@ -16,6 +16,8 @@ struct UploadController: Sendable {
     let store: UploadStore
     /// Set when the server was given a key: sealed uploads are opened and checked before they are stored.
     var verifier: SealVerifier? = nil
+    /// Set with `--upload-log`: every keyed upload's outcome, for tests that count stores per key.
+    var log: UploadRequestLog? = nil
 
     /// Bodies are handed to the spool in batches of about this size, so a pool hop is paid per
     /// quarter megabyte rather than per socket read.
@@ -60,11 +62,13 @@ struct UploadController: Sendable {
         if let key {
             switch try store.claim(key: key) {
             case .replay(let fileId):
+                log?.record(key: key, outcome: "replayed", fileId: fileId)
                 guard let receipt = await readReceipt(fileId) else {
                     return errorResponse(.internalServerError, "the receipt of a completed upload is missing")
                 }
                 return jsonResponse(.ok, receipt, headers: [.idempotentReplayed: "true"])
             case .inProgress:
+                log?.record(key: key, outcome: "in-progress")
                 return errorResponse(.conflict, "upload with this key in progress", headers: [.retryAfter: "1"])
             case .claimed:
                 break
@@ -100,6 +104,7 @@ struct UploadController: Sendable {
                 try store.commit(parts: parts, key: key, checks: verified, crash: crashPoint)
             }
             committedId = committed.fileId
+            if let key { log?.record(key: key, outcome: "stored", fileId: committed.fileId) }
             return jsonResponse(.ok, committed.receipt)
         } catch let rejection as MultipartRejection {
             await discard(spool)

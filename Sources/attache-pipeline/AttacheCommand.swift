@@ -18,6 +18,9 @@ struct AttacheCommand: AsyncParsableCommand {
         subcommands: [
             UploadCommand.self,
             BatchCommand.self,
+            EnqueueCommand.self,
+            WorkerCommand.self,
+            QueueCommand.self,
             DetectCommand.self,
             RecompressCommand.self,
             DownloadManyCommand.self,

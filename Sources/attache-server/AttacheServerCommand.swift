@@ -45,6 +45,9 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("file-log"), help: "Append one JSON line per GET|HEAD /files/{id} (id, range, ifRange, status, bytes sent) to this file.")
     var fileLog: String?
 
+    @Option(name: .customLong("upload-log"), help: "Append one JSON line per POST /upload with an Idempotency-Key (key, outcome stored|replayed|in-progress, fileId) to this file.")
+    var uploadLog: String?
+
     @Option(name: .customLong("max-body"), help: "Answer 413 early to bodies larger than this many bytes.")
     var maxBody: Int64?
 
@@ -94,6 +97,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
             logLevel: level, keyFile: keyFile)
         configuration.fileFaults = try fileFaultPlan()
         configuration.fileLogPath = fileLog
+        configuration.uploadLogPath = uploadLog
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
         }

@@ -88,6 +88,9 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         public static let journal = Code("journal")
         /// Another batch is running on the same journal.
         public static let journalBusy = Code("journal-busy")
+        /// The shared work queue's database cannot be reached, refused the credentials, or failed a
+        /// statement (`attache enqueue`, `worker`, `queue`).
+        public static let queue = Code("queue")
         /// An internal invariant failed; a bug.
         public static let internalError = Code("internal")
     }
@@ -114,6 +117,8 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         case batch
         /// A request of ``RequestClient`` (not an upload).
         case request
+        /// The shared work queue (PostgreSQL) of `attache worker` and `attache enqueue`.
+        case queue
         /// The stage's name (`upload`), as in JSON and journals.
         public var description: String { rawValue }
     }
