@@ -191,7 +191,8 @@ final class FileRequestLog: Sendable {
         append(["id": id, "sent": bytes])
     }
 
-    private func append(_ object: [String: Any]) {
+    /// Appends one JSON line (also the resumable upload log's writer).
+    func append(_ object: [String: Any]) {
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         line.append(0x0A)
         handle.withLock { try? $0?.write(contentsOf: line) }
