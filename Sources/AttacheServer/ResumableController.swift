@@ -105,6 +105,17 @@ struct ResumableController: Sendable {
         case .found(let upload):
             var headers: HTTPFields = [.cacheControl: "no-store"]
             headers[.uploadOffset] = String(upload.offset)
+            if let fileId = upload.info.fileId {
+                headers[.attacheFileId] = fileId
+                headers[.attacheReceipt] = "/receipts/\(fileId)"
+                if upload.info.protocolName == .tus {
+                    headers.append(contentsOf: tusHeaders())
+                    headers[.uploadLength] = String(upload.offset)
+                    return Response(status: .ok, headers: headers)
+                }
+                headers[.uploadComplete] = "?1"
+                return Response(status: .noContent, headers: headers)
+            }
             if upload.info.protocolName == .tus {
                 headers.append(contentsOf: tusHeaders())
                 if let length = upload.info.length {
@@ -132,6 +143,14 @@ struct ResumableController: Sendable {
         case .found(let found): upload = found
         }
         let isTus = upload.info.protocolName == .tus
+        if let fileId = upload.info.fileId {
+            // Already complete: the client lost the answer. 409 with the final offset sends it to HEAD.
+            var headers: HTTPFields = isTus ? tusHeaders() : [.uploadComplete: "?1"]
+            headers[.uploadOffset] = String(upload.offset)
+            headers[.attacheFileId] = fileId
+            headers[.attacheReceipt] = "/receipts/\(fileId)"
+            return errorResponse(.conflict, "the upload is already complete", headers: headers)
+        }
         let contentType = request.headers[.contentType]?.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
             .lowercased()
         if isTus {
@@ -366,6 +385,7 @@ struct ResumableController: Sendable {
             "event": "append", "protocol": upload.info.protocolName.rawValue, "id": upload.id,
             "offset": upload.offset, "received": appender.written,
         ]
+        if let checksum { entry["checksum"] = checksum.algorithm }
         let newOffset = upload.offset + appender.written
 
         if let fault, case .drop = fault {

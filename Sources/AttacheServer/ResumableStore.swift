@@ -33,6 +33,9 @@ final class ResumableStore: Sendable {
         var idempotencyKey: String?
         /// Seconds since 1970 after which the upload is gone.
         var expires: Double
+        /// Set once the upload completed: the stored file. The resource then stays (until it expires) so
+        /// that a client whose last answer was lost learns from `HEAD` that it is complete.
+        var fileId: String? = nil
     }
 
     /// One upload as the controller sees it.
@@ -106,6 +109,9 @@ final class ResumableStore: Sendable {
         if info.expires < Date().timeIntervalSince1970 {
             remove(id)
             return .expired
+        }
+        if info.fileId != nil {
+            return .found(Upload(id: id, info: info, offset: info.length ?? 0, dataPath: folder + "/data"))
         }
         var status = stat()
         guard stat(folder + "/data", &status) == 0 else { return .missing }
@@ -211,7 +217,7 @@ final class ResumableStore: Sendable {
         if let key = upload.info.idempotencyKey {
             switch try store.claim(key: key) {
             case .replay(let fileId):
-                remove(upload.id)
+                markCompleted(upload, fileId: fileId)
                 guard let receipt = store.receiptBytes(fileId: fileId) else {
                     throw AttacheError(.internalError, stage: .upload, "the receipt of a completed upload is missing")
                 }
@@ -249,8 +255,18 @@ final class ResumableStore: Sendable {
         let checks = try verifier?.check(parts) ?? [:]
         let result = try store.commit(parts: parts, key: upload.info.idempotencyKey, checks: checks)
         committed = result.fileId
-        remove(upload.id)
+        markCompleted(upload, fileId: result.fileId)
         return (result.receipt, result.fileId, false)
+    }
+
+    /// Keeps the resource as a record of the completed upload (its data is in the store now).
+    private func markCompleted(_ upload: Upload, fileId: String) {
+        var info = upload.info
+        info.fileId = fileId
+        info.length = upload.offset
+        unlink(upload.dataPath)
+        try? writeInfo(info, id: upload.id)
+        live.withLock { _ = $0.removeValue(forKey: upload.id) }
     }
 
     /// Deletes an upload resource (termination, expiry, completion).
