@@ -1,4 +1,5 @@
 import Attache
+import AttacheBatch
 import AttacheServer
 import Foundation
 import Synchronization
@@ -255,6 +256,54 @@ struct ResumableUploadTests {
             #expect(fields["scheme"]?.stringValue == "stream-gcm")
             #expect(fields["plaintextSize"]?.stringValue == String(2 << 20))
             #expect(data["parts"] != nil)
+        }
+    }
+
+    @Test func batchKilledMidGigabyteContinuesFromTheServersOffset() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-rs-batch-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory + "/files", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = try Self.makeFile(1_000_000_000, in: directory + "/files")
+        let sourceDigest = try Self.sha256(ofFile: source)
+        let journal = directory + "/journal.sqlite"
+        try await Server.with { server in
+            let arguments = [
+                "batch", directory + "/files", "--url", server.uploadURL, "--journal", journal, "--resumable", "tus",
+            ]
+            let first = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            // Killed once the server has confirmed an append, long before the gigabyte is through.
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline,
+                !((try? server.appends()) ?? []).contains(where: { $0["status"] as? Int == 204 })
+            {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            kill(first.processIdentifier, SIGKILL)
+            _ = try await first.wait(upTo: 30)
+            let recorded = try #require(try UploadJournal(path: journal).entries().first?.resumable)
+            #expect(recorded.protocolName == .tus && recorded.offset > 0)
+
+            let second = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            let status = try await second.wait(upTo: 600)
+            #expect(status == 0, "\(second.standardError)")
+
+            // One upload resource, continued by the rerun from the server's offset (at least what the
+            // journal recorded as confirmed): no byte reached the server twice.
+            let events = try server.events()
+            #expect(events.filter { $0["event"] as? String == "create" }.count == 1)
+            let entry = try #require(try UploadJournal(path: journal).entries().first)
+            let receipt = try #require(entry.receipt)
+            #expect(entry.state == .done)
+            #expect(try server.bytesReceived() == receipt.sentByteCount)
+            let resumedAt = try #require(receipt.resumable?.resumedBytes)
+            #expect(resumedAt >= recorded.offset && resumedAt > 0)
+            #expect(try server.appends().contains { Int64($0["offset"] as? Int ?? -1) == resumedAt })
+
+            let key = try AttachmentKey(bytes: SecureBytes(Base64.decode(try #require(receipt.seal.key))))
+            let output = directory + "/opened.bin"
+            try Unsealer(scheme: .streamGCM, key: key).unseal(
+                fileAt: server.store + "/store/files/" + (try #require(receipt.fileId)), to: output)
+            #expect(try Self.sha256(ofFile: output) == sourceDigest)
         }
     }
 
