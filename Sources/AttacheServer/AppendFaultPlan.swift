@@ -11,6 +11,7 @@ import Foundation
 /// | KIND | effect | keys |
 /// |------|--------|------|
 /// | `drop` | keep that many body bytes of the request, then reset the connection without an answer | `after` (default 1048576) |
+/// | `cut` | reset the connection of the append during which the upload reaches that offset, keeping the bytes before it | `at` (required) |
 /// | `stall` | keep that many body bytes, then stop reading for a while and close | `after` (default 1048576), `seconds` (default 30) |
 /// | `460` | read the whole chunk, discard it and answer `460 Checksum Mismatch` | |
 ///
@@ -22,6 +23,9 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// Keep `afterBytes` of the body, then reset the connection.
         case drop(afterBytes: Int64)
+        /// Keep the bytes before upload offset `offset`, then reset the connection (only the append that
+        /// crosses it).
+        case cut(atOffset: Int64)
         /// Keep `afterBytes` of the body, then stall for `seconds` and close.
         case stall(afterBytes: Int64, seconds: Int)
         /// Discard the chunk and answer 460.
@@ -67,7 +71,10 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
                     ["after", "seconds"]
                 )
             case "460": (kind, allowed) = (.checksumMismatch, [])
-            default: throw Self.invalid(text, "unknown append fault '\(head)' (drop, stall, 460)")
+            case "cut":
+                guard let at = options["at"] else { throw Self.invalid(text, "cut needs at=OFFSET") }
+                (kind, allowed) = (.cut(atOffset: at), ["at"])
+            default: throw Self.invalid(text, "unknown append fault '\(head)' (drop, cut, stall, 460)")
             }
             if let unknown = options.keys.sorted().first(where: { !allowed.contains($0) }) {
                 throw Self.invalid(text, "'\(head)' takes no option '\(unknown)'")
@@ -77,9 +84,14 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
         self.rules = rules
     }
 
-    /// The fault for the `count`th appending request, or nil.
-    public func fault(forRequest count: Int) -> Kind? {
-        rules.first { $0.schedule.matches(count) }?.kind
+    /// The fault for the `count`th appending request, which appends from `offset` up to `end` (nil when
+    /// unknown), or nil. A `cut` applies only to the append that crosses its offset.
+    public func fault(forRequest count: Int, offset: Int64 = 0, end: Int64? = nil) -> Kind? {
+        rules.first { rule in
+            guard rule.schedule.matches(count) else { return false }
+            if case .cut(let at) = rule.kind { return offset < at && (end ?? .max) > at }
+            return true
+        }?.kind
     }
 
     /// Whether the plan has no rules.
@@ -93,11 +105,13 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
             case .drop: text = "drop"
             case .stall: text = "stall"
             case .checksumMismatch: text = "460"
+            case .cut: text = "cut"
             }
             if rule.schedule != .always { text += "@\(rule.schedule)" }
             switch rule.kind {
             case .drop(let after): text += ":after=\(after)"
             case .stall(let after, let seconds): text += ":after=\(after):seconds=\(seconds)"
+            case .cut(let at): text += ":at=\(at)"
             case .checksumMismatch: break
             }
             return text

@@ -331,10 +331,12 @@ struct ResumableController: Sendable {
         }
 
         let number = appendCounter.next()
-        let fault = configuration.appendFaults.fault(forRequest: number)
+        let declaredEnd = request.headers[.contentLength].flatMap(Int64.init).map { upload.offset + $0 }
+        let fault = configuration.appendFaults.fault(forRequest: number, offset: upload.offset, end: declaredEnd)
         var keepLimit: Int64? = nil
         switch fault {
         case .drop(let after), .stall(let after, _): keepLimit = after
+        case .cut(let at): keepLimit = at - upload.offset
         default: break
         }
         if let fault { context.logger.info("injecting append fault", metadata: ["fault": "\(fault)", "append": "\(number)"]) }
@@ -388,7 +390,7 @@ struct ResumableController: Sendable {
         if let checksum { entry["checksum"] = checksum.algorithm }
         let newOffset = upload.offset + appender.written
 
-        if let fault, case .drop = fault {
+        if let fault, fault.resetsConnection {
             entry["status"] = "dropped"
             record(entry)
             return try await FaultInjector(context: context).abandon()
@@ -639,4 +641,14 @@ struct ResumableController: Sendable {
 /// The digests tus `Upload-Checksum` may name here (`Tus-Checksum-Algorithm`).
 enum ChecksumHasher {
     static func isSupported(_ algorithm: String) -> Bool { ["sha1", "sha256", "sha512"].contains(algorithm) }
+}
+
+extension AppendFaultPlan.Kind {
+    /// Whether the fault ends the append by resetting the connection (`drop`, `cut`).
+    var resetsConnection: Bool {
+        switch self {
+        case .drop, .cut: true
+        default: false
+        }
+    }
 }

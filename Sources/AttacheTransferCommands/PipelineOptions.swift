@@ -98,6 +98,9 @@ package struct PipelineOptions: ParsableArguments {
         valueName: "size"))
     package var resumableThreshold: String?
 
+    @Flag(help: "With --resumable tus: send no Upload-Checksum (saves a hashing pass over each chunk before it is sent).")
+    package var noResumableChecksums = false
+
     /// `--resumable`, parsed.
     package func parsedResumableMode() throws -> ResumableMode {
         guard let resumable else { return .off }
@@ -236,6 +239,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal
         configuration.resumable.mode = try parsedResumableMode()
         configuration.resumable.threshold = try parsedResumableThreshold()
+        configuration.resumable.checksums = !noResumableChecksums
         return configuration
     }
 }

@@ -57,7 +57,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-append"), help: "Answer 413 to a resumable append (PATCH or creating POST) larger than this many bytes; announced in Upload-Limit.")
     var maxAppend: Int64?
 
-    @Option(name: .customLong("append-fault"), help: "Fault rules to inject into resumable appends (repeatable): drop:after=N, stall:after=N:seconds=S, 460, each with an optional @WHEN counting appends.")
+    @Option(name: .customLong("append-fault"), help: "Fault rules to inject into resumable appends (repeatable): drop:after=N, cut:at=OFFSET, stall:after=N:seconds=S, 460, each with an optional @WHEN counting appends.")
     var appendFault: [String] = []
 
     @Option(name: .customLong("resumable-log"), help: "Append one JSON line per resumable upload event (create, append with its offset and bytes received, complete, delete, expired) to this file.")
