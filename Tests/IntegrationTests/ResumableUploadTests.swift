@@ -78,13 +78,13 @@ struct ResumableUploadTests {
     /// A pipeline configuration for `server` with quick retries and the given resumable settings.
     static func pipeline(
         _ url: String, mode: ResumableMode, initialAppend: Int64 = 16 << 20, seal: SealConfiguration = .none,
-        attempts: Int = 6
+        attempts: Int = 6, stallTimeout: Duration = .seconds(10)
     ) -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: url)
         configuration.connection.retry = RetryPolicy(
             maximumAttempts: attempts, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200),
             budget: .seconds(300))
-        configuration.connection.stallTimeout = .seconds(10)
+        configuration.connection.stallTimeout = stallTimeout
         configuration.seal = seal
         configuration.resumable = ResumableConfiguration(
             mode: mode, threshold: 1 << 20, initialAppendSize: initialAppend, maximumAppendSize: initialAppend)
@@ -143,6 +143,23 @@ struct ResumableUploadTests {
             #expect(appends[failedIndex + 1]["offset"] as? Int == failed["offset"] as? Int)
             #expect(appends.allSatisfy { $0["checksum"] as? String == "sha256" })
             #expect(try server.bytesReceived() <= Int64(40 << 20) + chunk)
+        }
+    }
+
+    @Test func aPatchThatStallsIsAbandonedAndTheUploadContinues() async throws {
+        let file = try TemporaryFile(bytes: randomBytes(8 << 20))
+        defer { file.remove() }
+        try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "stall@1:after=1000000:seconds=2") }) { server in
+            let receipt = try await Self.pipeline(
+                server.uploadURL, mode: .tus, initialAppend: 4 << 20, stallTimeout: .seconds(1)
+            ).send(Attachment(path: file.path))
+            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let appends = try server.appends()
+            #expect(appends.first?["status"] as? String == "stalled")
+            // The bytes before the stall were kept; the next accepted append starts after them.
+            let next = appends.dropFirst().first { ($0["status"] as? Int) != 423 && ($0["status"] as? Int) != 409 }
+            #expect(next?["offset"] as? Int == 1_000_000)
+            #expect(try server.bytesReceived() == Int64(8 << 20))
         }
     }
 
