@@ -324,6 +324,46 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test func uploadWithAnIdempotencyKeyKilledAndRunAgainContinues() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-rs-up-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = try Self.makeFile(400_000_000, in: directory)
+        let materials = directory + "/material"
+        try await Server.with { server in
+            let arguments = [
+                "upload", source, "--url", server.uploadURL, "--idempotency-key", "video-7", "--seal-material-dir",
+                materials, "--resumable", "tus", "--json",
+            ]
+            let first = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline,
+                !((try? server.appends()) ?? []).contains(where: { $0["status"] as? Int == 204 })
+            {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            kill(first.processIdentifier, SIGKILL)
+            _ = try await first.wait(upTo: 30)
+            // The resource sits next to the seal material, private like it.
+            let recorded = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: materials).first { $0.hasSuffix(".resumable") })
+            let mode = try FileManager.default.attributesOfItem(atPath: materials + "/" + recorded)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+
+            let second = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            let status = try await second.wait(upTo: 300)
+            #expect(status == 0, "\(second.standardError)")
+            let line = try #require(second.standardOutput.split(separator: "\n").first)
+            let receipt = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let resumable = try #require(receipt["resumable"] as? [String: Any])
+            #expect((resumable["resumedBytes"] as? Int ?? 0) > 0)
+            #expect(try server.events().filter { $0["event"] as? String == "create" }.count == 1)
+            #expect(try server.bytesReceived() == Int64(receipt["sentByteCount"] as? Int ?? -1))
+            // Done: the record is gone with the material.
+            #expect(!(try FileManager.default.contentsOfDirectory(atPath: materials)).contains(recorded))
+        }
+    }
+
     // MARK: A tus server that is not ours
 
     @Test func conformanceWithAThirdPartyTusServer() async throws {

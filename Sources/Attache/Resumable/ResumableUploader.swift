@@ -102,7 +102,8 @@ public struct ResumableUploader: Sendable {
     ///
     /// - Parameters:
     ///   - onState: called with the upload's resource and each offset the server confirms (to make them
-    ///     durable), and with nil when an upload is abandoned (expired) and started over.
+    ///     durable), with nil when an upload is abandoned (expired) and started over, and with nil once
+    ///     the server stored it.
     ///   - progress: non-decreasing fractions, as ``Uploader/upload(_:progress:)`` reports them, with
     ///     ``UploadProgress/resumedBytes`` set to what the server already had.
     /// - Returns: nil when the server speaks neither protocol (`.auto`: no `Tus-Resumable`, no upload
@@ -117,7 +118,10 @@ public struct ResumableUploader: Sendable {
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> ResumableUploadResult? {
         var session = try Session(uploader: self, request: request, onState: onState, progress: progress)
-        return try await session.run()
+        let result = try await session.run()
+        // Stored: nothing is left to resume.
+        if let result, case .stored = result.upload.outcome { onState?(nil) }
+        return result
     }
 }
 
