@@ -385,13 +385,24 @@ private struct Session {
     mutating func create() async throws -> Creation {
         switch uploader.configuration.mode {
         case .tus:
-            _ = try await discoverTus()
+            _ = try await discoverTusRetrying()
             return try await createTus()
         case .ietf:
             return try await createIETF(probe: false)
         case .auto, .off:
-            if try await discoverTus() { return try await createTus() }
+            if try await discoverTusRetrying() { return try await createTus() }
             return try await createIETF(probe: true)
+        }
+    }
+
+    /// ``discoverTus()``, with a failed `OPTIONS` (connection refused, lost) retried per the policy.
+    mutating func discoverTusRetrying() async throws -> Bool {
+        while true {
+            do {
+                return try await discoverTus()
+            } catch let error as AttacheError where error.isRetryable && error.code != .limitExceeded {
+                try await failed(error.message, retryAfter: nil, cause: error)
+            }
         }
     }
 
