@@ -205,6 +205,10 @@ package struct UploadCommand: AsyncParsableCommand {
         if receipt.seal.transferEncoding != .binary { text += "+\(receipt.seal.transferEncoding)" }
         text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
         if receipt.replayed { text += ", replayed" }
+        if let resumable = receipt.resumable {
+            text += ", \(resumable.protocolName)"
+            if resumable.resumedBytes > 0 { text += ", resumed after \(formatBytes(resumable.resumedBytes))" }
+        }
         if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
         text += ", \(receipt.seconds.formatted(decimals: 2)) s)"
         if let url = receipt.url { text += " \(url)" }
@@ -277,7 +281,9 @@ package final class ProgressBoard: Sendable {
             let name = PathText.lastComponent(entry.path)
             let percent = Int(entry.progress.fractionCompleted * 100)
             let retry = entry.progress.attempt > 1 ? " try \(entry.progress.attempt)" : ""
-            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(retry)"
+            let resumed =
+                entry.progress.resumedBytes > 0 ? " (\(formatBytes(entry.progress.resumedBytes)) already there)" : ""
+            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(resumed)\(retry)"
         }.joined(separator: " | ")
     }
 }
