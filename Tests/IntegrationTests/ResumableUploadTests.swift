@@ -238,6 +238,28 @@ struct ResumableUploadTests {
         }
     }
 
+    @Test(arguments: [ResumableMode.tus, .ietf])
+    func aSealedResumableUploadIsVerifiedByAServerWithTheKey(mode: ResumableMode) async throws {
+        let file = try TemporaryFile(bytes: randomBytes(5 << 20))
+        defer { file.remove() }
+        let key = AttachmentKey.random(for: .streamGCM)
+        let keyFile = file.directory + "/server.key"
+        try key.write(toNewFile: keyFile)
+        try await Server.with({ $0.keyFile = keyFile }) { server in
+            var seal = SealConfiguration()
+            seal.key = key
+            let receipt = try await Self.pipeline(server.uploadURL, mode: mode, initialAppend: 1 << 20, seal: seal).send(
+                Attachment(path: file.path))
+            #expect(receipt.resumable?.protocolName == (mode == .tus ? .tus : .ietf))
+            guard case .object(let sealed)? = receipt.server["sealed"] else {
+                Issue.record("no sealed check in \(receipt.server)")
+                return
+            }
+            #expect(sealed["verified"] == .bool(true))
+            #expect(sealed["plaintextSha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+        }
+    }
+
     @Test(arguments: [ResumableMode.auto, .ietf])
     func aServerWithoutEitherProtocolGetsAPlainMultipartUpload(mode: ResumableMode) async throws {
         let file = try TemporaryFile(bytes: randomBytes(3 << 20))
