@@ -172,6 +172,8 @@ private struct Session {
     var state: ResumableState?
     var tus = TusCapabilities()
     var appendLimit: Int64?
+    /// The server's `min-append-size`, when it gave one.
+    var appendFloor: Int64?
     var appendSize: Int64
     var requests = 0
     let sent = ByteCounter()
@@ -370,7 +372,7 @@ private struct Session {
         var next = min(max(ideal, configuration.minimumAppendSize), count * 4, configuration.maximumAppendSize)
         if let appendLimit { next = min(next, appendLimit) }
         if let maximum = tus.maximumSize { next = min(next, maximum) }
-        appendSize = max(next, configuration.minimumAppendSize)
+        appendSize = max(next, configuration.minimumAppendSize, appendFloor ?? 0)
     }
 
     // MARK: Requests
@@ -488,6 +490,7 @@ private struct Session {
     /// (`Upload-Complete: ?0`). The `104`'s `Location` is kept the moment it arrives.
     mutating func createIETF(probe: Bool) async throws -> Creation {
         let interim = Mutex<String?>(nil)
+        let interimLimit = Mutex<String?>(nil)
         var headers: [(String, String)] = [
             ("Upload-Complete", probe ? "?0" : "?1"), ("Upload-Metadata", metadata),
             ("Idempotency-Key", request.idempotencyKey), ("Content-Type", request.contentType),
@@ -502,6 +505,9 @@ private struct Session {
                     guard status == 104 else { return }
                     if let location = fields.last(where: { $0.name.lowercased() == "location" })?.value {
                         interim.withLock { $0 = location }
+                    }
+                    if let limit = fields.last(where: { $0.name.lowercased() == "upload-limit" })?.value {
+                        interimLimit.withLock { $0 = limit }
                     }
                 })
         } catch let error as AttacheError where error.isRetryable && error.code != .fileChanged {
@@ -529,6 +535,7 @@ private struct Session {
         let created = ResumableState(protocolName: .ietf, uploadURL: resolve(location), offset: 0)
         state = created
         onState?(created)
+        try applyLimits(interimLimit.withLock { $0 } ?? response.header("Upload-Limit"))
         if Self.isComplete(response) || (!probe && (200..<300).contains(response.status) && response.status != 201) {
             return .finished(outcome(response))
         }
@@ -565,7 +572,7 @@ private struct Session {
                 .badResponse, stage: .upload, "HEAD on the upload answered \(response.status) without Upload-Offset",
                 isRetryable: response.status >= 500 || response.status == 429 || response.status == 423)
         }
-        if let limit = Self.limit(response.header("Upload-Limit"), "max-append-size") { appendLimit = limit }
+        try applyLimits(response.header("Upload-Limit"))
         if current.protocolName == .ietf, Self.isComplete(response) { return .complete }
         if current.protocolName == .tus, offset >= total { return .complete }
         return .offset(offset)
@@ -700,6 +707,21 @@ private struct Session {
 
     func internalError(_ message: String) -> AttacheError {
         AttacheError(.internalError, stage: .upload, message)
+    }
+
+    /// Respects an `Upload-Limit`: appends no larger than `max-append-size` (and no smaller than
+    /// `min-append-size`, but for the last); a body over `max-size` cannot be sent.
+    mutating func applyLimits(_ header: String?) throws {
+        guard let header else { return }
+        if let maximum = Self.limit(header, "max-size"), maximum < total {
+            throw AttacheError(
+                .limitExceeded, stage: .upload, "the server takes uploads of at most \(maximum) bytes (Upload-Limit)")
+        }
+        if let limit = Self.limit(header, "max-append-size") { appendLimit = limit }
+        if let minimum = Self.limit(header, "min-append-size") {
+            appendFloor = minimum
+            appendSize = max(appendSize, minimum)
+        }
     }
 
     static func isComplete(_ response: HTTPResponse) -> Bool {
