@@ -81,6 +81,11 @@ final class ResumableStore: Sendable {
                 .fileUnwritable, stage: .configuration, "cannot create the resumable upload directory",
                 file: directory, cause: error)
         }
+        // Unfinished uploads survive a restart (their clients resume them); expired ones go now
+        // (``lookup(_:)`` deletes an upload it finds expired).
+        for id in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            _ = lookup(id)
+        }
     }
 
     /// Creates an upload resource with an empty `data` file.
