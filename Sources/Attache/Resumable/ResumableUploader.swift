@@ -174,6 +174,8 @@ private struct Session {
     var appendLimit: Int64?
     /// The server's `min-append-size`, when it gave one.
     var appendFloor: Int64?
+    /// The `HEAD` answer that said the upload is complete (it names the receipt).
+    var completedHead: HTTPResponse?
     var appendSize: Int64
     var requests = 0
     let sent = ByteCounter()
@@ -244,7 +246,7 @@ private struct Session {
         var offset = start
         while true {
             guard let current = state else { throw internalError("no upload resource") }
-            if offset >= total, current.protocolName == .tus {
+            if offset >= total {
                 // Everything is there, but the answer that completed it was lost: ask.
                 switch try await checkOffset(current) {
                 case .complete: return try await finishCompleted()
@@ -573,8 +575,10 @@ private struct Session {
                 isRetryable: response.status >= 500 || response.status == 429 || response.status == 423)
         }
         try applyLimits(response.header("Upload-Limit"))
-        if current.protocolName == .ietf, Self.isComplete(response) { return .complete }
-        if current.protocolName == .tus, offset >= total { return .complete }
+        if (current.protocolName == .ietf && Self.isComplete(response)) || (current.protocolName == .tus && offset >= total) {
+            completedHead = response
+            return .complete
+        }
         return .offset(offset)
     }
 
@@ -651,7 +655,12 @@ private struct Session {
         guard let current = state else { throw internalError("no upload resource") }
         var headers: [(String, String)] = []
         if current.protocolName == .tus { headers.append(("Tus-Resumable", "1.0.0")) }
-        let head = try await send("HEAD", current.uploadURL, headers: headers)
+        let head: HTTPResponse
+        if let known = completedHead {
+            head = known
+        } else {
+            head = try await send("HEAD", current.uploadURL, headers: headers)
+        }
         if let path = head.header("Attache-Receipt") {
             let answer = try await send("GET", resolve(path), headers: [("Accept", "application/json")])
             return result(outcome(answer))

@@ -105,9 +105,6 @@ import Testing
                 status: 204,
                 headers: [("Upload-Offset", "3000"), ("Upload-Complete", "?1"), ("Attache-Receipt", "/receipts/r1")]),
             .answer(
-                status: 204,
-                headers: [("Upload-Offset", "3000"), ("Upload-Complete", "?1"), ("Attache-Receipt", "/receipts/r1")]),
-            .answer(
                 status: 200, headers: [("Content-Type", "application/json")],
                 body: Array(#"{"errorCode":0,"data":{"fileId":"r1","url":"/files/r1"}}"#.utf8)),
         ])
@@ -116,7 +113,7 @@ import Testing
             try await Self.uploader(transport, mode: .ietf).upload(
                 ResumableUploadRequest(
                     url: "http://127.0.0.1:9/upload", body: DataSource(Self.bytes), filename: "a.bin", resumeFrom: earlier)))
-        #expect(transport.sent.map(\.method) == ["HEAD", "HEAD", "GET"])
+        #expect(transport.sent.map(\.method) == ["HEAD", "GET"])
         #expect(transport.sent.last?.url == "http://127.0.0.1:9/receipts/r1")
         guard case .stored(let receipt) = result.upload.outcome else {
             Issue.record("not stored")
