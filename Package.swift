@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.5.0"),
+        // HTTPResponsePart, for the reference server's `104 Upload Resumption Supported` interim head
+        // (already in the graph through Hummingbird).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         // The config file's parser (TOML 1.0, toml++ underneath); attache-pipeline only.
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
@@ -234,6 +237,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Do not call FoundationEssentials' generic `Data.init<S: Sequence>` in this module: Swift

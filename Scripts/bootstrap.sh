@@ -239,15 +239,17 @@ fi
 # look first), never into the system's site-packages. Skipped when a venv there, or the first python3 on
 # PATH, already has them. MiniStack is pinned to the release the tests were written against.
 s3_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv"
-s3_packages=(ministack==1.5.33 boto3)
-s3_check='import importlib.metadata as m, boto3; assert m.version("ministack") == "1.5.33"'
+# The resumable upload tests use the same venv for a third-party tus 1.0 server: tuspyserver (a FastAPI
+# router, maintained, pinned) under uvicorn.
+s3_packages=(ministack==1.5.33 boto3 tuspyserver==4.4.3 uvicorn)
+s3_check='import importlib.metadata as m, boto3, uvicorn, tuspyserver; assert m.version("ministack") == "1.5.33"; assert m.version("tuspyserver") == "4.4.3"'
 if ((library_only)); then
     :
 elif ((!dry_run)); then
     if "$s3_venv/bin/python3" -c "$s3_check" 2>/dev/null; then
-        say "python: S3 test tools in $s3_venv"
+        say "python: S3 and tus test tools in $s3_venv"
     elif python3 -c "$s3_check" 2>/dev/null; then
-        say "python: $(command -v python3) has MiniStack and boto3 for the S3 tests"
+        say "python: $(command -v python3) has MiniStack, boto3, tuspyserver and uvicorn for the S3 and tus tests"
     else
         say "python: installing ${s3_packages[*]} into $s3_venv"
         mkdir -p "$(dirname "$s3_venv")"

@@ -470,6 +470,13 @@ private struct BatchDriver: Sendable {
             path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material,
             resumesEarlierSend: resumed)
         attachment.detection = detection
+        if configuration.pipeline.configuration.resumable.mode != .off {
+            // A resumable upload an earlier run left: continued from the server's offset. Each offset the
+            // server confirms is committed before the next append.
+            if resumed { attachment.resumableState = try? await pool.run { try journal.resumableState(path: file.path) } }
+            let path = file.path
+            attachment.onResumableState = { state in try? journal.recordResumable(path: path, state: state) }
+        }
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
         let events = self.events

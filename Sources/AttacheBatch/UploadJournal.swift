@@ -112,6 +112,13 @@ public final class UploadJournal: Sendable {
         migrator.registerMigration("v2-seal-material") { db in
             try db.execute(sql: "ALTER TABLE file ADD COLUMN sealMaterial TEXT")
         }
+        // A resumable upload in progress (tus or the IETF draft): its resource and the last offset the
+        // server confirmed, so that a run killed mid-file continues it from the server's offset.
+        migrator.registerMigration("v3-resumable") { db in
+            try db.execute(sql: "ALTER TABLE file ADD COLUMN uploadProtocol TEXT")
+            try db.execute(sql: "ALTER TABLE file ADD COLUMN uploadURL TEXT")
+            try db.execute(sql: "ALTER TABLE file ADD COLUMN confirmedOffset INTEGER")
+        }
         return migrator
     }
 
@@ -280,6 +287,12 @@ public final class UploadJournal: Sendable {
                         let keepKey = stored != nil && kept != nil
                         let idempotencyKey = keepKey ? stored! : Uploader.makeIdempotencyKey()
                         let material = keepKey ? kept! : SealMaterial.random(for: scheme)
+                        if !keepKey {
+                            // Another key and material: an earlier resumable upload holds other bytes.
+                            try Self.execute(
+                                db, sql: "UPDATE file SET uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL WHERE path = ?",
+                                arguments: [key])
+                        }
                         try Self.execute(
                             db, sql: """
                                 UPDATE file SET state = 'inFlight', idempotencyKey = ?, sealMaterial = ?,
@@ -304,6 +317,7 @@ public final class UploadJournal: Sendable {
                             state = 'inFlight', idempotencyKey = excluded.idempotencyKey,
                             sealMaterial = excluded.sealMaterial, attempts = 1,
                             receipt = NULL, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
+                            uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL,
                             runId = excluded.runId, updatedAt = excluded.updatedAt,
                             startedAt = excluded.startedAt, finishedAt = NULL
                         """,
@@ -312,6 +326,32 @@ public final class UploadJournal: Sendable {
                         material.encoded, runID, now, now, now,
                     ])
                 return .send(idempotencyKey: idempotencyKey, material: material, resumed: false)
+            }
+        }
+    }
+
+    /// Records the resumable upload of the file at `path` (its resource and the offset the server
+    /// confirmed), or forgets it (nil: abandoned, started over).
+    public func recordResumable(path: String, state: ResumableState?) throws {
+        let key = Self.absolute(path)
+        try access("record a resumable upload in the journal") {
+            try database.write { db in
+                try Self.execute(
+                    db, sql: "UPDATE file SET uploadProtocol = ?, uploadURL = ?, confirmedOffset = ? WHERE path = ?",
+                    arguments: [state?.protocolName.rawValue, state?.uploadURL, state?.offset, key])
+            }
+        }
+    }
+
+    /// The resumable upload recorded for the file at `path`, if any.
+    public func resumableState(path: String) throws -> ResumableState? {
+        let key = Self.absolute(path)
+        return try access("read the journal") {
+            try database.read { db in
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.selectFile), arguments: [key]) else {
+                    return nil
+                }
+                return JournalEntry.resumable(row)
             }
         }
     }
@@ -509,6 +549,15 @@ public struct JournalEntry: Sendable {
     public var errorMessage: String?
     /// When the row last changed.
     public var updatedAt: Date
+    /// The resumable upload in progress (resource and last confirmed offset), if any.
+    public var resumable: ResumableState?
+
+    static func resumable(_ row: Row) -> ResumableState? {
+        guard let name: String = row["uploadProtocol"], let protocolName = ResumableProtocol(rawValue: name),
+            let url: String = row["uploadURL"]
+        else { return nil }
+        return ResumableState(protocolName: protocolName, uploadURL: url, offset: row["confirmedOffset"] ?? 0)
+    }
 
     init(row: Row) {
         path = row["path"]
@@ -525,5 +574,6 @@ public struct JournalEntry: Sendable {
         errorStage = row["errorStage"]
         errorMessage = row["errorMessage"]
         updatedAt = Date(timeIntervalSince1970: row["updatedAt"])
+        resumable = Self.resumable(row)
     }
 }

@@ -7,8 +7,10 @@ import HummingbirdTLS
 internal import NIOSSL
 import ServiceLifecycle
 
-/// Builds the reference server: `POST /upload`, `GET|HEAD /files/{id}`, `GET /stats`, `GET /health`,
-/// and `POST /echo-sealed` (the encrypted JSON form POST, opened with the `--key-file` key).
+/// Builds the reference server: `POST /upload` (multipart, or the creation of a tus 1.0 or IETF
+/// resumable upload, see ``ReferenceServerConfiguration/resumable``), `OPTIONS /upload` (tus),
+/// `HEAD|PATCH|DELETE /resumable/{id}`, `GET /receipts/{id}`, `GET|HEAD /files/{id}`, `GET /stats`,
+/// `GET /health`, and `POST /echo-sealed` (the encrypted JSON form POST, opened with the `--key-file` key).
 ///
 /// The store directory is created (and its `tmp/` emptied) before this returns. Run the result with
 /// `runService()` in an executable (SIGINT/SIGTERM shut it down), or use
@@ -40,7 +42,7 @@ public func buildApplication(
                 cause: error)
         }
     }
-    let router = makeRouter(configuration: configuration, store: store, verifier: verifier)
+    let router = try makeRouter(configuration: configuration, store: store, verifier: verifier)
     let server: HTTPServerBuilder
     if let tls = configuration.tls {
         server = try .tls(.http1(), tlsConfiguration: try makeTLSConfiguration(tls))
@@ -130,14 +132,29 @@ struct ServerTLSError: Error, Sendable, CustomStringConvertible {
 
 func makeRouter(
     configuration: ReferenceServerConfiguration, store: UploadStore, verifier: SealVerifier? = nil
-) -> Router<ServerRequestContext> {
+) throws -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.info))
     let uploads = UploadController(
         configuration: configuration, store: store, verifier: verifier,
         log: configuration.uploadLogPath.map(UploadRequestLog.init(path:)))
     let files = FileController(store: store, faults: configuration.fileFaults, logPath: configuration.fileLogPath)
-    router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
+    if configuration.resumable {
+        let resumable = ResumableController(
+            configuration: configuration,
+            uploads: try ResumableStore(store: store, lifetime: configuration.resumableLifetime), verifier: verifier)
+        router.post("/upload") { request, context in
+            if resumable.handles(request) { return try await resumable.create(request, context: context) }
+            return try await uploads.upload(request, context: context)
+        }
+        router.on("/upload", method: .options) { _, _ in resumable.options() }
+        router.head("/resumable/{id}") { request, context in try await resumable.head(request, context: context) }
+        router.patch("/resumable/{id}") { request, context in try await resumable.patch(request, context: context) }
+        router.delete("/resumable/{id}") { request, context in try await resumable.delete(request, context: context) }
+        router.get("/receipts/{id}") { request, context in try await resumable.receipt(request, context: context) }
+    } else {
+        router.post("/upload") { request, context in try await uploads.upload(request, context: context) }
+    }
     let sealedEcho = SealedEchoController(verifier: verifier)
     router.post("/echo-sealed") { request, context in try await sealedEcho.echo(request, context: context) }
     router.get("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: true) }

@@ -81,6 +81,17 @@ struct FaultInjector {
         }
     }
 
+    /// Resets the connection without an answer (a fault inside a resumable append) and throws
+    /// ``ConnectionAbandoned``.
+    func abandon() async throws -> Response {
+        let channel = context.channel
+        if let provider = channel as? any SocketOptionProvider {
+            try? await provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+        }
+        try? await channel.close().get()
+        throw ConnectionAbandoned()
+    }
+
     /// Answers without reading the body, then closes the connection.
     ///
     /// Only the sending side is closed at once: a full close with unread request bytes would reset

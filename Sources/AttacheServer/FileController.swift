@@ -206,7 +206,8 @@ final class FileRequestLog: Sendable {
         append(["id": id, "sent": bytes])
     }
 
-    private func append(_ object: [String: Any]) {
+    /// Appends one JSON line (also the resumable upload log's writer).
+    func append(_ object: [String: Any]) {
         log.append(object)
     }
 }

@@ -37,6 +37,24 @@ public struct ReferenceServerConfiguration: Sendable {
     /// The largest text field (a part without a filename) kept in memory; larger ones are rejected
     /// with 413.
     public var maxFieldSize: Int = 64 * 1024
+    /// Whether `POST /upload` also speaks the resumable protocols (tus 1.0 and the IETF draft) and
+    /// serves their upload resources at `/resumable/{id}`. Off, the server is a plain multipart
+    /// endpoint (tests of the client's fallback).
+    public var resumable: Bool = true
+    /// How long an unfinished resumable upload is kept (tus `Upload-Expires`, IETF `Upload-Limit`
+    /// `expires`); after that its resource answers 410 (tus) or 404 (IETF) and its bytes are deleted.
+    public var resumableLifetime: Duration = .seconds(24 * 3600)
+    /// The largest append (one PATCH body, or the body of the creating POST) the server takes; larger
+    /// ones are answered 413 before their body is read. Announced as `Upload-Limit: max-append-size`
+    /// (IETF). `nil` means no limit.
+    public var maxAppendSize: Int64? = nil
+    /// Faults injected into the requests that append to resumable uploads; see ``AppendFaultPlan``.
+    public var appendFaults: AppendFaultPlan = .none
+    /// A file that gets one JSON line per resumable event: `{"event":"create"|"append"|"complete"|
+    /// "delete"|"expired", "protocol", "id", "offset", "received", "status", "fileId"}` (the members that
+    /// apply). `offset` is where an append started, `received` the body bytes it kept. Tests read it to
+    /// see where a client resumed and how many bytes it sent.
+    public var resumableLogPath: String? = nil
     /// The level of the request log.
     public var logLevel: Logger.Level = .info
     /// A key file for decrypting and verifying sealed uploads: raw key bytes or their base64 text

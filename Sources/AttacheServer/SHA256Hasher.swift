@@ -9,12 +9,23 @@ final class SHA256Hasher {
     private let context: OpaquePointer
 
     /// - Throws: ``AttacheError/Code/nativeLibrary`` when OpenSSL cannot set up the digest.
-    init() throws {
+    convenience init() throws {
+        try self.init(algorithm: "sha256")
+    }
+
+    /// A hasher for `sha1`, `sha256` or `sha512` (tus `Upload-Checksum`); other names are SHA-256.
+    init(algorithm: String) throws {
         guard let context = EVP_MD_CTX_new() else {
             throw Self.failure("EVP_MD_CTX_new failed")
         }
         self.context = context
-        let status = EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        let digest: OpaquePointer? =
+            switch algorithm {
+            case "sha1": EVP_sha1()
+            case "sha512": EVP_sha512()
+            default: EVP_sha256()
+            }
+        let status = EVP_DigestInit_ex(context, digest, nil)
         guard status == 1 else {
             EVP_MD_CTX_free(context)
             throw Self.failure("EVP_DigestInit_ex failed")
@@ -28,6 +39,15 @@ final class SHA256Hasher {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         let status = EVP_DigestUpdate(context, base, bytes.count)
         guard status == 1 else { throw Self.failure("EVP_DigestUpdate failed") }
+    }
+
+    /// Finishes the digest and returns its bytes.
+    func finalizeBytes() throws -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let status = EVP_DigestFinal_ex(context, &digest, &length)
+        guard status == 1 else { throw Self.failure("EVP_DigestFinal_ex failed") }
+        return Array(digest.prefix(Int(length)))
     }
 
     /// Finishes the digest and returns it as lowercase hex.

@@ -88,6 +88,46 @@ package struct PipelineOptions: ParsableArguments {
         "Send how a file was sealed (scheme, encoding, plaintextSize) as form fields. Default: yes, except with s3-post."))
     package var sealFields: Bool?
 
+    @Option(help: ArgumentHelp(
+        "Send large files as resumable uploads: auto (tus when the server announces it, else the IETF draft when the server creates an upload resource, else multipart), tus, ietf or off (default: off).",
+        valueName: "mode"))
+    package var resumable: String?
+
+    @Option(help: ArgumentHelp(
+        "With --resumable: sealed bodies of at least this size go resumable (bytes, or with K, M, G for KiB, MiB, GiB; default: 16M).",
+        valueName: "size"))
+    package var resumableThreshold: String?
+
+    @Flag(help: "With --resumable tus: send no Upload-Checksum (saves a hashing pass over each chunk before it is sent).")
+    package var noResumableChecksums = false
+
+    /// `--resumable`, parsed.
+    package func parsedResumableMode() throws -> ResumableMode {
+        guard let resumable else { return .off }
+        guard let mode = ResumableMode(rawValue: resumable.lowercased()) else {
+            throw ValidationError("--resumable must be auto, tus, ietf or off, got '\(resumable)'")
+        }
+        return mode
+    }
+
+    /// `--resumable-threshold`, parsed.
+    package func parsedResumableThreshold() throws -> Int64 {
+        guard let text = resumableThreshold?.trimmingWhiteSpace, !text.isEmpty else { return 16 << 20 }
+        var digits = Substring(text)
+        var shift: Int64 = 0
+        switch digits.last?.uppercased() {
+        case "K": shift = 10
+        case "M": shift = 20
+        case "G": shift = 30
+        default: break
+        }
+        if shift > 0 { digits = digits.dropLast() }
+        guard let value = Int64(digits), value >= 0, value <= (Int64.max >> shift) else {
+            throw ValidationError("--resumable-threshold must be a size in bytes (or with K, M, G), got '\(text)'")
+        }
+        return value << shift
+    }
+
 
     /// `--url`, else the endpoint's `url`, else `$ATTACHE_URL`.
     package func resolvedURL(_ endpoint: Endpoint = .none) -> String? {
@@ -115,6 +155,8 @@ package struct PipelineOptions: ParsableArguments {
             throw ValidationError("--on-transform-error must be fail or send-original")
         }
         try checkAnswerSettings(profile: answerProfile, idPointer: idPointer, thumbnails: thumbnails)
+        _ = try parsedResumableMode()
+        _ = try parsedResumableThreshold()
     }
 
     /// Checks that an answer profile, id pointer and thumbnail placement (from flags, or merged with an
@@ -195,6 +237,9 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
         configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal
+        configuration.resumable.mode = try parsedResumableMode()
+        configuration.resumable.threshold = try parsedResumableThreshold()
+        configuration.resumable.checksums = !noResumableChecksums
         return configuration
     }
 }

@@ -98,13 +98,20 @@ package struct UploadCommand: AsyncParsableCommand {
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
         // material is made durable before anything is sent, and found again the next time.
         var material: (material: SealMaterial, existed: Bool)?
+        // With --resumable, the upload's resource and confirmed offset are kept next to the material, so
+        // the same command run again continues a large file from the server's offset.
+        var resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?
         if let idempotencyKey {
             do {
                 let store = try SealMaterialStore(directory: sealMaterialDir ?? SealMaterialStore.defaultDirectory)
                 store.prune(olderThan: .seconds(7 * 24 * 3600))
+                let scope = configuration.url + " " + configuration.seal.scheme.rawValue
                 material = try store.material(
-                    forKey: idempotencyKey, scope: configuration.url + " " + configuration.seal.scheme.rawValue,
-                    scheme: configuration.seal.scheme)
+                    forKey: idempotencyKey, scope: scope, scheme: configuration.seal.scheme)
+                if configuration.resumable.mode != .off {
+                    let earlier = material?.existed == true ? store.resumableState(forKey: idempotencyKey, scope: scope) : nil
+                    resumable = (earlier, { state in try? store.recordResumable(state, forKey: idempotencyKey, scope: scope) })
+                }
             } catch let error as AttacheError {
                 Console.err("attache: \(error)")
                 throw ExitCode(ExitStatus.forError(error))
@@ -113,7 +120,7 @@ package struct UploadCommand: AsyncParsableCommand {
 
         let showProgress = !noProgress && !json && Console.stderrIsTerminal
         let board = ProgressBoard(enabled: showProgress)
-        let outcomes = await sendAll(pipeline: pipeline, board: board, material: material)
+        let outcomes = await sendAll(pipeline: pipeline, board: board, material: material, resumable: resumable)
         board.finish()
 
         var firstFailure: AttacheError?
@@ -142,15 +149,19 @@ package struct UploadCommand: AsyncParsableCommand {
     }
 
     private func sendAll(
-        pipeline: AttachmentPipeline, board: ProgressBoard, material: (material: SealMaterial, existed: Bool)?
+        pipeline: AttachmentPipeline, board: ProgressBoard, material: (material: SealMaterial, existed: Bool)?,
+        resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?
     ) async -> [Result<UploadReceipt, AttacheError>] {
         await withTaskGroup(of: (Int, Result<UploadReceipt, AttacheError>).self) { group in
             var results = [Result<UploadReceipt, AttacheError>?](repeating: nil, count: files.count)
             var next = 0
             func start(_ index: Int) {
-                let attachment = Attachment(
+                var prepared = Attachment(
                     path: files[index], declaredKind: self.pipeline.kind, idempotencyKey: idempotencyKey,
                     sealMaterial: material?.material, resumesEarlierSend: material?.existed ?? false)
+                prepared.resumableState = resumable?.state
+                prepared.onResumableState = resumable?.record
+                let attachment = prepared
                 group.addTask {
                     do {
                         let receipt = try await pipeline.send(attachment) { event in
@@ -194,6 +205,10 @@ package struct UploadCommand: AsyncParsableCommand {
         if receipt.seal.transferEncoding != .binary { text += "+\(receipt.seal.transferEncoding)" }
         text += ", \(receipt.attempts) attempt\(receipt.attempts == 1 ? "" : "s")"
         if receipt.replayed { text += ", replayed" }
+        if let resumable = receipt.resumable {
+            text += ", \(resumable.protocolName)"
+            if resumable.resumedBytes > 0 { text += ", resumed after \(formatBytes(resumable.resumedBytes))" }
+        }
         if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
         text += ", \(receipt.seconds.formatted(decimals: 2)) s)"
         if let url = receipt.url { text += " \(url)" }
@@ -266,7 +281,9 @@ package final class ProgressBoard: Sendable {
             let name = PathText.lastComponent(entry.path)
             let percent = Int(entry.progress.fractionCompleted * 100)
             let retry = entry.progress.attempt > 1 ? " try \(entry.progress.attempt)" : ""
-            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(retry)"
+            let resumed =
+                entry.progress.resumedBytes > 0 ? " (\(formatBytes(entry.progress.resumedBytes)) already there)" : ""
+            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(resumed)\(retry)"
         }.joined(separator: " | ")
     }
 }

@@ -311,6 +311,10 @@ final class BatchOutput {
             if receipt.sentByteCount != receipt.originalByteCount { text += " → \(formatBytes(receipt.sentByteCount))" }
             if receipt.attempts > 1 { text += ", \(receipt.attempts) attempts" }
             if receipt.replayed { text += ", already on the server" }
+            if let resumable = receipt.resumable {
+                text += ", \(resumable.protocolName)"
+                if resumable.resumedBytes > 0 { text += ", resumed after \(formatBytes(resumable.resumedBytes))" }
+            }
             if let skipped = receipt.transform.skipped { text += ", sent as it is: \(skipped)" }
             return text + ")"
         case .skipped(let file, let reason):
@@ -410,7 +414,7 @@ struct BatchEventLine: Encodable {
 
     private enum Key: String, CodingKey {
         case event, id, path, bytes, files, reason, code, stage, message, retryable, idempotencyKey, resumed
-        case bytesSent, totalBytes, attempt, fraction, receipt, summary
+        case bytesSent, totalBytes, attempt, fraction, receipt, summary, resumedBytes
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -449,6 +453,7 @@ struct BatchEventLine: Encodable {
             try c.encode(progress.totalBytes, forKey: .totalBytes)
             try c.encode(progress.attempt, forKey: .attempt)
             try c.encode((progress.fractionCompleted * 1000).rounded() / 1000, forKey: .fraction)
+            if progress.resumedBytes > 0 { try c.encode(progress.resumedBytes, forKey: .resumedBytes) }
         case .retried(let f, let attempt):
             try c.encode("retried", forKey: .event)
             try file(f)

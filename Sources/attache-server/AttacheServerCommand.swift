@@ -8,7 +8,7 @@ import Logging
 struct AttacheServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache-server",
-        abstract: "Reference server for Attache uploads: multipart POST /upload, GET /files/{id}, fault injection.",
+        abstract: "Reference server for Attache uploads: multipart or resumable (tus 1.0, IETF draft) POST /upload, GET /files/{id}, fault injection.",
         discussion: """
             Fault rules (--fault, repeatable or comma-separated; or per request in the X-Attache-Fault header):
               KIND[@WHEN][:key=value...]  KIND = 500|502|503|504|408|429|413|stall|drop|garbage|empty|truncated|business|crash
@@ -51,6 +51,21 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-body"), help: "Answer 413 early to bodies larger than this many bytes.")
     var maxBody: Int64?
 
+    @Flag(name: .customLong("no-resumable"), help: "Serve multipart uploads only: no tus 1.0, no IETF resumable uploads.")
+    var noResumable = false
+
+    @Option(name: .customLong("resumable-expiry"), help: "Seconds an unfinished resumable upload is kept (default 86400).")
+    var resumableExpiry: Int = 86400
+
+    @Option(name: .customLong("max-append"), help: "Answer 413 to a resumable append (PATCH or creating POST) larger than this many bytes; announced in Upload-Limit.")
+    var maxAppend: Int64?
+
+    @Option(name: .customLong("append-fault"), help: "Fault rules to inject into resumable appends (repeatable): drop:after=N, cut:at=OFFSET, stall:after=N:seconds=S, 460, each with an optional @WHEN counting appends.")
+    var appendFault: [String] = []
+
+    @Option(name: .customLong("resumable-log"), help: "Append one JSON line per resumable upload event (create, append with its offset and bytes received, complete, delete, expired) to this file.")
+    var resumableLog: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -60,6 +75,9 @@ struct AttacheServerCommand: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         _ = try faultPlan()
         _ = try fileFaultPlan()
+        _ = try appendFaultPlan()
+        guard resumableExpiry > 0 else { throw ValidationError("--resumable-expiry must be positive") }
+        if let maxAppend, maxAppend <= 0 { throw ValidationError("--max-append must be positive") }
         if (tlsCertificate == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
@@ -85,6 +103,14 @@ struct AttacheServerCommand: AsyncParsableCommand {
         }
     }
 
+    private func appendFaultPlan() throws -> AppendFaultPlan {
+        do {
+            return try AppendFaultPlan(parsing: appendFault.joined(separator: ","))
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -98,6 +124,11 @@ struct AttacheServerCommand: AsyncParsableCommand {
         configuration.fileFaults = try fileFaultPlan()
         configuration.fileLogPath = fileLog
         configuration.uploadLogPath = uploadLog
+        configuration.resumable = !noResumable
+        configuration.resumableLifetime = .seconds(resumableExpiry)
+        configuration.maxAppendSize = maxAppend
+        configuration.appendFaults = try appendFaultPlan()
+        configuration.resumableLogPath = resumableLog
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
         }

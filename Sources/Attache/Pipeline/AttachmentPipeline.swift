@@ -61,6 +61,12 @@ public struct Attachment: Sendable {
     /// key (a resumed batch entry, a key found in a ``SealMaterialStore``). The receipt is then checked
     /// against what is sent now whenever the server reports a digest (a `sha256` member).
     public var resumesEarlierSend: Bool
+    /// A resumable upload an earlier process started for this attachment (the batch journal keeps it):
+    /// continued at the server's offset when ``PipelineConfiguration/resumable`` applies.
+    public var resumableState: ResumableState?
+    /// Called with the resumable upload's resource and each offset the server confirms, and with nil
+    /// when it is abandoned, so that the caller can make them durable (the batch journal does).
+    public var onResumableState: (@Sendable (ResumableState?) -> Void)?
     /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
     package var detection: Detection?
@@ -176,6 +182,9 @@ public struct PipelineConfiguration: Sendable {
     public var connection = ConnectionConfiguration()
     /// How the server's answers are read.
     public var answers = ResponseInterpreter.Configuration()
+    /// Resumable uploads (tus 1.0, the IETF draft) for large attachments; off by default. A resumable
+    /// upload sends the sealed attachment alone (fields as `Upload-Metadata`, no inline thumbnails).
+    public var resumable = ResumableConfiguration()
 
     /// Creates a configuration for `url` with the defaults.
     public init(url: String) {
@@ -518,9 +527,41 @@ public struct AttachmentPipeline: Sendable {
                     contentType: isPlain ? thumbnail.mimeType : sealedContentType, source: thumbnailSource)
             }
         }
-        let request = UploadRequest(
-            url: configuration.url, body: body, idempotencyKey: attachment.idempotencyKey)
-        let result = try await uploader.upload(request) { update in progress?(.upload(update)) }
+        let idempotencyKey = attachment.idempotencyKey ?? Uploader.makeIdempotencyKey()
+        var resumed: ResumableUploadResult?
+        if configuration.resumable.applies(toByteCount: sealed.byteCount) {
+            // The same fields as the multipart form, as Upload-Metadata; the sealed bytes as the body.
+            var fields = configuration.fields + attachment.fields
+            if configuration.sendsMetadataFields {
+                fields += Self.metadataFields(detection: detection, transformed: transformed)
+            }
+            if !isPlain, configuration.sendsSealFields {
+                fields += [
+                    UploadField(name: "scheme", value: seal.scheme.rawValue),
+                    UploadField(name: "encoding", value: seal.transferEncoding.rawValue),
+                    UploadField(name: "plaintextSize", value: String(sealed.plaintextByteCount)),
+                ]
+            }
+            let resumableUploader = ResumableUploader(
+                connection: configuration.connection, answers: configuration.answers,
+                configuration: configuration.resumable, logger: logger)
+            resumed = try await resumableUploader.upload(
+                ResumableUploadRequest(
+                    url: configuration.url, body: sealed, contentType: sealedContentType, filename: filename,
+                    fields: fields, idempotencyKey: idempotencyKey, resumeFrom: attachment.resumableState),
+                onState: attachment.onResumableState
+            ) { update in progress?(.upload(update)) }
+            if resumed == nil {
+                logger.debug("the server takes no resumable uploads; sending multipart", metadata: ["file": "\(attachment.path)"])
+            }
+        }
+        let result: UploadResult
+        if let resumed {
+            result = resumed.upload
+        } else {
+            let request = UploadRequest(url: configuration.url, body: body, idempotencyKey: idempotencyKey)
+            result = try await uploader.upload(request) { update in progress?(.upload(update)) }
+        }
 
         switch result.outcome {
         case .stored(let receipt):
@@ -539,7 +580,7 @@ public struct AttachmentPipeline: Sendable {
                             idempotencyKey: result.idempotencyKey + "." + thumbnail.name))
                 }
             }
-            return UploadReceipt(
+            var uploadReceipt = UploadReceipt(
                 path: attachment.path, filename: filename, kind: detection.kind, mimeType: transformed.mimeType,
                 fileId: receipt.fileId ?? presignedKey(attachment: attachment, filename: filename),
                 url: absoluteURL(receipt.url), originalByteCount: original.byteCount,
@@ -560,6 +601,12 @@ public struct AttachmentPipeline: Sendable {
                 thumbnails: Self.thumbnailSummaries(
                     transformed.thumbnails, placement: placement, server: receipt.data, separate: thumbnailUploads,
                     resolve: absoluteURL))
+            uploadReceipt.resumable = resumed.map {
+                ResumableReceipt(
+                    protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,
+                    bytesSent: $0.bytesSent, requests: $0.requests)
+            }
+            return uploadReceipt
         case .rejected(let rejection):
             throw AttacheError(
                 rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret,

@@ -78,9 +78,38 @@ public struct SealMaterialStore: Sendable {
         return (material, false)
     }
 
-    /// Forgets the material of `key` in `scope` (after its receipt is safely kept elsewhere).
+    /// Forgets the material of `key` in `scope` (after its receipt is safely kept elsewhere), and the
+    /// resumable upload recorded with it.
     public func remove(key: String, scope: String) {
         unlink(directory + "/" + Self.fileName(key: key, scope: scope))
+        unlink(directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable")
+    }
+
+    /// The resumable upload recorded for `key` in `scope` (``recordResumable(_:forKey:scope:)``), if any.
+    public func resumableState(forKey key: String, scope: String) -> ResumableState? {
+        let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable"
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(ResumableState.self, from: data)
+    }
+
+    /// Records where the resumable upload under `key` in `scope` stands (its resource and the last
+    /// offset the server confirmed), or forgets it (nil), so that `attache upload --idempotency-key` run
+    /// again continues it. Written to a temporary file, synced and renamed into place (0600).
+    /// - Throws: ``AttacheError`` `.fileUnwritable`.
+    public func recordResumable(_ state: ResumableState?, forKey key: String, scope: String) throws {
+        let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable"
+        guard let state else {
+            unlink(path)
+            return
+        }
+        let bytes = (try? JSONEncoder().encode(state)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let temporary = path + ".\(getpid()).tmp"
+        try write(bytes, to: temporary)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw AttacheError(
+                .fileUnwritable, stage: .upload, "cannot record the resumable upload", file: path, cause: NativeError.posix())
+        }
     }
 
     /// Removes material files not changed for `age`; returns how many.

@@ -44,6 +44,8 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// size, and the server's id and URL for it when the server named them. Empty when none were sent;
     /// nil only in receipts written before this field existed.
     public var thumbnails: [ReceiptThumbnail]?
+    /// How the attachment went as a resumable upload; nil for a multipart POST.
+    public var resumable: ResumableReceipt? = nil
 
     /// Creates a receipt.
     public init(
@@ -264,5 +266,28 @@ public struct SealReceipt: Sendable, Codable, Hashable {
         try container.encode(plaintextByteCount, forKey: .plaintextByteCount)
         try container.encodeIfPresent(digest, forKey: .digest)
         try container.encodeIfPresent(key?.base64, forKey: .key)
+    }
+}
+
+/// How an attachment was sent as a resumable upload (tus 1.0 or the IETF draft).
+public struct ResumableReceipt: Sendable, Codable, Hashable {
+    /// `tus` or `ietf`.
+    public var protocolName: ResumableProtocol
+    /// The upload resource.
+    public var uploadURL: String
+    /// Bytes the server already had when this send started (an earlier process's upload).
+    public var resumedBytes: Int64
+    /// Body bytes this send handed to the network, over all its requests.
+    public var bytesSent: Int64
+    /// Requests this send made.
+    public var requests: Int
+
+    /// Creates a receipt.
+    public init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {
+        self.protocolName = protocolName
+        self.uploadURL = uploadURL
+        self.resumedBytes = resumedBytes
+        self.bytesSent = bytesSent
+        self.requests = requests
     }
 }

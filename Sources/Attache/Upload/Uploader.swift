@@ -43,6 +43,9 @@ public struct UploadProgress: Sendable, Hashable, Codable {
     /// Completed share from 0 to 1. Never goes down, also across retries: a retry shows the same
     /// share until it has passed where the previous attempt got to.
     public var fractionCompleted: Double
+    /// Bytes a resumable upload found already on the server (sent by an earlier process) and did not
+    /// send again; included in ``bytesSent``. 0 for other uploads.
+    public var resumedBytes: Int64 = 0
 }
 
 /// The end of an upload that reached the server.
@@ -221,7 +224,7 @@ final class ProgressTracker: Sendable {
         self.sink = sink
     }
 
-    func report(sent: Int64, attempt: Int) {
+    func report(sent: Int64, attempt: Int, resumed: Int64 = 0) {
         guard let sink else { return }
         // 100 % is reserved for the server's acceptance: bytes on the wire are not a stored file.
         let raw = total > 0 ? Double(sent) / Double(total) : 0
@@ -235,7 +238,9 @@ final class ProgressTracker: Sendable {
             return nil
         }
         if let emit {
-            sink(UploadProgress(bytesSent: sent, totalBytes: total, attempt: attempt, fractionCompleted: emit))
+            sink(
+                UploadProgress(
+                    bytesSent: sent, totalBytes: total, attempt: attempt, fractionCompleted: emit, resumedBytes: resumed))
         }
     }
 

@@ -147,6 +147,36 @@ public struct SealedPayload: ByteSource {
     }
 }
 
+extension SealedPayload {
+    /// A reader from sealed byte `offset`, for a resumed upload. Binary `stream-gcm` starts at the
+    /// segment holding `offset` (the plaintext reader seeks there) and seals only from there; other
+    /// schemes and transfer encodings seal from the start and discard the bytes before `offset`
+    /// (their output does not split into independent pieces).
+    /// - Throws: ``AttacheError`` when the plaintext cannot be opened or read.
+    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+        guard offset > 0 else { return try makeReader() }
+        guard transferEncoding == .binary, case .streamGCM(let plan) = plan,
+            // Within the header and the first segment, sealing from the start costs at most one segment.
+            offset >= Int64(StreamGCM.headerCount + StreamGCM.segmentCount)
+        else {
+            let reader = try makeReader()
+            try reader.skip(offset)
+            return reader
+        }
+        let count = plaintextByteCount
+        let segments = StreamGCM.segments(forPlaintextCount: count)
+        let into = offset - Int64(StreamGCM.headerCount)
+        let segment = min(into / Int64(StreamGCM.segmentCount), segments - 1)
+        let plaintextReader = try plaintext.makeReader(
+            startingAt: segment * Int64(StreamGCM.segmentPlaintextCount))
+        let reader = ProducingReader(
+            try StreamGCMSealProducer(
+                plan: plan, plaintext: plaintextReader, plaintextCount: count, firstSegment: segment))
+        try reader.skip(into - segment * Int64(StreamGCM.segmentCount))
+        return reader
+    }
+}
+
 /// The sealed bytes before transfer encoding.
 private struct BinarySealedSource: ByteSource {
     let payload: SealedPayload

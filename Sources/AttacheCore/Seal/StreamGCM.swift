@@ -112,10 +112,16 @@ final class StreamGCMSealProducer: ChunkProducer {
     private var counter: Int64 = 0
     private var headerWritten = false
 
-    init(plan: StreamGCMSealPlan, plaintext: any ByteReader, plaintextCount: Int64) throws {
+    /// - Parameter firstSegment: the segment to start at, for a resumed upload: `plaintext` must then
+    ///   be positioned at that segment's first byte, and the header is not written (it went out with
+    ///   segment 0). Every segment's nonce depends only on its index, so the output from there is
+    ///   byte-identical to the corresponding part of a reader from the start.
+    init(plan: StreamGCMSealPlan, plaintext: any ByteReader, plaintextCount: Int64, firstSegment: Int64 = 0) throws {
         self.plan = plan
         self.plaintext = plaintext
-        remaining = plaintextCount
+        remaining = plaintextCount - firstSegment * Int64(StreamGCM.segmentPlaintextCount)
+        counter = firstSegment
+        headerWritten = firstSegment > 0
         segmentTotal = StreamGCM.segments(forPlaintextCount: plaintextCount)
         guard segmentTotal <= Int64(UInt32.max) + 1 else {
             throw AttacheError(.limitExceeded, stage: .seal, "the plaintext is too large for stream-gcm (256 TiB)")

@@ -19,6 +19,88 @@ public protocol ByteSource: Sendable {
     /// Opens a new reader positioned at the first byte.
     /// - Throws: ``AttacheError`` when the underlying file cannot be opened.
     func makeReader() throws -> any ByteReader
+
+    /// Opens a new reader positioned at byte `offset` (0 ≤ offset ≤ ``byteCount``): what a resumed
+    /// upload sends from the server's offset. The default reads and discards the bytes before
+    /// `offset`; files seek, and sealed `stream-gcm` payloads start at the segment holding `offset`
+    /// without sealing the segments before it.
+    /// - Throws: ``AttacheError`` when the source cannot be opened or read.
+    func makeReader(startingAt offset: Int64) throws -> any ByteReader
+}
+
+extension ByteSource {
+    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+        let reader = try makeReader()
+        try reader.skip(offset)
+        return reader
+    }
+}
+
+extension ByteReader {
+    /// Reads and discards `count` bytes.
+    /// - Throws: what reading throws; ``AttacheError/Code/fileChanged`` when the source ends first.
+    public func skip(_ count: Int64) throws {
+        guard count > 0 else { return }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+        defer { buffer.deallocate() }
+        var left = count
+        while left > 0 {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(left, Int64(buffer.count)))]))
+            if n == 0 {
+                throw AttacheError(.fileChanged, stage: .read, "the source ended before the resume offset", isRetryable: false)
+            }
+            left -= Int64(n)
+        }
+    }
+}
+
+/// The bytes `offset ..< offset + count` of another source: one chunk of a resumable upload. Opening
+/// it opens the base at `offset` (see ``ByteSource/makeReader(startingAt:)``), so a chunk sent again
+/// costs only its own bytes.
+public struct ByteSourceSlice: ByteSource {
+    /// The whole source.
+    public let base: any ByteSource
+    /// Where the slice starts in `base`.
+    public let offset: Int64
+    /// The slice's length.
+    public let byteCount: Int64
+
+    /// Creates the slice `offset ..< offset + count` of `base` (clamped to its end).
+    public init(_ base: any ByteSource, offset: Int64, count: Int64) {
+        self.base = base
+        self.offset = max(0, min(offset, base.byteCount))
+        self.byteCount = max(0, min(count, base.byteCount - self.offset))
+    }
+
+    public func makeReader() throws -> any ByteReader {
+        LimitedReader(base: try base.makeReader(startingAt: offset), limit: byteCount)
+    }
+
+    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+        let start = max(0, min(offset, byteCount))
+        return LimitedReader(base: try base.makeReader(startingAt: self.offset + start), limit: byteCount - start)
+    }
+
+    private final class LimitedReader: ByteReader {
+        let base: any ByteReader
+        var left: Int64
+
+        init(base: any ByteReader, limit: Int64) {
+            self.base = base
+            self.left = limit
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            guard left > 0, buffer.count > 0 else { return 0 }
+            let want = Int(min(Int64(buffer.count), left))
+            let n = try base.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]))
+            if n == 0 {
+                throw AttacheError(.fileChanged, stage: .read, "the source ended inside a chunk", isRetryable: true)
+            }
+            left -= Int64(n)
+            return n
+        }
+    }
 }
 
 /// One pass over a ``ByteSource``, used by one thread at a time.
@@ -132,6 +214,13 @@ public struct FileSource: ByteSource {
         try Reader(source: self)
     }
 
+    /// Seeks instead of reading: a reader from `offset` (its content check, when asked for, covers
+    /// only readers from the start).
+    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+        guard offset > 0 else { return try Reader(source: self) }
+        return try Reader(source: FileSource(copying: self, verifiesContent: false), offset: min(offset, byteCount))
+    }
+
     /// A fingerprint of the file's whole content as it is now (a fast non-cryptographic hash), to tell
     /// whether the bytes changed between two moments.
     /// - Throws: ``AttacheError`` from opening or reading, `.fileChanged` when the size changed.
@@ -161,7 +250,7 @@ public struct FileSource: ByteSource {
         var remaining: Int64
         var fingerprint: ContentFingerprint?
 
-        init(source: FileSource) throws {
+        init(source: FileSource, offset: Int64 = 0) throws {
             self.source = source
             let fd = PlatformPath.withCString(source.path) { open($0, O_RDONLY | O_CLOEXEC) }
             guard fd >= 0 else {
@@ -172,8 +261,15 @@ public struct FileSource: ByteSource {
                     file: source.path, cause: NativeError.posix(code))
             }
             self.descriptor = fd
-            self.remaining = source.byteCount
+            self.remaining = source.byteCount - offset
             self.fingerprint = source.verifiesContent ? ContentFingerprint() : nil
+            if offset > 0, lseek(fd, off_t(offset), SEEK_SET) != off_t(offset) {
+                let code = errno
+                close(fd)
+                throw AttacheError(
+                    .fileUnreadable, stage: .read, "cannot seek in the file: \(String(cString: strerror(code)))",
+                    file: source.path, cause: NativeError.posix(code))
+            }
             _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         }
 

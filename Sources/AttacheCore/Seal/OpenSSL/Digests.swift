@@ -179,3 +179,42 @@ func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer)
     guard a.count > 0 else { return true }
     return CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0
 }
+
+/// Owns one `EVP_MD_CTX` computing the digest a tus `Upload-Checksum` names: `sha1`, `sha256` or
+/// `sha512` (one hash per chunk, so OpenSSL's implicit fetch per init is negligible).
+package final class ChecksumDigest {
+    private let context: OpaquePointer
+
+    /// The algorithms this digest computes, strongest first.
+    package static let algorithms = ["sha512", "sha256", "sha1"]
+
+    /// - Throws: ``AttacheError`` `.invalidArgument` for another algorithm; OpenSSL failures.
+    package init(algorithm: String) throws {
+        let md: OpaquePointer?
+        switch algorithm {
+        case "sha1": md = EVP_sha1()
+        case "sha256": md = EVP_sha256()
+        case "sha512": md = EVP_sha512()
+        default: throw AttacheError(.invalidArgument, stage: .upload, "unsupported checksum algorithm \(algorithm)")
+        }
+        guard let context = EVP_MD_CTX_new() else { throw AttacheError.openSSL("EVP_MD_CTX_new") }
+        self.context = context
+        guard EVP_DigestInit_ex(context, md, nil) == 1 else { throw AttacheError.openSSL("EVP_DigestInit_ex") }
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    package func update(_ bytes: UnsafeRawBufferPointer) throws {
+        guard bytes.count > 0 else { return }
+        guard EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1 else {
+            throw AttacheError.openSSL("EVP_DigestUpdate")
+        }
+    }
+
+    package func finish() throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1 else { throw AttacheError.openSSL("EVP_DigestFinal_ex") }
+        return Array(out.prefix(Int(length)))
+    }
+}

@@ -1,0 +1,129 @@
+import Attache
+import Foundation
+
+/// Faults the reference server injects into the requests that append to a resumable upload (tus
+/// `PATCH`, tus creation-with-upload, IETF `POST` and `PATCH`), so that clients' resume logic can be
+/// tested against a real socket.
+///
+/// Written like a ``FaultPlan``: `RULE[,RULE…]`, `RULE = KIND[@WHEN][:key=value…]`, where `WHEN` counts
+/// the appending requests of the run (1-based; `N`, `N-M`, `*`, `P%`). The first matching rule applies.
+///
+/// | KIND | effect | keys |
+/// |------|--------|------|
+/// | `drop` | keep that many body bytes of the request, then reset the connection without an answer | `after` (default 1048576) |
+/// | `cut` | reset the connection of the append during which the upload reaches that offset, keeping the bytes before it | `at` (required) |
+/// | `stall` | keep that many body bytes, then stop reading for a while and close | `after` (default 1048576), `seconds` (default 30) |
+/// | `460` | read the whole chunk, discard it and answer `460 Checksum Mismatch` | |
+///
+/// ```swift
+/// configuration.appendFaults = try AppendFaultPlan(parsing: "drop@1-3:after=50000000")
+/// ```
+public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
+    /// What one rule does.
+    public enum Kind: Sendable, Hashable {
+        /// Keep `afterBytes` of the body, then reset the connection.
+        case drop(afterBytes: Int64)
+        /// Keep the bytes before upload offset `offset`, then reset the connection (only the append that
+        /// crosses it).
+        case cut(atOffset: Int64)
+        /// Keep `afterBytes` of the body, then stall for `seconds` and close.
+        case stall(afterBytes: Int64, seconds: Int)
+        /// Discard the chunk and answer 460.
+        case checksumMismatch
+    }
+
+    /// The rules with their schedules.
+    public var rules: [(kind: Kind, schedule: FaultSchedule)]
+
+    /// The plan that injects nothing.
+    public static let none = AppendFaultPlan(rules: [])
+
+    /// Creates a plan from rules.
+    public init(rules: [(kind: Kind, schedule: FaultSchedule)]) { self.rules = rules }
+
+    /// Parses a plan; an empty string is ``none``.
+    /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
+    public init(parsing spec: String) throws {
+        var rules: [(kind: Kind, schedule: FaultSchedule)] = []
+        for text in spec.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !text.isEmpty {
+            var pieces = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            var head = pieces.removeFirst()
+            var schedule = FaultSchedule.always
+            if let at = head.firstIndex(of: "@") {
+                schedule = try FaultSchedule(parsing: String(head[head.index(after: at)...]), rule: text)
+                head = String(head[..<at])
+            }
+            var options: [String: Int64] = [:]
+            for piece in pieces {
+                let pair = piece.split(separator: "=", maxSplits: 1).map(String.init)
+                guard pair.count == 2, let value = Int64(pair[1]), value > 0 else {
+                    throw Self.invalid(text, "expected key=positive number, found '\(piece)'")
+                }
+                options[pair[0].lowercased()] = value
+            }
+            let kind: Kind
+            let allowed: Set<String>
+            switch head.lowercased() {
+            case "drop": (kind, allowed) = (.drop(afterBytes: options["after"] ?? 1 << 20), ["after"])
+            case "stall":
+                (kind, allowed) = (
+                    .stall(afterBytes: options["after"] ?? 1 << 20, seconds: Int(options["seconds"] ?? 30)),
+                    ["after", "seconds"]
+                )
+            case "460": (kind, allowed) = (.checksumMismatch, [])
+            case "cut":
+                guard let at = options["at"] else { throw Self.invalid(text, "cut needs at=OFFSET") }
+                (kind, allowed) = (.cut(atOffset: at), ["at"])
+            default: throw Self.invalid(text, "unknown append fault '\(head)' (drop, cut, stall, 460)")
+            }
+            if let unknown = options.keys.sorted().first(where: { !allowed.contains($0) }) {
+                throw Self.invalid(text, "'\(head)' takes no option '\(unknown)'")
+            }
+            rules.append((kind, schedule))
+        }
+        self.rules = rules
+    }
+
+    /// The fault for the `count`th appending request, which appends from `offset` up to `end` (nil when
+    /// unknown), or nil. A `cut` applies only to the append that crosses its offset.
+    public func fault(forRequest count: Int, offset: Int64 = 0, end: Int64? = nil) -> Kind? {
+        rules.first { rule in
+            guard rule.schedule.matches(count) else { return false }
+            if case .cut(let at) = rule.kind { return offset < at && (end ?? .max) > at }
+            return true
+        }?.kind
+    }
+
+    /// Whether the plan has no rules.
+    public var isEmpty: Bool { rules.isEmpty }
+
+    /// The plan in the grammar it is parsed from.
+    public var description: String {
+        rules.map { rule in
+            var text: String
+            switch rule.kind {
+            case .drop: text = "drop"
+            case .stall: text = "stall"
+            case .checksumMismatch: text = "460"
+            case .cut: text = "cut"
+            }
+            if rule.schedule != .always { text += "@\(rule.schedule)" }
+            switch rule.kind {
+            case .drop(let after): text += ":after=\(after)"
+            case .stall(let after, let seconds): text += ":after=\(after):seconds=\(seconds)"
+            case .cut(let at): text += ":at=\(at)"
+            case .checksumMismatch: break
+            }
+            return text
+        }.joined(separator: ",")
+    }
+
+    /// Plans are equal when they read the same.
+    public static func == (lhs: AppendFaultPlan, rhs: AppendFaultPlan) -> Bool { lhs.description == rhs.description }
+    /// Hashes the plan's text.
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+
+    private static func invalid(_ rule: String, _ reason: String) -> AttacheError {
+        AttacheError(.invalidArgument, stage: .configuration, "invalid append fault rule '\(rule)': \(reason)")
+    }
+}
