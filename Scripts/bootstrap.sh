@@ -87,6 +87,9 @@ required=(
     time                      # /usr/bin/time for peak memory figures
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI
     nginx                     # transport tests count HTTP/2 and HTTP/1.1 connections on a server not ours
+    ffmpeg                    # Transform: video, voice and animations (ffmpeg/ffprobe subprocesses); tests probe outputs
+    libheif-dev               # Transform: HEIC/HEIF/AVIF photos (CHEIF headers; libheif.so.1 is loaded at run time)
+    libheif-examples          # tests and samples make HEIC files with heif-enc
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(
