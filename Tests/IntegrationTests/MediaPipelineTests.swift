@@ -122,3 +122,53 @@ struct MediaPipelineTests {
         }
     }
 }
+
+/// `attache recompress` applies the rules uploads apply: the same Transformer, whichever executable runs it.
+@Suite("recompress applies the upload rules")
+struct RecompressRulesTests {
+    static func recompress(_ input: String, _ output: String, _ extra: [String] = []) async throws -> (Int32?, String, String) {
+        let process = try ChildProcess(executable: try attacheBinary(), arguments: ["recompress", input, "-o", output, "--json"] + extra)
+        let status = try await process.wait(upTo: 120)
+        return (status, process.standardOutput, process.standardError)
+    }
+
+    @Test("an opaque screenshot stays a PNG, as upload sends it; a HEIC photo becomes a JPEG in the full tool")
+    func imagesFollowTheUploadRules() async throws {
+        let dir = try MediaPipelineTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let root = ExitStatusTests.packageRoot.path
+        let (status, output, error) = try await Self.recompress(root + "/Samples/screenshot.png", dir + "/shot.out")
+        #expect(status == 0, "\(error)")
+        #expect(output.contains("\"mimeType\":\"image/png\""))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: dir + "/shot.out"))
+        #expect(Array(bytes.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
+
+        // The static front cannot load libheif: it hands the command line to attache-pipeline.
+        let jpeg = dir + "/source.jpg"
+        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "color=c=green:s=120x80", "-frames:v", "1", jpeg])
+        let heic = dir + "/photo.heic"
+        _ = try run("/usr/bin/heif-enc", ["-q", "80", "-o", heic, jpeg])
+        let (heicStatus, heicOutput, heicError) = try await Self.recompress(heic, dir + "/photo.jpg")
+        #expect(heicStatus == 0, "\(heicError)")
+        #expect(heicOutput.contains("\"mimeType\":\"image/jpeg\"") && heicOutput.contains("\"outputWidth\":120"))
+        let photo = try Data(contentsOf: URL(fileURLWithPath: dir + "/photo.jpg"))
+        #expect(Array(photo.prefix(3)) == [0xFF, 0xD8, 0xFF])
+    }
+
+    @Test("a voice note becomes Ogg/Opus with a waveform; a text file is refused as nothing to recompress")
+    func mediaAndFiles() async throws {
+        let dir = try MediaPipelineTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let root = ExitStatusTests.packageRoot.path
+        let (status, output, error) = try await Self.recompress(root + "/Samples/voice.m4a", dir + "/voice.ogg")
+        #expect(status == 0, "\(error)")
+        #expect(output.contains("\"mimeType\":\"audio/ogg\"") && output.contains("\"waveform\":\""))
+        let ogg = try Data(contentsOf: URL(fileURLWithPath: dir + "/voice.ogg"))
+        #expect(Array(ogg.prefix(4)) == Array("OggS".utf8))
+
+        let (textStatus, _, textError) = try await Self.recompress(root + "/Samples/notes.txt", dir + "/notes.out")
+        #expect(textStatus == 65, "bad input")
+        #expect(textError.contains("unsupported-input"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/notes.out"))
+    }
+}

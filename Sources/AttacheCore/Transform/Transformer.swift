@@ -108,6 +108,7 @@ public struct Transformer: Sendable {
         let recompressor = ImageRecompressor(options: configuration.image)
         do {
             var data = try ImageFile.read(path, limit: configuration.image.maxInputByteCount)
+            let fileByteCount = Int64(data.count)
             if heifTypes.contains(type) {
                 guard let decoder = configuration.heifDecoder else {
                     var output = try passThrough(path: path, mimeType: mimeType)
@@ -167,7 +168,7 @@ public struct Transformer: Sendable {
                 path: path, mimeType: result.mimeType,
                 filenameExtension: format.mimeType == type && !heifTypes.contains(type) ? nil : format.filenameExtension,
                 didTransform: outcome.bytes != nil || heifTypes.contains(type),
-                originalByteCount: result.inputByteCount, outputByteCount: result.outputByteCount,
+                originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
             if let bytes = outcome.bytes ?? (heifTypes.contains(type) ? data : nil) {
                 let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
