@@ -94,7 +94,7 @@ required=(
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(
     imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
-    ffmpeg sox espeak-ng                                       # audio and video
+    ffmpeg sox espeak-ng libheif-examples                      # audio, video, HEIC
     ghostscript pandoc                                         # PDF and DOCX
     python3
 )
