@@ -48,7 +48,7 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
     package var keyEnv: String?
 
-    @Flag(help: "Send files as they are: no recompression, no thumbnails.")
+    @Flag(help: "Send files as they are: no recompression or conversion, no thumbnails.")
     package var noTransform = false
 
     @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
@@ -191,6 +191,9 @@ package struct PipelineOptions: ParsableArguments {
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
         configuration.transform.makeStickers = !noTransform
+        configuration.transform.convertVideo = !noTransform
+        configuration.transform.convertVoice = !noTransform
+        configuration.transform.convertAnimations = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality

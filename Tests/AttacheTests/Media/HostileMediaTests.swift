@@ -43,11 +43,18 @@ import Testing
         let tooLong = #expect(throws: AttacheError.self) {
             try MediaTools.converter { $0.maxDuration = 3 }.convertVoice(path, workDirectory: dir)
         }
-        #expect(tooLong?.code == .limitExceeded)
+        #expect(tooLong?.code == .limitExceeded && tooLong?.file == path)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["long.mkv"], "nothing left behind")
+        let silentVideo = dir + "/silent.mkv"
+        try MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=64x64:duration=1", silentVideo])
+        let noAudio = #expect(throws: AttacheError.self) {
+            try MediaTools.converter().convertVoice(silentVideo, workDirectory: dir)
+        }
+        #expect(noAudio?.code == .corruptInput)
         let many = dir + "/many.mkv"
         try MediaTools.ffmpeg(["-i", path, "-map", "0:a", "-map", "0:a", "-map", "0:a", "-c", "copy", many])
         let tooMany = #expect(throws: AttacheError.self) {
-            try MediaTools.converter { $0.maxStreams = 2 }.convertVoice(many, workDirectory: dir)
+            try MediaTools.converter { $0.maxStreams = 2 }.convertVideo(many, workDirectory: dir, thumbnailSides: [])
         }
         #expect(tooMany?.code == .limitExceeded && tooMany?.message.contains("3 streams") == true)
     }

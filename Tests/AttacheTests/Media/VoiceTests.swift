@@ -106,6 +106,16 @@ import Testing
         #expect(try #require(Int(probe.format["bit_rate"] ?? "")) < 48_000)
     }
 
+    @Test func documentedVectors() {
+        let packed = VoiceWaveform.pack((0..<100).map { UInt8($0 % 32) })
+        #expect(Base64.encode(packed)
+            == "IIhBijkoqcWaezDKSau9OOvNu/8giEGKOSipxZp7MMpJq7046827/yCIQYo5KKnFmnswykmrvTjrzbv/IIgB")
+        let levels = VoiceWaveform.levels(fromPeaks: Array(repeating: 1000, count: 50) + Array(repeating: 20_000, count: 50))
+        #expect(levels.first == 1 && levels.last == 31)
+        #expect(VoiceWaveform.levels(fromPeaks: Array(repeating: 100, count: 100)) == Array(repeating: 1, count: 100),
+                "quiet audio is scaled against 2500, not its own mean")
+    }
+
     @Test func packingIsLeastSignificantBitFirst() {
         var levels = [UInt8](repeating: 0, count: 100)
         levels[0] = 0b10110
