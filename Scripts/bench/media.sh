@@ -8,6 +8,8 @@
 #     making the same Ogg/Opus alone;
 #   - HEIC: a 12 MP HEIC (4000×3000, heif-enc) → 1280 px JPEG, against vipsthumbnail (libheif too).
 #
+# The two sides of each comparison alternate run by run, so that both see the same load on a shared machine.
+#
 # Usage: Scripts/bench/media.sh [RUNS]      (default 3 runs per tool and input)
 # Needs: ffmpeg, heif-enc (libheif-examples), vipsthumbnail, ImageMagick (convert), python3.
 # ATTACHE_BIN (Scripts/bench.sh exports it) skips the build; attache-pipeline must sit next to it (HEIC).
@@ -41,15 +43,17 @@ heif-enc -q 50 -o "$work/photo.heic" "$work/photo.jpg" >/dev/null
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# measure OUTPUT COMMAND...: runs the command $runs times, prints "cpu wall rss_kib" (medians).
-measure() {
-    local output=$1; shift
-    local log="$work/time.log"; : > "$log"
+# compare: runs cmd_a and cmd_b alternately $runs times (so both see the same machine load), and sets
+# a_c a_w a_r and b_c b_w b_r to the medians of CPU s (user+sys, children included), wall s, peak RSS KiB.
+compare() {
+    : > "$work/a.log"; : > "$work/b.log"
     for _ in $(seq "$runs"); do
-        rm -f "$output"
-        python3 "$root/Scripts/bench/rusage.py" "$@" >> "$log"
+        rm -f "$out_a" "$out_b"
+        python3 "$root/Scripts/bench/rusage.py" "${cmd_a[@]}" >> "$work/a.log"
+        python3 "$root/Scripts/bench/rusage.py" "${cmd_b[@]}" >> "$work/b.log"
     done
-    echo "$(awk '{ print $1 }' "$log" | median) $(awk '{ print $2 }' "$log" | median) $(awk '{ print $3 }' "$log" | median)"
+    read -r a_c a_w a_r < <(echo "$(awk '{ print $1 }' "$work/a.log" | median) $(awk '{ print $2 }' "$work/a.log" | median) $(awk '{ print $3 }' "$work/a.log" | median)")
+    read -r b_c b_w b_r < <(echo "$(awk '{ print $1 }' "$work/b.log" | median) $(awk '{ print $2 }' "$work/b.log" | median) $(awk '{ print $3 }' "$work/b.log" | median)")
 }
 
 row() { printf '| %s | %s | %.3f | %.3f | %.1f |\n' "$1" "$2" "$3" "$4" "$(echo "$5 / 1024" | bc -l)"; }
@@ -58,25 +62,33 @@ printf '| input | tool | CPU s (median) | wall s | peak RSS MiB |\n|---|---|---:
 
 # Video: exactly the arguments MediaConverter.encodeArguments gives for this input (1920×1080 → 1280×720,
 # 30 fps kept, 2.6 Mbps cap for a 720 short side, stereo AAC at 128 kb/s).
-read -r va_c va_w va_r < <(measure "$work/a.mp4" "$attache" recompress "$work/video.mp4" -o "$work/a.mp4")
-row "video.mp4 (30 s 1080p)" "attache recompress" "$va_c" "$va_w" "$va_r"
-read -r vf_c vf_w vf_r < <(measure "$work/f.mp4" ffmpeg -nostdin -hide_banner -loglevel error \
-    -protocol_whitelist file,pipe -i "file:$work/video.mp4" -map 0:v:0 -map 0:a:0 \
-    -vf scale=1280:720:flags=bicubic,format=yuv420p -c:v libx264 -preset veryfast -profile:v high -crf 23 \
-    -maxrate 2600000 -bufsize 5200000 -c:a aac -b:a 128000 -ac 2 -sn -dn -map_metadata -1 -map_chapters -1 \
-    -movflags +faststart -f mp4 -y "file:$work/f.mp4")
-row "video.mp4 (30 s 1080p)" "ffmpeg by hand" "$vf_c" "$vf_w" "$vf_r"
+out_a="$work/a.mp4"; out_b="$work/f.mp4"
+cmd_a=("$attache" recompress "$work/video.mp4" -o "$out_a")
+cmd_b=(ffmpeg -nostdin -hide_banner -loglevel error -protocol_whitelist file,pipe -i "file:$work/video.mp4"
+    -map 0:v:0 -map 0:a:0 -vf scale=1280:720:flags=bicubic,format=yuv420p -c:v libx264 -preset veryfast
+    -profile:v high -crf 23 -maxrate 2600000 -bufsize 5200000 -c:a aac -b:a 128000 -ac 2 -sn -dn
+    -map_metadata -1 -map_chapters -1 -movflags +faststart -f mp4 -y "file:$out_b")
+compare
+row "video.mp4 (30 s 1080p)" "attache recompress" "$a_c" "$a_w" "$a_r"
+row "video.mp4 (30 s 1080p)" "ffmpeg by hand" "$b_c" "$b_w" "$b_r"
+video_ratio=$(echo "$a_c / $b_c" | bc -l)
 
-read -r oa_c oa_w oa_r < <(measure "$work/a.ogg" "$attache" recompress "$work/voice.m4a" -o "$work/a.ogg")
-row "voice.m4a (60 s)" "attache recompress (+ waveform)" "$oa_c" "$oa_w" "$oa_r"
-read -r of_c of_w of_r < <(measure "$work/f.ogg" ffmpeg -nostdin -hide_banner -loglevel error -i "$work/voice.m4a" \
-    -map 0:a:0 -vn -ac 1 -ar 16000 -c:a libopus -b:a 16000 -application voip -map_metadata -1 -f ogg -y "$work/f.ogg")
-row "voice.m4a (60 s)" "ffmpeg alone" "$of_c" "$of_w" "$of_r"
+out_a="$work/a.ogg"; out_b="$work/f.ogg"
+cmd_a=("$attache" recompress "$work/voice.m4a" -o "$out_a")
+cmd_b=(ffmpeg -nostdin -hide_banner -loglevel error -i "$work/voice.m4a" -map 0:a:0 -vn -ac 1 -ar 16000
+    -c:a libopus -b:a 16000 -application voip -map_metadata -1 -f ogg -y "$out_b")
+compare
+row "voice.m4a (60 s)" "attache recompress (+ waveform)" "$a_c" "$a_w" "$a_r"
+row "voice.m4a (60 s)" "ffmpeg alone" "$b_c" "$b_w" "$b_r"
+voice_ratio=$(echo "$a_c / $b_c" | bc -l)
 
-read -r ha_c ha_w ha_r < <(measure "$work/a.jpg" "$attache" recompress "$work/photo.heic" -o "$work/a.jpg" --max-side 1280 --quality 80)
-row "photo.heic (12 MP)" "attache recompress" "$ha_c" "$ha_w" "$ha_r"
-read -r hv_c hv_w hv_r < <(measure "$work/v.jpg" vipsthumbnail "$work/photo.heic" -s 1280 -o "$work/v.jpg[Q=80]")
-row "photo.heic (12 MP)" "vipsthumbnail" "$hv_c" "$hv_w" "$hv_r"
+out_a="$work/a.jpg"; out_b="$work/v.jpg"
+cmd_a=("$attache" recompress "$work/photo.heic" -o "$out_a" --max-side 1280 --quality 80)
+cmd_b=(vipsthumbnail "$work/photo.heic" -s 1280 -o "$out_b[Q=80]")
+compare
+row "photo.heic (12 MP)" "attache recompress" "$a_c" "$a_w" "$a_r"
+row "photo.heic (12 MP)" "vipsthumbnail" "$b_c" "$b_w" "$b_r"
+heic_ratio=$(echo "$a_c / $b_c" | bc -l)
 
 printf '\nvideo: CPU attache/ffmpeg %.3f (≤ 1.03); voice: CPU attache/ffmpeg %.3f (≤ 1.05); HEIC: CPU attache/vipsthumbnail %.3f (≤ 0.8)\n' \
-    "$(echo "$va_c / $vf_c" | bc -l)" "$(echo "$oa_c / $of_c" | bc -l)" "$(echo "$ha_c / $hv_c" | bc -l)"
+    "$video_ratio" "$voice_ratio" "$heic_ratio"

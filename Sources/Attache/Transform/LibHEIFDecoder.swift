@@ -16,6 +16,11 @@ public struct LibHEIFDecoder: HEIFDecoding {
     /// libheif's version, or nil when `libheif.so.1` cannot be loaded.
     public static var libraryVersion: String? { attache_heif_version().map { String(cString: $0) } }
 
+    /// Decodes the primary image of `data` into an uncompressed top-down 24-bit BMP (``HEIFDecoding``).
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform`: `.corruptInput`, `.limitExceeded` (over
+    ///   `pixelLimit`, or out of memory), `.unsupportedInput` (a variant libheif has no decoder for),
+    ///   `.nativeLibrary` (`libheif.so.1` cannot be loaded).
     public func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8] {
         var message = [CChar](repeating: 0, count: 256)
         var width: Int32 = 0
