@@ -120,3 +120,28 @@ import Testing
         #expect(result.thumbnails.first?.width == 200, "the first frame, not enlarged")
     }
 }
+
+@Suite struct MediaDeterminismTests {
+    /// A retried or resumed upload transforms the file again and must send the same bytes under its
+    /// idempotency key: two conversions of one file are identical, byte for byte.
+    @Test func conversionsAreByteForByteRepeatable() throws {
+        let dir = try TestImages.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let video = dir + "/v.mkv"
+        try MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1", "-f", "lavfi", "-i",
+                               "sine=duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "flac", video])
+        let voice = dir + "/a.wav"
+        try MediaTools.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=200:duration=1.5", "-ac", "1", voice])
+        let converter = MediaTools.converter()
+        var outputs: [[Data]] = []
+        for run in 0..<2 {
+            let work = dir + "/run\(run)"
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            let v = try converter.convertVideo(video, workDirectory: work, thumbnailSides: [])
+            let a = try converter.convertVoice(voice, workDirectory: work)
+            outputs.append(try [v.path, a.path].map { try Data(contentsOf: URL(fileURLWithPath: try #require($0))) })
+        }
+        #expect(outputs[0][0] == outputs[1][0], "the MP4 is the same both times")
+        #expect(outputs[0][1] == outputs[1][1], "the Ogg/Opus is the same both times (no random serial number)")
+    }
+}

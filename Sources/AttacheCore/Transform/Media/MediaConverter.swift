@@ -14,7 +14,10 @@ import Musl
 ///   (``VoiceWaveform``).
 /// - Animation: an animated GIF or APNG becomes a silent H.264 MP4; its first frame is the thumbnail.
 ///
-/// Every run reads local files only (`-protocol_whitelist file,pipe`), under ``ProcessLimits``, after a
+/// Outputs are deterministic for a given ffmpeg (`-fflags +bitexact`: no random Ogg serial numbers, no
+/// version strings), so a retried or resumed upload, which transforms the file again, sends the same bytes
+/// under its idempotency key. Every run reads local files only (`-protocol_whitelist file,pipe`), under
+/// ``ProcessLimits``, after a
 /// probe has checked the input against ``MediaOptions/maxDuration``, ``MediaOptions/maxPixels`` and
 /// ``MediaOptions/maxStreams``. Blocking: call it from a pool thread.
 ///
@@ -154,7 +157,7 @@ public struct MediaConverter: Sendable {
         case .remux:
             try run(MediaCommand.common + ["-i", MediaCommand.inputURL(path), "-map", "0:v:0", "-map", "0:a:0?",
                                            "-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1",
-                                           "-movflags", "+faststart", "-f", "mp4", "-y", MediaCommand.inputURL(output)],
+                                           "-movflags", "+faststart", "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)],
                     for: path, what: "remux the video", output: output)
             result.path = output
         case .encode:
@@ -193,7 +196,7 @@ public struct MediaConverter: Sendable {
                           "-ac", String(channels)]
         }
         arguments += ["-sn", "-dn", "-map_metadata", "-1", "-map_chapters", "-1", "-movflags", "+faststart",
-                      "-f", "mp4", "-y", MediaCommand.inputURL(output)]
+                      "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)]
         return arguments
     }
 
@@ -245,7 +248,7 @@ public struct MediaConverter: Sendable {
         if !keep {
             arguments += ["-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(voice.sampleRate), "-c:a", "libopus",
                           "-b:a", String(voice.bitRate), "-application", "voip", "-map_metadata", "-1"]
-                + limit + ["-f", "ogg", "-y", MediaCommand.inputURL(output)]
+                + limit + ["-fflags", "+bitexact", "-f", "ogg", "-y", MediaCommand.inputURL(output)]
         }
         arguments += ["-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(voice.sampleRate), "-c:a", "pcm_s16le"]
             + limit + ["-f", "s16le", "-y", MediaCommand.inputURL(pcm)]
