@@ -57,6 +57,14 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("JPEG quality of recompressed photos (1-100).", valueName: "q"))
     package var quality = 82
 
+    @Option(help: ArgumentHelp(
+        "Videos: standard (long side 1280, 720p) or hd (long side 1920, 1080p).", valueName: "preset"))
+    package var videoPreset = "standard"
+
+    @Option(help: ArgumentHelp(
+        "Voice notes: telegram (Ogg/Opus 16 kHz, 16 kb/s) or high (48 kHz, 32 kb/s).", valueName: "preset"))
+    package var voicePreset = "telegram"
+
     @Flag(help: "Do not send thumbnails with images and stickers.")
     package var noThumbnails = false
 
@@ -103,6 +111,8 @@ package struct PipelineOptions: ParsableArguments {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
         }
+        guard ["standard", "hd"].contains(videoPreset) else { throw ValidationError("--video-preset must be standard or hd") }
+        guard ["telegram", "high"].contains(voicePreset) else { throw ValidationError("--voice-preset must be telegram or high") }
         let sealScheme = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         // With --endpoint, the key may come from the file: checked once merged (makeConfiguration).
@@ -195,6 +205,8 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.convertVoice = !noTransform
         configuration.transform.convertAnimations = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
+        configuration.transform.media.video = videoPreset == "hd" ? .hd : .standard
+        configuration.transform.media.voice = voicePreset == "high" ? .high : .telegram
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
         configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal

@@ -172,3 +172,33 @@ struct RecompressRulesTests {
         #expect(!FileManager.default.fileExists(atPath: dir + "/notes.out"))
     }
 }
+
+/// `--video-preset` and `--voice-preset` on the command line.
+@Suite("media presets on the command line")
+struct MediaPresetTests {
+    @Test("--voice-preset high sends 48 kHz Opus; a bad preset is a usage error")
+    func presets() async throws {
+        let dir = try MediaPipelineTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wav = dir + "/memo.wav"
+        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
+        try await LiveServer.with { server in
+            let process = try ChildProcess(executable: try attacheBinary(), arguments: [
+                "upload", wav, "--url", server.uploadURL, "--scheme", "none", "--voice-preset", "high", "--json",
+            ])
+            let status = try await process.wait(upTo: 120)
+            #expect(status == 0, "\(process.standardError)")
+            let receipt = try JSONDecoder().decode(UploadReceipt.self, from: Data(process.standardOutput.utf8))
+            let fileId = try #require(receipt.fileId)
+            let (stored, _) = try await server.get("/files/\(fileId)")
+            let ogg = dir + "/stored.ogg"
+            try stored.write(to: URL(fileURLWithPath: ogg))
+            let rate = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=sample_rate", "-of", "csv=p=0", ogg])
+            #expect(String(decoding: rate, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "48000")
+        }
+        let bad = try ChildProcess(executable: try attacheBinary(), arguments: [
+            "upload", wav, "--url", "http://127.0.0.1:9/upload", "--video-preset", "4k",
+        ])
+        #expect(try await bad.wait(upTo: 60) == 64)
+    }
+}

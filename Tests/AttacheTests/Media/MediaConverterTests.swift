@@ -104,6 +104,19 @@ import Testing
         let kept = try converter.convertVideo(output, workDirectory: dir, thumbnailSides: [320])
         #expect(kept.plan == .keep && kept.path == nil, "a compliant fast-start MP4 goes as it is")
         #expect(kept.thumbnails.count == 1 && kept.width == 640 && kept.height == 360)
+
+        // The same video with a location in its metadata is remuxed, which leaves the location behind.
+        // (ffmpeg writes `©xyz` for QuickTime files, as phones do.)
+        let located = dir + "/located.mov"
+        try MediaTools.ffmpeg(["-i", output, "-c", "copy", "-metadata", "location=+48.8584+002.2945/",
+                               "-movflags", "+faststart", located])
+        let locatedBytes = try Data(contentsOf: URL(fileURLWithPath: located))
+        #expect(locatedBytes.range(of: Data([0xA9] + Array("xyz".utf8))) != nil, "made with a location")
+        let stripped = try converter.convertVideo(located, workDirectory: dir, thumbnailSides: [])
+        #expect(stripped.plan == .remux)
+        let strippedBytes = try Data(contentsOf: URL(fileURLWithPath: try #require(stripped.path)))
+        #expect(strippedBytes.range(of: Data([0xA9] + Array("xyz".utf8))) == nil, "no location leaves")
+        #expect(try MediaTools.packetMD5(try #require(stripped.path)) == (try MediaTools.packetMD5(late)))
     }
 
     @Test func animatedGIFBecomesSilentMP4() throws {

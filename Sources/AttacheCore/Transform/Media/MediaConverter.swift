@@ -9,7 +9,8 @@ import Musl
 /// - Video: H.264 (High, yuv420p) + AAC-LC in MP4 with the index (`moov`) first, long side at most
 ///   ``VideoOptions/maxSide``, even dimensions, rotation applied, frame rate capped, video bit rate capped
 ///   by the short side as Telegram does. A file that already complies is sent as it is, or only remuxed
-///   when its index is at the end. A poster frame becomes the thumbnails.
+///   when its index is at the end or it carries a location (remuxing drops the metadata). A poster frame
+///   becomes the thumbnails.
 /// - Voice: anything but Ogg/Opus becomes mono Ogg/Opus; every voice note gets Telegram's waveform
 ///   (``VoiceWaveform``).
 /// - Animation: an animated GIF or APNG becomes a silent H.264 MP4; its first frame is the thumbnail.
@@ -116,7 +117,7 @@ public struct MediaConverter: Sendable {
     }
 
     /// Decides what `probe` of a video needs.
-    package func plan(_ probe: MediaProbe, fastStart: Bool?) -> (VideoPlan, VideoTarget)? {
+    package func plan(_ probe: MediaProbe, fastStart: Bool?, carriesLocation: Bool = false) -> (VideoPlan, VideoTarget)? {
         guard let video = probe.video, let width = video.displayedWidth, let height = video.displayedHeight else {
             return nil
         }
@@ -134,7 +135,7 @@ public struct MediaConverter: Sendable {
         }
         guard videoOK, audioOK else { return (.encode, target) }
         let onlyAV = probe.streams.count == 1 + min(audios.count, 1) && audios.count <= 1
-        return (fastStart == true && onlyAV ? .keep : .remux, target)
+        return (fastStart == true && onlyAV && !carriesLocation ? .keep : .remux, target)
     }
 
     /// Converts the video at `path` into `workDirectory` (or leaves it), with a poster frame's thumbnails.
@@ -144,7 +145,9 @@ public struct MediaConverter: Sendable {
     public func convertVideo(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
         let probe = try probe(path, requiring: "video")
         let fastStart = probe.isMP4Family ? MP4Layout.isFastStart(path) : nil
-        guard let (plan, target) = plan(probe, fastStart: fastStart) else {
+        // A location in the metadata, or a QuickTime brand, is reason enough to remux a compliant file.
+        let location = probe.isMP4Family && (MP4Layout.carriesLocation(path) || MP4Layout.isQuickTime(path))
+        guard let (plan, target) = plan(probe, fastStart: fastStart, carriesLocation: location) else {
             throw AttacheError(.corruptInput, stage: .transform, "the video stream has no size", file: path)
         }
         var result = MediaResult(path: nil, mimeType: "video/mp4", filenameExtension: "mp4", plan: plan,

@@ -166,6 +166,61 @@ public struct MediaProbe: Sendable, Hashable, Codable {
 /// Where an MP4's top-level boxes are: whether `moov` (the index) comes before `mdat` (the media), which
 /// is what lets a player start before the whole file arrived ("fast start").
 package enum MP4Layout {
+    /// Atoms that place a video on a map: QuickTime's `©xyz`, 3GPP's `loci`, and Apple's
+    /// `com.apple.quicktime.location.ISO6709` key.
+    static let locationMarkers: [[UInt8]] = [[0xA9] + Array("xyz".utf8), Array("loci".utf8),
+                                             Array("location.ISO6709".utf8)]
+
+    /// Whether the `moov` box (read up to 32 MiB) carries a location: such a file is remuxed, which drops
+    /// its metadata, rather than sent as it is.
+    package static func carriesLocation(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard let (offset, size) = moovBox(fd) else { return false }
+        let length = Int(min(size, 32 << 20))
+        var bytes = [UInt8](repeating: 0, count: length)
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, offset) }
+        guard count > 0 else { return false }
+        let moov = bytes[0..<count]
+        return locationMarkers.contains { marker in
+            var index = moov.startIndex
+            while let first = moov[index...].firstIndex(of: marker[0]) {
+                if moov[first...].starts(with: marker) { return true }
+                index = moov.index(after: first)
+            }
+            return false
+        }
+    }
+
+    /// Whether the file is QuickTime rather than MP4: its `ftyp` names the `qt  ` brand first, or it has
+    /// no `ftyp` at all. Chats expect MP4, so such a file is remuxed even when its streams comply.
+    package static func isQuickTime(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 12)
+        let count = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 12, 0) }
+        guard count == 12, header[4..<8].elementsEqual("ftyp".utf8) else { return true }
+        return header[8..<12].elementsEqual("qt  ".utf8)
+    }
+
+    /// The `moov` box's offset and size.
+    private static func moovBox(_ fd: Int32) -> (off_t, UInt64)? {
+        var offset: off_t = 0
+        var header = [UInt8](repeating: 0, count: 16)
+        for _ in 0..<64 {
+            let count = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, offset) }
+            guard count >= 8 else { return nil }
+            var size = header[0..<4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            if size == 1, count == 16 { size = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+            guard size >= 8, size < UInt64(Int64.max) - UInt64(offset) else { return nil }
+            if header[4..<8].elementsEqual("moov".utf8) { return (offset, size) }
+            offset += off_t(size)
+        }
+        return nil
+    }
+
     /// True when `moov` comes before the first `mdat`; false when after; nil when the file has no such
     /// boxes or cannot be read.
     package static func isFastStart(_ path: String) -> Bool? {
