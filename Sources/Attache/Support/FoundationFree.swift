@@ -70,6 +70,17 @@ extension StringProtocol {
     }
 }
 
+extension PathText {
+    // Here rather than in AttacheCore: getpwuid in the fully static `attache` would need glibc's NSS
+    // libraries at run time, and the front never needs a home directory.
+    /// `$HOME`, else the password database's home of this user, else `/`.
+    package static var homeDirectory: String {
+        if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }
+        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
+        return "/"
+    }
+}
+
 /// A pthread mutex. ThreadSanitizer sees its lock and unlock as orderings (it does not see
 /// `Synchronization.Mutex`'s contended path), which matters for state handed between threads.
 package final class PThreadLock: @unchecked Sendable {

@@ -35,11 +35,4 @@ package enum PathText {
         if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
         return "/tmp"
     }
-
-    /// `$HOME`, else the password database's home of this user, else `/`.
-    package static var homeDirectory: String {
-        if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }
-        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
-        return "/"
-    }
 }
