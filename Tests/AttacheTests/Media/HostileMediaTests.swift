@@ -67,6 +67,7 @@ import Testing
                                "-preset", "ultrafast", "-qp", "0", input])
         let converter = MediaTools.converter {
             $0.limits.cpuSeconds = 1
+            $0.secondsPerMediaSecond = 0
             $0.video.encoderPreset = "slow"
         }
         let error = #expect(throws: AttacheError.self) {
@@ -75,6 +76,14 @@ import Testing
         #expect(error?.code == .limitExceeded && error?.stage == .transform && error?.file == input)
         #expect(error?.message.contains("CPU") == true, "\(error?.message ?? "")")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["heavy.mkv"], "the partial output is removed")
+    }
+
+    @Test func longFilesGetTimeInProportionShortOnesTheDefault() {
+        let converter = MediaTools.converter()
+        #expect(converter.limits(forDuration: 2).cpuSeconds == ProcessLimits.conversion.cpuSeconds)
+        #expect(converter.limits(forDuration: 7200).cpuSeconds == 28_800)
+        #expect(converter.limits(forDuration: 7200).wallSeconds == 28_800)
+        #expect(converter.limits(forDuration: nil).addressSpaceBytes == ProcessLimits.conversion.addressSpaceBytes)
     }
 
     @Test func runnerEnforcesWallClockMemoryAndReportsCrashes() throws {

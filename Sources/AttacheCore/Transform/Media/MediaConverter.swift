@@ -161,11 +161,11 @@ public struct MediaConverter: Sendable {
             try run(MediaCommand.common + ["-i", MediaCommand.inputURL(path), "-map", "0:v:0", "-map", "0:a:0?",
                                            "-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1",
                                            "-movflags", "+faststart", "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)],
-                    for: path, what: "remux the video", output: output)
+                    for: path, what: "remux the video", output: output, duration: probe.duration)
             result.path = output
         case .encode:
             try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: false),
-                    for: path, what: "convert the video", output: output)
+                    for: path, what: "convert the video", output: output, duration: probe.duration)
             result.path = output
         }
         if !thumbnailSides.isEmpty {
@@ -216,7 +216,7 @@ public struct MediaConverter: Sendable {
         let target = target(width: width, height: height)
         let output = Self.workPath(for: path, in: workDirectory, extension: "mp4")
         try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: true),
-                for: path, what: "convert the animation", output: output)
+                for: path, what: "convert the animation", output: output, duration: probe.duration)
         var result = MediaResult(path: output, mimeType: "video/mp4", filenameExtension: "mp4", plan: .encode,
                                  width: target.width, height: target.height, duration: probe.duration,
                                  supportsStreaming: true)
@@ -255,6 +255,7 @@ public struct MediaConverter: Sendable {
         }
         arguments += ["-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(voice.sampleRate), "-c:a", "pcm_s16le"]
             + limit + ["-f", "s16le", "-y", MediaCommand.inputURL(pcm)]
+        // No probe, so no duration to scale the limits by: voice is cheap (~1.5 % of real time here).
         try run(arguments, for: path, what: keep ? "decode the voice note" : "convert the voice note",
                 output: keep ? nil : output)
         var info = stat()
@@ -312,9 +313,21 @@ public struct MediaConverter: Sendable {
         return try recompressor.thumbnails(ofImage: png, sides: sides)
     }
 
+    /// The limits of a conversion of `duration` seconds of media: ``MediaOptions/limits``, with CPU and
+    /// wall-clock time raised to ``MediaOptions/secondsPerMediaSecond`` per second of media for a long file
+    /// (the duration is the probe's, itself capped by ``MediaOptions/maxDuration``).
+    package func limits(forDuration duration: Double?) -> ProcessLimits {
+        var limits = options.limits
+        let budget = (duration ?? 0) * options.secondsPerMediaSecond
+        limits.cpuSeconds = max(limits.cpuSeconds, Int(budget.rounded(.up)))
+        limits.wallSeconds = max(limits.wallSeconds, budget)
+        return limits
+    }
+
     /// Runs ffmpeg; on failure removes the partial `output` and throws.
-    private func run(_ arguments: [String], for path: String, what: String, output: String?) throws {
-        let outcome = try ProcessRunner.run(ffmpeg, arguments, limits: options.limits)
+    private func run(_ arguments: [String], for path: String, what: String, output: String?,
+                     duration: Double? = nil) throws {
+        let outcome = try ProcessRunner.run(ffmpeg, arguments, limits: limits(forDuration: duration))
         guard outcome.succeeded else {
             if let output { unlink(output) }
             throw AttacheError(Self.code(for: outcome), stage: .transform,
@@ -387,8 +400,12 @@ public struct MediaOptions: Sendable, Hashable, Codable {
     public var video = VideoOptions.standard
     /// Voice settings.
     public var voice = VoiceOptions.telegram
-    /// Limits of every conversion run.
+    /// Limits of every conversion run (raised for long files: ``secondsPerMediaSecond``).
     public var limits = ProcessLimits.conversion
+    /// CPU and wall-clock seconds a video or animation conversion may take per second of media, when that
+    /// is more than ``limits`` gives (a 30 s 1080p clip took 13 CPU seconds here): a two-hour film gets
+    /// its time, a short file that makes the decoder loop does not.
+    public var secondsPerMediaSecond = 4.0
     /// Limits of every probe.
     public var probeLimits = ProcessLimits.probe
     /// The longest input accepted, in seconds (3 hours).
