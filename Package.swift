@@ -68,6 +68,12 @@ let package = Package(
         .systemLibrary(
             name: "CZlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // fork + setrlimit + exec for the media helpers (ffmpeg, ffprobe): the steps between fork and
+        // exec that posix_spawn cannot do and Swift cannot do safely.
+        .target(name: "CProcess"),
+        // libheif (HEIC/HEIF/AVIF photos), loaded with dlopen on first use like libcurl: it maps libde265,
+        // libx265, libaom and dav1d, which no upload should pay for at start-up. Headers from libheif-dev.
+        .target(name: "CHEIF"),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
         // The content guard's fingerprint with AES rounds (AES-NI with a runtime check; Swift's
@@ -94,6 +100,7 @@ let package = Package(
             name: "AttacheCore",
             dependencies: [
                 "COpenSSL", "CBase64", "CFingerprint", "CLibc", "CTurboJPEG", "CWebP", "CPNG", "CJPEGStream", "CPNGStream", "CZlib",
+                "CProcess",
             ],
             swiftSettings: swiftSettings,
             // `-lcrypto`: the fully static `attache` gets libcrypto's static archive (libssl-dev ships
@@ -108,7 +115,7 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttacheCore", "CCurl", "COpenSSL",
+                "AttacheCore", "CCurl", "COpenSSL", "CHEIF",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

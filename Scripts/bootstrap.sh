@@ -92,11 +92,14 @@ required=(
     openssl                   # TLS tests make a throwaway certificate with the openssl CLI
     nginx                     # transport tests count HTTP/2 and HTTP/1.1 connections on a server not ours
     postgresql                # the shared queue's tests start a temporary cluster of their own (initdb, postgres) as its postgres user
+    ffmpeg                    # Transform: video, voice and animations (ffmpeg/ffprobe subprocesses); tests probe outputs
+    libheif-dev               # Transform: HEIC/HEIF/AVIF photos (CHEIF headers; libheif.so.1 is loaded at run time)
+    libheif-examples          # tests and samples make HEIC files with heif-enc
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(
     imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
-    ffmpeg sox espeak-ng                                       # audio and video
+    ffmpeg sox espeak-ng libheif-examples                      # audio, video, HEIC
     ghostscript pandoc                                         # PDF and DOCX
     python3
 )

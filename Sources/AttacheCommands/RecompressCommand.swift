@@ -2,20 +2,33 @@ package import ArgumentParser
 import AttacheCore
 // JSONEncoder without the rest of Foundation: ArgumentParser links FoundationEssentials already.
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
-/// `attache recompress`: one image to a small clean JPEG, WebP, or a sticker.
+/// `attache recompress`: one file through the Transform stage, exactly as an upload would treat it.
+///
+/// The rules are the ``Transformer``'s, shared with `upload` and `batch`: a photo becomes a small clean
+/// JPEG (an opaque screenshot PNG stays a smaller PNG), a HEIC/AVIF photo a JPEG, a sticker a 512 px WebP,
+/// a video H.264/AAC MP4, a voice note Ogg/Opus, an animated GIF a silent MP4. A file that an upload sends
+/// as it is (a document, a still GIF) is refused with `unsupported-input`: there is nothing to recompress.
 package struct RecompressCommand: AsyncParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "recompress",
-        abstract: "Recompress an image the way uploads do: resized, upright, metadata stripped.",
+        abstract: "Recompress a file the way uploads do: photos, HEIC, stickers, video, voice, animations.",
         discussion: """
-            Reads a JPEG, PNG, WebP or BMP image and writes a JPEG (default) or WebP. With --sticker, writes \
-            a WebP sticker whose longer side is exactly 512 px and that fits in 512 KB.
+            Applies the rules uploads apply. Reads a JPEG, PNG, WebP, BMP, HEIC or AVIF photo and writes a JPEG \
+            (default) or WebP (an opaque PNG that needs no resizing stays a smaller PNG, as uploads send it); \
+            with --sticker, a WebP sticker whose longer side is exactly 512 px and that fits in 512 KB. A video \
+            becomes H.264/AAC MP4 with its index first (kept as it is when it already is one), a voice note \
+            mono Ogg/Opus, an animated GIF a silent MP4; those need ffmpeg.
             """)
 
-    @Argument(help: "The image to read.")
+    @Argument(help: "The file to read.")
     var input: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp(
@@ -23,13 +36,13 @@ package struct RecompressCommand: AsyncParsableCommand {
         valueName: "output"))
     var output: String
 
-    @Option(name: .long, help: "The longest side of the result, in pixels (default 1280).")
+    @Option(name: .long, help: "The longest side of a photo or video, in pixels (default 1280).")
     var maxSide: Int?
 
     @Option(name: .long, help: "Encoder quality, 1–100 (default 82).")
     var quality: Int?
 
-    @Option(name: .long, help: "Output format: jpeg or webp.")
+    @Option(name: .long, help: "Output format of photos: jpeg or webp.")
     var format: String = "jpeg"
 
     @Flag(name: .long, help: "Make a sticker (WebP, 512 px, ≤ 512 KB) instead of a photo.")
@@ -53,35 +66,136 @@ package struct RecompressCommand: AsyncParsableCommand {
         }
     }
 
+    /// The Transform stage as this command configures it.
+    func transformConfiguration() -> Transformer.Configuration {
+        var configuration = Transformer.Configuration()
+        if let maxSide {
+            configuration.image.maxSide = maxSide
+            configuration.media.video.maxSide = maxSide
+        }
+        if let quality { configuration.image.quality = quality }
+        configuration.image.format = ImageFormat(rawValue: format) ?? .jpeg
+        configuration.image.progressive = progressive
+        configuration.makeThumbnails = false
+        // A command asked to recompress one file reports what stops it, rather than copy it unchanged.
+        configuration.onTransformError = .fail
+        configuration.heifDecoder = HEIFDecoders.current
+        return configuration
+    }
+
     package func run() async throws {
-        var options = ImageRecompressor.Options.standard
-        if let maxSide { options.maxSide = maxSide }
-        if let quality { options.quality = quality }
-        options.format = ImageFormat(rawValue: format) ?? .jpeg
-        options.progressive = progressive
-        let recompressor = ImageRecompressor(options: options)
+        let configuration = transformConfiguration()
         let (input, output, sticker) = (input, output, sticker)
         do {
-            let result = try await BlockingPool.shared.run {
-                sticker
-                    ? try recompressor.makeSticker(fileAt: input, to: output)
-                    : try recompressor.recompress(fileAt: input, to: output)
+            let summary = try await BlockingPool.shared.run { () throws -> RecompressSummary? in
+                let detection = try MIMEDetector().detect(fileAt: input, declaredKind: sticker ? .sticker : nil)
+                let kind: MessageKind = sticker ? .sticker : detection.kind
+                let isAnimated = detection.metadata.isAnimated == true
+                let action = configuration.action(mimeType: detection.mimeType, kind: kind, isAnimated: isAnimated)
+                guard action != .none else {
+                    throw AttacheError(
+                        .unsupportedInput, stage: .transform,
+                        "\(detection.mimeType) (\(kind)) is sent as it is: there is nothing to recompress", file: input)
+                }
+                // The static `attache` cannot load libheif: the full tool, which can, takes the command line over.
+                if action == .image, configuration.heifDecoder == nil,
+                   ["image/heic", "image/heif", "image/avif"].contains(detection.mimeType)
+                {
+                    return nil
+                }
+                let workDirectory = try Self.makeWorkDirectory()
+                defer { Self.removeDirectory(workDirectory) }
+                let transformed = try Transformer.transformBlocking(
+                    path: input, mimeType: detection.mimeType, kind: kind, isAnimated: isAnimated,
+                    workDirectory: workDirectory, configuration: configuration)
+                let source = try FileSource(path: transformed.path)
+                try OutputDestination(path: output, stage: .transform).write(try source.makeReader())
+                return RecompressSummary(detection: detection, output: transformed)
             }
-            // With -o -, standard output carries the image: the summary goes to standard error.
+            guard let summary else {
+                SiblingExecutable.replaceProcess(with: "attache-pipeline", PlatformPath.commandLineArguments)
+            }
+            // With -o -, standard output carries the file: the summary goes to standard error.
             let summaryToError = output == "-"
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                let line = String(decoding: TerminalText.escapingJSONControls(Array(try encoder.encode(result))), as: UTF8.self)
+                let line = String(decoding: TerminalText.escapingJSONControls(Array(try encoder.encode(summary))), as: UTF8.self)
                 if summaryToError { writeToStandardError(line + "\n") } else { writeToStandardOutput(line + "\n") }
             } else {
-                (summaryToError ? writeErrorLine : writeOutputLine)("\(input): \(result.inputWidth)×\(result.inputHeight) \(result.inputByteCount) B → "
-                      + "\(result.outputWidth)×\(result.outputHeight) \(result.outputByteCount) B \(result.mimeType)"
-                      + (result.passedThrough ? " (passed through)" : ""))
+                (summaryToError ? writeErrorLine : writeOutputLine)(summary.line(input: input))
             }
         } catch let error as AttacheError {
             writeErrorLine("attache: \(error) [\(error.code)]")
             throw ExitCode(ExitStatus.forError(error))
         }
+    }
+
+    private static func makeWorkDirectory() throws -> String {
+        var template = Array((PathText.temporaryDirectory + "/attache-recompress-XXXXXX").utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw AttacheError(.fileUnwritable, stage: .transform, "cannot create a temporary directory",
+                               cause: NativeError.posix())
+        }
+        return String(cString: created)
+    }
+
+    /// Removes the work directory and the files the Transform stage left in it (it makes no subfolders).
+    private static func removeDirectory(_ path: String) {
+        if let directory = opendir(path) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name != ".", name != ".." { unlink(path + "/" + name) }
+            }
+            closedir(directory)
+        }
+        rmdir(path)
+    }
+}
+
+/// What `attache recompress --json` prints: the image summary fields it always had, and the media facts.
+struct RecompressSummary: Encodable {
+    var mimeType: String
+    var kind: MessageKind
+    var inputWidth: Int?
+    var inputHeight: Int?
+    var outputWidth: Int?
+    var outputHeight: Int?
+    var inputByteCount: Int64
+    var outputByteCount: Int64
+    var passedThrough: Bool
+    var duration: Double?
+    var supportsStreaming: Bool?
+    var waveform: String?
+    var animation: Bool?
+    var plan: String?
+
+    init(detection: Detection, output: TransformOutput) {
+        mimeType = output.mimeType
+        kind = detection.kind
+        let rotated = detection.metadata.orientation.map { $0 >= 5 } ?? false
+        inputWidth = rotated ? detection.metadata.height : detection.metadata.width
+        inputHeight = rotated ? detection.metadata.width : detection.metadata.height
+        outputWidth = output.width
+        outputHeight = output.height
+        inputByteCount = output.originalByteCount
+        outputByteCount = output.outputByteCount
+        passedThrough = !output.didTransform
+        duration = output.duration
+        supportsStreaming = output.supportsStreaming
+        waveform = output.waveform.map { Base64.encode($0) }
+        animation = output.isAnimation ? true : nil
+        plan = output.mediaPlan?.rawValue
+    }
+
+    func line(input: String) -> String {
+        func size(_ width: Int?, _ height: Int?) -> String {
+            guard let width, let height else { return "" }
+            return "\(width)×\(height) "
+        }
+        return "\(input): \(size(inputWidth, inputHeight))\(inputByteCount) B → "
+            + "\(size(outputWidth, outputHeight))\(outputByteCount) B \(mimeType)"
+            + (passedThrough ? " (passed through)" : "")
+            + (duration.map { " \(MediaMetadata.format($0)) s" } ?? "")
     }
 }

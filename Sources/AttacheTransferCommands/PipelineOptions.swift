@@ -48,7 +48,7 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
     package var keyEnv: String?
 
-    @Flag(help: "Send files as they are: no recompression, no thumbnails.")
+    @Flag(help: "Send files as they are: no recompression or conversion, no thumbnails.")
     package var noTransform = false
 
     @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
@@ -56,6 +56,14 @@ package struct PipelineOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("JPEG quality of recompressed photos (1-100).", valueName: "q"))
     package var quality = 82
+
+    @Option(help: ArgumentHelp(
+        "Videos: standard (long side 1280, 720p) or hd (long side 1920, 1080p).", valueName: "preset"))
+    package var videoPreset = "standard"
+
+    @Option(help: ArgumentHelp(
+        "Voice notes: telegram (Ogg/Opus 16 kHz, 16 kb/s) or high (48 kHz, 32 kb/s).", valueName: "preset"))
+    package var voicePreset = "telegram"
 
     @Flag(help: "Do not send thumbnails with images and stickers.")
     package var noThumbnails = false
@@ -143,6 +151,8 @@ package struct PipelineOptions: ParsableArguments {
         for field in fields where !field.contains("=") || field.hasPrefix("=") {
             throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
         }
+        guard ["standard", "hd"].contains(videoPreset) else { throw ValidationError("--video-preset must be standard or hd") }
+        guard ["telegram", "high"].contains(voicePreset) else { throw ValidationError("--voice-preset must be telegram or high") }
         let sealScheme = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         // With --endpoint, the key may come from the file: checked once merged (makeConfiguration).
@@ -233,7 +243,12 @@ package struct PipelineOptions: ParsableArguments {
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
         configuration.transform.makeStickers = !noTransform
+        configuration.transform.convertVideo = !noTransform
+        configuration.transform.convertVoice = !noTransform
+        configuration.transform.convertAnimations = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
+        configuration.transform.media.video = videoPreset == "hd" ? .hd : .standard
+        configuration.transform.media.voice = voicePreset == "high" ? .high : .telegram
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
         configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal

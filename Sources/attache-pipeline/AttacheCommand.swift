@@ -40,6 +40,8 @@ struct AttacheCommand: AsyncParsableCommand {
     /// (docs/BENCHMARKS.md, Batch). The library leaves the process's allocator alone; the tool sets it.
     static func main() async {
         _ = attache_set_malloc_arena_limit(2)
+        // `recompress` of a HEIC/AVIF photo: the static front hands it here, where libheif can be loaded.
+        HEIFDecoders.install(LibHEIFDecoder())
         EndpointOptions.loader = { name, explicit, environment in
             try EndpointConfigFile.endpoint(named: name, explicit: explicit, environment: environment)
         }

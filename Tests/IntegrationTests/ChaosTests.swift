@@ -70,7 +70,8 @@ struct ChaosTests {
         let entries = try UploadJournal(path: scratch.journal).entries()
         #expect(entries.count == count)
         #expect(entries.allSatisfy { $0.state == .done })
-        let transformer = Transformer()
+        // The pipeline's own Transform configuration (libheif for the HEIC sample, ffmpeg for media).
+        let transformer = Transformer(configuration: PipelineConfiguration(url: "http://127.0.0.1/").transform)
         var opened = 0
         for entry in entries {
             let receipt = try #require(entry.receipt, "\(entry.path): no receipt")
@@ -91,7 +92,7 @@ struct ChaosTests {
                 try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
                 let output = try await transformer.transform(
                     fileAt: entry.path, mimeType: receipt.detection.mimeType, kind: receipt.detection.kind,
-                    workDirectory: work)
+                    isAnimated: receipt.detection.metadata.isAnimated == true, workDirectory: work)
                 expected = Array(try Data(contentsOf: URL(fileURLWithPath: output.path)))
             } else {
                 expected = Array(try Data(contentsOf: URL(fileURLWithPath: entry.path)))
@@ -105,7 +106,8 @@ struct ChaosTests {
 
     // MARK: Support
 
-    /// Samples of every kind (photos and PNGs are recompressed, with thumbnails) and random files.
+    /// Samples of every kind (photos and PNGs are recompressed, with thumbnails; videos, voice notes and the
+    /// animated GIF converted) and random files.
     private func makeMixedFiles(count: Int, in folder: String, using generator: inout SeededGenerator) throws {
         try FileManager.default.createDirectory(atPath: folder + "/sub", withIntermediateDirectories: true)
         let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -22,9 +22,17 @@ struct PipelineIntegrationTests {
         ("alpha.png", .image, "image/jpeg"),
         ("sticker.webp", .sticker, "image/webp"),
         ("voice.ogg", .voice, "audio/ogg"),
-        ("voice.m4a", .voice, "audio/mp4"),
-        ("song.mp3", .voice, "audio/mpeg"),
+        // Voice notes in any other format go as Ogg/Opus (song.mp3 is short: the kind rules call it voice).
+        ("voice.m4a", .voice, "audio/ogg"),
+        ("song.mp3", .voice, "audio/ogg"),
+        // Already chat-ready: sent as it is.
         ("clip.mp4", .video, "video/mp4"),
+        // Rotated, index last: re-encoded upright; chat-ready with its index last: remuxed.
+        ("phone.mp4", .video, "video/mp4"),
+        ("late-index.mp4", .video, "video/mp4"),
+        // An animated GIF goes as a silent MP4; a HEIC photo as a JPEG.
+        ("animation.gif", .image, "video/mp4"),
+        ("photo.heic", .image, "image/jpeg"),
         ("document.pdf", .file, "application/pdf"),
         ("report.docx", .file, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
         ("notes.txt", .file, "text/plain"),
@@ -57,9 +65,14 @@ struct PipelineIntegrationTests {
                 #expect(plaintext.count == original.count)
                 #expect(plaintext == Array(original), "decrypted bytes differ from the file")
             } else {
-                // A recompressed image is a JPEG (a sticker a WebP) of the size Transform reported.
-                let magic: [UInt8] = receipt.mimeType == "image/webp" ? Array("RIFF".utf8) : [0xFF, 0xD8, 0xFF]
-                #expect(Array(plaintext.prefix(magic.count)) == magic)
+                // A recompressed image is a JPEG (a sticker a WebP, a voice note Ogg, a video or animation
+                // MP4) of the size Transform reported.
+                switch receipt.mimeType {
+                case "image/webp": #expect(Array(plaintext.prefix(4)) == Array("RIFF".utf8))
+                case "audio/ogg": #expect(Array(plaintext.prefix(4)) == Array("OggS".utf8))
+                case "video/mp4": #expect(Array(plaintext[4..<8]) == Array("ftyp".utf8))
+                default: #expect(Array(plaintext.prefix(3)) == [0xFF, 0xD8, 0xFF])
+                }
                 #expect(Int64(plaintext.count) == receipt.transform.byteCount)
             }
         }
@@ -83,6 +96,30 @@ struct PipelineIntegrationTests {
             // No EXIF (APP1 "Exif") and so no GPS in what was stored.
             #expect(stored.range(of: Data("Exif".utf8)) == nil)
             #expect(stored.count < (try Data(contentsOf: URL(fileURLWithPath: Self.sample("photo.jpg")))).count)
+        }
+    }
+
+    @Test("the HEIC photo goes upright as a JPEG without its EXIF; the phone video upright as MP4 with its fields")
+    func heicAndPhoneVideo() async throws {
+        try await LiveServer.with { server in
+            let photo = try await server.pipeline().send(Attachment(path: Self.sample("photo.heic")))
+            #expect(photo.kind == .image && photo.mimeType == "image/jpeg" && photo.filename == "photo.jpg")
+            #expect(photo.transform.width == 960 && photo.transform.height == 1280, "irot applied: upright")
+            let (stored, _) = try await server.get("/files/\(try #require(photo.fileId))")
+            #expect(stored.range(of: Data("Exif".utf8)) == nil, "no EXIF, so no GPS")
+
+            let video = try await server.pipeline().send(Attachment(path: Self.sample("phone.mp4")))
+            #expect(video.kind == .video && video.transform.media?.plan == .encode)
+            #expect(video.server["fields"]?["width"]?.stringValue == "360")
+            #expect(video.server["fields"]?["height"]?.stringValue == "640")
+            #expect(video.server["fields"]?["supportsStreaming"]?.stringValue == "true")
+            #expect(video.server["fields"]?["duration"]?.stringValue == "2.00")
+            #expect(video.transform.thumbnails.count == 2)
+
+            let remuxed = try await server.pipeline().send(Attachment(path: Self.sample("late-index.mp4")))
+            #expect(remuxed.transform.media?.plan == .remux)
+            let kept = try await server.pipeline().send(Attachment(path: Self.sample("clip.mp4")))
+            #expect(kept.transform.media?.plan == .keep && !kept.transform.recompressed)
         }
     }
 

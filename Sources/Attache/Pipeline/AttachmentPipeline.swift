@@ -186,9 +186,10 @@ public struct PipelineConfiguration: Sendable {
     /// upload sends the sealed attachment alone (fields as `Upload-Metadata`, no inline thumbnails).
     public var resumable = ResumableConfiguration()
 
-    /// Creates a configuration for `url` with the defaults.
+    /// Creates a configuration for `url` with the defaults (HEIC/AVIF photos decoded by libheif).
     public init(url: String) {
         self.url = url
+        transform.heifDecoder = LibHEIFDecoder()
     }
 
     /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
@@ -437,11 +438,14 @@ public struct AttachmentPipeline: Sendable {
                 ])
         }
 
-        // Transform: images and stickers recompressed, thumbnails made; other kinds pass through.
+        // Transform: images and stickers recompressed, videos, voice notes and animations converted,
+        // thumbnails made; files pass through.
         progress?(.stage(.transform))
         // A work directory only for files that will be transformed: most of a batch (voice, video, files)
         // never touches the disk here.
-        let transforms = transformer.configuration.transforms(mimeType: detection.mimeType, kind: detection.kind)
+        let isAnimated = detection.metadata.isAnimated == true
+        let transforms = transformer.configuration.transforms(
+            mimeType: detection.mimeType, kind: detection.kind, isAnimated: isAnimated)
         let workDirectory = transforms ? try Self.makeWorkDirectory() : nil
         defer { if let workDirectory { try? FileManager.default.removeItem(atPath: workDirectory) } }
         let transformer = self.transformer
@@ -451,11 +455,14 @@ public struct AttachmentPipeline: Sendable {
         switch input.content {
         case .file(let path): sourcePath = path
         case .memory(let bytes):
-            sourcePath = transforms ? try PreparedInput.write(bytes, into: workDirectory!, name: "input") : attachment.path
+            // Named with the attachment's extension, which some decoders go by.
+            let dot = filename.lastIndex(of: ".").map { String(filename[$0...]) } ?? ""
+            let name = "input" + (dot.count <= 12 && !dot.contains("/") ? dot : "")
+            sourcePath = transforms ? try PreparedInput.write(bytes, into: workDirectory!, name: name) : attachment.path
         }
         let transform = {
             try await transformer.transform(
-                fileAt: sourcePath, mimeType: detection.mimeType, kind: detection.kind,
+                fileAt: sourcePath, mimeType: detection.mimeType, kind: detection.kind, isAnimated: isAnimated,
                 workDirectory: workDirectory ?? PathText.temporaryDirectory)
         }
         // The transform reads the source on its own; a change while it reads shows in a second
@@ -477,7 +484,7 @@ public struct AttachmentPipeline: Sendable {
         }
         if let reason = transformed.skipReason {
             logger.debug(
-                "sending the original: the image cannot be recompressed",
+                "sending the original: it cannot be transformed",
                 metadata: ["file": "\(attachment.path)", "reason": "\(reason)"])
         }
         let payload: any ByteSource = transformed.didTransform ? try FileSource(path: transformed.path) : original
@@ -596,7 +603,7 @@ public struct AttachmentPipeline: Sendable {
                     recompressed: transformed.didTransform, byteCount: transformed.outputByteCount,
                     width: transformed.width, height: transformed.height,
                     thumbnails: placement == .inline ? transformed.thumbnails.map(\.name) : [],
-                    skipped: transformed.skipReason),
+                    skipped: transformed.skipReason, media: MediaReceipt(transformed)),
                 thumbnailUploads: thumbnailUploads,
                 thumbnails: Self.thumbnailSummaries(
                     transformed.thumbnails, placement: placement, server: receipt.data, separate: thumbnailUploads,
@@ -756,9 +763,23 @@ public struct AttachmentPipeline: Sendable {
             }
         }
         fields.insert(UploadField(name: "mimeType", value: transformed.mimeType), at: 0)
-        if transformed.didTransform {
+        // A converted video or animation says what was sent; a video that went as it is (already compliant)
+        // has the detected size, which the converter knows from its probe too.
+        let media = transformed.mediaPlan != nil
+        if media { fields.removeAll { ["width", "height", "duration", "rotation"].contains($0.name) } }
+        if transformed.didTransform || media {
             if let width = transformed.width { fields.append(UploadField(name: "width", value: String(width))) }
             if let height = transformed.height { fields.append(UploadField(name: "height", value: String(height))) }
+        }
+        if media, let duration = transformed.duration {
+            fields.append(UploadField(name: "duration", value: MediaMetadata.format(duration)))
+        }
+        if let streaming = transformed.supportsStreaming {
+            fields.append(UploadField(name: "supportsStreaming", value: String(streaming)))
+        }
+        if transformed.isAnimation { fields.append(UploadField(name: "animation", value: "true")) }
+        if let waveform = transformed.waveform {
+            fields.append(UploadField(name: "waveform", value: Base64.encode(waveform)))
         }
         return fields
     }

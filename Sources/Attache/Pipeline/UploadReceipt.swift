@@ -189,16 +189,50 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
     /// otherwise (and in receipts written before this field existed).
     public var skipped: String?
+    /// For video, voice and animations: what the converter did and found; absent for other kinds.
+    public var media: MediaReceipt?
 
     /// Creates a transform receipt.
     public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
-                skipped: String? = nil) {
+                skipped: String? = nil, media: MediaReceipt? = nil) {
         self.recompressed = recompressed
         self.byteCount = byteCount
         self.width = width
         self.height = height
         self.thumbnails = thumbnails
         self.skipped = skipped
+        self.media = media
+    }
+}
+
+/// What the Transform stage did to a video, voice note or animation (``MediaConverter``).
+public struct MediaReceipt: Sendable, Codable, Hashable {
+    /// `keep` (already compliant), `remux` (index moved to the front) or `encode`.
+    public var plan: MediaConverter.VideoPlan
+    /// Seconds.
+    public var duration: Double?
+    /// For video and animations: the MP4's index comes first, so a player can start early.
+    public var supportsStreaming: Bool?
+    /// For voice: Telegram's 63-byte waveform, base64 (the `waveform` form field).
+    public var waveform: String?
+    /// True for a GIF or APNG sent as a silent MP4.
+    public var animation: Bool?
+
+    /// Creates a media receipt.
+    public init(plan: MediaConverter.VideoPlan, duration: Double? = nil, supportsStreaming: Bool? = nil,
+                waveform: String? = nil, animation: Bool? = nil) {
+        self.plan = plan
+        self.duration = duration
+        self.supportsStreaming = supportsStreaming
+        self.waveform = waveform
+        self.animation = animation
+    }
+
+    /// The facts of `output`, or nil when it was not converted media.
+    init?(_ output: TransformOutput) {
+        guard let plan = output.mediaPlan else { return nil }
+        self.init(plan: plan, duration: output.duration, supportsStreaming: output.supportsStreaming,
+                  waveform: output.waveform.map { Base64.encode($0) }, animation: output.isAnimation ? true : nil)
     }
 }
 

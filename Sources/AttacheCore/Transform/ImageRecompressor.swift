@@ -309,6 +309,13 @@ public struct ImageRecompressor: Sendable {
         }
     }
 
+    /// JPEG previews of the image `data` (a poster frame, a decoded photo), one per side in `sides`.
+    package func thumbnails(ofImage data: [UInt8], sides: [Int]) throws -> [Thumbnail] {
+        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
+                                              wholeImageByteLimit: options.wholeImageByteLimit)
+        return try thumbnails(of: image, sides: sides)
+    }
+
     private func thumbnails(of image: InspectedImage, sides: [Int]) throws -> [Thumbnail] {
         guard let largest = sides.max() else { return [] }
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,

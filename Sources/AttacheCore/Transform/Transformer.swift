@@ -1,4 +1,3 @@
-import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,11 +6,13 @@ import Musl
 import Darwin
 #endif
 
-/// The pipeline's Transform stage: recompresses images, makes stickers, and adds thumbnails; passes
-/// everything else through unchanged.
+/// The pipeline's Transform stage, and the one place that decides what happens to a file: images are
+/// recompressed (HEIC/AVIF photos decoded first), stickers made, videos, voice notes and animations made
+/// chat-ready with ffmpeg (``MediaConverter``), and thumbnails added; everything else passes through.
 ///
-/// A `Transformer` holds only its configuration. The codec work runs on ``BlockingPool/shared``, never on
-/// the cooperative thread pool.
+/// `attache upload`, `attache batch` and `attache recompress` all call it, so a file gets the same
+/// treatment whichever way it goes. A `Transformer` holds only its configuration. The codec work runs on
+/// ``BlockingPool/shared``, never on the cooperative thread pool.
 ///
 /// ```swift
 /// let transformer = Transformer()
@@ -35,6 +36,18 @@ public struct Transformer: Sendable {
         /// What happens to an image or sticker that cannot be recompressed (broken, truncated, over a
         /// pixel or memory limit): by default it is sent as it is, and the receipt says why.
         public var onTransformError: TransformErrorPolicy = .sendOriginal
+        /// Whether videos (kind `.video`) are converted to H.264/AAC MP4 with ffmpeg.
+        public var convertVideo = true
+        /// Whether voice notes (kind `.voice`) are converted to Ogg/Opus and get a waveform.
+        public var convertVoice = true
+        /// Whether animated GIFs and APNGs that are not stickers become silent MP4 animations.
+        public var convertAnimations = true
+        /// How video, voice and animations are converted, and the helpers' limits.
+        public var media = MediaOptions()
+        /// What decodes HEIC/HEIF and AVIF photos; nil sends them as they are (the receipt says why).
+        /// The `Attache` library sets libheif's (``HEIFDecoding``); the static `attache` executable has
+        /// none and hands such files to the full tool.
+        public var heifDecoder: (any HEIFDecoding)?
 
         /// Creates the default configuration.
         public init() {}
@@ -50,9 +63,11 @@ public struct Transformer: Sendable {
 
     /// Decides from `mimeType` and `kind` what to do with the file at `path`.
     ///
-    /// Images are recompressed (or passed through, when already small, with metadata stripped); stickers
-    /// in PNG/JPEG/WebP/BMP become 512 px WebP; animated WebP, GIFs, voice, video, files and unknown
-    /// formats pass through unchanged. Any new file is written into `workDirectory`, which the
+    /// Images are recompressed (or passed through, when already small, with metadata stripped), HEIC/HEIF
+    /// and AVIF photos decoded and sent as JPEG; stickers in PNG/JPEG/WebP/BMP become 512 px WebP; an
+    /// animated GIF or APNG (`isAnimated`) that is not a sticker becomes a silent MP4; videos become
+    /// H.264/AAC MP4 and voice notes Ogg/Opus with a waveform (``MediaConverter``); animated WebP, files
+    /// and unknown formats pass through unchanged. Any new file is written into `workDirectory`, which the
     /// caller creates and deletes.
     ///
     /// An image that cannot be recompressed (``TransformErrorPolicy/recoverable(_:)``) is sent as it is
@@ -62,28 +77,56 @@ public struct Transformer: Sendable {
     /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: under `.fail`, `.corruptInput` for a
     ///   broken image, `.limitExceeded` for one over the pixel, scan or memory limit, `.nativeLibrary`;
     ///   always `.fileNotFound`/`.fileUnreadable`, `.fileUnwritable` for the work directory.
-    public func transform(fileAt path: String, mimeType: String, kind: MessageKind,
+    public func transform(fileAt path: String, mimeType: String, kind: MessageKind, isAnimated: Bool = false,
                           workDirectory: String) async throws -> TransformOutput {
         let configuration = configuration
         return try await BlockingPool.shared.run {
-            try Self.transformBlocking(path: path, mimeType: mimeType, kind: kind, workDirectory: workDirectory,
-                                       configuration: configuration)
+            try Self.transformBlocking(path: path, mimeType: mimeType, kind: kind, isAnimated: isAnimated,
+                                       workDirectory: workDirectory, configuration: configuration)
         }
     }
 
     static let recompressibleTypes: Set<String> = ["image/jpeg", "image/pjpeg", "image/png", "image/webp", "image/bmp",
                                                    "image/x-ms-bmp"]
+    static let heifTypes: Set<String> = ["image/heic", "image/heif", "image/avif"]
+    static let animationTypes: Set<String> = ["image/gif", "image/apng", "image/png"]
 
-    static func transformBlocking(path: String, mimeType: String, kind: MessageKind, workDirectory: String,
-                                  configuration: Configuration) throws -> TransformOutput {
+    /// Runs the stage on the calling thread (blocking: a pool job, or a command-line tool's main thread).
+    package static func transformBlocking(path: String, mimeType: String, kind: MessageKind, isAnimated: Bool = false,
+                                          workDirectory: String, configuration: Configuration) throws -> TransformOutput {
         let type = mimeType.lowercased()
-        guard configuration.transforms(mimeType: type, kind: kind) else {
+        switch configuration.action(mimeType: type, kind: kind, isAnimated: isAnimated) {
+        case .none:
             return try passThrough(path: path, mimeType: mimeType)
+        case .video, .voice, .animation:
+            return try transformMedia(path: path, mimeType: mimeType, kind: kind, workDirectory: workDirectory,
+                                      configuration: configuration)
+        case .image, .sticker:
+            break
         }
 
         let recompressor = ImageRecompressor(options: configuration.image)
         do {
-            let data = try ImageFile.read(path, limit: configuration.image.maxInputByteCount)
+            var data = try ImageFile.read(path, limit: configuration.image.maxInputByteCount)
+            let fileByteCount = Int64(data.count)
+            if heifTypes.contains(type) {
+                guard let decoder = configuration.heifDecoder else {
+                    var output = try passThrough(path: path, mimeType: mimeType)
+                    output.skipReason = "\(AttacheError.Code.unsupportedInput): no HEIF decoder in this program"
+                    return output
+                }
+                do {
+                    // Decoded, turned upright and flattened by libheif, then handed on as a lossless,
+                    // metadata-free picture: from here on it is a photo like any other.
+                    data = try decoder.decodeToBMP(data, pixelLimit: configuration.image.pixelLimit)
+                } catch let error as AttacheError
+                    where configuration.onTransformError == .sendOriginal && TransformErrorPolicy.recoverable(error)
+                {
+                    var output = try passThrough(path: path, mimeType: mimeType)
+                    output.skipReason = "\(error.code): \(error.message)"
+                    return output
+                }
+            }
             let sides = configuration.makeThumbnails ? configuration.thumbnailSides : []
             let outcome: ImageRecompressor.Outcome
             do {
@@ -123,11 +166,11 @@ public struct Transformer: Sendable {
             let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
             var output = TransformOutput(
                 path: path, mimeType: result.mimeType,
-                filenameExtension: format.mimeType == type ? nil : format.filenameExtension,
-                didTransform: outcome.bytes != nil,
-                originalByteCount: result.inputByteCount, outputByteCount: result.outputByteCount,
+                filenameExtension: format.mimeType == type && !heifTypes.contains(type) ? nil : format.filenameExtension,
+                didTransform: outcome.bytes != nil || heifTypes.contains(type),
+                originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
-            if let bytes = outcome.bytes {
+            if let bytes = outcome.bytes ?? (heifTypes.contains(type) ? data : nil) {
                 let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
                 try ImageFile.write(bytes, to: target)
                 output.path = target
@@ -136,6 +179,47 @@ public struct Transformer: Sendable {
         } catch let error as AttacheError {
             throw error.concerning(path)
         }
+    }
+
+    /// Video, voice and animations through ffmpeg; sent as they are when ffmpeg is missing, or (under
+    /// ``TransformErrorPolicy/sendOriginal``) when it cannot convert them, the receipt saying why.
+    private static func transformMedia(path: String, mimeType: String, kind: MessageKind, workDirectory: String,
+                                       configuration: Configuration) throws -> TransformOutput {
+        let source = try FileSource(path: path)
+        guard let converter = MediaConverter.locate(options: configuration.media) else {
+            var output = passThrough(source, mimeType: mimeType)
+            output.skipReason = "ffmpeg-missing: ffmpeg or ffprobe is not installed"
+            return output
+        }
+        let sides = configuration.makeThumbnails ? configuration.thumbnailSides : []
+        let result: MediaResult
+        do {
+            switch kind {
+            case .voice: result = try converter.convertVoice(path, workDirectory: workDirectory)
+            case .video: result = try converter.convertVideo(path, workDirectory: workDirectory, thumbnailSides: sides)
+            default: result = try converter.convertAnimation(path, workDirectory: workDirectory, thumbnailSides: sides)
+            }
+        } catch let error as AttacheError
+            where configuration.onTransformError == .sendOriginal && TransformErrorPolicy.recoverable(error)
+        {
+            var output = passThrough(source, mimeType: mimeType)
+            output.skipReason = "\(error.code): \(error.message)"
+            return output
+        } catch let error as AttacheError {
+            throw error.concerning(path)
+        }
+        var output = TransformOutput(
+            path: result.path ?? path, mimeType: result.path == nil ? mimeType : result.mimeType,
+            filenameExtension: result.filenameExtension, didTransform: result.path != nil,
+            originalByteCount: source.byteCount,
+            outputByteCount: try result.path.map { try FileSource(path: $0).byteCount } ?? source.byteCount,
+            width: result.width, height: result.height, thumbnails: result.thumbnails)
+        output.duration = result.duration
+        output.supportsStreaming = kind == .voice ? nil : result.supportsStreaming
+        output.waveform = result.waveform
+        output.isAnimation = result.isAnimation
+        output.mediaPlan = result.plan
+        return output
     }
 
     /// Where the transformed copy of `path` is written: `<stem>-transformed.<extension>` in the work directory.
@@ -149,13 +233,13 @@ public struct Transformer: Sendable {
     }
 
     /// What the stage hands on for a file it leaves as it is, with the size `source` recorded.
-    static func passThrough(_ source: FileSource, mimeType: String) -> TransformOutput {
+    package static func passThrough(_ source: FileSource, mimeType: String) -> TransformOutput {
         passThrough(source, path: source.path, mimeType: mimeType)
     }
 
     /// What the stage hands on for bytes it leaves as they are (a file at `path`, or bytes in memory that
     /// go by that name), with the size of `source` recorded.
-    static func passThrough(_ source: any ByteSource, path: String, mimeType: String) -> TransformOutput {
+    package static func passThrough(_ source: any ByteSource, path: String, mimeType: String) -> TransformOutput {
         TransformOutput(path: path, mimeType: mimeType, filenameExtension: nil, didTransform: false,
                         originalByteCount: source.byteCount, outputByteCount: source.byteCount, width: nil,
                         height: nil, thumbnails: [])
@@ -183,8 +267,19 @@ public struct TransformOutput: Sendable {
     /// JPEG previews, sent as extra multipart parts.
     public var thumbnails: [Thumbnail]
     /// Why an image went as it is instead of recompressed (its Transform error, under
-    /// ``TransformErrorPolicy/sendOriginal``); nil when it was transformed or was never meant to be.
+    /// ``TransformErrorPolicy/sendOriginal``), or a video or voice note unconverted (`ffmpeg-missing: …`);
+    /// nil when it was transformed or was never meant to be.
     public var skipReason: String?
+    /// Seconds, for video, voice and animations.
+    public var duration: Double?
+    /// For video and animations: whether the MP4 has its index first, so a player can start early.
+    public var supportsStreaming: Bool?
+    /// For voice: Telegram's 63-byte waveform (``VoiceWaveform``).
+    public var waveform: [UInt8]?
+    /// True for a GIF or APNG sent as a silent MP4.
+    public var isAnimation = false
+    /// For video, voice and animations: whether the file was kept, remuxed or encoded.
+    public var mediaPlan: MediaConverter.VideoPlan?
 
     /// Creates an output.
     public init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,

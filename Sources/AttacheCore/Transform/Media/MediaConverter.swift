@@ -1,0 +1,473 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Makes video, voice notes and animations chat-ready with `ffmpeg` and `ffprobe` run as subprocesses.
+///
+/// - Video: H.264 (High, yuv420p) + AAC-LC in MP4 with the index (`moov`) first, long side at most
+///   ``VideoOptions/maxSide``, even dimensions, rotation applied, frame rate capped, video bit rate capped
+///   by the short side as Telegram does. A file that already complies is sent as it is, or only remuxed
+///   when its index is at the end or it carries a location (remuxing drops the metadata). A poster frame
+///   becomes the thumbnails.
+/// - Voice: anything but Ogg/Opus becomes mono Ogg/Opus; every voice note gets Telegram's waveform
+///   (``VoiceWaveform``).
+/// - Animation: an animated GIF or APNG becomes a silent H.264 MP4; its first frame is the thumbnail.
+///
+/// Outputs are deterministic for a given ffmpeg (`-fflags +bitexact`: no random Ogg serial numbers, no
+/// version strings), so a retried or resumed upload, which transforms the file again, sends the same bytes
+/// under its idempotency key. Every run reads local files only (`-protocol_whitelist file,pipe`), under
+/// ``ProcessLimits``, after a
+/// probe has checked the input against ``MediaOptions/maxDuration``, ``MediaOptions/maxPixels`` and
+/// ``MediaOptions/maxStreams``. Blocking: call it from a pool thread.
+///
+/// ```swift
+/// let converter = MediaConverter(options: MediaOptions(), ffmpeg: "/usr/bin/ffmpeg", ffprobe: "/usr/bin/ffprobe")
+/// let result = try converter.convertVideo("clip.mov", workDirectory: scratch, thumbnailSides: [320, 40])
+/// ```
+public struct MediaConverter: Sendable {
+    /// The options in use.
+    public let options: MediaOptions
+    /// The `ffmpeg` executable.
+    public let ffmpeg: String
+    /// The `ffprobe` executable.
+    public let ffprobe: String
+
+    /// Creates a converter that runs the given executables.
+    public init(options: MediaOptions, ffmpeg: String, ffprobe: String) {
+        self.options = options
+        self.ffmpeg = ffmpeg
+        self.ffprobe = ffprobe
+    }
+
+    /// A converter using `ffmpeg` and `ffprobe` from ``MediaOptions/ffmpegPath``/``MediaOptions/ffprobePath``
+    /// or `PATH`; nil when either is missing.
+    public static func locate(options: MediaOptions) -> MediaConverter? {
+        guard let ffmpeg = ProcessRunner.find(options.ffmpegPath ?? "ffmpeg"),
+              let ffprobe = ProcessRunner.find(options.ffprobePath ?? "ffprobe")
+        else { return nil }
+        return MediaConverter(options: options, ffmpeg: ffmpeg, ffprobe: ffprobe)
+    }
+
+    // MARK: - Probe and caps
+
+    /// Probes `path` and checks it against the input caps.
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput` (unreadable, no
+    ///   streams of the kind wanted), `.limitExceeded` (duration, pixels, streams, or the probe's limits).
+    public func probe(_ path: String, requiring type: String? = nil) throws -> MediaProbe {
+        let probe = try MediaProbe.probe(path, ffprobe: ffprobe, limits: options.probeLimits)
+        if probe.streams.count > options.maxStreams {
+            throw AttacheError(.limitExceeded, stage: .transform,
+                               "the file has \(probe.streams.count) streams, over the limit of \(options.maxStreams)",
+                               file: path)
+        }
+        if let duration = probe.duration, duration > options.maxDuration {
+            throw AttacheError(.limitExceeded, stage: .transform,
+                               "the file lasts \(Int(duration)) s, over the limit of \(Int(options.maxDuration)) s",
+                               file: path)
+        }
+        for stream in probe.streams where stream.type == "video" {
+            let pixels = (stream.width ?? 0) * (stream.height ?? 0)
+            if pixels > options.maxPixels || (stream.width ?? 0) > 16384 || (stream.height ?? 0) > 16384 {
+                throw AttacheError(.limitExceeded, stage: .transform,
+                                   "a video stream is \(stream.width ?? 0)×\(stream.height ?? 0), over the limit of "
+                                       + "\(options.maxPixels) pixels", file: path)
+            }
+        }
+        if let type, !probe.streams.contains(where: { $0.type == type }) {
+            throw AttacheError(.corruptInput, stage: .transform, "the file has no \(type) stream", file: path)
+        }
+        return probe
+    }
+
+    // MARK: - Video
+
+    /// What a video needs: nothing, a remux (index to the front, extra streams dropped), or a new encode.
+    public enum VideoPlan: String, Sendable, Codable {
+        /// Already compliant, index first: sent as it is.
+        case keep
+        /// Compliant streams, copied into a new MP4 with the index first.
+        case remux
+        /// Encoded again.
+        case encode
+    }
+
+    /// The output geometry and caps for a video stream shown at `width` × `height`.
+    package struct VideoTarget: Equatable {
+        package var width: Int
+        package var height: Int
+        package var maxFrameRate: Double
+        package var videoBitRate: Int
+    }
+
+    /// The size, frame-rate cap and bit-rate cap for a picture displayed at `width` × `height`: fitted
+    /// into ``VideoOptions/maxSide`` without enlarging, both sides even.
+    package func target(width: Int, height: Int) -> VideoTarget {
+        let longSide = max(width, height, 1)
+        let scale = min(1.0, Double(options.video.maxSide) / Double(longSide))
+        func even(_ side: Int) -> Int { max(2, Int((Double(side) * scale).rounded()) & ~1) }
+        let (outWidth, outHeight) = (even(width), even(height))
+        let shortSide = min(outWidth, outHeight)
+        return VideoTarget(
+            width: outWidth, height: outHeight,
+            maxFrameRate: shortSide <= 480 ? options.video.maxFrameRateAt480 : options.video.maxFrameRate,
+            videoBitRate: VideoOptions.bitRateCap(shortSide: shortSide))
+    }
+
+    /// Decides what `probe` of a video needs.
+    package func plan(_ probe: MediaProbe, fastStart: Bool?, carriesLocation: Bool = false) -> (VideoPlan, VideoTarget)? {
+        guard let video = probe.video, let width = video.displayedWidth, let height = video.displayedHeight else {
+            return nil
+        }
+        let target = target(width: width, height: height)
+        let videoBitRate = video.bitRate ?? probe.bitRate ?? Int.max
+        let videoOK = probe.isMP4Family && video.codec == "h264" && video.pixelFormat == "yuv420p"
+            && ["High", "Main", "Baseline", "Constrained Baseline"].contains(video.profile ?? "")
+            && video.rotation == 0 && width == target.width && height == target.height
+            && (video.frameRate ?? 0) <= target.maxFrameRate + 0.01
+            && videoBitRate <= target.videoBitRate
+        let audios = probe.streams.filter { $0.type == "audio" }
+        let audioOK = audios.allSatisfy {
+            $0.codec == "aac" && $0.profile == "LC" && ($0.bitRate ?? Int.max) <= options.video.audioBitRate + 8000
+                && ($0.channels ?? 3) <= 2
+        }
+        guard videoOK, audioOK else { return (.encode, target) }
+        let onlyAV = probe.streams.count == 1 + min(audios.count, 1) && audios.count <= 1
+        return (fastStart == true && onlyAV && !carriesLocation ? .keep : .remux, target)
+    }
+
+    /// Converts the video at `path` into `workDirectory` (or leaves it), with a poster frame's thumbnails.
+    ///
+    /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput`, `.limitExceeded`
+    ///   (caps, CPU time, memory, wall clock), `.nativeLibrary` (ffmpeg could not start).
+    public func convertVideo(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
+        let probe = try probe(path, requiring: "video")
+        let fastStart = probe.isMP4Family ? MP4Layout.isFastStart(path) : nil
+        // A location in the metadata, or a QuickTime brand, is reason enough to remux a compliant file.
+        let location = probe.isMP4Family && (MP4Layout.carriesLocation(path) || MP4Layout.isQuickTime(path))
+        guard let (plan, target) = plan(probe, fastStart: fastStart, carriesLocation: location) else {
+            throw AttacheError(.corruptInput, stage: .transform, "the video stream has no size", file: path)
+        }
+        var result = MediaResult(path: nil, mimeType: "video/mp4", filenameExtension: "mp4", plan: plan,
+                                 width: target.width, height: target.height, duration: probe.duration,
+                                 supportsStreaming: true)
+        let output = Self.workPath(for: path, in: workDirectory, extension: "mp4")
+        switch plan {
+        case .keep:
+            break
+        case .remux:
+            try run(MediaCommand.common + ["-i", MediaCommand.inputURL(path), "-map", "0:v:0", "-map", "0:a:0?",
+                                           "-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1",
+                                           "-movflags", "+faststart", "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)],
+                    for: path, what: "remux the video", output: output, duration: probe.duration)
+            result.path = output
+        case .encode:
+            try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: false),
+                    for: path, what: "convert the video", output: output, duration: probe.duration)
+            result.path = output
+        }
+        if !thumbnailSides.isEmpty {
+            result.thumbnails = try poster(of: result.path ?? path, sides: thumbnailSides, source: path)
+        }
+        return result
+    }
+
+    /// The ffmpeg arguments of a video encode, as Attache runs them (also what the benchmark compares
+    /// against by hand).
+    package func encodeArguments(input: String, output: String, probe: MediaProbe, target: VideoTarget,
+                                 silent: Bool) -> [String] {
+        var filters = ["scale=\(target.width):\(target.height):flags=bicubic"]
+        if let rate = probe.video?.frameRate, rate > target.maxFrameRate + 0.01 {
+            filters.append("fps=\(Int(target.maxFrameRate))")
+        }
+        filters.append("format=yuv420p")
+        let video = options.video
+        var arguments = MediaCommand.common + ["-i", MediaCommand.inputURL(input), "-map", "0:v:0"]
+        if !silent, probe.audio != nil { arguments += ["-map", "0:a:0"] }
+        arguments += [
+            "-vf", filters.joined(separator: ","),
+            "-c:v", "libx264", "-preset", video.encoderPreset, "-profile:v", "high", "-crf", String(video.crf),
+            "-maxrate", String(target.videoBitRate), "-bufsize", String(target.videoBitRate * 2),
+        ]
+        if silent || probe.audio == nil {
+            arguments += ["-an"]
+        } else {
+            let channels = min(probe.audio?.channels ?? 2, 2)
+            arguments += ["-c:a", "aac", "-b:a", String(min(video.audioBitRate, 64_000 * channels)),
+                          "-ac", String(channels)]
+        }
+        arguments += ["-sn", "-dn", "-map_metadata", "-1", "-map_chapters", "-1", "-movflags", "+faststart",
+                      "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)]
+        return arguments
+    }
+
+    // MARK: - Animation
+
+    /// Converts an animated GIF or APNG into a silent H.264 MP4, its first frame the thumbnail.
+    ///
+    /// - Throws: as ``convertVideo(_:workDirectory:thumbnailSides:)``.
+    public func convertAnimation(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
+        let probe = try probe(path, requiring: "video")
+        guard let video = probe.video, let width = video.displayedWidth, let height = video.displayedHeight else {
+            throw AttacheError(.corruptInput, stage: .transform, "the animation has no size", file: path)
+        }
+        let target = target(width: width, height: height)
+        let output = Self.workPath(for: path, in: workDirectory, extension: "mp4")
+        try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: true),
+                for: path, what: "convert the animation", output: output, duration: probe.duration)
+        var result = MediaResult(path: output, mimeType: "video/mp4", filenameExtension: "mp4", plan: .encode,
+                                 width: target.width, height: target.height, duration: probe.duration,
+                                 supportsStreaming: true)
+        result.isAnimation = true
+        if !thumbnailSides.isEmpty {
+            result.thumbnails = try poster(of: output, sides: thumbnailSides, source: path)
+        }
+        return result
+    }
+
+    // MARK: - Voice
+
+    /// Converts a voice note to mono Ogg/Opus (Ogg/Opus is left as it is) and computes its waveform.
+    ///
+    /// No probe: one ffmpeg run decodes the first audio stream once for both outputs, and the facts a
+    /// probe would give come from that decode (the exact duration from the sample count) or from the file
+    /// itself (Ogg/Opus from its first page). A probe costs ffprobe's start, ~0.1 s of CPU, a tenth of the
+    /// conversion of a minute of speech. Only the first audio stream is decoded, and at most
+    /// ``MediaOptions/maxDuration`` of it: a longer note is refused.
+    ///
+    /// - Throws: as ``convertVideo(_:workDirectory:thumbnailSides:)``; `.corruptInput` also when the file
+    ///   has no audio stream.
+    public func convertVoice(_ path: String, workDirectory: String) throws -> MediaResult {
+        let keep = Self.isOggOpus(path)
+        let voice = options.voice
+        let pcm = Self.workPath(for: path, in: workDirectory, extension: "pcm")
+        defer { unlink(pcm) }
+        let output = Self.workPath(for: path, in: workDirectory, extension: "ogg")
+        // A little over the cap is decoded, so that a note longer than the cap shows as such.
+        let limit = ["-t", String(options.maxDuration + 1)]
+        var arguments = MediaCommand.common + ["-i", MediaCommand.inputURL(path)]
+        if !keep {
+            arguments += ["-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(voice.sampleRate), "-c:a", "libopus",
+                          "-b:a", String(voice.bitRate), "-application", "voip", "-map_metadata", "-1"]
+                + limit + ["-fflags", "+bitexact", "-f", "ogg", "-y", MediaCommand.inputURL(output)]
+        }
+        arguments += ["-map", "0:a:0", "-vn", "-ac", "1", "-ar", String(voice.sampleRate), "-c:a", "pcm_s16le"]
+            + limit + ["-f", "s16le", "-y", MediaCommand.inputURL(pcm)]
+        // No probe, so no duration to scale the limits by: voice is cheap (~1.5 % of real time here).
+        try run(arguments, for: path, what: keep ? "decode the voice note" : "convert the voice note",
+                output: keep ? nil : output)
+        var info = stat()
+        let sampleCount = stat(pcm, &info) == 0 ? Int(info.st_size) / 2 : 0
+        let duration = Double(sampleCount) / Double(voice.sampleRate)
+        guard duration <= options.maxDuration else {
+            if !keep { unlink(output) }
+            throw AttacheError(.limitExceeded, stage: .transform,
+                               "the voice note lasts over \(Int(options.maxDuration)) s, the limit", file: path)
+        }
+        let peaks = try VoiceWaveform.peaks(ofPCMFileAt: pcm)
+        var result = MediaResult(path: keep ? nil : output, mimeType: "audio/ogg",
+                                 filenameExtension: keep ? nil : "ogg", plan: keep ? .keep : .encode, width: nil,
+                                 height: nil, duration: duration, supportsStreaming: false)
+        result.waveform = VoiceWaveform.pack(VoiceWaveform.levels(fromPeaks: peaks))
+        return result
+    }
+
+    /// Whether the file is Ogg with an Opus first stream: its first page (`OggS`) starts with `OpusHead`.
+    static func isOggOpus(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 64)
+        let count = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count >= 36, head[0..<4].elementsEqual("OggS".utf8) else { return false }
+        // The page header is 27 bytes plus one lacing value per segment; the packet follows.
+        let start = 27 + Int(head[26])
+        return count >= start + 8 && head[start..<start + 8].elementsEqual("OpusHead".utf8)
+    }
+
+    // MARK: - Helpers
+
+    /// JPEG thumbnails of the first frame of `video` (rotation applied by ffmpeg).
+    private func poster(of video: String, sides: [Int], source: String) throws -> [Thumbnail] {
+        guard let largest = sides.max() else { return [] }
+        var png: [UInt8] = []
+        let outcome = try ProcessRunner.run(
+            ffmpeg,
+            MediaCommand.common + ["-i", MediaCommand.inputURL(video), "-map", "0:v:0", "-frames:v", "1",
+                                   // Fitted into `largest` without enlarging (the commas inside min() escaped for the filter graph).
+                                   "-vf", "scale=w='min(\(largest)\\,iw)':h='min(\(largest)\\,ih)'"
+                                       + ":force_original_aspect_ratio=decrease:flags=bicubic",
+                                   "-f", "image2pipe", "-c:v", "png", "pipe:1"],
+            limits: options.limits
+        ) { chunk in
+            png.append(contentsOf: chunk)
+            return png.count < 16 << 20
+        }
+        guard outcome.succeeded, !png.isEmpty else {
+            throw AttacheError(Self.code(for: outcome), stage: .transform,
+                               "cannot take a poster frame: \(outcome.failureReason)", file: source)
+        }
+        let recompressor = ImageRecompressor(options: .standard)
+        return try recompressor.thumbnails(ofImage: png, sides: sides)
+    }
+
+    /// The limits of a conversion of `duration` seconds of media: ``MediaOptions/limits``, with CPU and
+    /// wall-clock time raised to ``MediaOptions/secondsPerMediaSecond`` per second of media for a long file
+    /// (the duration is the probe's, itself capped by ``MediaOptions/maxDuration``).
+    package func limits(forDuration duration: Double?) -> ProcessLimits {
+        var limits = options.limits
+        let budget = (duration ?? 0) * options.secondsPerMediaSecond
+        limits.cpuSeconds = max(limits.cpuSeconds, Int(budget.rounded(.up)))
+        limits.wallSeconds = max(limits.wallSeconds, budget)
+        return limits
+    }
+
+    /// Runs ffmpeg; on failure removes the partial `output` and throws.
+    private func run(_ arguments: [String], for path: String, what: String, output: String?,
+                     duration: Double? = nil) throws {
+        let outcome = try ProcessRunner.run(ffmpeg, arguments, limits: limits(forDuration: duration))
+        guard outcome.succeeded else {
+            if let output { unlink(output) }
+            throw AttacheError(Self.code(for: outcome), stage: .transform,
+                               "ffmpeg cannot \(what): \(outcome.failureReason)", file: path)
+        }
+    }
+
+    private static func code(for outcome: ProcessOutcome) -> AttacheError.Code {
+        if outcome.timedOut { return .limitExceeded }
+        switch outcome.signal {
+        case .some(SIGXCPU), .some(SIGKILL), .some(SIGXFSZ): return .limitExceeded
+        case .some: return .nativeLibrary
+        case nil: return .corruptInput
+        }
+    }
+
+    /// `<stem>-transformed.<extension>` in the work directory.
+    static func workPath(for path: String, in workDirectory: String, extension: String) -> String {
+        let stem = PathText.deletingExtension(PathText.lastComponent(path))
+        return PathText.appending("\(stem.isEmpty ? "media" : stem)-transformed.\(`extension`)", to: workDirectory)
+    }
+}
+
+/// What ``MediaConverter`` made of one file.
+public struct MediaResult: Sendable {
+    /// The new file in the work directory; nil when the input goes as it is.
+    public var path: String?
+    /// The media type of what is sent.
+    public var mimeType: String
+    /// The filename extension of a new file (`mp4`, `ogg`); nil when the input goes as it is.
+    public var filenameExtension: String?
+    /// What was done.
+    public var plan: MediaConverter.VideoPlan
+    /// The picture's width as sent, for video.
+    public var width: Int?
+    /// The picture's height as sent, for video.
+    public var height: Int?
+    /// Seconds.
+    public var duration: Double?
+    /// Whether a player can start before the whole file arrived (MP4 with `moov` first).
+    public var supportsStreaming: Bool
+    /// A GIF or APNG sent as a silent MP4.
+    public var isAnimation = false
+    /// Telegram's 63-byte waveform, for voice.
+    public var waveform: [UInt8]?
+    /// The poster frame's JPEG previews, for video and animations.
+    public var thumbnails: [Thumbnail] = []
+
+    /// Creates a result.
+    public init(path: String?, mimeType: String, filenameExtension: String?, plan: MediaConverter.VideoPlan,
+                width: Int?, height: Int?, duration: Double?, supportsStreaming: Bool) {
+        self.path = path
+        self.mimeType = mimeType
+        self.filenameExtension = filenameExtension
+        self.plan = plan
+        self.width = width
+        self.height = height
+        self.duration = duration
+        self.supportsStreaming = supportsStreaming
+    }
+}
+
+/// How video, voice and animations are converted, and the limits their helpers run under.
+public struct MediaOptions: Sendable, Hashable, Codable {
+    /// The `ffmpeg` to run; nil finds `ffmpeg` in `PATH`.
+    public var ffmpegPath: String?
+    /// The `ffprobe` to run; nil finds `ffprobe` in `PATH`.
+    public var ffprobePath: String?
+    /// Video settings.
+    public var video = VideoOptions.standard
+    /// Voice settings.
+    public var voice = VoiceOptions.telegram
+    /// Limits of every conversion run (raised for long files: ``secondsPerMediaSecond``).
+    public var limits = ProcessLimits.conversion
+    /// CPU and wall-clock seconds a video or animation conversion may take per second of media, when that
+    /// is more than ``limits`` gives (a 30 s 1080p clip took 13 CPU seconds here): a two-hour film gets
+    /// its time, a short file that makes the decoder loop does not.
+    public var secondsPerMediaSecond = 4.0
+    /// Limits of every probe.
+    public var probeLimits = ProcessLimits.probe
+    /// The longest input accepted, in seconds (3 hours).
+    public var maxDuration = 3.0 * 3600
+    /// The most pixels a video frame may have (8K UHD).
+    public var maxPixels = 7680 * 4320
+    /// The most streams an input may have.
+    public var maxStreams = 16
+
+    /// The defaults.
+    public init() {}
+}
+
+/// How videos are encoded.
+public struct VideoOptions: Sendable, Hashable, Codable {
+    /// The longest side of the output (no enlarging).
+    public var maxSide: Int
+    /// The frame-rate cap.
+    public var maxFrameRate = 60.0
+    /// The frame-rate cap when the short side is at most 480.
+    public var maxFrameRateAt480 = 30.0
+    /// The audio bit rate cap, bits per second.
+    public var audioBitRate = 128_000
+    /// x264's constant rate factor (quality; lower is better), under the bit-rate cap.
+    public var crf = 23
+    /// x264's speed preset.
+    public var encoderPreset = "veryfast"
+
+    /// Creates options for a long side of `maxSide`.
+    public init(maxSide: Int) { self.maxSide = maxSide }
+
+    /// Long side 1280: 720p for a landscape 16:9 video. The default.
+    public static let standard = VideoOptions(maxSide: 1280)
+    /// Long side 1920: 1080p "HD".
+    public static let hd = VideoOptions(maxSide: 1920)
+
+    /// Telegram's video bit-rate cap for a short side: ≥ 1080: 6.8 Mbps, ≥ 720: 2.6, ≥ 480: 1.0, else 0.75.
+    public static func bitRateCap(shortSide: Int) -> Int {
+        switch shortSide {
+        case 1080...: 6_800_000
+        case 720...: 2_600_000
+        case 480...: 1_000_000
+        default: 750_000
+        }
+    }
+}
+
+/// How voice notes are encoded.
+public struct VoiceOptions: Sendable, Hashable, Codable {
+    /// Opus sample rate: 8000, 12000, 16000, 24000 or 48000.
+    public var sampleRate: Int
+    /// Opus bit rate, bits per second.
+    public var bitRate: Int
+
+    /// Creates voice options.
+    public init(sampleRate: Int, bitRate: Int) {
+        self.sampleRate = sampleRate
+        self.bitRate = bitRate
+    }
+
+    /// Telegram's: 16 kHz, 16 kbps. The default.
+    public static let telegram = VoiceOptions(sampleRate: 16_000, bitRate: 16_000)
+    /// 48 kHz, 32 kbps.
+    public static let high = VoiceOptions(sampleRate: 48_000, bitRate: 32_000)
+}

@@ -1,0 +1,219 @@
+#include "attache_heif.h"
+
+#include <dlfcn.h>
+#include <libheif/heif.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char library_name[] = "libheif.so.1";
+
+static struct {
+    const char *(*get_version)(void);
+    struct heif_context *(*context_alloc)(void);
+    void (*context_free)(struct heif_context *);
+    struct heif_error (*read_from_memory_without_copy)(struct heif_context *, const void *, size_t,
+                                                       const struct heif_reading_options *);
+    struct heif_error (*get_primary_image_handle)(struct heif_context *, struct heif_image_handle **);
+    void (*handle_release)(const struct heif_image_handle *);
+    int (*handle_get_width)(const struct heif_image_handle *);
+    int (*handle_get_height)(const struct heif_image_handle *);
+    int (*handle_has_alpha)(const struct heif_image_handle *);
+    struct heif_error (*decode_image)(const struct heif_image_handle *, struct heif_image **, enum heif_colorspace,
+                                      enum heif_chroma, const struct heif_decoding_options *);
+    const uint8_t *(*get_plane_readonly)(const struct heif_image *, enum heif_channel, int *);
+    int (*image_get_width)(const struct heif_image *, enum heif_channel);
+    int (*image_get_height)(const struct heif_image *, enum heif_channel);
+    void (*image_release)(const struct heif_image *);
+    void (*set_maximum_image_size_limit)(struct heif_context *, int);
+} api;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int loaded = 0;
+
+static int resolve(void *library, const char *name, void *field) {
+    void *address = dlsym(library, name);
+    if (address == NULL) return -1;
+    memcpy(field, &address, sizeof address);
+    return 0;
+}
+
+static void load(void) {
+    void *library = dlopen(library_name, RTLD_LAZY | RTLD_LOCAL);
+    if (library == NULL) return;
+    if (resolve(library, "heif_get_version", &api.get_version) != 0
+        || resolve(library, "heif_context_alloc", &api.context_alloc) != 0
+        || resolve(library, "heif_context_free", &api.context_free) != 0
+        || resolve(library, "heif_context_read_from_memory_without_copy", &api.read_from_memory_without_copy) != 0
+        || resolve(library, "heif_context_get_primary_image_handle", &api.get_primary_image_handle) != 0
+        || resolve(library, "heif_image_handle_release", &api.handle_release) != 0
+        || resolve(library, "heif_image_handle_get_width", &api.handle_get_width) != 0
+        || resolve(library, "heif_image_handle_get_height", &api.handle_get_height) != 0
+        || resolve(library, "heif_image_handle_has_alpha_channel", &api.handle_has_alpha) != 0
+        || resolve(library, "heif_decode_image", &api.decode_image) != 0
+        || resolve(library, "heif_image_get_plane_readonly", &api.get_plane_readonly) != 0
+        || resolve(library, "heif_image_get_width", &api.image_get_width) != 0
+        || resolve(library, "heif_image_get_height", &api.image_get_height) != 0
+        || resolve(library, "heif_image_release", &api.image_release) != 0
+        || resolve(library, "heif_context_set_maximum_image_size_limit", &api.set_maximum_image_size_limit) != 0) {
+        dlclose(library);
+        return;
+    }
+    loaded = 1;
+}
+
+static int available(char *error, size_t error_size) {
+    pthread_once(&load_once, load);
+    if (!loaded) snprintf(error, error_size, "%s cannot be loaded", library_name);
+    return loaded;
+}
+
+const char *attache_heif_version(void) {
+    char ignored[8];
+    return available(ignored, sizeof ignored) ? api.get_version() : NULL;
+}
+
+struct attache_heif_image {
+    struct heif_context *context;
+    struct heif_image_handle *handle;
+    int width, height, has_alpha;
+};
+
+static int status_for(struct heif_error error) {
+    switch (error.code) {
+    case heif_error_Ok: return ATTACHE_HEIF_OK;
+    case heif_error_Memory_allocation_error: return ATTACHE_HEIF_NO_MEMORY;
+    case heif_error_Unsupported_feature:
+    case heif_error_Unsupported_filetype:
+    case heif_error_Decoder_plugin_error: return ATTACHE_HEIF_UNSUPPORTED;
+    default: return error.subcode == heif_suberror_Security_limit_exceeded ? ATTACHE_HEIF_LIMIT : ATTACHE_HEIF_CORRUPT;
+    }
+}
+
+static void copy_message(struct heif_error error, char *out, size_t size) {
+    snprintf(out, size, "%s", error.message != NULL ? error.message : "libheif failed");
+}
+
+void attache_heif_close(struct attache_heif_image *image) {
+    if (image == NULL) return;
+    if (image->handle != NULL) api.handle_release(image->handle);
+    if (image->context != NULL) api.context_free(image->context);
+    free(image);
+}
+
+int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, struct attache_heif_image **out,
+                      int *width, int *height, char *error, size_t error_size) {
+    *out = NULL;
+    if (!available(error, error_size)) return ATTACHE_HEIF_UNAVAILABLE;
+    struct attache_heif_image *image = calloc(1, sizeof *image);
+    if (image == NULL) return ATTACHE_HEIF_NO_MEMORY;
+    image->context = api.context_alloc();
+    if (image->context == NULL) {
+        free(image);
+        return ATTACHE_HEIF_NO_MEMORY;
+    }
+    // libheif's own cap on a side (its default is 32768 × 32768 pixels in total); ours is checked below.
+    api.set_maximum_image_size_limit(image->context, 65535);
+    struct heif_error result = api.read_from_memory_without_copy(image->context, data, size, NULL);
+    if (result.code == heif_error_Ok) result = api.get_primary_image_handle(image->context, &image->handle);
+    if (result.code != heif_error_Ok) {
+        copy_message(result, error, error_size);
+        attache_heif_close(image);
+        return status_for(result);
+    }
+    image->width = api.handle_get_width(image->handle);
+    image->height = api.handle_get_height(image->handle);
+    image->has_alpha = api.handle_has_alpha(image->handle);
+    if (image->width <= 0 || image->height <= 0) {
+        snprintf(error, error_size, "the image declares no pixels");
+        attache_heif_close(image);
+        return ATTACHE_HEIF_CORRUPT;
+    }
+    if ((long long)image->width * image->height > pixel_limit) {
+        snprintf(error, error_size, "the image is %d×%d, over the limit of %lld pixels", image->width, image->height,
+                 pixel_limit);
+        attache_heif_close(image);
+        return ATTACHE_HEIF_LIMIT;
+    }
+    *width = image->width;
+    *height = image->height;
+    *out = image;
+    return ATTACHE_HEIF_OK;
+}
+
+size_t attache_heif_bmp_size(int width, int height) {
+    size_t row = ((size_t)width * 3 + 3) & ~(size_t)3;
+    return 54 + row * (size_t)height;
+}
+
+static void put16(uint8_t *at, unsigned value) {
+    at[0] = (uint8_t)value;
+    at[1] = (uint8_t)(value >> 8);
+}
+
+static void put32(uint8_t *at, uint32_t value) {
+    put16(at, value & 0xFFFF);
+    put16(at + 2, value >> 16);
+}
+
+int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size_t bmp_size, char *error,
+                            size_t error_size) {
+    size_t needed = attache_heif_bmp_size(image->width, image->height);
+    if (bmp_size < needed) {
+        snprintf(error, error_size, "the output buffer is too small");
+        return ATTACHE_HEIF_NO_MEMORY;
+    }
+    struct heif_image *decoded = NULL;
+    // Default decoding options: the `irot`, `imir` and `clap` transformations are applied.
+    struct heif_error result = api.decode_image(image->handle, &decoded, heif_colorspace_RGB,
+                                                image->has_alpha ? heif_chroma_interleaved_RGBA
+                                                                 : heif_chroma_interleaved_RGB,
+                                                NULL);
+    if (result.code != heif_error_Ok) {
+        copy_message(result, error, error_size);
+        return status_for(result);
+    }
+    int width = api.image_get_width(decoded, heif_channel_interleaved);
+    int height = api.image_get_height(decoded, heif_channel_interleaved);
+    int stride = 0;
+    const uint8_t *pixels = api.get_plane_readonly(decoded, heif_channel_interleaved, &stride);
+    if (pixels == NULL || width != image->width || height != image->height) {
+        api.image_release(decoded);
+        snprintf(error, error_size, "the decoded image does not match its header");
+        return ATTACHE_HEIF_CORRUPT;
+    }
+    size_t row_bytes = ((size_t)width * 3 + 3) & ~(size_t)3;
+    memset(bmp, 0, 54);
+    bmp[0] = 'B';
+    bmp[1] = 'M';
+    put32(bmp + 2, (uint32_t)needed);
+    put32(bmp + 10, 54);
+    put32(bmp + 14, 40);
+    put32(bmp + 18, (uint32_t)width);
+    put32(bmp + 22, (uint32_t)(-height));  // negative: top-down rows
+    put16(bmp + 26, 1);
+    put16(bmp + 28, 24);
+    put32(bmp + 34, (uint32_t)(row_bytes * (size_t)height));
+    int channels = image->has_alpha ? 4 : 3;
+    for (int y = 0; y < height; y++) {
+        const uint8_t *in = pixels + (size_t)y * (size_t)stride;
+        uint8_t *row = bmp + 54 + (size_t)y * row_bytes;
+        for (int x = 0; x < width; x++, in += channels) {
+            unsigned r = in[0], g = in[1], b = in[2];
+            if (channels == 4) {
+                // Straight alpha over white: c·a + 255·(1 − a), rounded.
+                unsigned a = in[3], inverse = 255 - a;
+                r = (r * a + 255 * inverse + 127) / 255;
+                g = (g * a + 255 * inverse + 127) / 255;
+                b = (b * a + 255 * inverse + 127) / 255;
+            }
+            row[x * 3] = (uint8_t)b;
+            row[x * 3 + 1] = (uint8_t)g;
+            row[x * 3 + 2] = (uint8_t)r;
+        }
+        for (size_t pad = (size_t)width * 3; pad < row_bytes; pad++) row[pad] = 0;
+    }
+    api.image_release(decoded);
+    return ATTACHE_HEIF_OK;
+}

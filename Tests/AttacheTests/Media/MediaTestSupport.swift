@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import AttacheCore
+
+/// ffmpeg and ffprobe as the tests' independent tools: they make the inputs and check the outputs.
+enum MediaTools {
+    static let ffmpeg = "/usr/bin/ffmpeg"
+    static let ffprobe = "/usr/bin/ffprobe"
+
+    /// Runs a tool and returns its standard output; throws with its standard error when it fails.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ToolFailure(message: "\(executable) \(arguments.joined(separator: " ")): \(errorText)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    struct ToolFailure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// ffmpeg with quiet options and `arguments`.
+    static func ffmpeg(_ arguments: [String]) throws {
+        try run(ffmpeg, ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
+    }
+
+    /// `ffprobe -show_streams -show_format` as key → value maps, one per stream, plus the format's.
+    static func probe(_ path: String) throws -> (streams: [[String: String]], format: [String: String]) {
+        let text = try run(ffprobe, ["-v", "error", "-show_streams", "-show_format", "-of", "json", path])
+        let json = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+        func strings(_ object: Any?) -> [String: String] {
+            var result: [String: String] = [:]
+            for (key, value) in object as? [String: Any] ?? [:] {
+                if let list = value as? [[String: Any]], key == "side_data_list" {
+                    for entry in list { for (k, v) in entry { result["side_data." + k] = "\(v)" } }
+                } else if let tags = value as? [String: Any], key == "tags" {
+                    for (k, v) in tags { result["tag." + k] = "\(v)" }
+                } else {
+                    result[key] = "\(value)"
+                }
+            }
+            return result
+        }
+        let streams = (json["streams"] as? [Any] ?? []).map(strings)
+        return (streams, strings(json["format"]))
+    }
+
+    /// The top-level box types of an MP4, read by hand.
+    static func topLevelBoxes(_ path: String) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        var offset = 0
+        var boxes: [String] = []
+        while offset + 8 <= data.count {
+            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+            if size == 1 { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+            if size == 0 { size = data.count - offset }
+            boxes.append(type)
+            guard size >= 8 else { break }
+            offset += size
+        }
+        return boxes
+    }
+
+    /// The MD5 of a stream's packets, as ffmpeg's `md5` muxer computes it on a stream copy.
+    static func packetMD5(_ path: String, stream: String = "0:v:0") throws -> String {
+        try run(ffmpeg, ["-nostdin", "-loglevel", "error", "-i", path, "-map", stream, "-c", "copy", "-f", "md5", "-"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A converter over the system's ffmpeg.
+    static func converter(_ configure: (inout MediaOptions) -> Void = { _ in }) -> MediaConverter {
+        var options = MediaOptions()
+        configure(&options)
+        return MediaConverter(options: options, ffmpeg: ffmpeg, ffprobe: ffprobe)
+    }
+
+    /// A mono 16-bit WAV file of `samples` at `rate`, written by hand.
+    static func wav(_ samples: [Int16], rate: Int) -> Data {
+        var data = Data()
+        func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + samples.count * 2)
+        data.append(contentsOf: Array("WAVE".utf8))
+        data.append(contentsOf: Array("fmt ".utf8)); u32(16); u16(1); u16(1); u32(rate); u32(rate * 2); u16(2); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
+        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
+        return data
+    }
+}
