@@ -242,10 +242,11 @@ fi
 # look first), never into the system's site-packages. Skipped when a venv there, or the first python3 on
 # PATH, already has them. MiniStack is pinned to the release the tests were written against.
 s3_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv"
-# The resumable upload tests use the same venv for a third-party tus 1.0 server: tuspyserver (a FastAPI
-# router, maintained, pinned) under uvicorn.
-s3_packages=(ministack==1.5.33 boto3 tuspyserver==4.4.3 uvicorn)
-s3_check='import importlib.metadata as m, boto3, uvicorn, tuspyserver; assert m.version("ministack") == "1.5.33"; assert m.version("tuspyserver") == "4.4.3"'
+# The resumable upload tests use the same venv for two third-party tus 1.0 servers: tuspyserver (a FastAPI
+# router, maintained, pinned) under uvicorn, and tusfilter (a WSGI filter that checks sha1 checksums, with
+# WebOb), pinned.
+s3_packages=(ministack==1.5.33 boto3 tuspyserver==4.4.3 uvicorn tusfilter==0.5.1)
+s3_check='import importlib.metadata as m, boto3, uvicorn, tuspyserver, tusfilter; assert m.version("ministack") == "1.5.33"; assert m.version("tuspyserver") == "4.4.3"; assert m.version("tusfilter") == "0.5.1"'
 if ((library_only)); then
     :
 elif ((!dry_run)); then

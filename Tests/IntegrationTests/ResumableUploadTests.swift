@@ -388,6 +388,55 @@ struct ResumableUploadTests {
 
     // MARK: A tus server that is not ours
 
+    @Test func checksumsWithAThirdPartyTusServerThatChecksThem() async throws {
+        // tusfilter lists `checksum` with sha1: every PATCH carries `Upload-Checksum: sha1 …`, the server
+        // checks it, and the one chunk damaged on its way in (the third PATCH) is answered 460 and sent again.
+        let python = try python(with: ["tusfilter"])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-tusf-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = directory + "/requests.log"
+        let service = try await ServiceProcess(
+            [python, ServiceProcess.tools + "/tusfilter_server.py", directory + "/files", log, "3"])
+        defer { service.stop() }
+        let bytes = randomBytes(5 << 20)
+        let file = try TemporaryFile(bytes: bytes)
+        defer { file.remove() }
+        var connection = ConnectionConfiguration()
+        connection.retry = RetryPolicy(
+            maximumAttempts: 4, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), budget: .seconds(60))
+        let uploader = ResumableUploader(
+            connection: connection,
+            configuration: ResumableConfiguration(mode: .tus, initialAppendSize: 1 << 20, maximumAppendSize: 1 << 20))
+        let result = try #require(
+            try await uploader.upload(
+                ResumableUploadRequest(
+                    url: "http://127.0.0.1:\(service.port)/files", body: try FileSource(path: file.path),
+                    filename: "checked.bin")))
+        guard case .stored = result.upload.outcome else {
+            Issue.record("not stored: \(result.upload.outcome)")
+            return
+        }
+        let id = try #require(result.uploadURL.split(separator: "/").last.map(String.init))
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/files/" + id))) == bytes)
+        let requests = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let patches = requests.filter { $0["method"] as? String == "PATCH" }
+        #expect(patches.allSatisfy { $0["checksum"] as? String == "sha1" }, "\(patches)")
+        let refused = patches.filter { $0["status"] as? Int == 460 }
+        #expect(refused.count == 1, "\(patches)")
+        // Only the refused chunk went again: the PATCH after the 460 starts at its offset, and the bytes
+        // of all PATCHes are the file plus that one chunk.
+        if let index = patches.firstIndex(where: { $0["status"] as? Int == 460 }), index + 1 < patches.count {
+            #expect(patches[index + 1]["offset"] as? String == patches[index]["offset"] as? String)
+            #expect([200, 204].contains(patches[index + 1]["status"] as? Int ?? 0))
+        }
+        let sent = patches.compactMap { ($0["length"] as? String).flatMap { Int64($0) } }.reduce(0, +)
+        let refusedBytes = refused.compactMap { ($0["length"] as? String).flatMap { Int64($0) } }.reduce(0, +)
+        #expect(sent == Int64(bytes.count) + refusedBytes)
+    }
+
     @Test func conformanceWithAThirdPartyTusServer() async throws {
         let python = try python(with: ["tuspyserver", "uvicorn"])
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-tus-\(UUID().uuidString)").path
