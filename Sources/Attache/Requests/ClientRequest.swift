@@ -11,7 +11,7 @@ import FoundationEssentials
 /// ```swift
 /// var request = ClientRequest(method: .post, url: "https://api.example/v1/messages")
 /// request.parameters = ["text": "hi", "to": ["ann", "bob"]]
-/// request.headers = [("X-Request-Id", "42")]
+/// request.headers = [HeaderField(name: "X-Request-Id", value: "42")]
 /// let response = try await client.send(request)
 /// ```
 public struct ClientRequest: Sendable {

@@ -13,7 +13,7 @@ import Darwin
 /// ```swift
 /// var connection = ConnectionConfiguration()
 /// connection.authorization = .bearer(ProcessInfo.processInfo.environment["FILES_TOKEN"] ?? "")
-/// connection.headers = [("X-Tenant", "acme")]
+/// connection.headers = [HeaderField(name: "X-Tenant", value: "acme")]
 /// let pipeline = AttachmentPipeline(configuration: {
 ///     var configuration = PipelineConfiguration(url: "https://files.example/upload")
 ///     configuration.connection = connection
