@@ -175,6 +175,9 @@ final class BreakingServer: Sendable {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
+            // Not inherited by the processes other tests start meanwhile (one would keep the connection
+            // open after the close below, and the client would wait for its stall timeout).
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             var request = [UInt8]()
             var chunk = [UInt8](repeating: 0, count: 4096)
             while request.count < 4 || Array(request.suffix(4)) != Array("\r\n\r\n".utf8) {
@@ -208,6 +211,8 @@ final class BreakingServer: Sendable {
                 if n <= 0 { break }
                 offset += n
             }
+            // shutdown ends the connection even where another process holds a copy of the descriptor.
+            shutdown(client, Int32(SHUT_RDWR))
             close(client)
         }
     }

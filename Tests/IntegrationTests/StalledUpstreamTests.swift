@@ -19,7 +19,7 @@ final class SilentListener: Sendable {
 /// A TCP socket bound to a free port of 127.0.0.1, listening when a backlog is given: its descriptor
 /// and port. Bound and not listening, the port refuses every connection and stays taken.
 func bindLoopback(listening backlog: Int32?) throws -> (descriptor: Int32, port: Int) {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard descriptor >= 0 else { throw TestFailure("cannot make a socket") }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
