@@ -54,7 +54,17 @@ final class BodyPump: Sendable {
     private let pool: BlockingPool
     private let state = Mutex(State())
     /// Called (from any thread) when data arrived for a consumer that paused.
-    private let wake: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+    ///
+    /// Held in a class, not as a bare closure: a closure stored in a generic container is kept in its
+    /// most general form, and every `withLock` on it converts it there and back, each time wrapping it
+    /// in two more thunks; read once per wake-up, the chain grew with the body and so did the cost of
+    /// calling it.
+    private let wake = Mutex<Waker?>(nil)
+
+    private final class Waker: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
 
     /// The pool request bodies are read (and sealed) on: one thread per core, because reading a chunk
     /// is disk or cipher work that ends in microseconds, never a wait on the network. Thousands of
@@ -71,7 +81,7 @@ final class BodyPump: Sendable {
 
     /// Sets what to call when a paused consumer has data again.
     func onWake(_ body: @escaping @Sendable () -> Void) {
-        wake.withLock { $0 = body }
+        wake.withLock { $0 = Waker(body) }
     }
 
     /// Starts reading and returns once the first chunk (or the end, or an error) is there.
@@ -290,7 +300,7 @@ final class BodyPump: Sendable {
             return (true, paused, readers)
         }
         readers.forEach { $0.resume() }
-        if wakeConsumer { wake.withLock { $0 }?() }
+        if wakeConsumer { wake.withLock { $0 }?.body() }
         return accepted
     }
 
@@ -305,6 +315,6 @@ final class BodyPump: Sendable {
             return (paused, readers)
         }
         readers.forEach { $0.resume() }
-        if wakeConsumer { wake.withLock { $0 }?() }
+        if wakeConsumer { wake.withLock { $0 }?.body() }
     }
 }
