@@ -1,8 +1,20 @@
 #ifndef ATTACHE_CLIBC_SHIM_H
 #define ATTACHE_CLIBC_SHIM_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
+
+// Linux's lease commands (<fcntl.h> declares them only under _GNU_SOURCE; the values are the kernel's ABI).
+#ifndef F_SETLEASE
+#define F_SETLEASE 1024
+#endif
+#ifndef F_SETSIG
+#define F_SETSIG 10
+#endif
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +36,30 @@ static inline int attache_name_current_thread(const char *name) {
 /// zeros. Returns 0, or -1 with errno (EOPNOTSUPP where the file system cannot).
 static inline int attache_reserve_file_space(int fd, long long length) {
     return (int)syscall(SYS_fallocate, fd, 0, (long long)0, length);
+}
+
+/// The type of the file system holding the open file `fd` (statfs(2)'s f_type, a magic number such as
+/// 0xEF53 for ext2/3/4), or 0 when fstatfs fails. Swift's Glibc module does not import <sys/vfs.h>.
+static inline long long attache_file_system_type(int fd) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) return 0;
+    return (long long)info.f_type;
+}
+
+/// Asks the kernel whether any process has the file open for writing, by taking a read lease on `fd`
+/// (opened read-only) and giving it back at once: F_SETLEASE with F_RDLCK fails with EAGAIN exactly
+/// when the file is open for writing somewhere (a writable shared mapping keeps it so until unmapped).
+/// Returns 1 when nobody has it open for writing, 0 when somebody does, -1 when the kernel cannot say
+/// (leases disabled or unsupported by the file system, or a file this user does not own: EACCES).
+///
+/// A writer that opens the file in the microseconds the lease is held makes the kernel signal the
+/// lease's holder; the signal is set to SIGURG first (F_SETSIG), whose default action is to ignore it,
+/// instead of SIGIO, which would end the process. The writer waits until the lease is given back.
+static inline int attache_probe_no_writers(int fd) {
+    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return -1;
+    if (fcntl(fd, F_SETLEASE, F_RDLCK) != 0) return errno == EAGAIN ? 0 : -1;
+    (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+    return 1;
 }
 
 #endif

@@ -176,8 +176,10 @@ public struct DataSource: ByteSource {
 /// (`rsync --inplace -t`, `touch -r`) passes them. With `verifiesContent`, a reader also fingerprints
 /// the bytes it hands out and, just before handing out the last ones, reads the file again and compares:
 /// a file whose bytes changed while it was read fails with `.fileChanged` while the last bytes are
-/// still held back, so a torn copy never completes. That costs a second read of the file (usually from
-/// the page cache) and a non-cryptographic hash of both passes, several GB/s.
+/// still held back, so a torn copy never completes. That costs a non-cryptographic hash of the bytes
+/// (several GB/s) and, unless the kernel can vouch that nobody wrote the file meanwhile (a local file
+/// system, no process with the file open for writing at the start or the end, a status-change time that
+/// did not move: see `WriterWatch`), a second read of the file, usually from the page cache.
 public struct FileSource: ByteSource {
     /// The file's path.
     public let path: String
@@ -244,11 +246,31 @@ public struct FileSource: ByteSource {
         self.verifiesContent = verifiesContent
     }
 
+    /// How a reader with ``verifiesContent`` made sure the bytes it handed out are the file's.
+    package enum ContentCheck: Sendable, Equatable {
+        /// Nobody had the file open for writing when it was opened nor when its last bytes were read,
+        /// and its status-change time did not move (``WriterWatch``): no second read was needed.
+        case unwrittenSinceOpened
+        /// The file was read a second time and its fingerprint compared.
+        case readAgain
+    }
+
+    /// How `reader` (made by a source with ``verifiesContent``) checked the content, once it has
+    /// handed out its last byte; nil before that or for other readers.
+    package static func contentCheck(of reader: any ByteReader) -> ContentCheck? {
+        (reader as? Reader)?.contentCheck
+    }
+
     private final class Reader: ByteReader {
         let source: FileSource
         let descriptor: Int32
         var remaining: Int64
         var fingerprint: ContentFingerprint?
+        /// When the kernel can vouch that the file was not written while it was read, the second read
+        /// is skipped (``WriterWatch``).
+        var watch: WriterWatch?
+        /// How the content was checked before the last bytes went out, once they have.
+        var contentCheck: ContentCheck?
 
         init(source: FileSource, offset: Int64 = 0) throws {
             self.source = source
@@ -263,6 +285,10 @@ public struct FileSource: ByteSource {
             self.descriptor = fd
             self.remaining = source.byteCount - offset
             self.fingerprint = source.verifiesContent ? ContentFingerprint() : nil
+            if source.verifiesContent {
+                watch = WriterWatch(
+                    descriptor: fd, expectedSize: source.byteCount, expectedModification: source.modificationTime)
+            }
             if offset > 0, lseek(fd, off_t(offset), SEEK_SET) != off_t(offset) {
                 let code = errno
                 close(fd)
@@ -309,6 +335,11 @@ public struct FileSource: ByteSource {
         /// Reads the whole file again and compares its fingerprint with the bytes read so far.
         private func verifyContent() throws {
             try checkUnmodified()
+            if let watch, watch.fileIsUnchanged(descriptor: descriptor) {
+                contentCheck = .unwrittenSinceOpened
+                return
+            }
+            contentCheck = .readAgain
             let again = try source.contentFingerprint()
             guard again == fingerprint?.value else {
                 throw changed("the file's bytes changed while it was being read")

@@ -186,6 +186,118 @@ struct TrustUnitTests {
         #expect(try readAll(try FileSource(path: empty, verifiesContent: true), chunk: 16) == [])
     }
 
+    // MARK: The writer watch (the second read skipped when the kernel vouches for the file)
+
+    /// Writes `bytes` to `name` and waits until its last change lies further back than the watch's
+    /// settle time, as it does for any file that was not written a moment ago.
+    private func settledFile(_ folder: ScratchFolder, _ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = folder.path + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        usleep(UInt32(WriterWatch.settleTime / 1000) + 30_000)
+        return path
+    }
+
+    /// Reads `reader` to its end in chunks of `chunk` bytes, calling `between` after the first chunk.
+    private func drain(_ reader: any ByteReader, chunk: Int = 65_536, between: () throws -> Void = {}) throws -> [UInt8] {
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var first = true
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try reader.read(into: $0) }
+            if n == 0 { return out }
+            out += buffer[..<n]
+            if first {
+                first = false
+                try between()
+            }
+        }
+    }
+
+    @Test func aFileNobodyWroteIsVouchedForWithoutASecondRead() throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let bytes = (0..<300_001).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let path = try settledFile(folder, "settled.bin", bytes)
+        let reader = try FileSource(path: path, verifiesContent: true).makeReader()
+        #expect(try drain(reader) == bytes)
+        #expect(FileSource.contentCheck(of: reader) == .unwrittenSinceOpened)
+
+        // A file written a moment ago: its status-change time proves nothing yet, so it is read again.
+        let fresh = folder.path + "/fresh.bin"
+        try Data(bytes).write(to: URL(fileURLWithPath: fresh))
+        let freshReader = try FileSource(path: fresh, verifiesContent: true).makeReader()
+        #expect(try drain(freshReader) == bytes)
+        #expect(FileSource.contentCheck(of: freshReader) == .readAgain)
+    }
+
+    @Test func aFileHeldOpenForWritingIsReadAgain() throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let bytes = [UInt8](repeating: 5, count: 200_000)
+        let path = try settledFile(folder, "held.bin", bytes)
+        let writer = open(path, O_WRONLY)
+        #expect(writer >= 0)
+        defer { close(writer) }
+        let reader = try FileSource(path: path, verifiesContent: true).makeReader()
+        #expect(try drain(reader) == bytes)
+        #expect(FileSource.contentCheck(of: reader) == .readAgain)
+    }
+
+    @Test func anInPlaceRewriteDuringTheReadIsCaughtWithTheTimesPutBack() throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let path = try settledFile(folder, "rewritten.bin", [UInt8](repeating: 1, count: 300_000))
+        var info = stat()
+        stat(path, &info)
+        let reader = try FileSource(path: path, verifiesContent: true).makeReader()
+        let error = #expect(throws: AttacheError.self) {
+            _ = try drain(reader) {
+                // Opened, written and closed between two reads, the modification time put back: nobody
+                // has it open for writing at the end, but its status-change time moved.
+                let fd = open(path, O_WRONLY)
+                #expect(fd >= 0)
+                let two = [UInt8](repeating: 2, count: 65_536)
+                #expect(pwrite(fd, two, two.count, 0) == two.count)
+                close(fd)
+                var times = [info.st_atim, info.st_mtim]
+                #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+            }
+        }
+        #expect(error?.code == .fileChanged)
+        #expect(FileSource.contentCheck(of: reader) == .readAgain)
+    }
+
+    @Test(arguments: [false, true])
+    func aWriteThroughASharedMappingIsCaught(unmapBeforeTheEnd: Bool) throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let count = 300_000
+        let path = try settledFile(folder, "mapped.bin", [UInt8](repeating: 3, count: count))
+        var info = stat()
+        stat(path, &info)
+        let reader = try FileSource(path: path, verifiesContent: true).makeReader()
+        var mapping: UnsafeMutableRawPointer?
+        defer { if let mapping { munmap(mapping, count) } }
+        let error = #expect(throws: AttacheError.self) {
+            _ = try drain(reader) {
+                // A mapping made after the read began, its descriptor closed at once: the bytes
+                // already handed out are changed through memory, not with write(2).
+                let fd = open(path, O_RDWR)
+                #expect(fd >= 0)
+                let mapped = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                close(fd)
+                guard let mapped, mapped != MAP_FAILED else { Issue.record("mmap failed"); return }
+                mapped.storeBytes(of: 9, toByteOffset: 10, as: UInt8.self)
+                msync(mapped, count, MS_SYNC)
+                var times = [info.st_atim, info.st_mtim]
+                #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+                if unmapBeforeTheEnd { munmap(mapped, count) } else { mapping = mapped }
+            }
+        }
+        #expect(error?.code == .fileChanged)
+        #expect(FileSource.contentCheck(of: reader) == .readAgain)
+    }
+
     @Test func theFingerprintDoesNotDependOnHowTheBytesAreSplit() {
         let bytes = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         func fingerprint(_ splits: [Int]) -> UInt64 {
