@@ -44,44 +44,26 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
     /// Parses a plan; an empty string is ``none``.
     /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
     public init(parsing spec: String) throws {
-        var rules: [(kind: Kind, schedule: FaultSchedule)] = []
-        for text in spec.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !text.isEmpty {
-            var pieces = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            var head = pieces.removeFirst()
-            var schedule = FaultSchedule.always
-            if let at = head.firstIndex(of: "@") {
-                schedule = try FaultSchedule(parsing: String(head[head.index(after: at)...]), rule: text)
-                head = String(head[..<at])
-            }
-            var options: [String: Int64] = [:]
-            for piece in pieces {
-                let pair = piece.split(separator: "=", maxSplits: 1).map(String.init)
-                guard pair.count == 2, let value = Int64(pair[1]), value > 0 else {
-                    throw Self.invalid(text, "expected key=positive number, found '\(piece)'")
-                }
-                options[pair[0].lowercased()] = value
-            }
+        rules = try NumericFaultRule.parse(spec, noun: "append fault").map { rule in
             let kind: Kind
-            let allowed: Set<String>
-            switch head.lowercased() {
-            case "drop": (kind, allowed) = (.drop(afterBytes: options["after"] ?? 1 << 20), ["after"])
+            switch rule.kind {
+            case "drop":
+                try rule.checkOptions(allowed: ["after"])
+                kind = .drop(afterBytes: rule.options["after"] ?? 1 << 20)
             case "stall":
-                (kind, allowed) = (
-                    .stall(afterBytes: options["after"] ?? 1 << 20, seconds: Int(options["seconds"] ?? 30)),
-                    ["after", "seconds"]
-                )
-            case "460": (kind, allowed) = (.checksumMismatch, [])
+                try rule.checkOptions(allowed: ["after", "seconds"])
+                kind = .stall(afterBytes: rule.options["after"] ?? 1 << 20, seconds: Int(rule.options["seconds"] ?? 30))
+            case "460":
+                try rule.checkOptions(allowed: [])
+                kind = .checksumMismatch
             case "cut":
-                guard let at = options["at"] else { throw Self.invalid(text, "cut needs at=OFFSET") }
-                (kind, allowed) = (.cut(atOffset: at), ["at"])
-            default: throw Self.invalid(text, "unknown append fault '\(head)' (drop, cut, stall, 460)")
+                guard let at = rule.options["at"] else { throw rule.invalid("cut needs at=OFFSET") }
+                try rule.checkOptions(allowed: ["at"])
+                kind = .cut(atOffset: at)
+            default: throw rule.invalid("unknown append fault '\(rule.kind)' (drop, cut, stall, 460)")
             }
-            if let unknown = options.keys.sorted().first(where: { !allowed.contains($0) }) {
-                throw Self.invalid(text, "'\(head)' takes no option '\(unknown)'")
-            }
-            rules.append((kind, schedule))
+            return (kind, rule.schedule)
         }
-        self.rules = rules
     }
 
     /// The fault for the `count`th appending request, which appends from `offset` up to `end` (nil when
@@ -122,8 +104,4 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: AppendFaultPlan, rhs: AppendFaultPlan) -> Bool { lhs.description == rhs.description }
     /// Hashes the plan's text.
     public func hash(into hasher: inout Hasher) { hasher.combine(description) }
-
-    private static func invalid(_ rule: String, _ reason: String) -> AttacheError {
-        AttacheError(.invalidArgument, stage: .configuration, "invalid append fault rule '\(rule)': \(reason)")
-    }
 }

@@ -44,38 +44,25 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
     /// Parses a plan; an empty string is ``none``.
     /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
     public init(parsing spec: String) throws {
-        var rules: [(kind: Kind, schedule: FaultSchedule)] = []
-        for text in spec.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !text.isEmpty {
-            var pieces = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            var head = pieces.removeFirst()
-            var schedule = FaultSchedule.always
-            if let at = head.firstIndex(of: "@") {
-                schedule = try FaultSchedule(parsing: String(head[head.index(after: at)...]), rule: text)
-                head = String(head[..<at])
-            }
-            var options: [String: Int] = [:]
-            for piece in pieces {
-                let pair = piece.split(separator: "=", maxSplits: 1).map(String.init)
-                guard pair.count == 2, let value = Int(pair[1]), value > 0 else {
-                    throw Self.invalid(text, "expected key=positive number, found '\(piece)'")
-                }
-                options[pair[0].lowercased()] = value
-            }
+        rules = try NumericFaultRule.parse(spec, noun: "file fault").map { rule in
             let kind: Kind
-            let allowed: Set<String>
-            switch head.lowercased() {
-            case "change": (kind, allowed) = (.change, [])
-            case "cut": (kind, allowed) = (.cut(afterBytes: options["after"] ?? 65536), ["after"])
-            case "416": (kind, allowed) = (.unsatisfiable, [])
-            case "throttle": (kind, allowed) = (.throttle(bytesPerSecond: options["rate"] ?? 1 << 20), ["rate"])
-            default: throw Self.invalid(text, "unknown file fault '\(head)' (change, cut, 416, throttle)")
+            switch rule.kind {
+            case "change":
+                try rule.checkOptions(allowed: [])
+                kind = .change
+            case "cut":
+                try rule.checkOptions(allowed: ["after"])
+                kind = .cut(afterBytes: Int(rule.options["after"] ?? 65536))
+            case "416":
+                try rule.checkOptions(allowed: [])
+                kind = .unsatisfiable
+            case "throttle":
+                try rule.checkOptions(allowed: ["rate"])
+                kind = .throttle(bytesPerSecond: Int(rule.options["rate"] ?? 1 << 20))
+            default: throw rule.invalid("unknown file fault '\(rule.kind)' (change, cut, 416, throttle)")
             }
-            if let unknown = options.keys.sorted().first(where: { !allowed.contains($0) }) {
-                throw Self.invalid(text, "'\(head)' takes no option '\(unknown)'")
-            }
-            rules.append((kind, schedule))
+            return (kind, rule.schedule)
         }
-        self.rules = rules
     }
 
     /// The kinds that apply to the `count`th request.
@@ -110,8 +97,4 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: FileFaultPlan, rhs: FileFaultPlan) -> Bool { lhs.description == rhs.description }
     /// Hashes the plan's text.
     public func hash(into hasher: inout Hasher) { hasher.combine(description) }
-
-    private static func invalid(_ rule: String, _ reason: String) -> AttacheError {
-        AttacheError(.invalidArgument, stage: .configuration, "invalid file fault rule '\(rule)': \(reason)")
-    }
 }
