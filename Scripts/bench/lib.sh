@@ -21,6 +21,8 @@
 #   bench_stop_process PID            SIGTERM, then SIGKILL if PID is still alive after 10 s
 #   bench_on_exit CMD                 run CMD (a string for eval) when the script exits, last added first
 #   bench_die MSG                     print MSG on stderr and exit 1
+#   bench_positive NAME[=SHOWN]...    exit with a message unless each variable NAME holds a positive
+#                                     integer (the message calls it SHOWN, default NAME upper-cased)
 #   bench_log MSG                     print MSG on stderr (progress lines, kept out of the result tables)
 
 bench_die() {
@@ -30,6 +32,18 @@ bench_die() {
 
 bench_log() {
     printf 'bench: %s\n' "$*" >&2
+}
+
+# bench_positive NAME[=SHOWN]...: each variable NAME must hold a positive integer; SHOWN is the name in the
+# message (the environment variable the user sets), NAME upper-cased by default.
+bench_positive() {
+    local spec name shown
+    for spec in "$@"; do
+        name=${spec%%=*}
+        shown=${spec#*=}
+        [[ "$spec" == *=* ]] || shown=${name^^}
+        [[ "${!name}" =~ ^[1-9][0-9]*$ ]] || bench_die "$shown must be a positive integer, not '${!name}'"
+    done
 }
 
 [[ -x /usr/bin/time ]] || bench_die "/usr/bin/time not found (package 'time'; run Scripts/bootstrap.sh)"

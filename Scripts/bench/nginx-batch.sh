@@ -29,8 +29,7 @@ schemes=${BENCH_SCHEMES:-"http https"}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 baseline=${ATTACHE_BASELINE_BIN:-}
 
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
-[[ "$count" =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_FILES must be a positive integer, not '$count'"
+bench_positive runs count=BENCH_FILES
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 if [[ -n "$baseline" ]]; then

@@ -24,7 +24,7 @@ size=${SIZE:-1G}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 baseline=${ATTACHE_BASELINE_BIN:-}
 
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
+bench_positive runs
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 command -v curl >/dev/null || bench_die "curl not found"

@@ -22,9 +22,7 @@ set -euo pipefail
 runs=${RUNS:-5}
 count=${COUNT:-5000}
 parallel=${PARALLEL:-8}
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
-[[ "$count" =~ ^[1-9][0-9]*$ ]] || bench_die "COUNT must be a positive integer, not '$count'"
-[[ "$parallel" =~ ^[1-9][0-9]*$ ]] || bench_die "PARALLEL must be a positive integer, not '$parallel'"
+bench_positive runs count parallel
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 driver=${ATTACHE_REQUEST_BENCH_BIN:-$(dirname "$ATTACHE_BIN")/attache-request-bench}

@@ -19,7 +19,7 @@ size=${SIZE:-1G}
 modes=${MODES:-"multipart tus tus-nochecksum ietf"}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
+bench_positive runs
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 bytes=$(numfmt --from=iec "$size" 2>/dev/null) || bench_die "bad SIZE '$size'"

@@ -20,9 +20,7 @@ set -euo pipefail
 runs=${RUNS:-5}
 count=${COUNT:-1000}
 size=${SIZE:-4096}
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
-[[ "$count" =~ ^[1-9][0-9]*$ ]] || bench_die "COUNT must be a positive integer, not '$count'"
-[[ "$size" =~ ^[1-9][0-9]*$ ]] || bench_die "SIZE must be a positive integer, not '$size'"
+bench_positive runs count size
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 driver=${ATTACHE_SEND_MANY_BENCH_BIN:-$(dirname "$ATTACHE_BIN")/attache-send-many-bench}

@@ -22,7 +22,7 @@ tools=${TOOLS:-"attache curl"}
 read -r -a attache_args <<<"${ATTACHE_UPLOAD_ARGS:-}"
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 
-[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bench_die "RUNS must be a positive integer, not '$runs'"
+bench_positive runs
 for tool in $tools; do
     case "$tool" in
         attache)
