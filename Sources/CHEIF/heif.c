@@ -1,4 +1,5 @@
 #include "attache_heif.h"
+#include "heif_avcodec.h"
 
 #include <dlfcn.h>
 #include <libheif/heif.h>
@@ -27,6 +28,12 @@ static struct {
     int (*image_get_height)(const struct heif_image *, enum heif_channel);
     void (*image_release)(const struct heif_image *);
     void (*set_maximum_image_size_limit)(struct heif_context *, int);
+    // Optional, NULL when missing.
+    struct heif_decoding_options *(*decoding_options_alloc)(void);
+    void (*decoding_options_free)(struct heif_decoding_options *);
+    struct heif_error (*register_decoder_plugin)(const struct heif_decoder_plugin *);
+    int (*get_decoder_descriptors)(enum heif_compression_format, const struct heif_decoder_descriptor **, int);
+    const char *(*decoder_descriptor_get_id_name)(const struct heif_decoder_descriptor *);
 } api;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -37,6 +44,27 @@ static int resolve(void *library, const char *name, void *field) {
     if (address == NULL) return -1;
     memcpy(field, &address, sizeof address);
     return 0;
+}
+
+// HEVC decoded by FFmpeg's libavcodec when it can be loaded (less CPU than libde265 for the same pixels,
+// docs/BENCHMARKS.md): a decoder plugin of a higher priority than libde265's, registered once, before the
+// first decode. libheif keeps doing everything else. Without libavcodec, libde265 decodes as before.
+static void register_avcodec(void *library) {
+    struct attache_heif_plugin_api plugin_api;
+    if (resolve(library, "heif_register_decoder_plugin", &api.register_decoder_plugin) != 0
+        || resolve(library, "heif_image_create", &plugin_api.image_create) != 0
+        || resolve(library, "heif_image_add_plane", &plugin_api.image_add_plane) != 0
+        || resolve(library, "heif_image_get_plane", &plugin_api.image_get_plane) != 0
+        || resolve(library, "heif_image_release", &plugin_api.image_release) != 0
+        || resolve(library, "heif_nclx_color_profile_alloc", &plugin_api.nclx_alloc) != 0
+        || resolve(library, "heif_nclx_color_profile_free", &plugin_api.nclx_free) != 0
+        || resolve(library, "heif_nclx_color_profile_set_color_primaries", &plugin_api.nclx_set_primaries) != 0
+        || resolve(library, "heif_nclx_color_profile_set_transfer_characteristics", &plugin_api.nclx_set_transfer) != 0
+        || resolve(library, "heif_nclx_color_profile_set_matrix_coefficients", &plugin_api.nclx_set_matrix) != 0
+        || resolve(library, "heif_image_set_nclx_color_profile", &plugin_api.image_set_nclx) != 0)
+        return;
+    const struct heif_decoder_plugin *plugin = attache_avcodec_hevc_plugin(&plugin_api);
+    if (plugin != NULL) api.register_decoder_plugin(plugin);
 }
 
 static void load(void) {
@@ -60,8 +88,17 @@ static void load(void) {
         dlclose(library);
         return;
     }
+    // Optional (libheif 1.13 and later): choosing a decoder by name, listing the HEVC decoders.
+    if (resolve(library, "heif_decoding_options_alloc", &api.decoding_options_alloc) != 0
+        || resolve(library, "heif_decoding_options_free", &api.decoding_options_free) != 0)
+        api.decoding_options_alloc = NULL;
+    if (resolve(library, "heif_get_decoder_descriptors", &api.get_decoder_descriptors) != 0
+        || resolve(library, "heif_decoder_descriptor_get_id_name", &api.decoder_descriptor_get_id_name) != 0)
+        api.get_decoder_descriptors = NULL;
     loaded = 1;
+    register_avcodec(library);
 }
+
 
 static int available(char *error, size_t error_size) {
     pthread_once(&load_once, load);
@@ -73,6 +110,17 @@ const char *attache_heif_version(void) {
     char ignored[8];
     return available(ignored, sizeof ignored) ? api.get_version() : NULL;
 }
+
+const char *attache_heif_hevc_decoder(void) {
+    char ignored[8];
+    if (!available(ignored, sizeof ignored) || api.get_decoder_descriptors == NULL) return NULL;
+    const struct heif_decoder_descriptor *first = NULL;
+    // Sorted by priority: the first is the one libheif picks.
+    if (api.get_decoder_descriptors(heif_compression_HEVC, &first, 1) < 1 || first == NULL) return NULL;
+    return api.decoder_descriptor_get_id_name(first);
+}
+
+unsigned long attache_heif_avcodec_pictures(void) { return attache_avcodec_pictures; }
 
 struct attache_heif_image {
     struct heif_context *context;
@@ -159,17 +207,33 @@ static void put32(uint8_t *at, uint32_t value) {
 
 int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size_t bmp_size, char *error,
                             size_t error_size) {
+    return attache_heif_decode_bmp_using(image, NULL, bmp, bmp_size, error, error_size);
+}
+
+int attache_heif_decode_bmp_using(struct attache_heif_image *image, const char *decoder, uint8_t *bmp,
+                                  size_t bmp_size, char *error, size_t error_size) {
     size_t needed = attache_heif_bmp_size(image->width, image->height);
     if (bmp_size < needed) {
         snprintf(error, error_size, "the output buffer is too small");
         return ATTACHE_HEIF_NO_MEMORY;
     }
-    struct heif_image *decoded = NULL;
     // Default decoding options: the `irot`, `imir` and `clap` transformations are applied.
+    struct heif_decoding_options *options = NULL;
+    if (decoder != NULL) {
+        if (api.decoding_options_alloc == NULL || (options = api.decoding_options_alloc()) == NULL
+            || options->version < 4) {
+            if (options != NULL) api.decoding_options_free(options);
+            snprintf(error, error_size, "this libheif cannot choose its decoder");
+            return ATTACHE_HEIF_UNSUPPORTED;
+        }
+        options->decoder_id = decoder;
+    }
+    struct heif_image *decoded = NULL;
     struct heif_error result = api.decode_image(image->handle, &decoded, heif_colorspace_RGB,
                                                 image->has_alpha ? heif_chroma_interleaved_RGBA
                                                                  : heif_chroma_interleaved_RGB,
-                                                NULL);
+                                                options);
+    if (options != NULL) api.decoding_options_free(options);
     if (result.code != heif_error_Ok) {
         copy_message(result, error, error_size);
         return status_for(result);

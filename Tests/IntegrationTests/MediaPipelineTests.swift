@@ -155,6 +155,43 @@ struct RecompressRulesTests {
         #expect(Array(photo.prefix(3)) == [0xFF, 0xD8, 0xFF])
     }
 
+    @Test("a HEIC photo gives the same JPEG whether FFmpeg's libavcodec or libde265 decodes its HEVC picture")
+    func heicWithoutLibavcodec() async throws {
+        let dir = try MediaPipelineTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sample = ExitStatusTests.packageRoot.path + "/Samples/photo.heic"
+        // LD_DEBUG=libs: the dynamic loader says which libraries each process initialises.
+        let withFFmpeg = try ChildProcess(executable: try attacheBinary(), arguments: [
+            "recompress", sample, "-o", dir + "/avcodec.jpg", "--json",
+        ], environment: ["LD_DEBUG": "libs"])
+        #expect(try await withFFmpeg.wait(upTo: 120) == 0, "\(withFFmpeg.standardError.suffix(2000))")
+        func initialised(_ library: String, _ log: String) -> Bool {
+            log.split(separator: "\n").contains { $0.contains("calling init: ") && $0.hasSuffix("/" + library) }
+        }
+        // libavcodec.so.59 with Debian 12's FFmpeg 5.1.
+        let avcodec = withFFmpeg.standardError.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("calling init: "), let name = line.split(separator: "/").last,
+                  name.hasPrefix("libavcodec.so.") else { return nil }
+            return String(name)
+        }.first
+        let library = try #require(avcodec, "libavcodec was not loaded")
+        // A file that is no library, found first under that name: dlopen fails, and libheif's own decoder
+        // (libde265) decodes, silently.
+        let stubs = dir + "/stubs"
+        try FileManager.default.createDirectory(atPath: stubs, withIntermediateDirectories: true)
+        try Data("not a library".utf8).write(to: URL(fileURLWithPath: stubs + "/" + library))
+        let without = try ChildProcess(executable: try attacheBinary(), arguments: [
+            "recompress", sample, "-o", dir + "/libde265.jpg", "--json",
+        ], environment: ["LD_LIBRARY_PATH": stubs, "LD_DEBUG": "libs"])
+        #expect(try await without.wait(upTo: 120) == 0, "\(without.standardError.suffix(2000))")
+        #expect(initialised("libheif.so.1", without.standardError) && !initialised(library, without.standardError))
+        #expect(without.standardOutput.contains("\"outputWidth\":960") && withFFmpeg.standardOutput.contains("\"outputWidth\":960"))
+        // The same pixels in, the same encoder: the same JPEG.
+        let a = try Data(contentsOf: URL(fileURLWithPath: dir + "/avcodec.jpg"))
+        let b = try Data(contentsOf: URL(fileURLWithPath: dir + "/libde265.jpg"))
+        #expect(a.count > 1000 && a == b)
+    }
+
     @Test("a voice note becomes Ogg/Opus with a waveform; a text file is refused as nothing to recompress")
     func mediaAndFiles() async throws {
         let dir = try MediaPipelineTests.directory()
