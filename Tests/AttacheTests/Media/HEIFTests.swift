@@ -147,8 +147,14 @@ import Testing
         let data = Array(try Data(contentsOf: URL(fileURLWithPath: heic)))
         let before = LibHEIFDecoder.avcodecPicturesOnThisThread
         let preferred = try LibHEIFDecoder().decodeToBMP(data, pixelLimit: 1 << 20)
-        // The alpha plane is an HEVC picture of its own.
-        #expect(LibHEIFDecoder.avcodecPicturesOnThisThread == before + (name == "alpha" ? 2 : 1), "\(name)")
+        // The alpha plane is an HEVC picture of its own. heif-enc stores an odd size as a grid of one tile
+        // (cropped), and libheif decodes grid tiles on threads of its own, where this count cannot see them.
+        if name != "odd size" {
+            #expect(LibHEIFDecoder.avcodecPicturesOnThisThread == before + (name == "alpha" ? 2 : 1), "\(name)")
+        }
+        // libheif 1.15 passes the choice of decoder on to neither the alpha plane nor grid tiles: libavcodec
+        // decodes those here too (RecompressRulesTests compares them with libde265's in a process without
+        // libavcodec).
         let libde265 = try LibHEIFDecoder(decoderID: "libde265").decodeToBMP(data, pixelLimit: 1 << 20)
         #expect(preferred.count == libde265.count, "\(name)")
         #expect(Self.largestDifference(preferred, libde265) <= 1, "\(name)")
