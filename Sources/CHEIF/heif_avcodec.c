@@ -64,8 +64,9 @@ static struct heif_error failure(enum heif_error_code code, enum heif_suberror_c
     return error;
 }
 
-// Damaged data is invalid input (Attache: corrupt-input, the photo goes as it is); running out of memory
-// is that; anything else is the decoder's failure.
+// Damaged data is invalid input (Attache: corrupt-input, the photo goes as it is), a failed allocation a
+// memory error (limit-exceeded); anything else, e.g. a stream feature libavcodec lacks, the decoder's
+// failure (unsupported-input), as libheif reports libde265's.
 static struct heif_error avcodec_failure(const char *what, int status) {
     char reason[128] = "";
     if (av.strerror(status, reason, sizeof reason) < 0) snprintf(reason, sizeof reason, "error %d", status);
