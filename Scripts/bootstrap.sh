@@ -94,6 +94,7 @@ required=(
     postgresql                # the shared queue's tests start a temporary cluster of their own (initdb, postgres) as its postgres user
     ffmpeg                    # Transform: video, voice and animations (ffmpeg/ffprobe subprocesses); tests probe outputs
     libheif-dev               # Transform: HEIC/HEIF/AVIF photos (CHEIF headers; libheif.so.1 is loaded at run time)
+    libavcodec-dev            # Transform: HEIC's HEVC pictures decoded by FFmpeg inside libheif (CHEIF headers; libavcodec.so.59 is loaded at run time, and is optional)
     libheif-examples          # tests and samples make HEIC files with heif-enc
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
@@ -107,7 +108,7 @@ samples=(
 # What a package that depends on the library links (README, "Use it in your package").
 library=(
     "pkg-config|pkgconf" git ca-certificates libcurl4-openssl-dev libturbojpeg0-dev "$jpeg_dev" libwebp-dev
-    libssl-dev libpng-dev libdeflate-dev libsqlite3-dev zlib1g-dev
+    libssl-dev libpng-dev libdeflate-dev libsqlite3-dev zlib1g-dev libheif-dev libavcodec-dev
 )
 
 wanted=("${required[@]}")

@@ -1,4 +1,5 @@
 #include "attache_heif.h"
+#include "heif_avcodec.h"
 
 #include <dlfcn.h>
 #include <libheif/heif.h>
@@ -27,6 +28,15 @@ static struct {
     int (*image_get_height)(const struct heif_image *, enum heif_channel);
     void (*image_release)(const struct heif_image *);
     void (*set_maximum_image_size_limit)(struct heif_context *, int);
+    // Optional, NULL when missing.
+    struct heif_decoding_options *(*decoding_options_alloc)(void);
+    void (*decoding_options_free)(struct heif_decoding_options *);
+    struct heif_error (*register_decoder_plugin)(const struct heif_decoder_plugin *);
+    int (*handle_get_luma_bits)(const struct heif_image_handle *);
+    int (*handle_get_chroma_bits)(const struct heif_image_handle *);
+    int (*image_get_bits_per_pixel_range)(const struct heif_image *, enum heif_channel);
+    int (*get_decoder_descriptors)(enum heif_compression_format, const struct heif_decoder_descriptor **, int);
+    const char *(*decoder_descriptor_get_id_name)(const struct heif_decoder_descriptor *);
 } api;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -37,6 +47,27 @@ static int resolve(void *library, const char *name, void *field) {
     if (address == NULL) return -1;
     memcpy(field, &address, sizeof address);
     return 0;
+}
+
+// HEVC decoded by FFmpeg's libavcodec when it can be loaded (less CPU than libde265 for the same pixels,
+// docs/BENCHMARKS.md): a decoder plugin of a higher priority than libde265's, registered once, before the
+// first decode. libheif keeps doing everything else. Without libavcodec, libde265 decodes as before.
+static void register_avcodec(void *library) {
+    struct attache_heif_plugin_api plugin_api;
+    if (resolve(library, "heif_register_decoder_plugin", &api.register_decoder_plugin) != 0
+        || resolve(library, "heif_image_create", &plugin_api.image_create) != 0
+        || resolve(library, "heif_image_add_plane", &plugin_api.image_add_plane) != 0
+        || resolve(library, "heif_image_get_plane", &plugin_api.image_get_plane) != 0
+        || resolve(library, "heif_image_release", &plugin_api.image_release) != 0
+        || resolve(library, "heif_nclx_color_profile_alloc", &plugin_api.nclx_alloc) != 0
+        || resolve(library, "heif_nclx_color_profile_free", &plugin_api.nclx_free) != 0
+        || resolve(library, "heif_nclx_color_profile_set_color_primaries", &plugin_api.nclx_set_primaries) != 0
+        || resolve(library, "heif_nclx_color_profile_set_transfer_characteristics", &plugin_api.nclx_set_transfer) != 0
+        || resolve(library, "heif_nclx_color_profile_set_matrix_coefficients", &plugin_api.nclx_set_matrix) != 0
+        || resolve(library, "heif_image_set_nclx_color_profile", &plugin_api.image_set_nclx) != 0)
+        return;
+    const struct heif_decoder_plugin *plugin = attache_avcodec_hevc_plugin(&plugin_api);
+    if (plugin != NULL) api.register_decoder_plugin(plugin);
 }
 
 static void load(void) {
@@ -60,8 +91,21 @@ static void load(void) {
         dlclose(library);
         return;
     }
+    // Optional (libheif 1.13 and later): choosing a decoder by name, listing the HEVC decoders.
+    if (resolve(library, "heif_decoding_options_alloc", &api.decoding_options_alloc) != 0
+        || resolve(library, "heif_decoding_options_free", &api.decoding_options_free) != 0)
+        api.decoding_options_alloc = NULL;
+    if (resolve(library, "heif_get_decoder_descriptors", &api.get_decoder_descriptors) != 0
+        || resolve(library, "heif_decoder_descriptor_get_id_name", &api.decoder_descriptor_get_id_name) != 0)
+        api.get_decoder_descriptors = NULL;
+    if (resolve(library, "heif_image_handle_get_luma_bits_per_pixel", &api.handle_get_luma_bits) != 0
+        || resolve(library, "heif_image_handle_get_chroma_bits_per_pixel", &api.handle_get_chroma_bits) != 0
+        || resolve(library, "heif_image_get_bits_per_pixel_range", &api.image_get_bits_per_pixel_range) != 0)
+        api.handle_get_luma_bits = NULL;
     loaded = 1;
+    register_avcodec(library);
 }
+
 
 static int available(char *error, size_t error_size) {
     pthread_once(&load_once, load);
@@ -73,6 +117,17 @@ const char *attache_heif_version(void) {
     char ignored[8];
     return available(ignored, sizeof ignored) ? api.get_version() : NULL;
 }
+
+const char *attache_heif_hevc_decoder(void) {
+    char ignored[8];
+    if (!available(ignored, sizeof ignored) || api.get_decoder_descriptors == NULL) return NULL;
+    const struct heif_decoder_descriptor *first = NULL;
+    // Sorted by priority: the first is the one libheif picks.
+    if (api.get_decoder_descriptors(heif_compression_HEVC, &first, 1) < 1 || first == NULL) return NULL;
+    return api.decoder_descriptor_get_id_name(first);
+}
+
+unsigned long attache_heif_avcodec_pictures(void) { return attache_avcodec_pictures; }
 
 struct attache_heif_image {
     struct heif_context *context;
@@ -159,30 +214,80 @@ static void put32(uint8_t *at, uint32_t value) {
 
 int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size_t bmp_size, char *error,
                             size_t error_size) {
+    return attache_heif_decode_bmp_using(image, NULL, bmp, bmp_size, error, error_size);
+}
+
+int attache_heif_decode_bmp_using(struct attache_heif_image *image, const char *decoder, uint8_t *bmp,
+                                  size_t bmp_size, char *error, size_t error_size) {
     size_t needed = attache_heif_bmp_size(image->width, image->height);
     if (bmp_size < needed) {
         snprintf(error, error_size, "the output buffer is too small");
         return ATTACHE_HEIF_NO_MEMORY;
     }
-    struct heif_image *decoded = NULL;
     // Default decoding options: the `irot`, `imir` and `clap` transformations are applied.
-    struct heif_error result = api.decode_image(image->handle, &decoded, heif_colorspace_RGB,
-                                                image->has_alpha ? heif_chroma_interleaved_RGBA
-                                                                 : heif_chroma_interleaved_RGB,
-                                                NULL);
-    if (result.code != heif_error_Ok) {
-        copy_message(result, error, error_size);
-        return status_for(result);
+    struct heif_decoding_options *options = NULL;
+    if (decoder != NULL) {
+        if (api.decoding_options_alloc == NULL || (options = api.decoding_options_alloc()) == NULL
+            || options->version < 4) {
+            if (options != NULL) api.decoding_options_free(options);
+            snprintf(error, error_size, "this libheif cannot choose its decoder");
+            return ATTACHE_HEIF_UNSUPPORTED;
+        }
+        options->decoder_id = decoder;
     }
-    int width = api.image_get_width(decoded, heif_channel_interleaved);
-    int height = api.image_get_height(decoded, heif_channel_interleaved);
-    int stride = 0;
-    const uint8_t *pixels = api.get_plane_readonly(decoded, heif_channel_interleaved, &stride);
-    if (pixels == NULL || width != image->width || height != image->height) {
+    // 8-bit pictures come as R, G, B (and alpha) planes: libheif converts YCbCr to planar RGB in any case,
+    // and interleaving them would cost one more pass over a buffer of the picture's size. Deeper ones are
+    // interleaved and reduced to 8 bits by libheif.
+    int planar = api.handle_get_luma_bits != NULL && api.handle_get_luma_bits(image->handle) == 8
+                 && api.handle_get_chroma_bits(image->handle) <= 8;
+    struct heif_image *decoded = NULL;
+    // Where each channel's samples are: a plane each (step 1), or interleaved (step 3 or 4).
+    enum heif_channel channels[4] = {heif_channel_R, heif_channel_G, heif_channel_B, heif_channel_Alpha};
+    const uint8_t *planes[4] = {NULL, NULL, NULL, NULL};
+    int strides[4] = {0, 0, 0, 0};
+    int count = image->has_alpha ? 4 : 3, step = 1, matches = 1;
+    for (;;) {
+        struct heif_error result = api.decode_image(image->handle, &decoded, heif_colorspace_RGB,
+                                                    planar ? heif_chroma_444
+                                                    : image->has_alpha ? heif_chroma_interleaved_RGBA
+                                                                       : heif_chroma_interleaved_RGB,
+                                                    options);
+        if (result.code != heif_error_Ok) {
+            if (options != NULL) api.decoding_options_free(options);
+            copy_message(result, error, error_size);
+            return status_for(result);
+        }
+        if (!planar) break;
+        int deeper = 0;
+        for (int c = 0; c < count; c++) {
+            planes[c] = api.get_plane_readonly(decoded, channels[c], &strides[c]);
+            matches = matches && planes[c] != NULL && api.image_get_width(decoded, channels[c]) == image->width
+                      && api.image_get_height(decoded, channels[c]) == image->height;
+            deeper = deeper || (planes[c] != NULL && api.image_get_bits_per_pixel_range(decoded, channels[c]) != 8);
+        }
+        if (!matches || !deeper) break;
+        // An alpha plane deeper than the colour: libheif interleaves and reduces them instead.
+        api.image_release(decoded);
+        decoded = NULL;
+        planar = 0;
+    }
+    if (!planar) {
+        step = count;
+        const uint8_t *pixels = api.get_plane_readonly(decoded, heif_channel_interleaved, &strides[0]);
+        matches = pixels != NULL && api.image_get_width(decoded, heif_channel_interleaved) == image->width
+                  && api.image_get_height(decoded, heif_channel_interleaved) == image->height;
+        for (int c = 0; pixels != NULL && c < count; c++) {
+            planes[c] = pixels + c;
+            strides[c] = strides[0];
+        }
+    }
+    if (options != NULL) api.decoding_options_free(options);
+    if (!matches) {
         api.image_release(decoded);
         snprintf(error, error_size, "the decoded image does not match its header");
         return ATTACHE_HEIF_CORRUPT;
     }
+    int width = image->width, height = image->height;
     size_t row_bytes = ((size_t)width * 3 + 3) & ~(size_t)3;
     memset(bmp, 0, 54);
     bmp[0] = 'B';
@@ -195,22 +300,26 @@ int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size
     put16(bmp + 26, 1);
     put16(bmp + 28, 24);
     put32(bmp + 34, (uint32_t)(row_bytes * (size_t)height));
-    int channels = image->has_alpha ? 4 : 3;
     for (int y = 0; y < height; y++) {
-        const uint8_t *in = pixels + (size_t)y * (size_t)stride;
+        const uint8_t *r_in = planes[0] + (size_t)y * (size_t)strides[0];
+        const uint8_t *g_in = planes[1] + (size_t)y * (size_t)strides[1];
+        const uint8_t *b_in = planes[2] + (size_t)y * (size_t)strides[2];
         uint8_t *row = bmp + 54 + (size_t)y * row_bytes;
-        for (int x = 0; x < width; x++, in += channels) {
-            unsigned r = in[0], g = in[1], b = in[2];
-            if (channels == 4) {
+        if (count == 4) {
+            const uint8_t *a_in = planes[3] + (size_t)y * (size_t)strides[3];
+            for (int x = 0; x < width; x++) {
                 // Straight alpha over white: c·a + 255·(1 − a), rounded.
-                unsigned a = in[3], inverse = 255 - a;
-                r = (r * a + 255 * inverse + 127) / 255;
-                g = (g * a + 255 * inverse + 127) / 255;
-                b = (b * a + 255 * inverse + 127) / 255;
+                unsigned a = a_in[x * step], inverse = 255 - a;
+                row[x * 3] = (uint8_t)((b_in[x * step] * a + 255 * inverse + 127) / 255);
+                row[x * 3 + 1] = (uint8_t)((g_in[x * step] * a + 255 * inverse + 127) / 255);
+                row[x * 3 + 2] = (uint8_t)((r_in[x * step] * a + 255 * inverse + 127) / 255);
             }
-            row[x * 3] = (uint8_t)b;
-            row[x * 3 + 1] = (uint8_t)g;
-            row[x * 3 + 2] = (uint8_t)r;
+        } else {
+            for (int x = 0; x < width; x++) {
+                row[x * 3] = b_in[x * step];
+                row[x * 3 + 1] = g_in[x * step];
+                row[x * 3 + 2] = r_in[x * step];
+            }
         }
         for (size_t pad = (size_t)width * 3; pad < row_bytes; pad++) row[pad] = 0;
     }

@@ -155,6 +155,61 @@ struct RecompressRulesTests {
         #expect(Array(photo.prefix(3)) == [0xFF, 0xD8, 0xFF])
     }
 
+    @Test("a HEIC photo gives the same JPEG whether FFmpeg's libavcodec or libde265 decodes its HEVC pictures")
+    func heicWithoutLibavcodec() async throws {
+        let dir = try MediaPipelineTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The sample photo (one picture, irot), a picture with an alpha plane (a second HEVC picture) and
+        // an odd size, which heif-enc stores as a grid of one tile, cropped.
+        let alpha = dir + "/alpha.heic", odd = dir + "/odd.heic"
+        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120", "-frames:v", "1", "-vf",
+                                       "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'", dir + "/alpha.png"])
+        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=97x61", "-frames:v", "1", dir + "/odd.png"])
+        _ = try run("/usr/bin/heif-enc", ["-q", "60", "-o", alpha, dir + "/alpha.png"])
+        _ = try run("/usr/bin/heif-enc", ["-q", "60", "-o", odd, dir + "/odd.png"])
+        let inputs = [ExitStatusTests.packageRoot.path + "/Samples/photo.heic", alpha, odd]
+
+        func initialised(_ library: String, _ log: String) -> Bool {
+            log.split(separator: "\n").contains { $0.contains("calling init: ") && $0.hasSuffix("/" + library) }
+        }
+        // LD_DEBUG=libs: the dynamic loader says which libraries the processes initialise.
+        let first = try ChildProcess(executable: try attacheBinary(), arguments: [
+            "recompress", inputs[0], "-o", dir + "/0-avcodec.jpg", "--json",
+        ], environment: ["LD_DEBUG": "libs"])
+        #expect(try await first.wait(upTo: 120) == 0, "\(first.standardError.suffix(2000))")
+        #expect(first.standardOutput.contains("\"outputWidth\":960"))
+        // libavcodec.so.59 with Debian 12's FFmpeg 5.1.
+        let avcodec = first.standardError.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("calling init: "), let name = line.split(separator: "/").last,
+                  name.hasPrefix("libavcodec.so.") else { return nil }
+            return String(name)
+        }.first
+        let library = try #require(avcodec, "libavcodec was not loaded")
+        // A file that is no library, found first under that name: dlopen fails, and libheif's own decoder
+        // (libde265) decodes, silently.
+        let stubs = dir + "/stubs"
+        try FileManager.default.createDirectory(atPath: stubs, withIntermediateDirectories: true)
+        try Data("not a library".utf8).write(to: URL(fileURLWithPath: stubs + "/" + library))
+
+        for (index, input) in inputs.enumerated() {
+            if index > 0 {
+                let process = try ChildProcess(executable: try attacheBinary(), arguments: [
+                    "recompress", input, "-o", dir + "/\(index)-avcodec.jpg", "--json",
+                ])
+                #expect(try await process.wait(upTo: 120) == 0, "\(input): \(process.standardError)")
+            }
+            let without = try ChildProcess(executable: try attacheBinary(), arguments: [
+                "recompress", input, "-o", dir + "/\(index)-libde265.jpg", "--json",
+            ], environment: ["LD_LIBRARY_PATH": stubs, "LD_DEBUG": "libs"])
+            #expect(try await without.wait(upTo: 120) == 0, "\(input): \(without.standardError.suffix(2000))")
+            #expect(initialised("libheif.so.1", without.standardError) && !initialised(library, without.standardError))
+            // The same pixels in, the same encoder: the same JPEG.
+            let a = try Data(contentsOf: URL(fileURLWithPath: dir + "/\(index)-avcodec.jpg"))
+            let b = try Data(contentsOf: URL(fileURLWithPath: dir + "/\(index)-libde265.jpg"))
+            #expect(a.count > 500 && a == b, "\(input)")
+        }
+    }
+
     @Test("a voice note becomes Ogg/Opus with a waveform; a text file is refused as nothing to recompress")
     func mediaAndFiles() async throws {
         let dir = try MediaPipelineTests.directory()

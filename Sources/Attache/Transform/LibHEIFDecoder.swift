@@ -4,17 +4,32 @@ internal import CHEIF
 ///
 /// libheif applies the `irot`/`imir` transformations; alpha is composited on white; nothing but pixels
 /// leaves (EXIF and XMP are never read). The pixel limit is checked from the header before decoding.
+/// HEVC pictures are decoded by FFmpeg's libavcodec (`libavcodec.so.59`, loaded at run time as a libheif
+/// decoder plugin) when it is installed, by libheif's own libde265 otherwise.
 ///
 /// ```swift
 /// var transform = Transformer.Configuration()
 /// transform.heifDecoder = LibHEIFDecoder()
 /// ```
 public struct LibHEIFDecoder: HEIFDecoding {
+    /// libheif's decoder to use by its `id_name` (tests compare "libde265" with "attache-avcodec"); nil:
+    /// the one libheif prefers.
+    let decoderID: String?
+
     /// Creates the decoder (libheif itself is loaded at the first decode).
-    public init() {}
+    public init() { decoderID = nil }
+
+    init(decoderID: String?) { self.decoderID = decoderID }
 
     /// libheif's version, or nil when `libheif.so.1` cannot be loaded.
     public static var libraryVersion: String? { attache_heif_version().map { String(cString: $0) } }
+
+    /// The `id_name` of the HEVC decoder libheif picks: "attache-avcodec" (FFmpeg's libavcodec) or
+    /// "libde265"; nil when libheif cannot be loaded.
+    static var hevcDecoderID: String? { attache_heif_hevc_decoder().map { String(cString: $0) } }
+
+    /// How many pictures libavcodec has decoded on the calling thread.
+    static var avcodecPicturesOnThisThread: UInt { UInt(attache_heif_avcodec_pictures()) }
 
     /// Decodes the primary image of `data` into an uncompressed top-down 24-bit BMP (``HEIFDecoding``).
     ///
@@ -37,7 +52,11 @@ public struct LibHEIFDecoder: HEIFDecoding {
         let bmp = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             // `data` is still alive here: libheif reads it without a copy.
             status = data.withUnsafeBufferPointer { _ in
-                attache_heif_decode_bmp(image, buffer.baseAddress, count, &message, message.count)
+                if let decoderID {
+                    attache_heif_decode_bmp_using(image, decoderID, buffer.baseAddress, count, &message, message.count)
+                } else {
+                    attache_heif_decode_bmp(image, buffer.baseAddress, count, &message, message.count)
+                }
             }
             initialized = status == 0 ? count : 0
         }

@@ -7,6 +7,8 @@
 // HEIC/HEIF/AVIF decoding through libheif, loaded with dlopen on first use: libheif pulls in libde265,
 // libx265, libaom and dav1d, which no process should map at start-up for the rare photo that needs them
 // (and the fully static `attache` cannot load shared libraries at all, so it does not link this).
+// When FFmpeg's libavcodec.so.59 can be loaded too, it decodes the HEVC pictures inside libheif (a decoder
+// plugin, heif_avcodec.c), for less CPU than libde265; otherwise libde265 does, as libheif ships.
 
 /// Results of the calls below.
 enum attache_heif_status {
@@ -33,6 +35,18 @@ int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, s
 /// and top-down 24-bit BGR rows padded to 4 bytes, exactly `attache_heif_bmp_size(width, height)` bytes.
 int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size_t bmp_size, char *error,
                             size_t error_size);
+
+/// The same with libheif's decoder `decoder` (a plugin's `id_name`: "libde265", "attache-avcodec"), or the
+/// one libheif prefers when NULL. ATTACHE_HEIF_UNSUPPORTED when libheif cannot choose (before 1.13).
+int attache_heif_decode_bmp_using(struct attache_heif_image *image, const char *decoder, uint8_t *bmp,
+                                  size_t bmp_size, char *error, size_t error_size);
+
+/// The `id_name` of the HEVC decoder libheif picks ("attache-avcodec" when libavcodec could be loaded,
+/// "libde265" otherwise), or NULL when libheif cannot be loaded or not tell.
+const char *attache_heif_hevc_decoder(void);
+
+/// How many pictures FFmpeg's decoder has decoded on the calling thread (a test's check of which ran).
+unsigned long attache_heif_avcodec_pictures(void);
 
 /// Frees the handle.
 void attache_heif_close(struct attache_heif_image *image);

@@ -1,0 +1,34 @@
+#ifndef ATTACHE_HEIF_AVCODEC_H
+#define ATTACHE_HEIF_AVCODEC_H
+
+// Private to CHEIF: a libheif decoder plugin that decodes HEVC with FFmpeg's libavcodec, both loaded with
+// dlopen. libheif keeps the container, grid tiles, transformations, alpha and colour conversion.
+
+#include <libheif/heif.h>
+#include <libheif/heif_plugin.h>
+
+/// The libheif functions the plugin calls (resolved by heif.c from the libheif it loaded).
+struct attache_heif_plugin_api {
+    struct heif_error (*image_create)(int, int, enum heif_colorspace, enum heif_chroma, struct heif_image **);
+    struct heif_error (*image_add_plane)(struct heif_image *, enum heif_channel, int, int, int);
+    uint8_t *(*image_get_plane)(struct heif_image *, enum heif_channel, int *);
+    void (*image_release)(const struct heif_image *);
+    struct heif_color_profile_nclx *(*nclx_alloc)(void);
+    void (*nclx_free)(struct heif_color_profile_nclx *);
+    struct heif_error (*nclx_set_primaries)(struct heif_color_profile_nclx *, uint16_t);
+    struct heif_error (*nclx_set_transfer)(struct heif_color_profile_nclx *, uint16_t);
+    struct heif_error (*nclx_set_matrix)(struct heif_color_profile_nclx *, uint16_t);
+    struct heif_error (*image_set_nclx)(struct heif_image *, const struct heif_color_profile_nclx *);
+};
+
+/// The plugin's `id_name` (what `heif_decoding_options.decoder_id` selects).
+#define ATTACHE_AVCODEC_PLUGIN_ID "attache-avcodec"
+
+/// How many pictures the plugin has decoded on the calling thread (tests: which decoder ran).
+extern _Thread_local unsigned long attache_avcodec_pictures;
+
+/// Loads libavcodec and libavutil (libavcodec.so.59 and libavutil.so.57 with FFmpeg 5.1's headers) and returns the plugin, or NULL when they cannot be loaded,
+/// lack a function or have no HEVC decoder. Call once (heif.c calls it under its pthread_once).
+const struct heif_decoder_plugin *attache_avcodec_hevc_plugin(const struct attache_heif_plugin_api *api);
+
+#endif
