@@ -31,9 +31,11 @@ if [[ -z "$sanitizer" ]]; then
     Scripts/swift-build-quiet.sh --package-path Samples/Examples
 
     if ((${#test_args[@]} == 0)); then
-        # The suites that move gigabytes or start a database run after the rest, on their own, so that the
-        # tests of timeouts and retries elsewhere are not starved of the two cores while they run.
-        heavy='ResumableUploadTests|SharedQueueTests|MediaPipelineTests|ChaosTests'
+        # The suites that move gigabytes, start a database or run a compiler run after the rest, on their
+        # own, so that the tests of timeouts and retries elsewhere are not starved of the two cores while
+        # they run. ExamplePackageTests runs `swift build` on Samples/Examples, which in full runs has been
+        # seen compiling again (Hummingbird included) although the step above had just built it.
+        heavy='ResumableUploadTests|SharedQueueTests|MediaPipelineTests|ChaosTests|ExamplePackageTests'
         echo "==> swift test (all but: ${heavy//|/, })"
         swift test --skip-build --skip "$heavy"
         echo "==> swift test (${heavy//|/, })"
