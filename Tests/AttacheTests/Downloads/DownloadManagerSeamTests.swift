@@ -162,6 +162,13 @@ struct DownloadManagerLimitTests {
             try manager.add(DownloadItem(url: "http://b.test/\(index)", destination: directory + "/b\(index)"))
         }
         let settled = Task { try await manager.waitUntilSettled() }
+        // The first wave fills every slot the limits allow before anything is answered (released at
+        // once, a fast scheduler could answer the first two before the third had started).
+        let deadline = ContinuousClock.now + .seconds(30)
+        while transport.started < 3 {
+            try #require(ContinuousClock.now < deadline, "the manager never started its third transfer")
+            try await Task.sleep(for: .milliseconds(2))
+        }
         // Release the requests in waves as they arrive, until all 12 have been answered.
         var answered = 0
         while answered < 12 {
