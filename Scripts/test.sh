@@ -49,8 +49,10 @@ if [[ -z "$sanitizer" ]]; then
         swift test --skip-build --no-parallel --skip "$heavy|$timed"
         echo "==> swift test (${timed//|/, })"
         swift test --skip-build --filter "$timed"
-        echo "==> swift test (${heavy//|/, })"
-        swift test --skip-build --filter "$heavy"
+        # One at a time as well: side by side, gigabyte uploads, a 400-file chaos run, ffmpeg and PostgreSQL
+        # starved each other's deadlines (seen: the queue test's draining worker parked 3 of its 5 failing files).
+        echo "==> swift test --no-parallel (${heavy//|/, })"
+        swift test --skip-build --no-parallel --filter "$heavy"
     else
         echo "==> swift test"
         swift test --skip-build ${test_args[@]+"${test_args[@]}"}

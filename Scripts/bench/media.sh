@@ -75,6 +75,15 @@ compare() {
 
 row() { printf '| %s | %s | %.3f | %.3f | %.1f |\n' "$1" "$2" "$3" "$4" "$(echo "$5 / 1024" | bc -l)"; }
 
+# measure INPUT TOOL_A TOOL_B SHORT ANCHOR BAR: compare, one table row per side, and the CPU ratio
+# A/B in the summary ("SHORT: CPU attache/ANCHOR 0.950 (≤ BAR)").
+measure() {
+    compare
+    row "$1" "$2" "$a_c" "$a_w" "$a_r"
+    row "$1" "$3" "$b_c" "$b_w" "$b_r"
+    summary+=("$(printf '%s: CPU attache/%s %.3f (≤ %s)' "$4" "$5" "$(echo "$a_c / $b_c" | bc -l)" "$6")")
+}
+
 printf '| input | tool | CPU s (median) | wall s | peak RSS MiB |\n|---|---|---:|---:|---:|\n'
 
 summary=()
@@ -87,11 +96,7 @@ if wanted video; then
         -map 0:v:0 -map 0:a:0 -vf scale=1280:720:flags=bicubic,format=yuv420p -c:v libx264 -preset veryfast
         -profile:v high -crf 23 -maxrate 2600000 -bufsize 5200000 -c:a aac -b:a 128000 -ac 2 -sn -dn
         -map_metadata -1 -map_chapters -1 -movflags +faststart -f mp4 -y "file:$out_b")
-    compare
-    row "video.mp4 (30 s 1080p)" "attache recompress" "$a_c" "$a_w" "$a_r"
-    row "video.mp4 (30 s 1080p)" "ffmpeg by hand" "$b_c" "$b_w" "$b_r"
-    video_ratio=$(echo "$a_c / $b_c" | bc -l)
-    summary+=("$(printf 'video: CPU attache/ffmpeg %.3f (≤ 1.03)' "$video_ratio")")
+    measure "video.mp4 (30 s 1080p)" "attache recompress" "ffmpeg by hand" video ffmpeg 1.03
 fi
 
 if wanted voice; then
@@ -99,22 +104,14 @@ if wanted voice; then
     cmd_a=("$attache" recompress "$work/voice.m4a" -o "$out_a")
     cmd_b=(ffmpeg -nostdin -hide_banner -loglevel error -i "$work/voice.m4a" -map 0:a:0 -vn -ac 1 -ar 16000
         -c:a libopus -b:a 16000 -application voip -map_metadata -1 -f ogg -y "$out_b")
-    compare
-    row "voice.m4a (60 s)" "attache recompress (+ waveform)" "$a_c" "$a_w" "$a_r"
-    row "voice.m4a (60 s)" "ffmpeg alone" "$b_c" "$b_w" "$b_r"
-    voice_ratio=$(echo "$a_c / $b_c" | bc -l)
-    summary+=("$(printf 'voice: CPU attache/ffmpeg %.3f (≤ 1.05)' "$voice_ratio")")
+    measure "voice.m4a (60 s)" "attache recompress (+ waveform)" "ffmpeg alone" voice ffmpeg 1.05
 fi
 
 if wanted heic; then
     out_a="$work/a.jpg"; out_b="$work/v.jpg"
     cmd_a=("$attache" recompress "$work/photo.heic" -o "$out_a" --max-side 1280 --quality 80)
     cmd_b=(vipsthumbnail "$work/photo.heic" -s 1280 -o "$out_b[Q=80]")
-    compare
-    row "photo.heic (12 MP)" "attache recompress" "$a_c" "$a_w" "$a_r"
-    row "photo.heic (12 MP)" "vipsthumbnail" "$b_c" "$b_w" "$b_r"
-    heic_ratio=$(echo "$a_c / $b_c" | bc -l)
-    summary+=("$(printf 'HEIC: CPU attache/vipsthumbnail %.3f (≤ 0.8)' "$heic_ratio")")
+    measure "photo.heic (12 MP)" "attache recompress" vipsthumbnail HEIC vipsthumbnail 0.8
 fi
 
 printf '\n'
