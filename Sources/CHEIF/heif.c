@@ -42,7 +42,7 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int loaded = 0;
 
-static int resolve(void *library, const char *name, void *field) {
+int attache_heif_resolve(void *library, const char *name, void *field) {
     void *address = dlsym(library, name);
     if (address == NULL) return -1;
     memcpy(field, &address, sizeof address);
@@ -54,17 +54,17 @@ static int resolve(void *library, const char *name, void *field) {
 // first decode. libheif keeps doing everything else. Without libavcodec, libde265 decodes as before.
 static void register_avcodec(void *library) {
     struct attache_heif_plugin_api plugin_api;
-    if (resolve(library, "heif_register_decoder_plugin", &api.register_decoder_plugin) != 0
-        || resolve(library, "heif_image_create", &plugin_api.image_create) != 0
-        || resolve(library, "heif_image_add_plane", &plugin_api.image_add_plane) != 0
-        || resolve(library, "heif_image_get_plane", &plugin_api.image_get_plane) != 0
-        || resolve(library, "heif_image_release", &plugin_api.image_release) != 0
-        || resolve(library, "heif_nclx_color_profile_alloc", &plugin_api.nclx_alloc) != 0
-        || resolve(library, "heif_nclx_color_profile_free", &plugin_api.nclx_free) != 0
-        || resolve(library, "heif_nclx_color_profile_set_color_primaries", &plugin_api.nclx_set_primaries) != 0
-        || resolve(library, "heif_nclx_color_profile_set_transfer_characteristics", &plugin_api.nclx_set_transfer) != 0
-        || resolve(library, "heif_nclx_color_profile_set_matrix_coefficients", &plugin_api.nclx_set_matrix) != 0
-        || resolve(library, "heif_image_set_nclx_color_profile", &plugin_api.image_set_nclx) != 0)
+    if (attache_heif_resolve(library, "heif_register_decoder_plugin", &api.register_decoder_plugin) != 0
+        || attache_heif_resolve(library, "heif_image_create", &plugin_api.image_create) != 0
+        || attache_heif_resolve(library, "heif_image_add_plane", &plugin_api.image_add_plane) != 0
+        || attache_heif_resolve(library, "heif_image_get_plane", &plugin_api.image_get_plane) != 0
+        || attache_heif_resolve(library, "heif_image_release", &plugin_api.image_release) != 0
+        || attache_heif_resolve(library, "heif_nclx_color_profile_alloc", &plugin_api.nclx_alloc) != 0
+        || attache_heif_resolve(library, "heif_nclx_color_profile_free", &plugin_api.nclx_free) != 0
+        || attache_heif_resolve(library, "heif_nclx_color_profile_set_color_primaries", &plugin_api.nclx_set_primaries) != 0
+        || attache_heif_resolve(library, "heif_nclx_color_profile_set_transfer_characteristics", &plugin_api.nclx_set_transfer) != 0
+        || attache_heif_resolve(library, "heif_nclx_color_profile_set_matrix_coefficients", &plugin_api.nclx_set_matrix) != 0
+        || attache_heif_resolve(library, "heif_image_set_nclx_color_profile", &plugin_api.image_set_nclx) != 0)
         return;
     const struct heif_decoder_plugin *plugin = attache_avcodec_hevc_plugin(&plugin_api);
     if (plugin != NULL) api.register_decoder_plugin(plugin);
@@ -73,34 +73,34 @@ static void register_avcodec(void *library) {
 static void load(void) {
     void *library = dlopen(library_name, RTLD_LAZY | RTLD_LOCAL);
     if (library == NULL) return;
-    if (resolve(library, "heif_get_version", &api.get_version) != 0
-        || resolve(library, "heif_context_alloc", &api.context_alloc) != 0
-        || resolve(library, "heif_context_free", &api.context_free) != 0
-        || resolve(library, "heif_context_read_from_memory_without_copy", &api.read_from_memory_without_copy) != 0
-        || resolve(library, "heif_context_get_primary_image_handle", &api.get_primary_image_handle) != 0
-        || resolve(library, "heif_image_handle_release", &api.handle_release) != 0
-        || resolve(library, "heif_image_handle_get_width", &api.handle_get_width) != 0
-        || resolve(library, "heif_image_handle_get_height", &api.handle_get_height) != 0
-        || resolve(library, "heif_image_handle_has_alpha_channel", &api.handle_has_alpha) != 0
-        || resolve(library, "heif_decode_image", &api.decode_image) != 0
-        || resolve(library, "heif_image_get_plane_readonly", &api.get_plane_readonly) != 0
-        || resolve(library, "heif_image_get_width", &api.image_get_width) != 0
-        || resolve(library, "heif_image_get_height", &api.image_get_height) != 0
-        || resolve(library, "heif_image_release", &api.image_release) != 0
-        || resolve(library, "heif_context_set_maximum_image_size_limit", &api.set_maximum_image_size_limit) != 0) {
+    if (attache_heif_resolve(library, "heif_get_version", &api.get_version) != 0
+        || attache_heif_resolve(library, "heif_context_alloc", &api.context_alloc) != 0
+        || attache_heif_resolve(library, "heif_context_free", &api.context_free) != 0
+        || attache_heif_resolve(library, "heif_context_read_from_memory_without_copy", &api.read_from_memory_without_copy) != 0
+        || attache_heif_resolve(library, "heif_context_get_primary_image_handle", &api.get_primary_image_handle) != 0
+        || attache_heif_resolve(library, "heif_image_handle_release", &api.handle_release) != 0
+        || attache_heif_resolve(library, "heif_image_handle_get_width", &api.handle_get_width) != 0
+        || attache_heif_resolve(library, "heif_image_handle_get_height", &api.handle_get_height) != 0
+        || attache_heif_resolve(library, "heif_image_handle_has_alpha_channel", &api.handle_has_alpha) != 0
+        || attache_heif_resolve(library, "heif_decode_image", &api.decode_image) != 0
+        || attache_heif_resolve(library, "heif_image_get_plane_readonly", &api.get_plane_readonly) != 0
+        || attache_heif_resolve(library, "heif_image_get_width", &api.image_get_width) != 0
+        || attache_heif_resolve(library, "heif_image_get_height", &api.image_get_height) != 0
+        || attache_heif_resolve(library, "heif_image_release", &api.image_release) != 0
+        || attache_heif_resolve(library, "heif_context_set_maximum_image_size_limit", &api.set_maximum_image_size_limit) != 0) {
         dlclose(library);
         return;
     }
     // Optional (libheif 1.13 and later): choosing a decoder by name, listing the HEVC decoders.
-    if (resolve(library, "heif_decoding_options_alloc", &api.decoding_options_alloc) != 0
-        || resolve(library, "heif_decoding_options_free", &api.decoding_options_free) != 0)
+    if (attache_heif_resolve(library, "heif_decoding_options_alloc", &api.decoding_options_alloc) != 0
+        || attache_heif_resolve(library, "heif_decoding_options_free", &api.decoding_options_free) != 0)
         api.decoding_options_alloc = NULL;
-    if (resolve(library, "heif_get_decoder_descriptors", &api.get_decoder_descriptors) != 0
-        || resolve(library, "heif_decoder_descriptor_get_id_name", &api.decoder_descriptor_get_id_name) != 0)
+    if (attache_heif_resolve(library, "heif_get_decoder_descriptors", &api.get_decoder_descriptors) != 0
+        || attache_heif_resolve(library, "heif_decoder_descriptor_get_id_name", &api.decoder_descriptor_get_id_name) != 0)
         api.get_decoder_descriptors = NULL;
-    if (resolve(library, "heif_image_handle_get_luma_bits_per_pixel", &api.handle_get_luma_bits) != 0
-        || resolve(library, "heif_image_handle_get_chroma_bits_per_pixel", &api.handle_get_chroma_bits) != 0
-        || resolve(library, "heif_image_get_bits_per_pixel_range", &api.image_get_bits_per_pixel_range) != 0)
+    if (attache_heif_resolve(library, "heif_image_handle_get_luma_bits_per_pixel", &api.handle_get_luma_bits) != 0
+        || attache_heif_resolve(library, "heif_image_handle_get_chroma_bits_per_pixel", &api.handle_get_chroma_bits) != 0
+        || attache_heif_resolve(library, "heif_image_get_bits_per_pixel_range", &api.image_get_bits_per_pixel_range) != 0)
         api.handle_get_luma_bits = NULL;
     loaded = 1;
     register_avcodec(library);

@@ -48,13 +48,6 @@ static struct {
     const AVCodec *hevc;
 } av;
 
-static int resolve(void *library, const char *name, void *field) {
-    void *address = dlsym(library, name);
-    if (address == NULL) return -1;
-    memcpy(field, &address, sizeof address);
-    return 0;
-}
-
 // libheif builds its error from the message only after free_decoder: messages must outlive the decoder.
 // Fixed texts are static; those with libavcodec's reason go to a buffer of the decoding thread.
 static _Thread_local char error_text[192];
@@ -313,21 +306,21 @@ const struct heif_decoder_plugin *attache_avcodec_hevc_plugin(const struct attac
         dlclose(avutil);
         return NULL;
     }
-    if (resolve(avcodec, "avcodec_version", &av.avcodec_version) != 0
-        || resolve(avutil, "avutil_version", &av.avutil_version) != 0
-        || resolve(avcodec, "avcodec_find_decoder", &av.find_decoder) != 0
-        || resolve(avcodec, "avcodec_alloc_context3", &av.alloc_context) != 0
-        || resolve(avcodec, "avcodec_open2", &av.open) != 0
-        || resolve(avcodec, "avcodec_free_context", &av.free_context) != 0
-        || resolve(avcodec, "av_packet_alloc", &av.packet_alloc) != 0
-        || resolve(avcodec, "av_packet_free", &av.packet_free) != 0
-        || resolve(avcodec, "av_new_packet", &av.new_packet) != 0
-        || resolve(avcodec, "avcodec_send_packet", &av.send_packet) != 0
-        || resolve(avcodec, "avcodec_receive_frame", &av.receive_frame) != 0
-        || resolve(avutil, "av_frame_alloc", &av.frame_alloc) != 0
-        || resolve(avutil, "av_frame_free", &av.frame_free) != 0
-        || resolve(avutil, "av_pix_fmt_desc_get", &av.pix_fmt_desc_get) != 0
-        || resolve(avutil, "av_strerror", &av.strerror) != 0
+    if (attache_heif_resolve(avcodec, "avcodec_version", &av.avcodec_version) != 0
+        || attache_heif_resolve(avutil, "avutil_version", &av.avutil_version) != 0
+        || attache_heif_resolve(avcodec, "avcodec_find_decoder", &av.find_decoder) != 0
+        || attache_heif_resolve(avcodec, "avcodec_alloc_context3", &av.alloc_context) != 0
+        || attache_heif_resolve(avcodec, "avcodec_open2", &av.open) != 0
+        || attache_heif_resolve(avcodec, "avcodec_free_context", &av.free_context) != 0
+        || attache_heif_resolve(avcodec, "av_packet_alloc", &av.packet_alloc) != 0
+        || attache_heif_resolve(avcodec, "av_packet_free", &av.packet_free) != 0
+        || attache_heif_resolve(avcodec, "av_new_packet", &av.new_packet) != 0
+        || attache_heif_resolve(avcodec, "avcodec_send_packet", &av.send_packet) != 0
+        || attache_heif_resolve(avcodec, "avcodec_receive_frame", &av.receive_frame) != 0
+        || attache_heif_resolve(avutil, "av_frame_alloc", &av.frame_alloc) != 0
+        || attache_heif_resolve(avutil, "av_frame_free", &av.frame_free) != 0
+        || attache_heif_resolve(avutil, "av_pix_fmt_desc_get", &av.pix_fmt_desc_get) != 0
+        || attache_heif_resolve(avutil, "av_strerror", &av.strerror) != 0
         || av.avcodec_version() >> 16 != LIBAVCODEC_VERSION_MAJOR
         || av.avutil_version() >> 16 != LIBAVUTIL_VERSION_MAJOR
         || (av.hevc = av.find_decoder(AV_CODEC_ID_HEVC)) == NULL) {

@@ -21,6 +21,10 @@ struct attache_heif_plugin_api {
     struct heif_error (*image_set_nclx)(struct heif_image *, const struct heif_color_profile_nclx *);
 };
 
+/// Looks `name` up in `library` (a dlopen handle) and stores its address in `*field`, a function-pointer
+/// field; -1 when the library has no such symbol. Shared by heif.c and heif_avcodec.c.
+int attache_heif_resolve(void *library, const char *name, void *field);
+
 /// The plugin's `id_name` (what `heif_decoding_options.decoder_id` selects).
 #define ATTACHE_AVCODEC_PLUGIN_ID "attache-avcodec"
 
