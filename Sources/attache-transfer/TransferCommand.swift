@@ -33,7 +33,13 @@ enum AttacheTransfer {
         // process never calls (curl's TLS is OpenSSL, and only HTTP(S) is enabled). A variable
         // already set is left as it is. The library (`import Attache`) leaves the environment alone.
         setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
-        CommandLineScreen.runBlockingMain(TransferCommand.self, arguments)
+        // The command named (`upload`, `request`) is parsed on its own, without the tree
+        // (``CommandLineScreen/directSubcommand(of:in:)``); help and the version go through the tree.
+        guard let (command, commandArguments) = CommandLineScreen.directSubcommand(of: TransferCommand.self, in: arguments)
+        else { CommandLineScreen.runBlockingMain(TransferCommand.self, arguments) }
+        // Both commands transfer: libcurl and its ~30 libraries load on the second core while the
+        // arguments are parsed and the request is built (docs/BENCHMARKS.md, requests).
+        CommandLineScreen.runBlockingMain(command, commandArguments, onStart: { CurlTransport.preloadLibrary() })
     }
 }
 

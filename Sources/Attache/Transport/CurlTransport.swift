@@ -42,6 +42,19 @@ public final class CurlTransport: HTTPTransport {
         }
     }
 
+    /// Starts loading libcurl (and running `curl_global_init`) on a thread of its own, and returns at once.
+    ///
+    /// libcurl is loaded on first use; loading it maps some thirty libraries, which costs a
+    /// command-line process about as long as parsing its arguments and building its request. A process
+    /// that knows it will transfer can call this first thing in `main`, so the two overlap on a second
+    /// core. The first transfer then waits for the load to finish, and reports its failure if it
+    /// failed, exactly as without this call. Optional: an embedding backend has no need for it.
+    ///
+    /// Set any environment variables libcurl's libraries read at load time before calling this.
+    public static func preloadLibrary() {
+        attache_curl_preload()
+    }
+
     let loop: CurlMultiLoop
     private let pool: BlockingPool
 
