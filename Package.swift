@@ -48,11 +48,14 @@ let package = Package(
         // that never upload then skip mapping it and its ~30 dependencies at every start. The headers
         // still come from libcurl4-openssl-dev; at run time only libcurl.so.4 is needed.
         .target(name: "CCurl", publicHeadersPath: "."),
+        // The codecs (TurboJPEG, libwebp, libpng) are linked from their static archives by AttacheCore
+        // below, hence no pkg-config and no `link` in their module maps: every executable then starts
+        // without loading three shared libraries (docs/BENCHMARKS.md, requests).
         .systemLibrary(
-            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            name: "CTurboJPEG",
             providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(
-            name: "CWebP", pkgConfig: "libwebp",
+            name: "CWebP",
             providers: [.apt(["libwebp-dev"])]),
         // Linked statically by the Attache target below, so no `link` line and no pkg-config
         // (whose flags would add libssl too, which nothing calls).
@@ -62,7 +65,7 @@ let package = Package(
         // libc's <malloc.h> (mallopt), which Swift's Glibc module leaves out.
         .systemLibrary(name: "CLibc"),
         .systemLibrary(
-            name: "CPNG", pkgConfig: "libpng",
+            name: "CPNG",
             providers: [.apt(["libpng-dev"])]),
         // zlib's inflate, for the gzip heads detection reads (TGS stickers); libpng links zlib anyway.
         .systemLibrary(
@@ -74,6 +77,9 @@ let package = Package(
         // libheif (HEIC/HEIF/AVIF photos), loaded with dlopen on first use like libcurl: it maps libde265,
         // libx265, libaom and dav1d, which no upload should pay for at start-up. Headers from libheif-dev.
         .target(name: "CHEIF"),
+        // The `attache` front's dispatch table, and its hand-over to a sibling executable before the Swift
+        // runtime starts (a constructor); linked by `attache` only.
+        .target(name: "CFront"),
         // Our own vectorised base64 encoder (AVX2 with a runtime check; Swift's scalar code otherwise).
         .target(name: "CBase64"),
         // The content guard's fingerprint with AES rounds (AES-NI with a runtime check; Swift's
@@ -90,7 +96,7 @@ let package = Package(
         // at twice zlib's speed when it fits the whole-image limit; libpng's rows do the rest.
         .target(
             name: "CPNGStream",
-            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary(":libdeflate.a")]),
+            linkerSettings: [.linkedLibrary(":libpng16.a"), .linkedLibrary(":libdeflate.a"), .linkedLibrary("z")]),
 
         // Detection, image recompression, sealing, base64 and the shared error/source types: everything
         // here uses the C library, the codecs and OpenSSL only, never Foundation, so the `attache` front
@@ -108,7 +114,13 @@ let package = Package(
             // and ~2 MB of RSS. The other executables load libcurl, which loads the shared libcrypto
             // and initialises it; a second, static copy initialised on its own cost `attache upload`
             // ~1.5 MB of resident pages (docs/BENCHMARKS.md, nginx-upload), so they use the shared one.
-            linkerSettings: [.linkedLibrary("crypto")]),
+            // The codecs come from their static archives in every executable (position-independent in
+            // Debian's packages, so PIE builds link them too).
+            linkerSettings: [
+                .linkedLibrary("crypto"), .linkedLibrary(":libwebp.a"), .linkedLibrary(":libturbojpeg.a"),
+                // zlib after libpng's archive, which needs it.
+                .linkedLibrary(":libpng16.a"), .linkedLibrary("z"),
+            ]),
         // The pipeline, the transport, uploads and downloads. FoundationEssentials only, never Foundation
         // (whose CoreFoundation and ICU cost ~10 MB of resident pages in every process that links them):
         // `attache-transfer`, which runs uploads and downloads, stays small (docs/BENCHMARKS.md).
@@ -155,7 +167,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheCommands", "AttacheCore", "CLibc",
+                "AttacheCommands", "AttacheCore", "CFront", "CLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings,
@@ -165,9 +177,11 @@ let package = Package(
                     .unsafeFlags(["-static-executable"]),
                     // ArgumentParser's FoundationEssentials needs these two archives, which SwiftPM leaves out of a
                     // static executable's link line; so are zlib (libpng's, and CZlib's for detection) and
-                    // libm (pkg-config's private libraries), which must follow libpng's archive.
+                    // libm, which must follow libpng's archive. A target's own libraries come first on the
+                    // link line and SwiftPM keeps only the first of each, so libpng's archive (AttacheCore's)
+                    // is named here again, before zlib.
                     .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"),
-                    .linkedLibrary("z"), .linkedLibrary("m"),
+                    .linkedLibrary(":libpng16.a"), .linkedLibrary("z"), .linkedLibrary("m"),
                 ]),
         // The options and commands of the network half (upload, download), shared by `attache-transfer`
         // and `attache-pipeline`. FoundationEssentials only.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheCommands
 import AttacheCore
+import CFront
 import CLibc
 import Synchronization
 #if canImport(Glibc)
@@ -21,15 +22,12 @@ import Darwin
 /// under a millisecond and a few MB, where the whole tool takes several times that
 /// (docs/BENCHMARKS.md, Start-up). A `detect` over a few hundred files, a `recompress` of one photo and
 /// an `encrypt` of a small attachment all feel that start-up. Everything else costs one `execv` more,
-/// which is nothing next to what those commands do. `upload` and `request` go to `attache-transfer`,
+/// made from a C constructor before the Swift runtime starts (Sources/CFront), which is little next to
+/// what those commands do. `upload` and `request` go to `attache-transfer`,
 /// which links libcurl but neither Foundation nor SQLite, so a transfer's process stays small; `batch`,
 /// `--help` and `--version` go to `attache-pipeline`, the whole tool.
 @main
 struct AttacheFront {
-    static let ownCommands: Set<String> = ["detect", "recompress", "encrypt", "decrypt"]
-    /// The commands `attache-transfer` runs.
-    static let transferCommands: Set<String> = ["upload", "request"]
-
     /// A synchronous `main` on purpose. An `async` main parks the main thread in `dispatch_main`, which
     /// calls `pthread_exit`, whose forced unwind makes libgcc sort every unwind entry of a static
     /// executable first: ~12 ms of CPU on each run (perf), more than a `detect` or a small `encrypt` costs.
@@ -37,9 +35,10 @@ struct AttacheFront {
     static func main() {
         // File names are bytes: arguments that are not UTF-8 are kept exactly (PlatformPath).
         let arguments = PlatformPath.commandLineArguments
-        guard arguments.count > 1, ownCommands.contains(arguments[1]) else {
-            let transfer = arguments.count > 1 && transferCommands.contains(arguments[1])
-            SiblingExecutable.replaceProcess(with: transfer ? "attache-transfer" : "attache-pipeline", arguments)
+        // Normally a command line for a sibling never gets here: CFront's constructor has already
+        // replaced the process. Here it is tried again, on PATH too, with an error when it fails.
+        if let target = attache_front_target(CommandLine.argc > 1 ? CommandLine.unsafeArgv[1] : nil) {
+            SiblingExecutable.replaceProcess(with: String(cString: target), arguments)
         }
         _ = attache_set_malloc_arena_limit(2)
         DetectCommand.runIfPlain(arguments)
