@@ -88,6 +88,40 @@ struct FrontExecutableTests {
         #expect(recompress.standardOutput.contains("\"outputWidth\":240"))
     }
 
+    /// `attache-transfer` parses `upload` and `request` as their own root command, and loads libcurl on a
+    /// second thread meanwhile: the usage text and exit status must be the command tree's (as
+    /// `attache-pipeline` gives them), and a usage error that exits while libcurl is still loading must
+    /// exit cleanly, every time.
+    @Test func transferCommandsParsedOnTheirOwnGiveTheTreesErrors() async throws {
+        let pipeline = URL(fileURLWithPath: try attacheBinary()).deletingLastPathComponent().appendingPathComponent("attache-pipeline").path
+        let cases: [([String], Int32)] = [
+            (["request", "--bogus", "http://127.0.0.1:9/"], 64),
+            (["request", "POST"], 64),
+            (["request", "http://127.0.0.1:9/", "--json-field"], 64),
+            (["request", "-photo.jpg", "http://127.0.0.1:9/"], 64),
+            (["upload", "--scheme", "nope", "x"], 64),
+            (["upload", "/nonexistent/attache-test-file", "--url", "http://127.0.0.1:9/"], 66),
+        ]
+        for (arguments, status) in cases {
+            let direct = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            let tree = try ChildProcess(executable: pipeline, arguments: arguments)
+            #expect(try await direct.wait(upTo: 30) == status, "\(arguments): \(direct.standardError)")
+            #expect(try await tree.wait(upTo: 30) == status, "\(arguments): \(tree.standardError)")
+            #expect(direct.standardError == tree.standardError, "\(arguments)")
+            #expect(direct.standardOutput == tree.standardOutput, "\(arguments)")
+        }
+        // The usage line and the pointer to help name the tool, as the tree's do.
+        let usage = try ChildProcess(executable: try attacheBinary(), arguments: ["request", "--bogus", "http://127.0.0.1:9/"])
+        #expect(try await usage.wait(upTo: 30) == 64)
+        #expect(usage.standardError.contains("Usage: attache request "))
+        #expect(usage.standardError.contains("See 'attache request --help'"))
+        // Exits racing the background load of libcurl: each one a clean 64, never a signal.
+        for _ in 0..<20 {
+            let child = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--bogus", "x"])
+            #expect(try await child.wait(upTo: 30) == 64, "\(child.standardError)")
+        }
+    }
+
     /// ATTACHE_NO_SIMD=1 switches off every AVX2 path (6×6 IDCT, resampler loops, base64 encoder): the
     /// portable code a CPU without AVX2 runs must give the same picture and valid base64.
     @Test func thePortableCodePathsGiveTheSameResults() async throws {
