@@ -181,6 +181,23 @@ extension TransportRequest {
     /// needs no second parse of the URL.
     @discardableResult
     func validate() throws -> String {
+        let host = try Self.validatedHost(of: url)
+        for header in connection.headers + headers {
+            guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
+                throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(header.name)\"")
+            }
+        }
+        return host
+    }
+
+    /// The URLs validated lately, each with its lower-cased host: a client sending thousands of requests
+    /// to a few URLs parses each once (`URLComponents` was ~4 % of the CPU of many small requests,
+    /// docs/BENCHMARKS.md, requests). Emptied when full; only URLs that passed are kept.
+    private static let validatedURLs = Mutex<[String: String]>([:])
+
+    /// The lower-cased host of an `http`/`https` URL with a host; throws `invalidArgument` otherwise.
+    static func validatedHost(of url: String) throws -> String {
+        if let host = validatedURLs.withLock({ $0[url] }) { return host }
         guard let components = URLComponents(string: url),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
@@ -189,12 +206,12 @@ extension TransportRequest {
                 .invalidArgument, stage: .upload,
                 "the URL must be http:// or https:// with a host: \(Self.redact(url: url))")
         }
-        for (name, value) in (connection.headers + headers).map({ ($0.name, $0.value) }) {
-            guard HeaderFieldSyntax.isValidName(name), HeaderFieldSyntax.isValidValue(value) else {
-                throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(name)\"")
-            }
+        let lowercased = host.lowercased()
+        validatedURLs.withLock { cache in
+            if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
+            cache[url] = lowercased
         }
-        return host.lowercased()
+        return lowercased
     }
 
     /// The URL without user info or query, for logs and errors.
