@@ -100,7 +100,7 @@ static void wait_for_preload(void) {
     if (preload_started) (void)attache_curl_load();
 }
 
-void attache_curl_preload(void) {
+static void start_preload(void) {
     // OpenSSL registers its own cleanup with atexit while curl_global_init initialises it, that is,
     // after wait_for_preload below, so it would run first at exit, possibly under a load still in
     // progress. Initialised here first without that handler, OpenSSL never registers it (a process
@@ -119,6 +119,11 @@ void attache_curl_preload(void) {
     if (pthread_create(&thread, &attributes, preload_thread, NULL) != 0) preload_started = 0;
     pthread_attr_destroy(&attributes);
 }
+
+// Once per process: a second call (a library user calling it again) starts no second thread.
+static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
+
+void attache_curl_preload(void) { pthread_once(&preload_once, start_preload); }
 
 const char *attache_curl_load_error(void) {
     attache_curl_load();
