@@ -82,6 +82,35 @@ struct RequestClientLiveTests {
         #expect(timings.firstByte >= timings.connect)
     }
 
+    @Test("curl handles reused from earlier requests carry nothing over: each request arrives as sent")
+    func reusedHandlesStartClean() async throws {
+        // One transport, one request at a time: every request after the first runs on the reset handle of
+        // the one before it.
+        let client = RequestClient(transport: CurlTransport())
+        let reports = try await withEcho { base in
+            var reports: [JSONValue] = []
+            let first = ClientRequest(
+                method: .patch, url: base + "/a", headers: [HeaderField(name: "X-Once", value: "1")],
+                body: try .json(.object(["n": .number(1)])))
+            reports.append(try await client.send(first).json)
+            reports.append(try await client.get(base + "/b").json)
+            reports.append(try await client.delete(base + "/c").json)
+            reports.append(try await client.send(ClientRequest(method: .post, url: base + "/d")).json)
+            return reports
+        }
+        #expect(reports.map { $0["method"]?.stringValue } == ["PATCH", "GET", "DELETE", "POST"])
+        #expect(reports.map { $0["path"]?.stringValue } == ["/a", "/b", "/c", "/d"])
+        #expect(reports[0]["json"]?["n"]?.intValue == 1)
+        #expect(reports[0]["headers"]?["X-Once"]?.stringValue == "1")
+        for report in reports.dropFirst() {
+            #expect(report["body"]?.stringValue == "")
+            #expect(report["headers"]?["X-Once"] == nil)
+        }
+        // The PATCH's JSON type stays with the PATCH (curl gives a bodiless POST a form type of its own).
+        #expect(reports[1]["headers"]?["Content-Type"] == nil)
+        #expect(reports[2]["headers"]?["Content-Type"] == nil)
+    }
+
     @Test("sendBlocking on the real transport from a plain thread")
     func blocking() async throws {
         let client = RequestClient()

@@ -263,7 +263,9 @@ struct DownloadRun: Sendable {
         }
         let sink = DownloadSink(
             url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
-        let exchange = TransportRequest(method: "GET", url: request.url, headers: headers, connection: configuration)
+        let exchange = TransportRequest(
+            method: "GET", url: request.url, headers: headers, connection: configuration,
+            receiveBufferSize: 256 * 1024)
         progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
         let response: ServerResponse
         do {

@@ -131,7 +131,9 @@ public final class RequestClient: Sendable {
         do {
             let outcome = try await driver.run { attempt -> RetryDriver.Verdict<ServerResponse> in
                 let adapted = try await self.adapt(prepared)
-                let exchange = try self.exchange(for: adapted)
+                var exchange = try self.exchange(for: adapted)
+                // An answer streamed to a file may be large: fewer, larger writes.
+                if destination != nil { exchange.receiveBufferSize = 256 * 1024 }
                 let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
                 log.sending()
                 let sink = RequestSink(
@@ -296,12 +298,14 @@ public final class RequestClient: Sendable {
         }
         // A header the request names replaces the connection's header of that name (User-Agent and
         // Authorization included) instead of going out twice.
-        let named = Set(headers.map { $0.name.lowercased() })
-        connection.headers.removeAll { named.contains($0.name.lowercased()) }
-        if named.contains("authorization") { connection.authorization = nil }
-        if let agent = headers.last(where: { $0.name.lowercased() == "user-agent" }) {
-            connection.userAgent = agent.value
-            headers.removeAll { $0.name.lowercased() == "user-agent" }
+        let named = headers.isEmpty ? [] : Set(headers.map { $0.name.lowercased() })
+        if !named.isEmpty {
+            connection.headers.removeAll { named.contains($0.name.lowercased()) }
+            if named.contains("authorization") { connection.authorization = nil }
+            if let agent = headers.last(where: { $0.name.lowercased() == "user-agent" }) {
+                connection.userAgent = agent.value
+                headers.removeAll { $0.name.lowercased() == "user-agent" }
+            }
         }
         var source: (any ByteSource)?
         if let body {
@@ -310,9 +314,10 @@ public final class RequestClient: Sendable {
             if !named.contains("expect") { headers.append(HeaderField(name: "Expect", value: "")) }
             source = body.source
         }
-        let query = configuration.formEncoder.encode(queryParameters)
+        let query = queryParameters.isEmpty ? "" : configuration.formEncoder.encode(queryParameters)
         var url = request.url
-        if let hash = url.firstIndex(of: "#") { url = String(url[..<hash]) }
+        // Searched as bytes: `firstIndex(of:)` on the String walks grapheme clusters.
+        if let hash = url.utf8.firstIndex(of: UInt8(ascii: "#")) { url = String(url[..<hash]) }
         if !query.isEmpty { url += (url.contains("?") ? (url.hasSuffix("?") || url.hasSuffix("&") ? "" : "&") : "?") + query }
         var exchange = TransportRequest(
             method: request.method.rawValue, url: url, headers: headers, body: source, connection: connection,

@@ -86,6 +86,8 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
         return true
     }
 
+    var wantsProgress: Bool { onProgress != nil }
+
     func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
         onProgress?(
             RequestClient.Progress(

@@ -19,6 +19,9 @@ final class CurlEasy {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// Keeps option strings alive; curl copies most, not all (CURLOPT_POSTFIELDS, for instance).
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    /// `CURLOPT_BUFFERSIZE` was set: curl then refuses it on this handle after a transfer, even after a
+    /// reset, so the handle is not reused (``reset()``).
+    var receiveBufferSet = false
 
     init() throws {
         try CurlGlobal.ensureInitialized()
@@ -31,6 +34,15 @@ final class CurlEasy {
     deinit {
         attache_curl_easy_cleanup(handle)
         if let headerList { attache_curl_slist_free_all(headerList) }
+    }
+
+    /// Makes the handle like a new one for the next transfer (`curl_easy_reset`): every option back to its
+    /// default, the header list freed. Connections live in the multi handle, not here.
+    func reset() {
+        attache_curl_easy_reset(handle)
+        if let headerList { attache_curl_slist_free_all(headerList) }
+        headerList = nil
+        errorBuffer[0] = 0
     }
 
     func set(_ option: CURLoption, _ value: Int) throws {

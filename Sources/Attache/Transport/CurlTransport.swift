@@ -155,7 +155,16 @@ public final class CurlTransport: HTTPTransport {
                     exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
                     return
                 }
-                loop.submit(.add(exchange))
+                // The handle is set up here, on the caller's thread, so that the loop's thread (which
+                // every transfer's network work shares) only adds it.
+                let easy: CurlEasy
+                do {
+                    easy = try loop.prepare(exchange)
+                } catch {
+                    exchange.finish(.failure(error))
+                    return
+                }
+                loop.submit(.add(exchange, easy))
             }
         } onCancel: {
             loop.submit(.cancel(exchange))
@@ -170,7 +179,7 @@ extension TransportRequest {
 
 /// One curl easy transfer on the loop: its options, callbacks and result.
 ///
-/// Everything but ``continuation`` is touched only on the loop's thread.
+/// Everything but ``continuation`` is touched only on the loop's thread, once the exchange is submitted.
 final class CurlExchange: @unchecked Sendable {
     let request: TransportRequest
     let headerLines: [String]
@@ -181,7 +190,8 @@ final class CurlExchange: @unchecked Sendable {
 
     var easy: CurlEasy?
     private var status = 0
-    private var headers: [HeaderField] = []
+    /// Room for a usual answer's head without regrowing.
+    private var headers: [HeaderField] = { var headers: [HeaderField] = []; headers.reserveCapacity(12); return headers }()
     private var headComplete = false
     private var begun = false
     private var swallowing = false
@@ -212,14 +222,14 @@ final class CurlExchange: @unchecked Sendable {
         waiting?.resume(with: result)
     }
 
-    /// Sets every option of the transfer on `easy`.
-    func configure(_ easy: CurlEasy, share: OpaquePointer?) throws {
+    /// Sets every option of the transfer on `easy` but `CURLOPT_SHARE` (set by the loop, whose thread
+    /// uses the share).
+    func configure(_ easy: CurlEasy) throws {
         let connection = request.connection
         let context = Unmanaged.passUnretained(self).toOpaque()
         try easy.captureErrorText()
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_NOSIGNAL, true)
-        if let share { try easy.set(CURLOPT_SHARE, pointer: UnsafeMutableRawPointer(share)) }
         let method = request.method.uppercased()
         if let pump, let whole = pump.wholeBody, !whole.isEmpty, whole.count <= Self.inlineBodyLimit {
             // A small body read ahead goes to curl as post fields: curl then sends the head and the
@@ -261,10 +271,15 @@ final class CurlExchange: @unchecked Sendable {
         try easy.set(CURLOPT_WRITEDATA, pointer: context)
         try easy.setHeaderFunction(transportHeaderCallback)
         try easy.set(CURLOPT_HEADERDATA, pointer: context)
-        try easy.set(CURLOPT_NOPROGRESS, false)
-        try easy.setProgressFunction(transportProgressCallback)
-        try easy.set(CURLOPT_XFERINFODATA, pointer: context)
-        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        if sink.wantsProgress {
+            try easy.set(CURLOPT_NOPROGRESS, false)
+            try easy.setProgressFunction(transportProgressCallback)
+            try easy.set(CURLOPT_XFERINFODATA, pointer: context)
+        }
+        if let size = request.receiveBufferSize {
+            try easy.set(CURLOPT_BUFFERSIZE, size)
+            easy.receiveBufferSet = true
+        }
         try easy.setHeaders(headerLines)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(connection.connectTimeout.milliseconds)))
         // Stall detection: fewer than 1 byte/s in either direction for the stall timeout.
@@ -293,7 +308,7 @@ final class CurlExchange: @unchecked Sendable {
         }
     }
 
-    /// Bodies up to this size that were read ahead are handed to curl whole (``configure(_:share:)``).
+    /// Bodies up to this size that were read ahead are handed to curl whole (``configure(_:)``).
     static let inlineBodyLimit = 64 * 1024
 
     /// Turns curl's result into the answer or the error the caller gets.
@@ -439,7 +454,8 @@ enum TransportErrors {
 /// any; the multi handle, and with it the idle connections, stays.
 final class CurlMultiLoop: @unchecked Sendable {
     enum Command {
-        case add(CurlExchange)
+        /// A transfer and the handle ``prepare(_:)`` set up for it.
+        case add(CurlExchange, CurlEasy)
         case cancel(CurlExchange)
         case unpause(CurlExchange)
     }
@@ -467,6 +483,11 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: CurlExchange] = [:]
+    /// Reset easy handles of finished transfers, for the next ones: making and freeing a handle per
+    /// request was a tenth of a small request's cost. Taken by ``prepare(_:)`` on callers' threads,
+    /// given back by the loop.
+    private let idle = HandOffLock<[CurlEasy]>([])
+    private static let idleLimit = 32
     /// How long the thread waits with nothing to do before it ends.
     private let idleLifetime: Duration = .seconds(5)
 
@@ -500,6 +521,28 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Transfers running now (loop thread; for tests through ``activeCount``).
     private let activeGauge = Atomic<Int>(0)
     var activeCount: Int { activeGauge.load(ordering: .relaxed) }
+
+    /// A handle with every option of `exchange` set (any thread): a reset one of an earlier transfer
+    /// when there is one, else a new one.
+    ///
+    /// Connections live in the multi handle, not in easy handles, so a reused handle serves as well as a
+    /// new one; except that curl refuses `CURLOPT_BUFFERSIZE` on a handle that has been used, so a
+    /// transfer with a receive buffer of its own size gets a new handle (and it is not kept after).
+    func prepare(_ exchange: CurlExchange) throws -> CurlEasy {
+        let reused = exchange.request.receiveBufferSize == nil ? idle.withLock { $0.popLast() } : nil
+        let easy = try reused ?? CurlEasy()
+        try exchange.configure(easy)
+        return easy
+    }
+
+    /// Gives a finished transfer's handle back for later transfers (loop thread).
+    private func recycle(_ easy: CurlEasy) {
+        guard !easy.receiveBufferSet else { return }
+        easy.reset()
+        idle.withLock { idle in
+            if idle.count < Self.idleLimit { idle.append(easy) }
+        }
+    }
 
     private func makeHandles() -> UnsafeMutableRawPointer? {
         handles.withLock { handles -> UnsafeMutableRawPointer? in
@@ -566,17 +609,18 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func handle(_ command: Command, multi: UnsafeMutableRawPointer, share: OpaquePointer?) {
         switch command {
-        case .add(let exchange):
-            if exchange.cancelledBeforeAdd { return }
-            // A fresh easy handle per transfer: connections live in the multi handle, not in easy
-            // handles, and a reset handle refuses some options (CURLOPT_BUFFERSIZE) once it has been used.
-            let easy: CurlEasy
-            do {
-                easy = try CurlEasy()
-                try exchange.configure(easy, share: share)
-            } catch {
-                exchange.finish(.failure(error))
+        case .add(let exchange, let easy):
+            if exchange.cancelledBeforeAdd {
+                recycle(easy)
                 return
+            }
+            if let share {
+                do {
+                    try easy.set(CURLOPT_SHARE, pointer: UnsafeMutableRawPointer(share))
+                } catch {
+                    exchange.finish(.failure(error))
+                    return
+                }
             }
             exchange.easy = easy
             let added = attache_curl_multi_add_handle(multi, easy.handle)
@@ -592,13 +636,15 @@ final class CurlMultiLoop: @unchecked Sendable {
             active[easy.handle] = exchange
         case .cancel(let exchange):
             guard let easy = exchange.easy, active.removeValue(forKey: easy.handle) != nil else {
-                if exchange.easy == nil { exchange.cancelledBeforeAdd = true }
+                // Not added yet (or finished already, when marking it changes nothing): its add is refused.
+                exchange.cancelledBeforeAdd = true
                 exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
                 return
             }
             _ = attache_curl_multi_remove_handle(multi, easy.handle)
             exchange.easy = nil
             exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
+            recycle(easy)
         case .unpause(let exchange):
             guard let easy = exchange.easy, active[easy.handle] != nil else { return }
             _ = attache_curl_easy_pause(easy.handle, attache_curl_pause_cont())
@@ -615,6 +661,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = attache_curl_multi_remove_handle(multi, handle)
         exchange.easy = nil
         exchange.finish(result)
+        recycle(easy)
     }
 
     private func failEverything(_ error: AttacheError) {
@@ -623,7 +670,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             defer { inbox.commands.removeAll() }
             return inbox.commands
         }
-        for case .add(let exchange) in commands { exchange.finish(.failure(error)) }
+        for case .add(let exchange, _) in commands { exchange.finish(.failure(error)) }
     }
 }
 

@@ -35,6 +35,10 @@ public struct TransportRequest: Sendable {
     /// them), as curl's `--compressed` does. nil (the default) offers none and passes the body as the
     /// server sent it: uploads and resumable downloads need the bytes on the wire.
     public var acceptEncoding: String?
+    /// The size of curl's receive buffer (`CURLOPT_BUFFERSIZE`) for a large answer streamed to a sink: fewer,
+    /// larger writes to it. nil (the default) keeps curl's 16 KiB, right for answers of a few kilobytes,
+    /// and lets the transport reuse a curl handle from an earlier request instead of making one.
+    public var receiveBufferSize: Int?
     /// The URL's host, lower-cased, once ``validate()`` passed for this URL and these headers: set by a
     /// caller that validated the request itself (``RequestClient``), so the transport does not parse the URL
     /// again. Internal: only code of this module can vouch for it.
@@ -44,7 +48,7 @@ public struct TransportRequest: Sendable {
     public init(
         method: String, url: String, headers: [HeaderField] = [], body: (any ByteSource)? = nil,
         connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil,
-        acceptEncoding: String? = nil
+        acceptEncoding: String? = nil, receiveBufferSize: Int? = nil
     ) {
         self.method = method
         self.url = url
@@ -54,6 +58,7 @@ public struct TransportRequest: Sendable {
         self.maximumResponseBodySize = maximumResponseBodySize
         self.timeout = timeout
         self.acceptEncoding = acceptEncoding
+        self.receiveBufferSize = receiveBufferSize
     }
 }
 
@@ -75,6 +80,10 @@ public protocol ResponseSink: AnyObject, Sendable {
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool
     /// Bytes of the request body handed to the network, and of the answer's body received.
     func progress(sent: Int64, received: Int64, expectedReceive: Int64?)
+    /// Whether ``progress(sent:received:expectedReceive:)`` does anything: when false, the transport does
+    /// not ask curl for progress at all (curl calls back many times per transfer). True unless a sink says
+    /// otherwise.
+    var wantsProgress: Bool { get }
     /// Why the sink stopped the exchange, if it did.
     var failure: AttacheError? { get }
     /// The body bytes the sink kept for ``ServerResponse/body`` (an error answer's text, a JSON answer).
@@ -86,6 +95,7 @@ public protocol ResponseSink: AnyObject, Sendable {
 extension ResponseSink {
     public func informational(status: Int, headers: [HeaderField]) {}
     public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {}
+    public var wantsProgress: Bool { true }
     public var failure: AttacheError? { nil }
 }
 
@@ -130,6 +140,8 @@ public final class CollectingSink: ResponseSink, @unchecked Sendable {
     public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
         onProgress?(sent, received)
     }
+
+    public var wantsProgress: Bool { onProgress != nil }
 }
 
 /// Sends one exchange and returns the final answer: the seam between the request logic (retries,
@@ -182,9 +194,11 @@ extension TransportRequest {
     @discardableResult
     func validate() throws -> String {
         let host = try Self.validatedHost(of: url)
-        for header in connection.headers + headers {
-            guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
-                throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(header.name)\"")
+        for fields in [connection.headers, headers] {
+            for header in fields {
+                guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
+                    throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(header.name)\"")
+                }
             }
         }
         return host

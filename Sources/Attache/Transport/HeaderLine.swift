@@ -28,8 +28,19 @@ enum HeaderLine: Equatable {
     init(_ bytes: UnsafeRawBufferPointer) {
         let line = Self.trimmed(bytes)
         if line.starts(with: "HTTP/".utf8) {
-            let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
-            self = .status(parts.count > 1 ? Int(parts[1]) ?? 0 : 0)
+            // `HTTP/1.1 200 OK`: the digits after the first space, read in place.
+            var code = 0
+            if let space = line.firstIndex(of: 0x20) {
+                var index = space + 1
+                while index < line.endIndex, line[index] == 0x20 { index += 1 }
+                let start = index
+                while index < line.endIndex, (0x30...0x39).contains(line[index]), index - start < 9 {
+                    code = code * 10 + Int(line[index] - 0x30)
+                    index += 1
+                }
+                if index < line.endIndex, line[index] != 0x20 { code = 0 }
+            }
+            self = .status(code)
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             self = .field(
                 name: String(decoding: Self.trimmed(UnsafeRawBufferPointer(rebasing: line[..<colon])), as: UTF8.self),

@@ -12,6 +12,10 @@ import Testing
         #expect(parse("HTTP/2 200 \r\n") == .status(200))
         #expect(parse("HTTP/1.1  100 Continue\r\n") == .status(100))
         #expect(parse("HTTP/1.1\r\n") == .status(0))
+        #expect(parse("HTTP/1.1 404\r\n") == .status(404))
+        #expect(parse("HTTP/1.1 20x OK\r\n") == .status(0))
+        #expect(parse("HTTP/1.1 OK 200\r\n") == .status(0))
+        #expect(parse("HTTP/1.1 2000000000000000000000 Big\r\n") == .status(0))
     }
 
     @Test func fieldsAreTrimmedOfSpacesTabsAndTheLineEnd() {
