@@ -238,8 +238,11 @@ public final class RequestClient: Sendable {
         if let acceptLanguage = configuration.acceptLanguage, !acceptLanguage.isEmpty {
             defaults.append(HeaderField(name: "Accept-Language", value: acceptLanguage))
         }
-        let own = Set(request.headers.map { $0.name.lowercased() })
-        prepared.headers = defaults.filter { !own.contains($0.name.lowercased()) } + request.headers
+        if !defaults.isEmpty {
+            let own = request.headers
+            prepared.headers =
+                defaults.filter { field in !own.contains { $0.name.equalsIgnoringASCIICase(field.name) } } + own
+        }
         let system = configuration.systemParameters
         guard !system.isEmpty else { return prepared }
         // The caller's value wins, wherever the caller put it (query or parameters).
@@ -298,20 +301,23 @@ public final class RequestClient: Sendable {
         }
         // A header the request names replaces the connection's header of that name (User-Agent and
         // Authorization included) instead of going out twice.
-        let named = headers.isEmpty ? [] : Set(headers.map { $0.name.lowercased() })
-        if !named.isEmpty {
-            connection.headers.removeAll { named.contains($0.name.lowercased()) }
-            if named.contains("authorization") { connection.authorization = nil }
-            if let agent = headers.last(where: { $0.name.lowercased() == "user-agent" }) {
+        // A request has a handful of headers: a scan without case folding costs less than a set of
+        // lower-cased names, and this runs for every request.
+        let requestHeaders = headers
+        func named(_ name: String) -> Bool { requestHeaders.contains { $0.name.equalsIgnoringASCIICase(name) } }
+        if !requestHeaders.isEmpty {
+            connection.headers.removeAll { named($0.name) }
+            if named("Authorization") { connection.authorization = nil }
+            if let agent = headers.last(where: { $0.name.equalsIgnoringASCIICase("User-Agent") }) {
                 connection.userAgent = agent.value
-                headers.removeAll { $0.name.lowercased() == "user-agent" }
+                headers.removeAll { $0.name.equalsIgnoringASCIICase("User-Agent") }
             }
         }
         var source: (any ByteSource)?
         if let body {
-            if let type = body.contentType, !named.contains("content-type") { headers.append(HeaderField(name: "Content-Type", value: type)) }
+            if let type = body.contentType, !named("Content-Type") { headers.append(HeaderField(name: "Content-Type", value: type)) }
             // No `Expect: 100-continue`: most servers never answer it and curl would wait a second.
-            if !named.contains("expect") { headers.append(HeaderField(name: "Expect", value: "")) }
+            if !named("Expect") { headers.append(HeaderField(name: "Expect", value: "")) }
             source = body.source
         }
         let query = queryParameters.isEmpty ? "" : configuration.formEncoder.encode(queryParameters)

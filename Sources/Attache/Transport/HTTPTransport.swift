@@ -172,20 +172,24 @@ extension TransportRequest {
     /// Credentials (the connection's `Authorization`, and `Authorization`/`Cookie` headers) are left
     /// out when `withCredentials` is false: a redirect to another host.
     func headerLines(withCredentials: Bool) -> [String] {
-        var lines = ["User-Agent: \(connection.userAgent)"]
+        var lines: [String] = []
+        lines.reserveCapacity(2 + connection.headers.count + headers.count)
+        lines.append("User-Agent: " + connection.userAgent)
         if withCredentials, let authorization = connection.authorization {
-            lines.append("Authorization: \(authorization.headerValue)")
+            lines.append("Authorization: " + authorization.headerValue)
         }
-        for (name, value) in (connection.headers + headers).map({ ($0.name, $0.value) }) {
-            if !withCredentials, Self.isCredential(name) { continue }
-            lines.append(value.isEmpty ? "\(name):" : "\(name): \(value)")
+        for fields in [connection.headers, headers] {
+            for field in fields {
+                if !withCredentials, Self.isCredential(field.name) { continue }
+                lines.append(field.value.isEmpty ? field.name + ":" : field.name + ": " + field.value)
+            }
         }
         return lines
     }
 
     static func isCredential(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return lower == "authorization" || lower == "cookie" || lower == "proxy-authorization"
+        name.equalsIgnoringASCIICase("Authorization") || name.equalsIgnoringASCIICase("Cookie")
+            || name.equalsIgnoringASCIICase("Proxy-Authorization")
     }
 
     /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
