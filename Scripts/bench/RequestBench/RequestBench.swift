@@ -5,7 +5,13 @@
 //
 //   attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]
 import Attache
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import Synchronization
 
@@ -14,7 +20,7 @@ enum RequestBench {
     static func main() async {
         let arguments = CommandLine.arguments
         guard arguments.count >= 2 else {
-            FileHandle.standardError.write(Data("usage: attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]\n".utf8))
+            printError("usage: attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]")
             exit(64)
         }
         let url = arguments[1]
@@ -52,7 +58,7 @@ enum RequestBench {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("requests \(count) concurrency \(concurrency) seconds \(seconds) rps \(Double(count) / seconds)")
         if failures > 0 {
-            FileHandle.standardError.write(Data("\(failures) of \(count) requests failed\n".utf8))
+            printError("\(failures) of \(count) requests failed")
             exit(1)
         }
     }
@@ -62,10 +68,17 @@ enum RequestBench {
             let response = try await client.post(url, body: body)
             return response.status == 200 && response.body.count == answerBytes ? 0 : 1
         } catch {
-            FileHandle.standardError.write(Data("request \(index): \(error)\n".utf8))
+            printError("request \(index): \(error)")
             return 1
         }
     }
+}
+
+/// Writes `line` and a newline to standard error. (The driver imports no Foundation: like a backend
+/// built on Attache alone, it does not load ICU's data at start-up.)
+func printError(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
 }
 
 /// The next request number, shared by the workers.
