@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// A producer task reads chunks of `chunkSize` bytes from the body's ``ByteReader`` on a
 /// ``BlockingPool`` thread into a queue of at most `depth` chunks, and waits — holding no thread —
-/// until the queue is down to `depth / 4`, then refills it in one job (a hand-off per few chunks, not
+/// until the queue is down to `depth / 4` chunks (at least one, so that the network has a chunk while the
+/// producer wakes), then refills it in one job (a hand-off per few chunks, not
 /// per chunk). Consumed chunks are reused. curl's read callback copies from the queue on the loop's thread; when the
 /// queue is empty it pauses the transfer, and the producer asks the loop to resume it when the next
 /// chunk arrives. A body no longer than one chunk is read whole before the transfer starts and kept,
@@ -75,7 +76,7 @@ final class BodyPump: Sendable {
         self.source = source
         self.chunkSize = max(16 * 1024, chunkSize)
         self.depth = max(1, depth)
-        self.lowWater = max(0, self.depth / 4)
+        self.lowWater = self.depth >= 2 ? max(1, self.depth / 4) : 0
         self.pool = pool
     }
 
