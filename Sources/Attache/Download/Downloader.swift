@@ -265,7 +265,7 @@ struct DownloadRun: Sendable {
             url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
         let exchange = TransportRequest(
             method: "GET", url: request.url, headers: headers, connection: configuration,
-            receiveBufferSize: 256 * 1024)
+            receiveBufferSize: TransportRequest.streamingReceiveBufferSize)
         progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
         let response: ServerResponse
         do {

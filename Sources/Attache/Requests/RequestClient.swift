@@ -133,7 +133,7 @@ public final class RequestClient: Sendable {
                 let adapted = try await self.adapt(prepared)
                 var exchange = try self.exchange(for: adapted)
                 // An answer streamed to a file may be large: fewer, larger writes.
-                if destination != nil { exchange.receiveBufferSize = 256 * 1024 }
+                if destination != nil { exchange.receiveBufferSize = TransportRequest.streamingReceiveBufferSize }
                 let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
                 log.sending()
                 let sink = RequestSink(

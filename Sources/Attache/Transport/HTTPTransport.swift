@@ -39,6 +39,9 @@ public struct TransportRequest: Sendable {
     /// larger writes to it. nil (the default) keeps curl's 16 KiB, right for answers of a few kilobytes,
     /// and lets the transport reuse a curl handle from an earlier request instead of making one.
     public var receiveBufferSize: Int?
+    /// The ``receiveBufferSize`` Attache's own large answers ask for: downloads, and `RequestClient`
+    /// answers written to a file.
+    static let streamingReceiveBufferSize = 256 * 1024
     /// The URL's host, lower-cased, once ``validate()`` passed for this URL and these headers: set by a
     /// caller that validated the request itself (``RequestClient``), so the transport does not parse the URL
     /// again. Internal: only code of this module can vouch for it.
