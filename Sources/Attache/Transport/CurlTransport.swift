@@ -647,7 +647,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             _ = attache_curl_multi_remove_handle(multi, easy.handle)
             exchange.easy = nil
             exchange.finish(.failure(AttacheError(.cancelled, stage: .upload, "the transfer was cancelled")))
-            recycle(easy)
         case .unpause(let exchange):
             guard let easy = exchange.easy, active[easy.handle] != nil else { return }
             _ = attache_curl_easy_pause(easy.handle, attache_curl_pause_cont())
@@ -664,7 +663,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = attache_curl_multi_remove_handle(multi, handle)
         exchange.easy = nil
         exchange.finish(result)
-        recycle(easy)
+        // Only a handle whose transfer ended cleanly is kept: one that failed (a refused connection, a
+        // cut) may carry state of that failure that `curl_easy_reset` does not clear.
+        if code == CURLE_OK { recycle(easy) }
     }
 
     private func failEverything(_ error: AttacheError) {
