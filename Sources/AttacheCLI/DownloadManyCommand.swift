@@ -1,9 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheBatch
-import AttacheCommands
 import AttacheCore
-import AttacheTransferCommands
 import Foundation
 import Synchronization
 

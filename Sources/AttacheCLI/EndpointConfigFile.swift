@@ -8,7 +8,6 @@ import Musl
 import Darwin
 #endif
 import TOMLKit
-package import AttacheTransferCommands
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.
 ///

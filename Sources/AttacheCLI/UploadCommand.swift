@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -16,12 +15,8 @@ import Synchronization
 package struct UploadCommand: AsyncParsableCommand {
     package init() {}
 
-    /// `_superCommandName` names `attache` in usage lines when `attache-transfer` parses this command
-    /// on its own (``CommandLineScreen/directSubcommand(of:in:)``); as a subcommand of a tree, the
-    /// tree's root names it.
     package static let configuration = CommandConfiguration(
         commandName: "upload",
-        _superCommandName: "attache",
         abstract: "Send files through the pipeline and print one receipt per file.",
         discussion: """
             Each file is detected, transformed, sealed and posted as multipart/form-data to --url, \

@@ -1,4 +1,5 @@
 package import ArgumentParser
+import Attache
 import AttacheCore
 // JSONEncoder without the rest of Foundation: ArgumentParser links FoundationEssentials already.
 import FoundationEssentials
@@ -79,7 +80,7 @@ package struct RecompressCommand: AsyncParsableCommand {
         configuration.makeThumbnails = false
         // A command asked to recompress one file reports what stops it, rather than copy it unchanged.
         configuration.onTransformError = .fail
-        configuration.heifDecoder = HEIFDecoders.current
+        configuration.heifDecoder = LibHEIFDecoder()
         return configuration
     }
 
@@ -87,7 +88,7 @@ package struct RecompressCommand: AsyncParsableCommand {
         let configuration = transformConfiguration()
         let (input, output, sticker) = (input, output, sticker)
         do {
-            let summary = try await BlockingPool.shared.run { () throws -> RecompressSummary? in
+            let summary = try await BlockingPool.shared.run { () throws -> RecompressSummary in
                 let detection = try MIMEDetector().detect(fileAt: input, declaredKind: sticker ? .sticker : nil)
                 let kind: MessageKind = sticker ? .sticker : detection.kind
                 let isAnimated = detection.metadata.isAnimated == true
@@ -97,12 +98,6 @@ package struct RecompressCommand: AsyncParsableCommand {
                         .unsupportedInput, stage: .transform,
                         "\(detection.mimeType) (\(kind)) is sent as it is: there is nothing to recompress", file: input)
                 }
-                // The static `attache` cannot load libheif: the full tool, which can, takes the command line over.
-                if action == .image, configuration.heifDecoder == nil,
-                   ["image/heic", "image/heif", "image/avif"].contains(detection.mimeType)
-                {
-                    return nil
-                }
                 let workDirectory = try Self.makeWorkDirectory()
                 defer { Self.removeDirectory(workDirectory) }
                 let transformed = try Transformer.transformBlocking(
@@ -111,9 +106,6 @@ package struct RecompressCommand: AsyncParsableCommand {
                 let source = try FileSource(path: transformed.path)
                 try OutputDestination(path: output, stage: .transform).write(try source.makeReader())
                 return RecompressSummary(detection: detection, output: transformed)
-            }
-            guard let summary else {
-                SiblingExecutable.replaceProcess(with: "attache-pipeline", PlatformPath.commandLineArguments)
             }
             // With -o -, standard output carries the file: the summary goes to standard error.
             let summaryToError = output == "-"

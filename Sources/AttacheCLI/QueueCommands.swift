@@ -1,8 +1,6 @@
 import ArgumentParser
 import Attache
-import AttacheCommands
 import AttacheQueue
-import AttacheTransferCommands
 import Dispatch
 import Foundation
 import Logging

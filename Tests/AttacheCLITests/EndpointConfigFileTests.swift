@@ -1,8 +1,7 @@
 import Attache
 import Foundation
 import Testing
-@testable import AttacheEndpointConfig
-@testable import AttacheTransferCommands
+@testable import AttacheCLI
 
 /// The config file of endpoints (``EndpointConfigFile``): every key, where the file is looked up, and
 /// an error naming the file, the line and the key for every way the file can be wrong.

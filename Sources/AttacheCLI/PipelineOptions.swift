@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc

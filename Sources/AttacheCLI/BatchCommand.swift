@@ -1,8 +1,6 @@
 import ArgumentParser
 import Attache
 import AttacheBatch
-import AttacheTransferCommands
-import AttacheCommands
 import Dispatch
 import Foundation
 import Logging

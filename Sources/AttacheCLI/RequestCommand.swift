@@ -1,6 +1,5 @@
 package import ArgumentParser
 import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -16,12 +15,8 @@ import Logging
 package struct RequestCommand: AsyncParsableCommand {
     package init() {}
 
-    /// `_superCommandName` names `attache` in usage lines when `attache-transfer` parses this command
-    /// on its own (``CommandLineScreen/directSubcommand(of:in:)``); as a subcommand of a tree, the
-    /// tree's root names it.
     package static let configuration = CommandConfiguration(
         commandName: "request",
-        _superCommandName: "attache",
         abstract: "Send one HTTP request and print the answer's body.",
         discussion: """
             METHOD defaults to GET, or to POST when a body is given. Parameters with nested names are \
