@@ -142,12 +142,3 @@ package func formatBytes(_ count: Int64) -> String {
     }
     return unit == 0 ? "\(count) B" : "\(value.formatted(decimals: 1)) \(units[unit])"
 }
-
-/// Parses a message kind argument, listing the valid ones on error.
-package func parseKind(_ text: String) throws -> MessageKind {
-    guard let kind = MessageKind(rawValue: text.lowercased()) else {
-        throw ValidationError(
-            "unknown kind '\(text)'; expected one of \(MessageKind.allCases.map(\.rawValue).joined(separator: ", "))")
-    }
-    return kind
-}

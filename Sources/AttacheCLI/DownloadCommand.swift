@@ -56,7 +56,7 @@ package struct DownloadCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    package var scheme: String?
+    package var scheme: SealScheme?
 
     @Flag(help: "With a key: the downloaded bytes are base64 text.")
     package var base64 = false
@@ -78,7 +78,6 @@ package struct DownloadCommand: AsyncParsableCommand {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError("the URL must start with http:// or https://")
         }
-        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         if resume, OutputDestination(path: output, stage: .download).kind != .replaced {
             throw ValidationError("--resume needs -o to name a regular file (OUT.part is kept beside it)")
@@ -91,7 +90,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
             let endpoint = try endpointSelection.load()
             var configuration = ConnectionConfiguration()
-            try connection.apply(to: &configuration, endpoint: endpoint)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
 
             // A stream (-, a FIFO, a device) is never renamed over: the Downloader writes it in place
             // once the download is verified.
@@ -102,7 +101,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
                 ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
             if keyFile != nil || keyEnv != nil {
-                let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
+                let scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
                 request.unsealing = DownloadRequest.Unsealing(
                     scheme: scheme, key: try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme),
                     transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,

@@ -64,7 +64,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme: String?
+    var scheme: SealScheme?
 
     @Flag(help: "With a key: the downloaded bytes are base64 text.")
     var base64 = false
@@ -95,7 +95,6 @@ struct DownloadManyCommand: AsyncParsableCommand {
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let perHost, !(1...256).contains(perHost) { throw ValidationError("--per-host must be 1 to 256") }
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
     }
 
     func run() async throws {
@@ -114,7 +113,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         var configuration = ConnectionConfiguration()
         do {
             endpoint = try endpointSelection.load()
-            try connection.apply(to: &configuration, endpoint: endpoint)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
             items = try makeItems(folder: folder, endpoint: endpoint)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")
@@ -205,7 +204,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
 
     private func key(file: String?, env: String?, endpoint: Endpoint) throws -> DownloadRequest.Unsealing? {
         guard file != nil || env != nil else { return nil }
-        let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
+        let scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
         return DownloadRequest.Unsealing(
             scheme: scheme, key: try SealKeyOptions.loadKey(file: file, environmentVariable: env, for: scheme),
             transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,

@@ -76,9 +76,6 @@ package struct UploadCommand: AsyncParsableCommand {
     package var noProgress = false
 
     package func validate() throws {
-        if pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
-            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
-        }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
             throw ValidationError("--idempotency-key can be given for one file only")
@@ -87,11 +84,7 @@ package struct UploadCommand: AsyncParsableCommand {
 
     package func run() async throws {
         let logger = global.bootstrapLogging()
-        let endpoint = try self.pipeline.endpointSelection.load()
-        guard let url = self.pipeline.resolvedURL(endpoint) else {
-            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
-        }
-        let configuration = try self.pipeline.makeConfiguration(url: url, endpoint: endpoint)
+        let configuration = try self.pipeline.resolvedConfiguration()
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
