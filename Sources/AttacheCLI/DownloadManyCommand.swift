@@ -56,21 +56,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     @Flag(help: "With -o: continue OUT.part from an earlier run instead of starting over.")
     var resume = false
 
-    @Option(help: ArgumentHelp("Decrypt with the key in this file.", valueName: "file"))
-    var keyFile: String?
-
-    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
-    var keyEnv: String?
-
-    @Option(help: ArgumentHelp(
-        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme: SealScheme?
-
-    @Flag(help: "With a key: the downloaded bytes are base64 text.")
-    var base64 = false
-
-    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
-    var plaintextLength: Int64?
+    @OptionGroup var key: DownloadKeyOptions
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -94,7 +80,6 @@ struct DownloadManyCommand: AsyncParsableCommand {
         }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let perHost, !(1...256).contains(perHost) { throw ValidationError("--per-host must be 1 to 256") }
-        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
     }
 
     func run() async throws {
@@ -183,7 +168,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     private func makeItems(folder: String, endpoint: Endpoint) throws -> [DownloadItem] {
         var entries: [ListEntry] = urls.map { ListEntry(url: $0) }
         if let list { entries += try Self.readList(list) }
-        let defaultKey = try key(file: keyFile ?? endpoint.seal.keyFile, env: keyEnv ?? endpoint.seal.keyEnv, endpoint: endpoint)
+        let defaultKey = try key.unsealing(endpoint: endpoint)
         var seen: Set<String> = []
         var items: [DownloadItem] = []
         for entry in entries {
@@ -196,19 +181,10 @@ struct DownloadManyCommand: AsyncParsableCommand {
             var item = DownloadItem(url: entry.url, destination: destination, expectedSHA256: entry.sha256?.lowercased())
             item.headers = []
             let own = entry.keyFile != nil || entry.keyEnv != nil
-            item.unsealing = own ? try key(file: entry.keyFile, env: entry.keyEnv, endpoint: endpoint) : defaultKey
+            item.unsealing = own ? try key.unsealing(endpoint: endpoint, entryKeyFile: entry.keyFile, entryKeyEnv: entry.keyEnv) : defaultKey
             items.append(item)
         }
         return items
-    }
-
-    private func key(file: String?, env: String?, endpoint: Endpoint) throws -> DownloadRequest.Unsealing? {
-        guard file != nil || env != nil else { return nil }
-        let scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
-        return DownloadRequest.Unsealing(
-            scheme: scheme, key: try SealKeyOptions.loadKey(file: file, environmentVariable: env, for: scheme),
-            transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
-            plaintextByteCount: plaintextLength)
     }
 
     /// One line of a `--from` list.
