@@ -1,6 +1,7 @@
 public import ArgumentParser
 public import Attache
 public import AttacheCore
+public import Logging
 
 // Every option whose value is one of a few names is parsed once, by ArgumentParser, into its type: an
 // unknown name is a usage error (64) that lists the names, and no command parses the text again.
@@ -10,6 +11,8 @@ extension SealScheme: ExpressibleByArgument {}
 extension TransformErrorPolicy: ExpressibleByArgument {}
 
 extension ImageFormat: ExpressibleByArgument {}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 extension AnswerProfile: ExpressibleByArgument {
     /// `--answer-profile`: the profile's name, in any case.

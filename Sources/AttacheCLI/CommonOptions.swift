@@ -18,24 +18,17 @@ package struct GlobalOptions: ParsableArguments {
     package var verbose = false
 
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
-    package var logLevel: String?
+    package var logLevel: Logger.Level?
 
     /// Sets up swift-log once, writing to stderr.
     package func bootstrapLogging() -> Logger {
-        let level: Logger.Level =
-            logLevel.flatMap(Logger.Level.init(rawValue:)) ?? (verbose ? .debug : .warning)
+        let level = logLevel ?? (verbose ? .debug : .warning)
         LoggingSystem.bootstrap { label in
             var handler = TerminalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
         return Logger(label: "attache")
-    }
-
-    package func validate() throws {
-        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
-            throw ValidationError("unknown log level '\(logLevel)'")
-        }
     }
 }
 

@@ -71,8 +71,22 @@ struct DownloadManyCommand: AsyncParsableCommand {
     /// One URL with -o and nothing of the manager's: the single-file command, unchanged.
     private var isSingle: Bool { output != nil && urls.count == 1 && list == nil && directory == nil && journal == nil }
 
+    /// The single-file form (one URL and `-o`) as ``DownloadCommand``, from the options parsed here.
+    var singleCommand: DownloadCommand {
+        var single = DownloadCommand()
+        single.url = urls[0]
+        single.output = output ?? "-"
+        single.resume = resume
+        single.key = key
+        single.connection = connection
+        single.endpointSelection = endpointSelection
+        single.json = json
+        single.noProgress = noProgress
+        return single
+    }
+
     func validate() throws {
-        if isSingle { return }
+        if isSingle { return try singleCommand.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
         for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
@@ -83,14 +97,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if isSingle {
-            // Parsed again as the single-file command, from the same words, so it behaves exactly as it did.
-            let arguments = PlatformPath.commandLineArguments
-            let words = Array(arguments.drop { $0 != "download" }.dropFirst())
-            let single = try DownloadCommand.parse(words)
-            try await single.run()
-            return
-        }
+        if isSingle { return try await singleCommand.run() }
         let folder = directory ?? "."
         let journalPath = journal ?? folder + "/attache-downloads.sqlite"
         let items: [DownloadItem]

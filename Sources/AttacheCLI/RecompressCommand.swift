@@ -44,7 +44,7 @@ package struct RecompressCommand: AsyncParsableCommand {
     var quality: Int?
 
     @Option(name: .long, help: "Output format of photos: jpeg or webp.")
-    var format: String = "jpeg"
+    var format = ImageFormat.jpeg
 
     @Flag(name: .long, help: "Make a sticker (WebP, 512 px, ≤ 512 KB) instead of a photo.")
     var sticker = false
@@ -62,9 +62,6 @@ package struct RecompressCommand: AsyncParsableCommand {
         if let quality, !(1...100).contains(quality) {
             throw ValidationError("--quality must be between 1 and 100")
         }
-        guard ImageFormat(rawValue: format) != nil else {
-            throw ValidationError("--format must be jpeg or webp")
-        }
     }
 
     /// The Transform stage as this command configures it.
@@ -75,7 +72,7 @@ package struct RecompressCommand: AsyncParsableCommand {
             configuration.media.video.maxSide = maxSide
         }
         if let quality { configuration.image.quality = quality }
-        configuration.image.format = ImageFormat(rawValue: format) ?? .jpeg
+        configuration.image.format = format
         configuration.image.progressive = progressive
         configuration.makeThumbnails = false
         // A command asked to recompress one file reports what stops it, rather than copy it unchanged.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Attache
 import Testing
 @testable import AttacheCLI
 
@@ -20,6 +21,20 @@ import Testing
         // A file named like a help flag after `--` is data, not a help request.
         let dashed = try #require(try RootCommand.parseAsRoot(["upload", "--url", "http://h/", "--", "--help"]) as? UploadCommand)
         #expect(dashed.files == ["--help"])
+    }
+
+    /// `download URL -o OUT` is the single-file download, run from the options parsed by the one command.
+    @Test func oneURLWithAnOutputIsTheSingleFileDownload() throws {
+        let parsed = try RootCommand.parseAsRoot(
+            ["download", "http://h/files/1", "-o", "movie.mp4", "--resume", "--key-env", "K", "--scheme", "signal", "--json"])
+        let download = try #require(parsed as? DownloadManyCommand)
+        let single = download.singleCommand
+        #expect(single.url == "http://h/files/1")
+        #expect(single.output == "movie.mp4")
+        #expect(single.resume)
+        #expect(single.json)
+        #expect(single.key.keyEnv == "K")
+        #expect(single.key.scheme == .signal)
     }
 
     @Test(arguments: [["--help"], ["request", "--help"], ["upload", "-h"], ["help", "upload"], ["--version"]])
@@ -46,6 +61,11 @@ import Testing
         ["request", "POST"],
         ["upload", "--scheme", "nope", "x"],
         ["nonsense"],
+        ["upload", "x", "--url", "http://h/", "--log-level", "loud"],
+        ["recompress", "a.jpg", "-o", "b", "--format", "gif"],
+        ["download", "ftp://h/x", "-o", "out"],
+        ["download", "http://h/x", "-o", "-", "--resume"],
+        ["download", "http://h/x", "-o", "out", "--key-file", "k", "--key-env", "K"],
     ])
     func usageErrorsExit64(_ arguments: [String]) {
         do {
