@@ -20,6 +20,24 @@ struct AttacheExecutableTests {
         #expect(line?["kind"] as? String == "image")
     }
 
+    /// File names are bytes: a name that is not UTF-8 given on the command line names that very file.
+    @Test func aFileNameThatIsNotUTF8IsFoundByItsBytes() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-bytes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The shell makes the name (caf, then the Latin-1 byte 0xE9) and passes its bytes as they are.
+        let script = """
+            cd "$1" && name=$(printf 'caf\\351.jpg') && cp "$2" "$name" \
+              && "$0" detect --json "$name" && "$0" encrypt "$name" -o "$name.sealed" --key-file key --new-key \
+              && "$0" decrypt "$name.sealed" -o "$name.opened" --key-file key && cmp "$name" "$name.opened"
+            """
+        let child = try ChildProcess(
+            executable: "/bin/sh",
+            arguments: ["-c", script, try attacheBinary(), folder.path, samples().appendingPathComponent("photo.jpg").path])
+        #expect(try await child.wait(upTo: 60) == 0, "\(child.standardError)")
+        #expect(child.standardOutput.contains("\"mime\":\"image/jpeg\""))
+    }
+
     @Test func helpListsEveryCommandAndTheVersionIsPrinted() async throws {
         let help = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--help"])
         #expect(try await help.wait(upTo: 30) == 0)
