@@ -21,8 +21,8 @@ Exported to every benchmark:
   ATTACHE_BIN, ATTACHE_SERVER_BIN   release binaries of attache and attache-server
   ATTACHE_ROOT                      the repository root
 Common knobs (read by the benchmarks that use them): RUNS (repetitions, default 5);
-ATTACHE_BASELINE_BIN=DIR (nginx-upload, nginx-batch: also run DIR/attache, another build with its
-attache-pipeline beside it, and print the ratio).
+ATTACHE_BASELINE_BIN=DIR (nginx-upload, nginx-batch: also run DIR/attache, another build, and print
+the ratio).
 
 Exit status: 0 when every benchmark succeeded, otherwise the status of the first one that failed
 (64 for bad usage).
@@ -78,11 +78,10 @@ fi
 export ATTACHE_ROOT="$root"
 if ((build)); then
     # The client is linked with the Swift runtime and Foundation statically, as for deployment: the
-    # binaries are self-contained (`attache` fully static) and map ~12 MB less of shared libraries.
-    # `attache` hands upload, download and request to `attache-transfer` and batch to `attache-pipeline`,
-    # built next to it; attache-request-bench drives the library for Scripts/bench/requests.sh. The
+    # binaries are self-contained and map ~12 MB less of shared libraries. attache-request-bench drives
+    # the library for Scripts/bench/requests.sh. The
     # reference server is built the ordinary way in its own build folder (its memory is not measured).
-    for product in attache attache-transfer attache-pipeline attache-request-bench attache-send-many-bench; do
+    for product in attache attache-request-bench attache-send-many-bench; do
         printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
         (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
             || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }

@@ -9,10 +9,8 @@ cd "$(dirname "$0")/.."
 
 Scripts/bootstrap.sh
 
-echo "==> building attache, attache-transfer, attache-pipeline and attache-server"
+echo "==> building attache and attache-server"
 Scripts/swift-build-quiet.sh --product attache
-Scripts/swift-build-quiet.sh --product attache-transfer
-Scripts/swift-build-quiet.sh --product attache-pipeline
 Scripts/swift-build-quiet.sh --product attache-server
 bin=$(swift build --show-bin-path)
 

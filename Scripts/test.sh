@@ -73,10 +73,7 @@ case "$sanitizer" in
 esac
 
 # A debug build of everything, instrumented, in its own scratch path so the normal build is never
-# rebuilt. Package.swift links `attache` dynamically when ATTACHE_SANITIZE is set (the sanitizer
-# runtimes cannot go into a fully static executable). lld, because GNU gold crashes in its own error
-# reporting on instrumented objects.
-export ATTACHE_SANITIZE="$sanitizer"
+# rebuilt. lld, because GNU gold crashes in its own error reporting on instrumented objects.
 build=(--scratch-path "$scratch" --sanitize="$sanitizer" -Xswiftc -use-ld=lld)
 suppressions="$PWD/Scripts/sanitizers"
 # halt_on_error: the first report fails the run, with the report on stderr. Each suppression file
@@ -85,14 +82,12 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=0:suppressions
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp}"
 
 # Tests left out of sanitized runs, by name (docs/RELIABILITY.md):
-# - aMissingPipelineExecutableIsReportedNotHidden checks that `attache` is a static executable, which
-#   the sanitized build cannot make;
 # - aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer waits for the run to stop within a wall-clock
 #   deadline that the instrumented build misses;
 # - four live upload tests (UploadIntegrationTests) retry 4 times within 20-200 ms while the instrumented in-process server still
 #   holds the first attempt's idempotency key ("409 upload with this key in progress"), and give up;
 #   stallTimeout counts attempts against a 1 s stall timeout that the instrumented build trips once more.
-skip='aMissingPipelineExecutableIsReportedNotHidden|aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer'
+skip='aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer'
 skip+="|UploadIntegrationTests/(storesExactBytes|droppedConnectionIsRetried|progressIsMonotonic|concurrentUploads|stallTimeout)"
 
 echo "==> swift build --build-tests --sanitize=$sanitizer (scratch path $scratch)"

@@ -42,7 +42,6 @@ if [ -n "${ATTACHE_BIN:-}" ] && [ -n "${ATTACHE_SERVER_BIN:-}" ]; then
     SERVER=$ATTACHE_SERVER_BIN
 else
     swift build -c release --static-swift-stdlib --product attache >&2
-    swift build -c release --static-swift-stdlib --product attache-pipeline >&2
     swift build -c release --static-swift-stdlib --product attache-server >&2
     BIN=$(swift build -c release --static-swift-stdlib --show-bin-path)
     ATTACHE=$BIN/attache

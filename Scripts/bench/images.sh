@@ -24,7 +24,6 @@ if [ -n "${ATTACHE_BIN:-}" ]; then
     attache=$ATTACHE_BIN
 else
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache >&2)
-    (cd "$root" && swift build -c release --static-swift-stdlib --product attache-pipeline >&2)
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache-server >&2)
     attache="$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)/attache"
     ATTACHE_SERVER_BIN="$(dirname "$attache")/attache-server"

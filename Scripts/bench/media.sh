@@ -14,7 +14,7 @@
 # MEDIA_ONLY=video|voice|heic runs that comparison alone (and makes only its input), e.g.
 #   MEDIA_ONLY=heic ATTACHE_BIN=.build/release/attache Scripts/bench/media.sh 5
 # Needs: ffmpeg, heif-enc (libheif-examples), vipsthumbnail, ImageMagick (convert), python3.
-# ATTACHE_BIN (Scripts/bench.sh exports it) skips the build; attache-pipeline must sit next to it (HEIC).
+# ATTACHE_BIN (Scripts/bench.sh exports it) skips the build.
 set -euo pipefail
 
 runs=${1:-${RUNS:-3}}
@@ -32,9 +32,8 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "${ATTACHE_BIN:-}" ]; then
     attache=$ATTACHE_BIN
 else
-    echo "building attache and attache-pipeline (release)…" >&2
+    echo "building attache (release)…" >&2
     (cd "$root" && swift build -c release --static-swift-stdlib --product attache >&2)
-    (cd "$root" && swift build -c release --static-swift-stdlib --product attache-pipeline >&2)
     attache="$(cd "$root" && swift build -c release --static-swift-stdlib --show-bin-path)/attache"
 fi
 

@@ -10,7 +10,7 @@
 #   BENCH_FILES=2000        number of files
 #   BENCH_CONCURRENCY=8     --concurrency
 #   BENCH_SCHEMES="http https"
-#   ATTACHE_BASELINE_BIN    a folder holding another build's `attache` and `attache-pipeline` (say, the
+#   ATTACHE_BASELINE_BIN    a folder holding another build's `attache` (say, the
 #                           transport before a change): run in the same session, alternating with this
 #                           build, with the ratio this build/baseline (target >= 1.2 for issue 12)
 #   BENCH_TMPDIR=/var/tmp   where the files, the journals and nginx's prefix go
@@ -33,8 +33,8 @@ bench_positive runs count=BENCH_FILES
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 if [[ -n "$baseline" ]]; then
-    [[ -x "$baseline/attache" && -x "$baseline/attache-pipeline" ]] \
-        || bench_die "ATTACHE_BASELINE_BIN=$baseline does not hold executable attache and attache-pipeline"
+    [[ -x "$baseline/attache" ]] \
+        || bench_die "ATTACHE_BASELINE_BIN=$baseline does not hold an executable attache"
 fi
 for scheme in $schemes; do
     [[ "$scheme" == http || "$scheme" == https ]] || bench_die "unknown scheme '$scheme' in BENCH_SCHEMES"

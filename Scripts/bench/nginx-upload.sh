@@ -8,7 +8,7 @@
 # Environment:
 #   RUNS=5                  runs per tool (medians are reported, with the range)
 #   SIZE=1G                 file size (K/M/G are powers of 1024)
-#   ATTACHE_BASELINE_BIN    a folder holding another build's `attache` and `attache-pipeline` (say, the
+#   ATTACHE_BASELINE_BIN    a folder holding another build's `attache` (say, the
 #                           transport before a change): run as well, with the ratio new/baseline
 #   BENCH_TMPDIR=/var/tmp   where the test file and nginx's prefix go (/tmp is often in RAM)
 #
@@ -29,8 +29,8 @@ bench_positive runs
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 command -v curl >/dev/null || bench_die "curl not found"
 if [[ -n "$baseline" ]]; then
-    [[ -x "$baseline/attache" && -x "$baseline/attache-pipeline" ]] \
-        || bench_die "ATTACHE_BASELINE_BIN=$baseline does not hold executable attache and attache-pipeline"
+    [[ -x "$baseline/attache" ]] \
+        || bench_die "ATTACHE_BASELINE_BIN=$baseline does not hold an executable attache"
 fi
 bytes=$(numfmt --from=iec "$size" 2>/dev/null) || bench_die "bad SIZE '$size'"
 ((bytes > 0)) || bench_die "SIZE '$size' is empty"

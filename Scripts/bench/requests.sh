@@ -5,9 +5,8 @@
 #       attache-request-bench executable: one RequestClient, a task group) against
 #       `curl --parallel --parallel-max PARALLEL --config FILE` sending the same requests. Both are timed
 #       as whole processes (start-up included), tools alternating run by run. Target: library >= 1.0x.
-#   (b) one process start and one request: `attache request POST URL --json-field text=hello` (through the
-#       `attache` front, as users run it, and `attache-pipeline` directly) against `curl` posting the
-#       same JSON, with hyperfine. Target: attache <= 1.5x curl.
+#   (b) one process start and one request: `attache request POST URL --json-field text=hello` against
+#       `curl` posting the same JSON, with hyperfine. Target: attache <= 1.5x curl.
 # Normally started by Scripts/bench.sh, which builds the release binaries and exports ATTACHE_BIN.
 #
 # Environment:
@@ -26,7 +25,6 @@ bench_positive runs count parallel
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
 driver=${ATTACHE_REQUEST_BENCH_BIN:-$(dirname "$ATTACHE_BIN")/attache-request-bench}
-pipeline=$(dirname "$ATTACHE_BIN")/attache-pipeline
 [[ -x "$driver" ]] || bench_die "$driver not found (swift build -c release --product attache-request-bench)"
 command -v curl >/dev/null || bench_die "curl not found"
 command -v hyperfine >/dev/null || bench_die "hyperfine not found (Scripts/bootstrap.sh --with-bench)"
@@ -115,17 +113,15 @@ printf 'library in process (first request to last answer, start-up excluded): %s
 printf '\n(b) process start + one JSON POST (hyperfine -N, medians)\n'
 hyperfine -N --warmup 5 --min-runs 40 --export-json "$work/hyperfine.json" \
     -n "attache request" "$ATTACHE_BIN request POST $url --json-field text=hello" \
-    -n "attache-pipeline request" "$pipeline request POST $url --json-field text=hello" \
     -n "curl" "curl -sS -H 'Content-Type: application/json' --data-raw '{\"text\":\"hello\"}' $url" \
     2>/dev/null | grep -vE '^\s*$' || true
 python3 - "$work/hyperfine.json" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 curl = results["curl"]["median"]
-for name in ("attache request", "attache-pipeline request", "curl"):
+for name in ("attache request", "curl"):
     r = results[name]
     print(f"  {name:26s} median {r['median']*1000:7.2f} ms  (min {r['min']*1000:.2f}, max {r['max']*1000:.2f})")
 a = results["attache request"]["median"]
-print(f"attache request / curl: {a / curl:.2f}x (target <= 1.5); attache-pipeline directly: "
-      f"{results['attache-pipeline request']['median'] / curl:.2f}x")
+print(f"attache request / curl: {a / curl:.2f}x (target <= 1.5)")
 PY

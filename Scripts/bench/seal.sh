@@ -106,9 +106,8 @@ printf '  stream-gcm+base64 / base64 -w0          %5.2f  %s\n' "$r2" "$(verdict 
 printf '  (in process, no files: stream-gcm / openssl speed %.2f)\n' "$(echo "${R[mem]} / ${R[speed]}" | bc -l)"
 
 echo "== peak RSS of attache encrypt on $SIZE_MB MiB (acceptance: ≤ 16 MB)"
-# The process before any work (runtime, the executable's pages) is measured by `attache encrypt --help`,
-# which the static front answers itself (`--version` is handed on to attache-pipeline); the stage's own
-# working set is the difference.
+# The process before any work (runtime, the executable's pages) is measured by `attache encrypt --help`;
+# the stage's own working set is the difference.
 base=$(/usr/bin/time -f %M "$BIN" encrypt --help 2>&1 >/dev/null | tail -1)
 printf '  attache encrypt --help (baseline)  %6.1f MB\n' "$(echo "$base / 1000" | bc -l)"
 head -c 1024 /dev/urandom >"$WORK/tiny"

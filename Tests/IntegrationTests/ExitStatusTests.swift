@@ -1,4 +1,4 @@
-import AttacheCommands
+import AttacheCLI
 import Foundation
 import Testing
 

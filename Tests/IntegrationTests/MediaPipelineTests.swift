@@ -143,7 +143,7 @@ struct RecompressRulesTests {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: dir + "/shot.out"))
         #expect(Array(bytes.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
 
-        // The static front cannot load libheif: it hands the command line to attache-pipeline.
+        // `attache recompress` decodes HEIC through libheif.
         let jpeg = dir + "/source.jpg"
         try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "color=c=green:s=120x80", "-frames:v", "1", jpeg])
         let heic = dir + "/photo.heic"

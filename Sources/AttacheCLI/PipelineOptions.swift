@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +9,11 @@ import Musl
 import Darwin
 #endif
 
-/// The options that shape the pipeline, shared by `upload` and `batch`.
+/// The options that shape the pipeline, shared by `upload`, `batch` and `worker`.
+///
+/// Each value is parsed once, into its type, when the command line is parsed; ``validate()`` only checks
+/// how options fit together, and ``configuration(endpoint:environment:retry:)`` turns them, the endpoint
+/// of the config file and the environment into the configuration the command runs with.
 package struct PipelineOptions: ParsableArguments {
     package init() {}
 
@@ -20,11 +23,9 @@ package struct PipelineOptions: ParsableArguments {
     package var url: String?
 
     @Option(name: .customLong("field"), help: ArgumentHelp("A form field NAME=VALUE sent with every file; repeatable (use name[] for lists).", valueName: "name=value"))
-    package var fields: [String] = []
+    package var fields: [NameValue] = []
 
-    @Option(
-        help: "Declare the message kind (image, voice, video, sticker, file); checked against the content.",
-        transform: parseKind)
+    @Option(help: "Declare the message kind (image, voice, video, sticker, file); checked against the content.")
     package var kind: MessageKind?
 
     @Option(help: ArgumentHelp("The form name of the attachment part (default: file).", valueName: "name"))
@@ -35,7 +36,7 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
         valueName: "scheme"))
-    package var scheme: String?
+    package var scheme: SealScheme?
 
     @Flag(help: "Send the sealed bytes as base64 text (RFC 4648, no line breaks).")
     package var base64 = false
@@ -59,11 +60,11 @@ package struct PipelineOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp(
         "Videos: standard (long side 1280, 720p) or hd (long side 1920, 1080p).", valueName: "preset"))
-    package var videoPreset = "standard"
+    package var videoPreset = VideoPreset.standard
 
     @Option(help: ArgumentHelp(
         "Voice notes: telegram (Ogg/Opus 16 kHz, 16 kb/s) or high (48 kHz, 32 kb/s).", valueName: "preset"))
-    package var voicePreset = "telegram"
+    package var voicePreset = VoicePreset.telegram
 
     @Flag(help: "Do not send thumbnails with images and stickers.")
     package var noThumbnails = false
@@ -71,22 +72,24 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "An image that cannot be recompressed (broken, over a limit): send-original (default; the receipt says why) or fail.",
         valueName: "policy"))
-    package var onTransformError = TransformErrorPolicy.sendOriginal.rawValue
+    package var onTransformError = TransformErrorPolicy.sendOriginal
 
     @Option(help: ArgumentHelp(
         "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), telegram (Bot API ok/result).",
         valueName: "name"))
-    package var answerProfile: String?
+    package var answerProfile: AnswerProfile?
 
-    @Option(help: ArgumentHelp(
-        "Where the file id is in the answer, as an RFC 6901 JSON pointer (/result/document/file_id, /data/id, /Key).",
-        valueName: "pointer"))
-    package var idPointer: String?
+    @Option(
+        help: ArgumentHelp(
+            "Where the file id is in the answer, as an RFC 6901 JSON pointer (/result/document/file_id, /data/id, /Key).",
+            valueName: "pointer"),
+        transform: PipelineOptions.parseIDPointer)
+    package var idPointer: JSONPointer?
 
     @Option(help: ArgumentHelp(
         "Where thumbnails go: inline (in the file's request; the default), separate (each in a request of its own, with its own receipt) or none (the default for s3-post).",
         valueName: "placement"))
-    package var thumbnails: String?
+    package var thumbnails: ThumbnailPlacement?
 
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(
         "Send the detected type and metadata (mimeType, kind, width, ...) as form fields. Default: yes, except with s3-post, whose policy refuses fields it does not list."))
@@ -99,122 +102,70 @@ package struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Send large files as resumable uploads: auto (tus when the server announces it, else the IETF draft when the server creates an upload resource, else multipart), tus, ietf or off (default: off).",
         valueName: "mode"))
-    package var resumable: String?
+    package var resumable: ResumableMode?
 
     @Option(help: ArgumentHelp(
         "With --resumable: sealed bodies of at least this size go resumable (bytes, or with K, M, G for KiB, MiB, GiB; default: 16M).",
         valueName: "size"))
-    package var resumableThreshold: String?
+    package var resumableThreshold: ByteSize?
 
     @Flag(help: "With --resumable tus: send no Upload-Checksum (saves a hashing pass over each chunk before it is sent).")
     package var noResumableChecksums = false
 
-    /// `--resumable`, parsed.
-    package func parsedResumableMode() throws -> ResumableMode {
-        guard let resumable else { return .off }
-        guard let mode = ResumableMode(rawValue: resumable.lowercased()) else {
-            throw ValidationError("--resumable must be auto, tus, ietf or off, got '\(resumable)'")
-        }
-        return mode
-    }
-
-    /// `--resumable-threshold`, parsed.
-    package func parsedResumableThreshold() throws -> Int64 {
-        guard let text = resumableThreshold?.trimmingWhiteSpace, !text.isEmpty else { return 16 << 20 }
-        var digits = Substring(text)
-        var shift: Int64 = 0
-        switch digits.last?.uppercased() {
-        case "K": shift = 10
-        case "M": shift = 20
-        case "G": shift = 30
-        default: break
-        }
-        if shift > 0 { digits = digits.dropLast() }
-        guard let value = Int64(digits), value >= 0, value <= (Int64.max >> shift) else {
-            throw ValidationError("--resumable-threshold must be a size in bytes (or with K, M, G), got '\(text)'")
-        }
-        return value << shift
-    }
-
-
-    /// `--url`, else the endpoint's `url`, else `$ATTACHE_URL`.
-    package func resolvedURL(_ endpoint: Endpoint = .none) -> String? {
-        url ?? endpoint.url ?? ProcessInfo.processInfo.environment["ATTACHE_URL"]
+    /// `--id-pointer`, parsed: a usage error quotes what is wrong with the pointer.
+    static func parseIDPointer(_ text: String) throws -> JSONPointer {
+        do { return try JSONPointer(text) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
     }
 
     /// Whether the URL may still come from the config file (`--endpoint`), so that its absence cannot
     /// be reported before the file is read.
     package var urlMayComeFromEndpoint: Bool { endpointSelection.endpoint != nil }
 
-    /// Checks everything but the URL (a dry run needs none).
+    /// Checks how the options fit together (a dry run needs no URL, so the URL is checked by the
+    /// command); each value was checked when it was parsed.
     package func validate() throws {
-        for field in fields where !field.contains("=") || field.hasPrefix("=") {
-            throw ValidationError("--field needs NAME=VALUE, got '\(field)'")
-        }
-        guard ["standard", "hd"].contains(videoPreset) else { throw ValidationError("--video-preset must be standard or hd") }
-        guard ["telegram", "high"].contains(voicePreset) else { throw ValidationError("--voice-preset must be telegram or high") }
-        let sealScheme = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        // With --endpoint, the key may come from the file: checked once merged (makeConfiguration).
-        if sealScheme.usesPassphrase, keyFile == nil, keyEnv == nil, endpointSelection.endpoint == nil {
-            throw ValidationError("\(sealScheme) needs a passphrase from --key-file or --key-env")
+        // With --endpoint, the key may come from the file: checked once merged (configuration(...)).
+        if let scheme, scheme.usesPassphrase, keyFile == nil, keyEnv == nil, endpointSelection.endpoint == nil {
+            throw ValidationError("\(scheme) needs a passphrase from --key-file or --key-env")
         }
         guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
-        guard TransformErrorPolicy(rawValue: onTransformError) != nil else {
-            throw ValidationError("--on-transform-error must be fail or send-original")
-        }
-        try checkAnswerSettings(profile: answerProfile, idPointer: idPointer, thumbnails: thumbnails)
-        _ = try parsedResumableMode()
-        _ = try parsedResumableThreshold()
+        try Self.checkAnswerSettings(profile: answerProfile, thumbnails: thumbnails)
     }
 
-    /// Checks that an answer profile, id pointer and thumbnail placement (from flags, or merged with an
-    /// endpoint) are valid and fit together.
-    package func checkAnswerSettings(profile name: String?, idPointer: String?, thumbnails: String?) throws {
-        let profile = try parsedProfile(name) ?? .errorCode
-        if let idPointer {
-            do { _ = try JSONPointer(idPointer) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
-        }
-        if let placement = try parsedThumbnails(thumbnails), placement == .inline, profile.sendsOneFilePerRequest {
+    /// Checks that an answer profile and a thumbnail placement (from flags, or merged with an endpoint)
+    /// fit together.
+    static func checkAnswerSettings(profile: AnswerProfile?, thumbnails: ThumbnailPlacement?) throws {
+        let profile = profile ?? .errorCode
+        if thumbnails == .inline, profile.sendsOneFilePerRequest {
             throw ValidationError("--thumbnails inline: the \(profile) profile takes exactly one file part per request (use none or separate)")
         }
     }
 
-    /// An `--answer-profile` value, parsed.
-    package func parsedProfile(_ answerProfile: String?) throws -> AnswerProfile? {
-        guard let answerProfile else { return nil }
-        guard let profile = AnswerProfile(name: answerProfile) else {
-            throw ValidationError(
-                "unknown --answer-profile '\(answerProfile)'; expected one of \(AnswerProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+    /// The pipeline configuration the command runs with: each setting from its flag, else from
+    /// `endpoint` (the `--endpoint` of the config file; ``Endpoint/none`` without it), else from
+    /// `environment` (`ATTACHE_URL`; the variables that `--key-env`, `--bearer-env`, `--user-env` and the
+    /// endpoint's `*-env` keys name), else the default. Reads no process state: the environment is
+    /// passed in; the files named (`--key-file`, `--header @FILE`, the CA file) are read as given.
+    ///
+    /// - Parameter url: what to use when no URL is given anywhere (a dry run); nil makes that an error.
+    /// - Throws: `ValidationError` (exit 64) when no URL is given, or when merged settings do not fit
+    ///   together; ``AttacheError`` for a key that cannot be read (`.invalidKey`, `.fileNotFound`, ...),
+    ///   or `.configInvalid` (78) for a variable the endpoint names that is not set.
+    package func configuration(
+        endpoint: Endpoint = .none, environment: [String: String], retry: RetryPolicy = .standard,
+        url fallbackURL: String? = nil
+    ) throws -> PipelineConfiguration {
+        guard let url = url ?? endpoint.url ?? environment["ATTACHE_URL"] ?? fallbackURL else {
+            if endpoint.name.isEmpty { throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)") }
+            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
         }
-        return profile
-    }
-
-    /// A `--thumbnails` value, parsed.
-    package func parsedThumbnails(_ thumbnails: String?) throws -> ThumbnailPlacement? {
-        guard let thumbnails else { return nil }
-        guard let placement = ThumbnailPlacement(rawValue: thumbnails.lowercased()) else {
-            throw ValidationError("--thumbnails must be inline, separate or none, got '\(thumbnails)'")
-        }
-        return placement
-    }
-
-    /// The pipeline configuration these options describe, on top of `endpoint` (from `--endpoint`;
-    /// ``Endpoint/none`` without it): each flag given wins over the file, each default applies last.
-    /// - Throws: `ExitCode` after printing one line when the key or a secret the endpoint names cannot
-    ///   be read; `ValidationError` when the merged settings do not fit together.
-    package func makeConfiguration(url: String, endpoint: Endpoint = .none, retry: RetryPolicy = .standard) throws
-        -> PipelineConfiguration
-    {
         var configuration = PipelineConfiguration(url: url)
         configuration.fileFieldName = fileField ?? endpoint.fileField ?? "file"
-        configuration.fields = endpoint.fields(overriddenBy: fields.map { field in
-            let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return Endpoint.Pair(name: String(parts[0]), value: String(parts[1]))
-        }).map { UploadField(name: $0.name, value: $0.value) }
-        configuration.seal.scheme = try SealKeyOptions.parseScheme(
-            scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
+        configuration.fields = endpoint.fields(overriddenBy: fields.map { Endpoint.Pair(name: $0.name, value: $0.value) })
+            .map { UploadField(name: $0.name, value: $0.value) }
+        configuration.seal.scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
         configuration.seal.transferEncoding = base64 || endpoint.seal.base64 == true ? .base64 : .binary
         // The key flags replace the endpoint's key as a pair: --key-env wins over the file's key-file.
         let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
@@ -222,23 +173,17 @@ package struct PipelineOptions: ParsableArguments {
         if configuration.seal.scheme.usesPassphrase, keyFile == nil, keyEnv == nil {
             throw ValidationError("\(configuration.seal.scheme) needs a passphrase from --key-file or --key-env")
         }
-        do {
-            try connection.apply(to: &configuration.connection, defaults: retry, endpoint: endpoint)
-            if keyFile != nil || keyEnv != nil {
-                configuration.seal.key = try SealKeyOptions.loadKey(
-                    file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme)
-            }
-        } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+        try connection.apply(to: &configuration.connection, defaults: retry, endpoint: endpoint, environment: environment)
+        if keyFile != nil || keyEnv != nil {
+            configuration.seal.key = try SealKeyOptions.loadKey(
+                file: keyFile, environmentVariable: keyEnv, for: configuration.seal.scheme, environment: environment)
         }
-        let profileName = answerProfile ?? endpoint.answerProfile
-        let pointer = idPointer ?? endpoint.idPointer
+        let profile = answerProfile ?? endpoint.answerProfile
         let placement = thumbnails ?? endpoint.thumbnails
-        try checkAnswerSettings(profile: profileName, idPointer: pointer, thumbnails: placement)
-        if let profile = try parsedProfile(profileName) { configuration.answers = .init(profile: profile) }
-        if let pointer { configuration.answers.idPointer = try JSONPointer(pointer) }
-        configuration.thumbnails = try parsedThumbnails(placement)
+        try Self.checkAnswerSettings(profile: profile, thumbnails: placement)
+        if let profile { configuration.answers = .init(profile: profile) }
+        if let pointer = idPointer ?? endpoint.idPointer { configuration.answers.idPointer = pointer }
+        configuration.thumbnails = placement
         configuration.sendMetadataFields = metadataFields
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
@@ -247,15 +192,33 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.convertVoice = !noTransform
         configuration.transform.convertAnimations = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
-        configuration.transform.media.video = videoPreset == "hd" ? .hd : .standard
-        configuration.transform.media.voice = voicePreset == "high" ? .high : .telegram
+        configuration.transform.media.video = videoPreset.options
+        configuration.transform.media.voice = voicePreset.options
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
-        configuration.transform.onTransformError = TransformErrorPolicy(rawValue: onTransformError) ?? .sendOriginal
-        configuration.resumable.mode = try parsedResumableMode()
-        configuration.resumable.threshold = try parsedResumableThreshold()
+        configuration.transform.onTransformError = onTransformError
+        configuration.resumable.mode = resumable ?? .off
+        configuration.resumable.threshold = resumableThreshold?.bytes ?? 16 << 20
         configuration.resumable.checksums = !noResumableChecksums
         return configuration
+    }
+}
+
+extension PipelineOptions {
+    /// ``configuration(endpoint:environment:retry:url:)`` as a command runs it: with the endpoint of
+    /// `--endpoint` read and the process's environment; an ``AttacheError`` is printed as one line and
+    /// becomes its exit status (docs/EXIT-STATUS.md).
+    package func resolvedConfiguration(retry: RetryPolicy = .standard, url fallbackURL: String? = nil) throws
+        -> PipelineConfiguration
+    {
+        let endpoint = try endpointSelection.load()
+        do {
+            return try configuration(
+                endpoint: endpoint, environment: ProcessInfo.processInfo.environment, retry: retry, url: fallbackURL)
+        } catch let error as AttacheError {
+            Console.err("attache: \(error) [\(error.code)]")
+            throw ExitCode(ExitStatus.forError(error))
+        }
     }
 }
 
@@ -316,7 +279,13 @@ package struct ConnectionOptions: ParsableArguments {
         guard (connectTimeout ?? 1) > 0, (stallTimeout ?? 1) > 0, (retryBudget ?? 0) >= 0 else {
             throw ValidationError("timeouts must be positive")
         }
-        _ = try credentials()
+        if bearerEnv != nil, userEnv != nil { throw ValidationError("give only one of --bearer-env and --user-env") }
+        // Headers given inline are checked now; header files and credential variables are read with the
+        // rest of the configuration (credentials(environment:)), still before anything is sent.
+        for argument in headers where !argument.hasPrefix("@") {
+            let header = try HeaderLines.parse(argument, where: "--header")
+            if HeaderLines.carriesCredentials(header.name) { throw HeaderLines.credentialsOnTheCommandLine(header.name) }
+        }
     }
 
     /// Sets the retry policy, timeouts, TLS settings, headers and credentials of `configuration`: each
@@ -326,7 +295,8 @@ package struct ConnectionOptions: ParsableArguments {
     ///   `ValidationError` (exit 64) for a header file that cannot be read or holds a malformed line, or a
     ///   credentials variable of a flag that is not set.
     package func apply(
-        to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard, endpoint: Endpoint = .none
+        to configuration: inout ConnectionConfiguration, defaults: RetryPolicy = .standard, endpoint: Endpoint = .none,
+        environment: [String: String]
     ) throws {
         configuration.retry = defaults
         if let attempts = attempts ?? endpoint.attempts { configuration.retry.maximumAttempts = attempts }
@@ -337,9 +307,9 @@ package struct ConnectionOptions: ParsableArguments {
         configuration.stallTimeout = .milliseconds(Int64((stallTimeout ?? endpoint.stallTimeout ?? 30) * 1000))
         configuration.caFile = caFile ?? endpoint.caFile
         configuration.pinnedPublicKey = pinnedPublicKey ?? endpoint.pinnedPublicKey
-        try endpoint.applyHeadersAndCredentials(to: &configuration, environment: ProcessInfo.processInfo.environment)
+        try endpoint.applyHeadersAndCredentials(to: &configuration, environment: environment)
         // Flags win over the file: a --header replaces the file's header of the same name.
-        let credentials = try credentials()
+        let credentials = try credentials(environment: environment)
         configuration.headers = Endpoint.merging(headers: configuration.headers, overriddenBy: credentials.headers)
         if let authorization = credentials.authorization { configuration.authorization = authorization }
         if let userAgent { configuration.userAgent = userAgent }
@@ -347,9 +317,8 @@ package struct ConnectionOptions: ParsableArguments {
 
     /// The headers and credentials these options name, read from their files and environment variables.
     /// Errors name the option, the variable or the file and line, never a value.
-    package func credentials() throws -> (headers: [HeaderField], authorization: HTTPAuthorization?) {
+    package func credentials(environment: [String: String]) throws -> (headers: [HeaderField], authorization: HTTPAuthorization?) {
         if bearerEnv != nil, userEnv != nil { throw ValidationError("give only one of --bearer-env and --user-env") }
-        let environment = ProcessInfo.processInfo.environment
         func variable(_ name: String, option: String) throws -> String {
             guard !name.isEmpty, let value = environment[name] else {
                 throw ValidationError("\(option) \(name): the environment variable is not set")
@@ -378,11 +347,7 @@ package struct ConnectionOptions: ParsableArguments {
                 parsed += try HeaderLines.read(file: String(argument.dropFirst()))
             } else {
                 let header = try HeaderLines.parse(argument, where: "--header")
-                if HeaderLines.carriesCredentials(header.name) {
-                    throw ValidationError(
-                        "--header \(header.name): credentials on the command line end up in shell history and process "
-                            + "lists; use --bearer-env, --user-env or --header @FILE")
-                }
+                if HeaderLines.carriesCredentials(header.name) { throw HeaderLines.credentialsOnTheCommandLine(header.name) }
                 parsed.append(header)
             }
         }
@@ -437,6 +402,13 @@ package enum HeaderLines {
             throw ValidationError("\(place): the value of \(name) holds a control character")
         }
         return HeaderField(name: String(name), value: value)
+    }
+
+    /// The usage error for a credentials header (`name`) given inline with `--header`.
+    static func credentialsOnTheCommandLine(_ name: String) -> ValidationError {
+        ValidationError(
+            "--header \(name): credentials on the command line end up in shell history and process "
+                + "lists; use --bearer-env, --user-env or --header @FILE")
     }
 
     /// Headers whose values are credentials, refused on the command line.

@@ -12,7 +12,7 @@ package enum ExitStatus {
     package static let badInput: Int32 = 65
     /// EX_NOINPUT: an input file cannot be read.
     package static let cannotRead: Int32 = 66
-    /// EX_UNAVAILABLE: the server (or `attache-pipeline`) is not there.
+    /// EX_UNAVAILABLE: the server is not there.
     package static let unavailable: Int32 = 69
     /// EX_SOFTWARE: a bug, or a native library failing.
     package static let internalError: Int32 = 70

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Attache
 import AttacheBatch
-import AttacheTransferCommands
-import AttacheCommands
 import Dispatch
 import Foundation
 import Logging
@@ -75,22 +73,14 @@ struct BatchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
-        if !dryRun, pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
-            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
-        }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         guard !journal.isEmpty else { throw ValidationError("--journal needs a file name") }
     }
 
     func run() async throws {
         let logger = global.bootstrapLogging()
-        let endpoint = try pipeline.endpointSelection.load()
-        let url = pipeline.resolvedURL(endpoint)
-        if !dryRun, url == nil {
-            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
-        }
-        let pipelineConfiguration = try pipeline.makeConfiguration(
-            url: url ?? "http://127.0.0.1/", endpoint: endpoint, retry: .batch)
+        // A dry run sends nothing, so it needs no URL.
+        let pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch, url: dryRun ? "http://127.0.0.1/" : nil)
 
         var configuration = BatchConfiguration(
             pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)

@@ -1,6 +1,5 @@
 package import ArgumentParser
 import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -16,12 +15,8 @@ import Logging
 package struct RequestCommand: AsyncParsableCommand {
     package init() {}
 
-    /// `_superCommandName` names `attache` in usage lines when `attache-transfer` parses this command
-    /// on its own (``CommandLineScreen/directSubcommand(of:in:)``); as a subcommand of a tree, the
-    /// tree's root names it.
     package static let configuration = CommandConfiguration(
         commandName: "request",
-        _superCommandName: "attache",
         abstract: "Send one HTTP request and print the answer's body.",
         discussion: """
             METHOD defaults to GET, or to POST when a body is given. Parameters with nested names are \
@@ -78,7 +73,7 @@ package struct RequestCommand: AsyncParsableCommand {
     var plistBody: String?
 
     @Option(help: ArgumentHelp("Send the JSON body (--json-field or --json-body) as the old servers' encrypted form: JSON sealed with SCHEME (legacy-cbc or legacy-ecb with a passphrase, INSECURE; stream-gcm with a 32-byte key), base64, application/x-www-form-urlencoded; an answer sent back the same way is decrypted (docs/FORMAT.md).", valueName: "scheme"))
-    var sealJson: String?
+    var sealJson: SealScheme?
 
     @Option(help: ArgumentHelp("With --seal-json: send the base64 text in this form field instead of as the bare body.", valueName: "name"))
     var sealField: String?
@@ -126,8 +121,7 @@ package struct RequestCommand: AsyncParsableCommand {
         }
         if !jsonFields.isEmpty, jsonBody != nil { throw ValidationError("give --json-field or --json-body, not both") }
         if let sealJson {
-            let scheme = try SealKeyOptions.parseScheme(sealJson)
-            guard [.legacyCBC, .legacyECB, .streamGCM].contains(scheme) else {
+            guard [.legacyCBC, .legacyECB, .streamGCM].contains(sealJson) else {
                 throw ValidationError("--seal-json takes legacy-cbc, legacy-ecb or stream-gcm")
             }
             guard !jsonFields.isEmpty || jsonBody != nil else {
@@ -163,7 +157,7 @@ package struct RequestCommand: AsyncParsableCommand {
             // An endpoint of the config file gives its headers, credentials, TLS and timeouts (not its
             // URL: the URL is the argument); flags given as well win.
             let endpoint = try endpointSelection.load()
-            try connection.apply(to: &configuration.connection, endpoint: endpoint)
+            try connection.apply(to: &configuration.connection, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
             configuration.acceptsCompressedResponses = compressed
             configuration.maximumResponseBodySize = maxResponseSize
             configuration.systemParameters = try ParameterNames.parameters(from: systemParameters, option: "--system-param")
@@ -200,7 +194,7 @@ package struct RequestCommand: AsyncParsableCommand {
     /// The encrypted JSON form of --seal-json, its key read from --key-file or --key-env.
     func sealedForm() throws -> SealedJSONForm? {
         guard let sealJson else { return nil }
-        let scheme = try SealKeyOptions.parseScheme(sealJson)
+        let scheme = sealJson
         let key = try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme)
         return SealedJSONForm(scheme: scheme, key: key, field: sealField)
     }

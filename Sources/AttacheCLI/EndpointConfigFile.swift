@@ -8,7 +8,6 @@ import Musl
 import Darwin
 #endif
 import TOMLKit
-package import AttacheTransferCommands
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.
 ///
@@ -214,13 +213,15 @@ package struct EndpointConfigFile: Sendable {
                         throw problem(at, "must start with http:// or https://")
                     }
                     endpoint.url = url
-                case "answer-profile": endpoint.answerProfile = try oneOf(value, at, EndpointConfigFile.answerProfiles)
+                case "answer-profile": endpoint.answerProfile = AnswerProfile(rawValue: try oneOf(value, at, EndpointConfigFile.answerProfiles))
                 case "id-pointer":
                     let pointer = try string(value, at)
                     guard pointer.isEmpty || pointer.hasPrefix("/") else {
                         throw problem(at, "must be a JSON pointer (RFC 6901), such as /result/document/file_id")
                     }
-                    endpoint.idPointer = pointer
+                    do { endpoint.idPointer = try JSONPointer(pointer) } catch let error as AttacheError {
+                        throw problem(at, error.message)
+                    }
                 case "file-field":
                     endpoint.fileField = try string(value, at)
                     guard endpoint.fileField?.isEmpty == false else { throw problem(at, "must not be empty") }
@@ -236,7 +237,7 @@ package struct EndpointConfigFile: Sendable {
                 case "user-agent": endpoint.userAgent = try string(value, at)
                 case "ca-file": endpoint.caFile = try string(value, at)
                 case "pinned-public-key": endpoint.pinnedPublicKey = try string(value, at)
-                case "thumbnails": endpoint.thumbnails = try oneOf(value, at, EndpointConfigFile.thumbnailPlacements)
+                case "thumbnails": endpoint.thumbnails = ThumbnailPlacement(rawValue: try oneOf(value, at, EndpointConfigFile.thumbnailPlacements))
                 case "seal": endpoint.seal = try seal(try self.table(value, at), at)
                 case "connect-timeout": endpoint.connectTimeout = try seconds(value, at)
                 case "stall-timeout": endpoint.stallTimeout = try seconds(value, at)
@@ -294,7 +295,7 @@ package struct EndpointConfigFile: Sendable {
                 let value = table[key]!
                 let at = prefix + [key]
                 switch key {
-                case "scheme": seal.scheme = try oneOf(value, at, SealScheme.allCases.map(\.rawValue))
+                case "scheme": seal.scheme = SealScheme(rawValue: try oneOf(value, at, SealScheme.allCases.map(\.rawValue)))
                 case "key-env": seal.keyEnv = try variableName(value, at)
                 case "key-file": seal.keyFile = try string(value, at)
                 case "base64":

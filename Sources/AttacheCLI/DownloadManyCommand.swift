@@ -1,9 +1,7 @@
 import ArgumentParser
 import Attache
 import AttacheBatch
-import AttacheCommands
 import AttacheCore
-import AttacheTransferCommands
 import Foundation
 import Synchronization
 
@@ -58,21 +56,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     @Flag(help: "With -o: continue OUT.part from an earlier run instead of starting over.")
     var resume = false
 
-    @Option(help: ArgumentHelp("Decrypt with the key in this file.", valueName: "file"))
-    var keyFile: String?
-
-    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
-    var keyEnv: String?
-
-    @Option(help: ArgumentHelp(
-        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    var scheme: String?
-
-    @Flag(help: "With a key: the downloaded bytes are base64 text.")
-    var base64 = false
-
-    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
-    var plaintextLength: Int64?
+    @OptionGroup var key: DownloadKeyOptions
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -87,8 +71,22 @@ struct DownloadManyCommand: AsyncParsableCommand {
     /// One URL with -o and nothing of the manager's: the single-file command, unchanged.
     private var isSingle: Bool { output != nil && urls.count == 1 && list == nil && directory == nil && journal == nil }
 
+    /// The single-file form (one URL and `-o`) as ``DownloadCommand``, from the options parsed here.
+    var singleCommand: DownloadCommand {
+        var single = DownloadCommand()
+        single.url = urls[0]
+        single.output = output ?? "-"
+        single.resume = resume
+        single.key = key
+        single.connection = connection
+        single.endpointSelection = endpointSelection
+        single.json = json
+        single.noProgress = noProgress
+        return single
+    }
+
     func validate() throws {
-        if isSingle { return }
+        if isSingle { return try singleCommand.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
         for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
@@ -96,19 +94,10 @@ struct DownloadManyCommand: AsyncParsableCommand {
         }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let perHost, !(1...256).contains(perHost) { throw ValidationError("--per-host must be 1 to 256") }
-        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
     }
 
     func run() async throws {
-        if isSingle {
-            // Parsed again as the single-file command, from the same words, so it behaves exactly as it did.
-            let arguments = PlatformPath.commandLineArguments
-            let words = Array(arguments.drop { $0 != "download" }.dropFirst())
-            let single = try DownloadCommand.parse(words)
-            try await single.run()
-            return
-        }
+        if isSingle { return try await singleCommand.run() }
         let folder = directory ?? "."
         let journalPath = journal ?? folder + "/attache-downloads.sqlite"
         let items: [DownloadItem]
@@ -116,7 +105,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         var configuration = ConnectionConfiguration()
         do {
             endpoint = try endpointSelection.load()
-            try connection.apply(to: &configuration, endpoint: endpoint)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
             items = try makeItems(folder: folder, endpoint: endpoint)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")
@@ -186,7 +175,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     private func makeItems(folder: String, endpoint: Endpoint) throws -> [DownloadItem] {
         var entries: [ListEntry] = urls.map { ListEntry(url: $0) }
         if let list { entries += try Self.readList(list) }
-        let defaultKey = try key(file: keyFile ?? endpoint.seal.keyFile, env: keyEnv ?? endpoint.seal.keyEnv, endpoint: endpoint)
+        let defaultKey = try key.unsealing(endpoint: endpoint)
         var seen: Set<String> = []
         var items: [DownloadItem] = []
         for entry in entries {
@@ -199,19 +188,10 @@ struct DownloadManyCommand: AsyncParsableCommand {
             var item = DownloadItem(url: entry.url, destination: destination, expectedSHA256: entry.sha256?.lowercased())
             item.headers = []
             let own = entry.keyFile != nil || entry.keyEnv != nil
-            item.unsealing = own ? try key(file: entry.keyFile, env: entry.keyEnv, endpoint: endpoint) : defaultKey
+            item.unsealing = own ? try key.unsealing(endpoint: endpoint, entryKeyFile: entry.keyFile, entryKeyEnv: entry.keyEnv) : defaultKey
             items.append(item)
         }
         return items
-    }
-
-    private func key(file: String?, env: String?, endpoint: Endpoint) throws -> DownloadRequest.Unsealing? {
-        guard file != nil || env != nil else { return nil }
-        let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
-        return DownloadRequest.Unsealing(
-            scheme: scheme, key: try SealKeyOptions.loadKey(file: file, environmentVariable: env, for: scheme),
-            transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
-            plaintextByteCount: plaintextLength)
     }
 
     /// One line of a `--from` list.

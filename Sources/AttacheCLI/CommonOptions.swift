@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -19,24 +18,17 @@ package struct GlobalOptions: ParsableArguments {
     package var verbose = false
 
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
-    package var logLevel: String?
+    package var logLevel: Logger.Level?
 
     /// Sets up swift-log once, writing to stderr.
     package func bootstrapLogging() -> Logger {
-        let level: Logger.Level =
-            logLevel.flatMap(Logger.Level.init(rawValue:)) ?? (verbose ? .debug : .warning)
+        let level = logLevel ?? (verbose ? .debug : .warning)
         LoggingSystem.bootstrap { label in
             var handler = TerminalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
         return Logger(label: "attache")
-    }
-
-    package func validate() throws {
-        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
-            throw ValidationError("unknown log level '\(logLevel)'")
-        }
     }
 }
 
@@ -142,13 +134,4 @@ package func formatBytes(_ count: Int64) -> String {
         unit += 1
     }
     return unit == 0 ? "\(count) B" : "\(value.formatted(decimals: 1)) \(units[unit])"
-}
-
-/// Parses a message kind argument, listing the valid ones on error.
-package func parseKind(_ text: String) throws -> MessageKind {
-    guard let kind = MessageKind(rawValue: text.lowercased()) else {
-        throw ValidationError(
-            "unknown kind '\(text)'; expected one of \(MessageKind.allCases.map(\.rawValue).joined(separator: ", "))")
-    }
-    return kind
 }

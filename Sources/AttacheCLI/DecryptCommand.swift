@@ -29,7 +29,7 @@ package struct DecryptCommand: AsyncParsableCommand {
     @OptionGroup var key: SealKeyOptions
 
     @Option(help: "stream-gcm | signal | legacy-cbc (insecure) | legacy-ecb (insecure) | none.")
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme = SealScheme.streamGCM
 
     @Flag(help: "The input is base64 text (RFC 4648, no line breaks).")
     var base64 = false
@@ -38,14 +38,12 @@ package struct DecryptCommand: AsyncParsableCommand {
     var plaintextLength: Int64?
 
     package func validate() throws {
-        _ = try SealKeyOptions.parseScheme(scheme)
         try key.validate(creating: false)
         if let plaintextLength, plaintextLength < 0 { throw ValidationError("--plaintext-length must be ≥ 0") }
     }
 
     package func run() async throws {
         try await reportingErrors {
-            let scheme = try SealKeyOptions.parseScheme(scheme)
             let unsealer = Unsealer(
                 scheme: scheme, key: try key.load(for: scheme), transferEncoding: base64 ? .base64 : .binary,
                 plaintextByteCount: plaintextLength)

@@ -37,7 +37,7 @@ package struct EncryptCommand: AsyncParsableCommand {
     var newKey = false
 
     @Option(help: "stream-gcm | signal | legacy-cbc (insecure) | legacy-ecb (insecure) | none.")
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme = SealScheme.streamGCM
 
     @Flag(help: "Write base64 text (RFC 4648, no line breaks) instead of binary.")
     var base64 = false
@@ -48,13 +48,11 @@ package struct EncryptCommand: AsyncParsableCommand {
     var repeatInMemory: Int?
 
     package func validate() throws {
-        _ = try SealKeyOptions.parseScheme(scheme)
         try key.validate(creating: newKey)
     }
 
     package func run() async throws {
         try await reportingErrors {
-            let scheme = try SealKeyOptions.parseScheme(scheme)
             let attachmentKey: AttachmentKey
             if newKey, let path = key.keyFile {
                 attachmentKey = AttachmentKey.random(for: scheme)
@@ -148,12 +146,28 @@ package struct SealKeyOptions: ParsableArguments {
         }
     }
 
-    package static func parseScheme(_ text: String) throws -> SealScheme {
-        guard let scheme = SealScheme(rawValue: text) else {
-            let names = SealScheme.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError("unknown scheme '\(text)'; choose one of \(names)")
+    /// ``loadKey(file:environmentVariable:for:)`` with the variable looked up in `environment` rather than
+    /// in the process's: the same keys, the same errors.
+    package static func loadKey(
+        file keyFile: String?, environmentVariable keyEnv: String?, for scheme: SealScheme, environment: [String: String]
+    ) throws -> AttachmentKey {
+        if keyFile != nil { return try loadKey(file: keyFile, environmentVariable: nil, for: scheme) }
+        let name = keyEnv ?? ""
+        guard let value = environment[name] else {
+            throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set")
         }
-        return scheme
+        if scheme.usesPassphrase {
+            guard !value.isEmpty else {
+                throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set or empty")
+            }
+            return AttachmentKey(passphrase: value)
+        }
+        do {
+            return try AttachmentKey(base64: value)
+        } catch {
+            throw AttacheError(
+                .invalidKey, stage: .seal, "the environment variable \(name) must hold the base64 text of a 32- or 64-byte key")
+        }
     }
 }
 

@@ -22,12 +22,12 @@ package struct Endpoint: Sendable, Equatable {
 
     /// How the payload is sealed: `[endpoints.NAME.seal]`.
     package struct Seal: Sendable, Equatable {
-        package var scheme: String?
+        package var scheme: SealScheme?
         package var keyEnv: String?
         package var keyFile: String?
         package var base64: Bool?
 
-        package init(scheme: String? = nil, keyEnv: String? = nil, keyFile: String? = nil, base64: Bool? = nil) {
+        package init(scheme: SealScheme? = nil, keyEnv: String? = nil, keyFile: String? = nil, base64: Bool? = nil) {
             self.scheme = scheme
             self.keyEnv = keyEnv
             self.keyFile = keyFile
@@ -41,8 +41,8 @@ package struct Endpoint: Sendable, Equatable {
     package var file = ""
 
     package var url: String?
-    package var answerProfile: String?
-    package var idPointer: String?
+    package var answerProfile: AnswerProfile?
+    package var idPointer: JSONPointer?
     package var fileField: String?
     package var fields: [Pair] = []
     /// Headers with their values, for values that are not secret.
@@ -54,7 +54,7 @@ package struct Endpoint: Sendable, Equatable {
     package var userAgent: String?
     package var caFile: String?
     package var pinnedPublicKey: String?
-    package var thumbnails: String?
+    package var thumbnails: ThumbnailPlacement?
     package var seal = Seal()
     /// Seconds.
     package var connectTimeout: Double?

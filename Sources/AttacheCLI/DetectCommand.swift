@@ -39,43 +39,6 @@ package struct DetectCommand: AsyncParsableCommand {
         if status != ExitStatus.success { throw ExitCode(status) }
     }
 
-    /// Runs `attache detect` straight from the process arguments when they are only files, `--json`
-    /// and `--` (after which every word is a file), and exits; returns without doing anything otherwise (`--help`, an unknown option,
-    /// no file), for ArgumentParser to handle.
-    ///
-    /// ArgumentParser's handling of a repeated positional argument copies what it has collected for
-    /// every value it adds, which makes `attache detect` over a few thousand files take longer to
-    /// parse its arguments than to detect the files.
-    ///
-    /// ```swift
-    /// static func main() async {
-    ///     DetectCommand.runIfPlain(CommandLine.arguments)
-    ///     await main(nil)
-    /// }
-    /// ```
-    package static func runIfPlain(_ arguments: [String]) {
-        guard arguments.count > 2, arguments[1] == configuration.commandName else { return }
-        var json = false
-        var files: [String] = []
-        files.reserveCapacity(arguments.count - 2)
-        var onlyFiles = false
-        for argument in arguments.dropFirst(2) {
-            if onlyFiles {
-                files.append(argument)
-            } else if argument == "--" {
-                onlyFiles = true
-            } else if argument == "--json" {
-                json = true
-            } else if argument.utf8.first == UInt8(ascii: "-") {
-                return
-            } else {
-                files.append(argument)
-            }
-        }
-        guard !files.isEmpty else { return }
-        terminate(detect(files, json: json))
-    }
-
     /// Detects `files` in order and prints one line per file; returns 0, or the status
     /// (``ExitStatus/table``) of the first file that could not be read.
     static func detect(_ files: [String], json: Bool) -> Int32 {

@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -16,12 +15,8 @@ import Synchronization
 package struct UploadCommand: AsyncParsableCommand {
     package init() {}
 
-    /// `_superCommandName` names `attache` in usage lines when `attache-transfer` parses this command
-    /// on its own (``CommandLineScreen/directSubcommand(of:in:)``); as a subcommand of a tree, the
-    /// tree's root names it.
     package static let configuration = CommandConfiguration(
         commandName: "upload",
-        _superCommandName: "attache",
         abstract: "Send files through the pipeline and print one receipt per file.",
         discussion: """
             Each file is detected, transformed, sealed and posted as multipart/form-data to --url, \
@@ -81,9 +76,6 @@ package struct UploadCommand: AsyncParsableCommand {
     package var noProgress = false
 
     package func validate() throws {
-        if pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
-            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
-        }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
             throw ValidationError("--idempotency-key can be given for one file only")
@@ -92,11 +84,7 @@ package struct UploadCommand: AsyncParsableCommand {
 
     package func run() async throws {
         let logger = global.bootstrapLogging()
-        let endpoint = try self.pipeline.endpointSelection.load()
-        guard let url = self.pipeline.resolvedURL(endpoint) else {
-            throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
-        }
-        let configuration = try self.pipeline.makeConfiguration(url: url, endpoint: endpoint)
+        let configuration = try self.pipeline.resolvedConfiguration()
         let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal

@@ -1,4 +1,5 @@
 package import ArgumentParser
+import Attache
 import AttacheCore
 // JSONEncoder without the rest of Foundation: ArgumentParser links FoundationEssentials already.
 import FoundationEssentials
@@ -43,7 +44,7 @@ package struct RecompressCommand: AsyncParsableCommand {
     var quality: Int?
 
     @Option(name: .long, help: "Output format of photos: jpeg or webp.")
-    var format: String = "jpeg"
+    var format = ImageFormat.jpeg
 
     @Flag(name: .long, help: "Make a sticker (WebP, 512 px, ≤ 512 KB) instead of a photo.")
     var sticker = false
@@ -61,9 +62,6 @@ package struct RecompressCommand: AsyncParsableCommand {
         if let quality, !(1...100).contains(quality) {
             throw ValidationError("--quality must be between 1 and 100")
         }
-        guard ImageFormat(rawValue: format) != nil else {
-            throw ValidationError("--format must be jpeg or webp")
-        }
     }
 
     /// The Transform stage as this command configures it.
@@ -74,12 +72,12 @@ package struct RecompressCommand: AsyncParsableCommand {
             configuration.media.video.maxSide = maxSide
         }
         if let quality { configuration.image.quality = quality }
-        configuration.image.format = ImageFormat(rawValue: format) ?? .jpeg
+        configuration.image.format = format
         configuration.image.progressive = progressive
         configuration.makeThumbnails = false
         // A command asked to recompress one file reports what stops it, rather than copy it unchanged.
         configuration.onTransformError = .fail
-        configuration.heifDecoder = HEIFDecoders.current
+        configuration.heifDecoder = LibHEIFDecoder()
         return configuration
     }
 
@@ -87,7 +85,7 @@ package struct RecompressCommand: AsyncParsableCommand {
         let configuration = transformConfiguration()
         let (input, output, sticker) = (input, output, sticker)
         do {
-            let summary = try await BlockingPool.shared.run { () throws -> RecompressSummary? in
+            let summary = try await BlockingPool.shared.run { () throws -> RecompressSummary in
                 let detection = try MIMEDetector().detect(fileAt: input, declaredKind: sticker ? .sticker : nil)
                 let kind: MessageKind = sticker ? .sticker : detection.kind
                 let isAnimated = detection.metadata.isAnimated == true
@@ -97,12 +95,6 @@ package struct RecompressCommand: AsyncParsableCommand {
                         .unsupportedInput, stage: .transform,
                         "\(detection.mimeType) (\(kind)) is sent as it is: there is nothing to recompress", file: input)
                 }
-                // The static `attache` cannot load libheif: the full tool, which can, takes the command line over.
-                if action == .image, configuration.heifDecoder == nil,
-                   ["image/heic", "image/heif", "image/avif"].contains(detection.mimeType)
-                {
-                    return nil
-                }
                 let workDirectory = try Self.makeWorkDirectory()
                 defer { Self.removeDirectory(workDirectory) }
                 let transformed = try Transformer.transformBlocking(
@@ -111,9 +103,6 @@ package struct RecompressCommand: AsyncParsableCommand {
                 let source = try FileSource(path: transformed.path)
                 try OutputDestination(path: output, stage: .transform).write(try source.makeReader())
                 return RecompressSummary(detection: detection, output: transformed)
-            }
-            guard let summary else {
-                SiblingExecutable.replaceProcess(with: "attache-pipeline", PlatformPath.commandLineArguments)
             }
             // With -o -, standard output carries the file: the summary goes to standard error.
             let summaryToError = output == "-"

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Attache
-import AttacheCommands
 import AttacheQueue
-import AttacheTransferCommands
 import Dispatch
 import Foundation
 import Logging
@@ -91,7 +89,7 @@ struct EnqueueCommand: AsyncParsableCommand {
     var paths: [String]
 
     @Option(help: ArgumentHelp("The scheme the seal material is made for; workers must use the same.", valueName: "scheme"))
-    var scheme = SealScheme.streamGCM.rawValue
+    var scheme = SealScheme.streamGCM
 
     @Option(help: ArgumentHelp("Hash files up to this many bytes (0: never).", valueName: "bytes"))
     var hashLimit: Int64 = 16 * 1024 * 1024
@@ -104,14 +102,13 @@ struct EnqueueCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
-        _ = try SealKeyOptions.parseScheme(scheme)
         guard hashLimit >= 0 else { throw ValidationError("--hash-limit must be 0 or more") }
     }
 
     func run() async throws {
         let logger = global.bootstrapLogging()
         var configuration = QueueEnqueuer.Configuration()
-        configuration.scheme = try SealKeyOptions.parseScheme(scheme)
+        configuration.scheme = scheme
         configuration.hashLimit = hashLimit
         configuration.followSymlinks = followSymlinks
         let json = json
@@ -198,9 +195,6 @@ struct WorkerCommand: AsyncParsableCommand {
     var stubUploads = false
 
     func validate() throws {
-        if !stubUploads, pipeline.resolvedURL() == nil, !pipeline.urlMayComeFromEndpoint {
-            throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)")
-        }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let claimBatch, !(1...1000).contains(claimBatch) { throw ValidationError("--claim-batch must be 1 to 1000") }
         guard lease >= 1, lease <= 86_400 else { throw ValidationError("--lease must be 1 to 86400 seconds") }
@@ -214,11 +208,7 @@ struct WorkerCommand: AsyncParsableCommand {
         if stubUploads {
             sender = StubQueueSender()
         } else {
-            let endpoint = try pipeline.endpointSelection.load()
-            guard let url = pipeline.resolvedURL(endpoint) else {
-                throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
-            }
-            var pipelineConfiguration = try pipeline.makeConfiguration(url: url, endpoint: endpoint, retry: .batch)
+            var pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch)
             pipelineConfiguration.transformConcurrency = min(pipelineConfiguration.transformConcurrency, concurrency)
             sender = PipelineQueueSender(
                 pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),

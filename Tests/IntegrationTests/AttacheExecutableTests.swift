@@ -1,16 +1,16 @@
 import Foundation
 import Testing
 
-/// The `attache` executable runs detect, recompress, encrypt and decrypt itself and hands everything
-/// else to `attache-pipeline`; these tests run the built executables as a user would.
-@Suite("attache front executable")
-struct FrontExecutableTests {
+/// The built `attache` executable, run as a user runs it: one executable for every command, its help,
+/// its usage errors and the portable code paths.
+@Suite("attache executable")
+struct AttacheExecutableTests {
     func samples() -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Samples")
     }
 
-    @Test func detectRunsInTheFrontAndReportsTheContentType() async throws {
+    @Test func detectReportsTheContentType() async throws {
         let child = try ChildProcess(
             executable: try attacheBinary(),
             arguments: ["detect", "--json", samples().appendingPathComponent("photo.jpg").path])
@@ -20,20 +20,42 @@ struct FrontExecutableTests {
         #expect(line?["kind"] as? String == "image")
     }
 
-    @Test func otherCommandsAreHandedToThePipelineExecutable() async throws {
+    /// File names are bytes: a name that is not UTF-8 given on the command line names that very file.
+    @Test func aFileNameThatIsNotUTF8IsFoundByItsBytes() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-bytes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The shell makes the name (caf, then the Latin-1 byte 0xE9) and passes its bytes as they are.
+        let script = """
+            cd "$1" && name=$(printf 'caf\\351.jpg') && cp "$2" "$name" \
+              && "$0" detect --json "$name" && "$0" encrypt "$name" -o "$name.sealed" --key-file key --new-key \
+              && "$0" decrypt "$name.sealed" -o "$name.opened" --key-file key && cmp "$name" "$name.opened"
+            """
+        let child = try ChildProcess(
+            executable: "/bin/sh",
+            arguments: ["-c", script, try attacheBinary(), folder.path, samples().appendingPathComponent("photo.jpg").path])
+        #expect(try await child.wait(upTo: 60) == 0, "\(child.standardError)")
+        #expect(child.standardOutput.contains("\"mime\":\"image/jpeg\""))
+    }
+
+    @Test func helpListsEveryCommandAndTheVersionIsPrinted() async throws {
         let help = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--help"])
         #expect(try await help.wait(upTo: 30) == 0)
-        // attache-transfer runs `upload`; its usage line still names the tool `attache`.
         #expect(help.standardOutput.contains("USAGE: attache upload"))
 
         let top = try ChildProcess(executable: try attacheBinary(), arguments: ["--help"])
         #expect(try await top.wait(upTo: 30) == 0)
-        for command in ["upload", "batch", "detect", "recompress", "encrypt", "decrypt"] {
+        for command in ["upload", "batch", "enqueue", "worker", "queue", "detect", "recompress", "download", "request",
+                        "encrypt", "decrypt"] {
             #expect(top.standardOutput.contains("  \(command) "), "`attache --help` lists \(command)")
         }
+
+        let version = try ChildProcess(executable: try attacheBinary(), arguments: ["--version"])
+        #expect(try await version.wait(upTo: 30) == 0)
+        #expect(!version.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
     }
 
-    @Test func encryptAndDecryptRoundTripThroughTheFront() async throws {
+    @Test func encryptAndDecryptRoundTrip() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-front-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -55,45 +77,9 @@ struct FrontExecutableTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: sealed)) != Data(bytes))
     }
 
-    @Test func aMissingPipelineExecutableIsReportedNotHidden() async throws {
-        // A copy of the front alone in a folder, with no attache-pipeline next to it or on PATH.
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-alone-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let lonely = folder.appendingPathComponent("attache").path
-        try FileManager.default.copyItem(atPath: try attacheBinary(), toPath: lonely)
-
-        let child = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "batch", "x"])
-        #expect(try await child.wait(upTo: 30) == 69)
-        #expect(child.standardError.contains("cannot start attache-pipeline"))
-        #expect(child.standardError.contains(folder.path + "/attache-pipeline"))
-        // `download` (its journal is SQLite) goes to attache-pipeline too.
-        let download = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "download", "x"])
-        #expect(try await download.wait(upTo: 30) == 69)
-        #expect(download.standardError.contains("cannot start attache-pipeline"))
-        // `upload` (and `request`) go to attache-transfer.
-        let upload = try ChildProcess(executable: "/usr/bin/env", arguments: ["PATH=\(folder.path)", lonely, "upload", "x"])
-        #expect(try await upload.wait(upTo: 30) == 69)
-        #expect(upload.standardError.contains("cannot start attache-transfer, which runs `attache upload`"))
-
-        // The front's own commands still work without it.
-        let detect = try ChildProcess(executable: lonely, arguments: ["detect", lonely])
-        #expect(try await detect.wait(upTo: 30) == 0)
-        #expect(detect.standardOutput.contains(": application/x-executable (file)"))
-        let recompress = try ChildProcess(
-            executable: lonely,
-            arguments: ["recompress", samples().appendingPathComponent("photo.jpg").path, "-o", folder.path + "/small.jpg",
-                        "--max-side", "320", "--json"])
-        #expect(try await recompress.wait(upTo: 60) == 0, "\(recompress.standardError)")
-        #expect(recompress.standardOutput.contains("\"outputWidth\":240"))
-    }
-
-    /// `attache-transfer` parses `upload` and `request` as their own root command, and loads libcurl on a
-    /// second thread meanwhile: the usage text and exit status must be the command tree's (as
-    /// `attache-pipeline` gives them), and a usage error that exits while libcurl is still loading must
-    /// exit cleanly, every time.
-    @Test func transferCommandsParsedOnTheirOwnGiveTheTreesErrors() async throws {
-        let pipeline = URL(fileURLWithPath: try attacheBinary()).deletingLastPathComponent().appendingPathComponent("attache-pipeline").path
+    /// Usage errors of `upload` and `request` exit 64 with the usage line and the pointer to help naming the
+    /// tool; a file that cannot be read exits 66.
+    @Test func usageErrorsNameTheToolAndExitWithTheirStatus() async throws {
         let cases: [([String], Int32)] = [
             (["request", "--bogus", "http://127.0.0.1:9/"], 64),
             (["request", "POST"], 64),
@@ -103,23 +89,18 @@ struct FrontExecutableTests {
             (["upload", "/nonexistent/attache-test-file", "--url", "http://127.0.0.1:9/"], 66),
         ]
         for (arguments, status) in cases {
-            let direct = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
-            let tree = try ChildProcess(executable: pipeline, arguments: arguments)
-            #expect(try await direct.wait(upTo: 30) == status, "\(arguments): \(direct.standardError)")
-            #expect(try await tree.wait(upTo: 30) == status, "\(arguments): \(tree.standardError)")
-            #expect(direct.standardError == tree.standardError, "\(arguments)")
-            #expect(direct.standardOutput == tree.standardOutput, "\(arguments)")
+            let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
+            #expect(try await child.wait(upTo: 30) == status, "\(arguments): \(child.standardError)")
+            #expect(child.standardOutput.isEmpty, "\(arguments)")
         }
-        // The usage line and the pointer to help name the tool, as the tree's do.
+        // The usage line and the pointer to help name the tool.
         let usage = try ChildProcess(executable: try attacheBinary(), arguments: ["request", "--bogus", "http://127.0.0.1:9/"])
         #expect(try await usage.wait(upTo: 30) == 64)
         #expect(usage.standardError.contains("Usage: attache request "))
         #expect(usage.standardError.contains("See 'attache request --help'"))
-        // Exits racing the background load of libcurl: each one a clean 64, never a signal.
-        for _ in 0..<20 {
-            let child = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--bogus", "x"])
-            #expect(try await child.wait(upTo: 30) == 64, "\(child.standardError)")
-        }
+        let upload = try ChildProcess(executable: try attacheBinary(), arguments: ["upload", "--bogus", "x"])
+        #expect(try await upload.wait(upTo: 30) == 64, "\(upload.standardError)")
+        #expect(upload.standardError.contains("Usage: attache upload "))
     }
 
     /// ATTACHE_NO_SIMD=1 switches off every AVX2 path (6×6 IDCT, resampler loops, base64 encoder): the

@@ -1,6 +1,5 @@
 package import ArgumentParser
 package import Attache
-import AttacheCommands
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -47,23 +46,7 @@ package struct DownloadCommand: AsyncParsableCommand {
     @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
     package var resume = false
 
-    @Option(help: ArgumentHelp(
-        "Decrypt with the key in this file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
-        valueName: "file"))
-    package var keyFile: String?
-
-    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
-    package var keyEnv: String?
-
-    @Option(help: ArgumentHelp(
-        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
-    package var scheme: String?
-
-    @Flag(help: "With a key: the downloaded bytes are base64 text.")
-    package var base64 = false
-
-    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
-    package var plaintextLength: Int64?
+    @OptionGroup package var key: DownloadKeyOptions
 
     @OptionGroup package var connection: ConnectionOptions
 
@@ -79,8 +62,6 @@ package struct DownloadCommand: AsyncParsableCommand {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw ValidationError("the URL must start with http:// or https://")
         }
-        _ = try SealKeyOptions.parseScheme(scheme ?? SealScheme.streamGCM.rawValue)
-        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
         if resume, OutputDestination(path: output, stage: .download).kind != .replaced {
             throw ValidationError("--resume needs -o to name a regular file (OUT.part is kept beside it)")
         }
@@ -92,7 +73,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
             let endpoint = try endpointSelection.load()
             var configuration = ConnectionConfiguration()
-            try connection.apply(to: &configuration, endpoint: endpoint)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
 
             // A stream (-, a FIFO, a device) is never renamed over: the Downloader writes it in place
             // once the download is verified.
@@ -100,15 +81,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             var request = DownloadRequest(url: url, destination: output, resume: resume)
             // Hashing costs more CPU than receiving over a fast link: only when the ETag can check it.
             request.digest = .whenVerifiable
-            let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil
-                ? (self.keyFile, self.keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
-            if keyFile != nil || keyEnv != nil {
-                let scheme = try SealKeyOptions.parseScheme(scheme ?? endpoint.seal.scheme ?? SealScheme.streamGCM.rawValue)
-                request.unsealing = DownloadRequest.Unsealing(
-                    scheme: scheme, key: try SealKeyOptions.loadKey(file: keyFile, environmentVariable: keyEnv, for: scheme),
-                    transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
-                    plaintextByteCount: plaintextLength)
-            }
+            request.unsealing = try key.unsealing(endpoint: endpoint)
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
             let meter = DownloadMeter(enabled: showProgress, name: PathText.lastComponent(destination.displayName))
@@ -173,5 +146,51 @@ package final class DownloadMeter: Sendable {
 
     package func clear() {
         if state.withLock({ $0.drawn }) { Console.clearStatus() }
+    }
+}
+
+/// How `download` decrypts what it fetched: `--key-file` or `--key-env`, `--scheme`, `--base64` and
+/// `--plaintext-length`, shared by the single-file and the many-file form.
+package struct DownloadKeyOptions: ParsableArguments {
+    package init() {}
+
+    @Option(help: ArgumentHelp(
+        "Decrypt with the key in this file (32/64 raw bytes or base64; legacy schemes: a passphrase).",
+        valueName: "file"))
+    package var keyFile: String?
+
+    @Option(help: ArgumentHelp("Like --key-file, from an environment variable.", valueName: "name"))
+    package var keyEnv: String?
+
+    @Option(help: ArgumentHelp(
+        "With a key: stream-gcm (default), signal, legacy-cbc or legacy-ecb (INSECURE).", valueName: "scheme"))
+    package var scheme: SealScheme?
+
+    @Flag(help: "With a key: the downloaded bytes are base64 text.")
+    package var base64 = false
+
+    @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
+    package var plaintextLength: Int64?
+
+    package func validate() throws {
+        if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+    }
+
+    /// The decryption of one download, or nil when no key is named. The key is a list entry's own
+    /// (`entryKeyFile`, `entryKeyEnv`), else the flags', else the endpoint's, each as a pair; the scheme and
+    /// encoding are the flags', else the endpoint's, else stream-gcm and binary.
+    /// - Throws: ``AttacheError`` when the key cannot be read.
+    package func unsealing(endpoint: Endpoint, entryKeyFile: String? = nil, entryKeyEnv: String? = nil) throws
+        -> DownloadRequest.Unsealing?
+    {
+        let (file, env) =
+            entryKeyFile != nil || entryKeyEnv != nil ? (entryKeyFile, entryKeyEnv)
+            : keyFile != nil || keyEnv != nil ? (keyFile, keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)
+        guard file != nil || env != nil else { return nil }
+        let scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
+        return DownloadRequest.Unsealing(
+            scheme: scheme, key: try SealKeyOptions.loadKey(file: file, environmentVariable: env, for: scheme),
+            transferEncoding: base64 || endpoint.seal.base64 == true ? .base64 : .binary,
+            plaintextByteCount: plaintextLength)
     }
 }

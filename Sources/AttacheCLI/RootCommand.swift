@@ -1,0 +1,39 @@
+package import ArgumentParser
+import Attache
+import AttacheCore
+
+/// The `attache` command-line tool: one root command over every subcommand.
+///
+/// The `attache` executable calls ``runMain()``; tests parse a command line with
+/// `RootCommand.parseAsRoot(_:)` and run it in-process.
+package struct RootCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "attache",
+        abstract: "Detect, recompress, encrypt and upload chat attachments.",
+        version: AttacheLibrary.version,
+        subcommands: [
+            UploadCommand.self,
+            BatchCommand.self,
+            EnqueueCommand.self,
+            WorkerCommand.self,
+            QueueCommand.self,
+            DetectCommand.self,
+            RecompressCommand.self,
+            DownloadManyCommand.self,
+            RequestCommand.self,
+            EncryptCommand.self,
+            DecryptCommand.self,
+        ])
+
+    /// Runs the command line this process was started with and returns when the command succeeded;
+    /// exits with the command's status otherwise (docs/EXIT-STATUS.md).
+    ///
+    /// File names are bytes: arguments that are not UTF-8 are kept exactly (``PlatformPath``). Words that
+    /// ArgumentParser would misread as a help request are refused first, and its error messages are
+    /// printed escaped (``CommandLineScreen``).
+    package static func runMain() async {
+        await CommandLineScreen.run(RootCommand.self, PlatformPath.commandLineArguments)
+    }
+}
