@@ -150,7 +150,7 @@ package enum CommandLineScreen {
 
     /// A one-shot signal from the command's task to the waiting main thread.
     private final class Completion: Sendable {
-        private let lock = ConditionLock()
+        private let lock = Lock()
         private let done = Atomic<Bool>(false)
 
         func signal() {
