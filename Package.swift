@@ -6,9 +6,10 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// Linux only: no `platforms:` line. The code calls Linux directly (glibc, epoll, /proc, statfs and
+// ctime for the content guard, fork + setrlimit for the media helpers); README "Platforms" says why.
 let package = Package(
     name: "Attache",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
         .library(name: "AttacheCore", targets: ["AttacheCore"]),

@@ -1,7 +1,6 @@
 import Attache
 import AttacheCore
 import Foundation
-import Synchronization
 
 /// Sends many files through an ``AttachmentPipeline`` with bounded concurrency, recording every step in
 /// an ``UploadJournal`` so that a run killed at any point resumes where it stopped and every file reaches
@@ -118,7 +117,7 @@ final class BatchControl: Sendable {
         var cancelled: Set<BatchFileID> = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     func setDriver(_ task: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in
@@ -171,7 +170,7 @@ private final class ProgressThrottle: Sendable {
         var last = ContinuousClock.now - .seconds(1)
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Returns whether to emit `progress`, and the new attempt number when a retry began.
     func filter(_ progress: UploadProgress) -> (emit: Bool, retry: Int?) {

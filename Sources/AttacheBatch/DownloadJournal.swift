@@ -33,24 +33,10 @@ public final class DownloadJournal: DownloadJournaling {
     ///   `.journalBusy` when another process holds it.
     public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
-        let configuration = journalConfiguration(label: "attache.download-journal", readOnly: readOnly, durable: durable)
-        do {
-            lock = readOnly ? nil : try JournalLock(journalPath: path, holder: "attache download")
-            if !readOnly { try UploadJournal.restrictAccess(path) }
-            database = try DatabaseQueue(path: path, configuration: configuration)
-            if readOnly {
-                guard try database.read({ db in try db.tableExists("download") }) else {
-                    throw AttacheError(.journal, stage: .download, "not an attache download journal", file: path)
-                }
-            } else {
-                try Self.migrator.migrate(database)
-            }
-        } catch var error as AttacheError {
-            error.stage = .download
-            throw error
-        } catch {
-            throw Self.wrap(error, "cannot open the download journal", file: path)
-        }
+        lock = readOnly ? nil : try JournalLock(journalPath: path, holder: "attache download", stage: .download)
+        database = try openJournalDatabase(
+            at: path, name: "download journal", table: "download", stage: .download, migrator: Self.migrator,
+            configuration: journalConfiguration(label: "attache.download-journal", readOnly: readOnly, durable: durable))
     }
 
     private static var migrator: DatabaseMigrator {
@@ -165,9 +151,5 @@ public final class DownloadJournal: DownloadJournaling {
 
     private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
         try journalAccess(what, file: path, stage: .download, body)
-    }
-
-    private static func wrap(_ error: any Error, _ message: String, file: String) -> AttacheError {
-        journalError(error, message, file: file, stage: .download)
     }
 }

@@ -1,7 +1,6 @@
 import Attache
 package import AttacheCore
 import Foundation
-import Synchronization
 
 /// Walks files and folders lazily, a page at a time, so that a batch over 100,000 files starts at once
 /// and holds only the names of the directories it is inside (sorted, for a stable order).
@@ -41,13 +40,13 @@ package final class FileWalker: Sendable {
 
     private let followSymlinks: Bool
     private let excluded: Set<String>
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     /// Creates a walker over `roots`, never yielding the absolute paths in `excluding`.
     package init(roots: [String], followSymlinks: Bool, excluding: Set<String> = []) {
         self.followSymlinks = followSymlinks
         self.excluded = excluding
-        self.state = Mutex(State(roots: roots))
+        self.state = LockedValue(State(roots: roots))
     }
 
     /// Returns up to `limit` items; an empty array means the walk is over.
@@ -83,10 +82,8 @@ package final class FileWalker: Sendable {
     private func visitRoot(_ path: String, push: (Frame) -> Void) -> Item? {
         var info = stat()
         guard PlatformPath.withCString(path, { stat($0, &info) }) == 0 else {
-            let code = errno
-            return .failed(
-                path: path, code: code == ENOENT ? .fileNotFound : .fileUnreadable,
-                message: code == ENOENT ? "no such file or folder" : String(cString: strerror(code)))
+            let error = AttacheError.system("cannot look at it", stage: .batch, file: path, missing: "no such file or folder")
+            return .failed(path: path, code: error.code, message: error.message)
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
@@ -108,7 +105,8 @@ package final class FileWalker: Sendable {
             // Gone between listing and looking: nothing to send, but counted and reported like every
             // other name the walk meets.
             if code == ENOENT { return .skipped(path: path, reason: "removed while the folder was being walked") }
-            return .failed(path: path, code: .fileUnreadable, message: String(cString: strerror(code)))
+            let error = AttacheError.system("cannot look at it", errno: code, stage: .batch, file: path)
+            return .failed(path: path, code: error.code, message: error.message)
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:

@@ -1,6 +1,7 @@
 import Attache
 import AttacheCore
 import GRDB
+import Glibc
 
 /// Runs one operation on a journal database, turning GRDB's and SQLite's errors into an
 /// ``AttacheError`` `.journal` of `stage` that names the file and keeps SQLite's extended result code.
@@ -43,4 +44,49 @@ func journalConfiguration(label: String, readOnly: Bool, durable: Bool) -> Confi
         }
     }
     return configuration
+}
+
+/// Opens the journal database at `path`: the one way both journals (uploads and downloads) open theirs.
+///
+/// Writable: the file is created 0600 (``restrictJournalAccess(_:stage:)``) and `migrator` brings its
+/// schema up to date. Read-only: the file must exist and hold `table`, or it is not this kind of journal.
+/// - Parameter name: what the messages call the file ("journal", "download journal").
+/// - Throws: ``AttacheError`` `.journal` of `stage` naming the file.
+func openJournalDatabase(
+    at path: String, name: String, table: String, stage: AttacheError.Stage, migrator: DatabaseMigrator,
+    configuration: Configuration
+) throws -> DatabaseQueue {
+    do {
+        if !configuration.readonly { try restrictJournalAccess(path, stage: stage) }
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        if configuration.readonly {
+            guard try database.read({ db in try db.tableExists(table) }) else {
+                throw AttacheError(.journal, stage: stage, "not an attache \(name)", file: path)
+            }
+        } else {
+            try migrator.migrate(database)
+        }
+        return database
+    } catch var error as AttacheError {
+        error.stage = stage
+        throw error
+    } catch {
+        throw journalError(error, "cannot open the \(name)", file: path, stage: stage)
+    }
+}
+
+/// Creates the database file readable and writable by its owner only (0600, whatever the umask),
+/// and takes those rights back from files an older version created 0644. A journal holds every
+/// file's seal key and nonce seed. SQLite gives the `-wal` and `-shm` files it creates the main
+/// file's mode; existing ones are narrowed here too.
+func restrictJournalAccess(_ path: String, stage: AttacheError.Stage) throws {
+    let fd = FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+    guard fd >= 0 else { throw AttacheError.system("cannot create the journal", .journal, stage: stage, file: path) }
+    defer { close(fd) }
+    guard fchmod(fd, 0o600) == 0 else {
+        throw AttacheError.system("cannot make the journal private", .journal, stage: stage, file: path)
+    }
+    for companion in ["-wal", "-shm", "-journal"] {
+        _ = chmod(path + companion, 0o600)
+    }
 }

@@ -1,7 +1,6 @@
 import Attache
 import AttacheCore
 import Foundation
-import Synchronization
 
 /// An exclusive, advisory lock that keeps two batch runs off one journal.
 ///
@@ -12,30 +11,26 @@ import Synchronization
 /// crashed run never leaves a stale lock behind. The file itself stays (removing it would let a third
 /// process lock a different file of the same name); it holds the pid of the last run, for the message.
 final class JournalLock: Sendable {
-    private let descriptor: Mutex<Int32>
+    private let descriptor: LockedValue<Int32>
 
     /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it
     /// (`holder` says what kind of run that is).
-    init(journalPath: String, holder: String = "attache batch") throws {
+    init(journalPath: String, holder: String = "attache batch", stage: AttacheError.Stage = .batch) throws {
         let path = journalPath + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
         guard fd >= 0 else {
-            throw AttacheError(
-                .journal, stage: .batch, "cannot create the journal's lock file: \(String(cString: strerror(errno)))",
-                file: path)
+            throw AttacheError.system("cannot create the journal's lock file", .journal, stage: stage, file: path)
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno
             let pid = Self.readPid(fd)
             close(fd)
             guard reason == EWOULDBLOCK else {
-                throw AttacheError(
-                    .journal, stage: .batch, "cannot lock the journal: \(String(cString: strerror(reason)))",
-                    file: journalPath)
+                throw AttacheError.system("cannot lock the journal", errno: reason, .journal, stage: stage, file: journalPath)
             }
             let who = pid.map { "another \(holder) (pid \($0))" } ?? "another \(holder)"
             throw AttacheError(
-                .journalBusy, stage: .batch,
+                .journalBusy, stage: stage,
                 "\(who) is using this journal; wait for it to end, or give this run another journal",
                 file: journalPath)
         }
@@ -43,7 +38,7 @@ final class JournalLock: Sendable {
         if ftruncate(fd, 0) == 0 {
             _ = pid.utf8CString.withUnsafeBufferPointer { pwrite(fd, $0.baseAddress, $0.count - 1, 0) }
         }
-        descriptor = Mutex(fd)
+        descriptor = LockedValue(fd)
     }
 
     /// Releases the lock (closing the descriptor releases the flock); also done on deinit.

@@ -1,6 +1,6 @@
 public import Attache
 import AttacheCore
-public import Foundation
+import Foundation
 import GRDB
 
 /// The durable record of a batch: one row per file with its identity, state, idempotency key, receipt or
@@ -55,23 +55,9 @@ public final class UploadJournal: Sendable {
     /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
     public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
-        let configuration = journalConfiguration(label: "attache.journal", readOnly: readOnly, durable: durable)
-        do {
-            if !readOnly { try Self.restrictAccess(path) }
-            database = try DatabaseQueue(path: path, configuration: configuration)
-            if !readOnly {
-                try Self.migrator.migrate(database)
-            } else {
-                let ready = try database.read { db in try db.tableExists("file") }
-                guard ready else {
-                    throw AttacheError(.journal, stage: .batch, "not an attache journal", file: path)
-                }
-            }
-        } catch let error as AttacheError {
-            throw error
-        } catch {
-            throw Self.wrap(error, "cannot open the journal", file: path)
-        }
+        database = try openJournalDatabase(
+            at: path, name: "journal", table: "file", stage: .batch, migrator: Self.migrator,
+            configuration: journalConfiguration(label: "attache.journal", readOnly: readOnly, durable: durable))
     }
 
     private static var migrator: DatabaseMigrator {
@@ -444,33 +430,7 @@ public final class UploadJournal: Sendable {
         try journalAccess(what, file: path, stage: .batch, body)
     }
 
-    private static func wrap(_ error: any Error, _ message: String, file: String) -> AttacheError {
-        journalError(error, message, file: file, stage: .batch)
-    }
-
     private static func now() -> Double { Date().timeIntervalSince1970 }
-
-    /// Creates the database file readable and writable by its owner only (0600, whatever the umask),
-    /// and takes those rights back from files an older version created 0644. The journal holds every
-    /// file's seal key and nonce seed. SQLite gives the `-wal` and `-shm` files it creates the main
-    /// file's mode; existing ones are narrowed here too.
-    static func restrictAccess(_ path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw AttacheError(
-                .journal, stage: .batch, "cannot create the journal: \(String(cString: strerror(errno)))", file: path,
-                cause: NativeError.posix())
-        }
-        defer { close(fd) }
-        guard fchmod(fd, 0o600) == 0 else {
-            throw AttacheError(
-                .journal, stage: .batch, "cannot make the journal private: \(String(cString: strerror(errno)))",
-                file: path, cause: NativeError.posix())
-        }
-        for companion in ["-wal", "-shm", "-journal"] {
-            _ = chmod(path + companion, 0o600)
-        }
-    }
 
     /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
     package static func absolute(_ path: String) -> String {
@@ -504,76 +464,5 @@ public final class UploadJournal: Sendable {
             }
         }
         return componentLength != dots
-    }
-}
-
-/// What makes a file "the same file" for the journal and the shared queue (with its absolute path).
-package struct FileIdentity: Sendable, Hashable {
-    package var byteCount: Int64
-    /// Nanoseconds since the epoch.
-    package var modificationTime: Int64
-    /// Lower-case hex SHA-256 of the content.
-    package var sha256: String
-
-    package init(byteCount: Int64, modificationTime: Int64, sha256: String) {
-        self.byteCount = byteCount
-        self.modificationTime = modificationTime
-        self.sha256 = sha256
-    }
-}
-
-/// One file's row in an ``UploadJournal``.
-public struct JournalEntry: Sendable {
-    /// The absolute path.
-    public var path: String
-    /// The size recorded with the file's identity, when it was read.
-    public var byteCount: Int64?
-    /// The modification time recorded with the identity, in nanoseconds since the epoch.
-    public var modificationTime: Int64?
-    /// The SHA-256 of the content (hex), when it was read.
-    public var sha256: String?
-    /// The state.
-    public var state: UploadJournal.State
-    /// The `Idempotency-Key` every attempt of the current upload carries.
-    public var idempotencyKey: String?
-    /// How many times a run started sending this file (each may have made several HTTP attempts; the
-    /// receipt says how many the successful one made).
-    public var attempts: Int
-    /// The server's receipt, for `done` files.
-    public var receipt: UploadReceipt?
-    /// The error code of the last failure (or `skipped`), for `failed` and `skipped` files.
-    public var errorCode: String?
-    /// The stage of the last failure.
-    public var errorStage: String?
-    /// The message of the last failure or the reason for skipping.
-    public var errorMessage: String?
-    /// When the row last changed.
-    public var updatedAt: Date
-    /// The resumable upload in progress (resource and last confirmed offset), if any.
-    public var resumable: ResumableState?
-
-    static func resumable(_ row: Row) -> ResumableState? {
-        guard let name: String = row["uploadProtocol"], let protocolName = ResumableProtocol(rawValue: name),
-            let url: String = row["uploadURL"]
-        else { return nil }
-        return ResumableState(protocolName: protocolName, uploadURL: url, offset: row["confirmedOffset"] ?? 0)
-    }
-
-    init(row: Row) {
-        path = row["path"]
-        byteCount = row["size"]
-        modificationTime = row["mtime"]
-        sha256 = row["sha256"]
-        state = UploadJournal.State(rawValue: row["state"]) ?? .pending
-        idempotencyKey = row["idempotencyKey"]
-        attempts = row["attempts"]
-        if let json: String = row["receipt"] {
-            receipt = try? JSONDecoder().decode(UploadReceipt.self, from: Data(json.utf8))
-        }
-        errorCode = row["errorCode"]
-        errorStage = row["errorStage"]
-        errorMessage = row["errorMessage"]
-        updatedAt = Date(timeIntervalSince1970: row["updatedAt"])
-        resumable = Self.resumable(row)
     }
 }

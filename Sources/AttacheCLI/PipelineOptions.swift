@@ -413,6 +413,6 @@ package enum HeaderLines {
 
     /// Headers whose values are credentials, refused on the command line.
     package static func carriesCredentials(_ name: String) -> Bool {
-        ["authorization", "proxy-authorization"].contains(name.lowercased())
+        CredentialHeaders.contains(name)
     }
 }

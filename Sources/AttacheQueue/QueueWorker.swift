@@ -488,7 +488,7 @@ final class PendingCommits: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// How many are under way.
     var count: Int { state.withLock { $0.count } }
@@ -523,7 +523,7 @@ final class PendingCommits: Sendable {
 
 /// The running totals, shared by the sends.
 final class SummaryBox: Sendable {
-    private let value = Mutex(QueueWorkerSummary())
+    private let value = LockedValue(QueueWorkerSummary())
 
     func withLock<T>(_ body: (inout QueueWorkerSummary) -> T) -> T {
         value.withLock { body(&$0) }
@@ -533,7 +533,7 @@ final class SummaryBox: Sendable {
 /// The leases this process holds and until when it may trust them (its own clock: a paused process
 /// finds them expired when it wakes, before it asks the database).
 final class LeaseBook: Sendable {
-    private let state = Mutex<[Int64: (token: Int64, until: ContinuousClock.Instant)]>([:])
+    private let state = LockedValue<[Int64: (token: Int64, until: ContinuousClock.Instant)]>([:])
 
     func hold(_ job: QueueJob, until: ContinuousClock.Instant) {
         state.withLock { $0[job.id] = (job.leaseToken, until) }

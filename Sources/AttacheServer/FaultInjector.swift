@@ -3,9 +3,7 @@ import Hummingbird
 import Logging
 internal import NIOCore
 import ServiceLifecycle
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// Carries out a ``FaultKind`` on one request, down to the connection when the fault needs it.
 ///

@@ -2,11 +2,8 @@ import Attache
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Synchronization
 internal import NIOCore
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// `GET|HEAD /files/{id}`: the stored bytes, streamed from disk, with single byte ranges, `ETag` (the
 /// SHA-256), `Last-Modified` and `If-Range`; the faults of a ``FileFaultPlan``; and, when configured,
@@ -158,7 +155,7 @@ struct FileController: Sendable {
 
 /// Requests counted for a ``FileFaultPlan``, and the SHA-256 of files a `change` fault rewrote.
 final class FileFaultState: Sendable {
-    private let value = Mutex<(requests: Int, changed: [String: String])>((0, [:]))
+    private let value = LockedValue<(requests: Int, changed: [String: String])>((0, [:]))
 
     func withLock<T>(_ body: (inout (requests: Int, changed: [String: String])) -> T) -> T {
         value.withLock { body(&$0) }
@@ -167,14 +164,14 @@ final class FileFaultState: Sendable {
 
 /// A file of JSON lines, appended to under a lock: the request logs tests read.
 final class JSONLinesLog: Sendable {
-    private let handle: Mutex<FileHandle?>
+    private let handle: LockedValue<FileHandle?>
 
     init(path: String) {
         // Appended to, never truncated: a restarted server adds to what an earlier run logged.
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         let file = FileHandle(forWritingAtPath: path)
         _ = try? file?.seekToEnd()
-        handle = Mutex(file)
+        handle = LockedValue(file)
     }
 
     func append(_ object: [String: Any]) {

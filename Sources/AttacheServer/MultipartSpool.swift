@@ -1,10 +1,7 @@
 import Attache
 import Foundation
 import MultipartKit
-import Synchronization
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// One part of a received multipart body: a file part spooled to a temporary file, or a text field
 /// kept in memory.
@@ -44,14 +41,14 @@ enum MultipartRejection: Error, Sendable {
 /// and the open files are not thread-safe; the mutex serialises callers (in practice one request's
 /// task, one call at a time) and is what makes the type `Sendable`.
 final class MultipartSpool: Sendable {
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     /// - Parameters:
     ///   - boundary: the boundary from the request's `Content-Type`.
     ///   - temporaryDirectory: where file parts are spooled.
     ///   - fieldLimit: the largest text field kept in memory.
     init(boundary: String, temporaryDirectory: String, fieldLimit: Int) {
-        state = Mutex(State(boundary: boundary, temporaryDirectory: temporaryDirectory, fieldLimit: fieldLimit))
+        state = LockedValue(State(boundary: boundary, temporaryDirectory: temporaryDirectory, fieldLimit: fieldLimit))
     }
 
     /// Feeds the next bytes of the body.
@@ -366,14 +363,8 @@ final class SpoolFile {
     }
 
     private func writeFully(_ bytes: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw Self.failure("cannot write a temporary file", path)
-            }
-            offset += written
+        if let code = FileDescriptor.writeAll(descriptor, bytes) {
+            throw AttacheError.system("cannot write a temporary file", errno: code, .fileUnwritable, stage: .upload, file: path)
         }
     }
 
@@ -385,10 +376,7 @@ final class SpoolFile {
     }
 
     private static func failure(_ message: String, _ path: String) -> AttacheError {
-        let code = errno
-        return AttacheError(
-            .fileUnwritable, stage: .upload, message, file: path,
-            cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+        AttacheError.system(message, .fileUnwritable, stage: .upload, file: path)
     }
 }
 

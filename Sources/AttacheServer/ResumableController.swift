@@ -6,10 +6,7 @@ import Logging
 internal import NIOCore
 internal import NIOHTTPTypes
 import ServiceLifecycle
-import Synchronization
-#if canImport(Glibc)
 import Glibc
-#endif
 
 extension HTTPField.Name {
     static let tusResumable = HTTPField.Name("Tus-Resumable")!
@@ -68,7 +65,7 @@ struct ResumableController: Sendable {
 
     /// Counts appending requests for the fault plan.
     final class AppendCounter: Sendable {
-        private let count = Mutex(0)
+        private let count = LockedValue(0)
         func next() -> Int { count.withLock { $0 += 1; return $0 } }
     }
 

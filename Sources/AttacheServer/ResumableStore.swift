@@ -1,10 +1,7 @@
 import Attache
 import Foundation
-import Synchronization
 internal import NIOCore
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// The upload resources of resumable uploads (tus 1.0 and the IETF draft), on disk under
 /// `resumable/<id>/`: `data` (the bytes received so far, appended in order) and `info.json` (protocol,
@@ -66,7 +63,7 @@ final class ResumableStore: Sendable {
         var busy = false
     }
 
-    private let live = Mutex<[String: Live]>([:])
+    private let live = LockedValue<[String: Live]>([:])
 
     /// Opens (creating) `resumable/` in the store.
     /// - Throws: ``AttacheError/Code/fileUnwritable``.
@@ -183,14 +180,9 @@ final class ResumableStore: Sendable {
         func append(_ buffers: [ByteBuffer]) throws {
             for buffer in buffers {
                 try buffer.withUnsafeReadableBytes { bytes in
-                    var done = 0
-                    while done < bytes.count {
-                        let n = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-                        if n < 0 {
-                            if errno == EINTR { continue }
-                            throw ResumableStore.failure("cannot append to an upload", path)
-                        }
-                        done += n
+                    if let code = FileDescriptor.writeAll(descriptor, bytes) {
+                        throw AttacheError.system(
+                            "cannot append to an upload", errno: code, .fileUnwritable, stage: .upload, file: path)
                     }
                     try state.hasher?.update(bytes)
                     state.hashedCount += Int64(bytes.count)
@@ -292,9 +284,6 @@ final class ResumableStore: Sendable {
     }
 
     fileprivate static func failure(_ message: String, _ path: String) -> AttacheError {
-        let code = errno
-        return AttacheError(
-            .fileUnwritable, stage: .upload, message, file: path,
-            cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+        AttacheError.system(message, .fileUnwritable, stage: .upload, file: path)
     }
 }

@@ -1,9 +1,6 @@
 import Attache
 import Foundation
-import Synchronization
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// The server's store on disk and the bookkeeping around it.
 ///
@@ -29,7 +26,7 @@ final class UploadStore: Sendable {
     /// Mixed into the file ids derived from idempotency keys, so that knowing a key does not reveal
     /// where its file is.
     private let salt: [UInt8]
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     /// What a request with an `Idempotency-Key` may do.
     enum Claim: Sendable {
@@ -106,7 +103,7 @@ final class UploadStore: Sendable {
                 state.statistics.files += 1
             }
         }
-        self.state = Mutex(state)
+        self.state = LockedValue(state)
     }
 
     /// Reads the store's salt, or makes one when the store is new (or predates it).
@@ -416,9 +413,6 @@ final class UploadStore: Sendable {
     }
 
     private static func failure(_ message: String, _ path: String) -> AttacheError {
-        let code = errno
-        return AttacheError(
-            .fileUnwritable, stage: .upload, message, file: path,
-            cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+        AttacheError.system(message, .fileUnwritable, stage: .upload, file: path)
     }
 }

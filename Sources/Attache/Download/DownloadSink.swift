@@ -97,9 +97,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         let closed = Glibc.close(descriptor)
         descriptor = -1
         if closed != 0, localError == nil {
-            localError = AttacheError(
-                .fileUnwritable, stage: .download, "cannot write the download: \(String(cString: strerror(errno)))",
-                file: partialPath, cause: NativeError.posix())
+            localError = AttacheError.system("cannot write the download", .fileUnwritable, stage: .download, file: partialPath)
         }
         if let localError { throw localError }
     }
@@ -163,17 +161,10 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             guard decide() else { return 0 }
         }
         guard descriptor >= 0 else { return collect(bytes) }
-        var done = 0
-        while done < bytes.count {
-            let n = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                localError = AttacheError(
-                    .fileUnwritable, stage: .download, "cannot write the download: \(String(cString: strerror(errno)))",
-                    file: partialPath, cause: NativeError.posix())
-                return 0
-            }
-            done += n
+        if let code = FileDescriptor.writeAll(descriptor, bytes) {
+            localError = AttacheError.system(
+                "cannot write the download", errno: code, .fileUnwritable, stage: .download, file: partialPath)
+            return 0
         }
         do {
             if hashing { try hash.append(bytes) }
@@ -224,9 +215,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             progress(DownloadProgress(receivedBytes: base, totalBytes: total, validator: validator))
         }
         guard descriptor >= 0 else {
-            localError = AttacheError(
-                .fileUnwritable, stage: .download, "cannot open \(partialPath): \(String(cString: strerror(errno)))",
-                file: partialPath, cause: NativeError.posix())
+            localError = AttacheError.system("cannot open \(partialPath)", .fileUnwritable, stage: .download, file: partialPath)
             return false
         }
         return true

@@ -356,10 +356,8 @@ struct DownloadRun: Sendable {
                 stored = total
             } else {
                 guard rename(part, request.destination) == 0 else {
-                    throw AttacheError(
-                        .fileUnwritable, stage: .download,
-                        "cannot move the download into place: \(String(cString: strerror(errno)))",
-                        file: request.destination, cause: NativeError.posix())
+                    throw AttacheError.system(
+                        "cannot move the download into place", .fileUnwritable, stage: .download, file: request.destination)
                 }
                 stored = total
             }
@@ -408,7 +406,7 @@ final class RunningHash: @unchecked Sendable {
     private var covered: Int64 = 0
     /// One attempt uses the hash from several threads in turn (a pool job catches it up, the transport's
     /// thread appends the body); the lock makes each hand-over an ordering a race detector can see too.
-    private let lock = PThreadLock()
+    private let lock = Lock()
 
     init() throws { digest = try SHA256Digest() }
 
@@ -441,8 +439,9 @@ final class RunningHash: @unchecked Sendable {
             while covered < length {
                 let want = Int(min(Int64(buffer.count), length - covered))
                 let offset = covered
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(offset)) }
-                if n < 0, errno == EINTR { continue }
+                let n = buffer.withUnsafeMutableBytes {
+                    FileDescriptor.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<want]), at: offset)
+                }
                 guard n > 0 else {
                     throw AttacheError(.fileUnreadable, stage: .download, "the partial file is shorter than expected",
                                        file: path, cause: n < 0 ? NativeError.posix() : nil)

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 
 /// One transfer's durable state, as a ``DownloadManager`` keeps it in a ``DownloadJournaling`` store.
 ///
@@ -84,7 +83,7 @@ public protocol DownloadJournaling: Sendable {
 /// A ``DownloadJournaling`` store that lives as long as the process: pause and resume work within the
 /// process, nothing survives it.
 public final class InMemoryDownloadJournal: DownloadJournaling {
-    private let records = Mutex<[String: DownloadRecord]>([:])
+    private let records = LockedValue<[String: DownloadRecord]>([:])
 
     /// Creates an empty store.
     public init() {}

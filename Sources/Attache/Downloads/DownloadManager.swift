@@ -7,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Holds many downloads and runs a bounded number of them at a time (overall and per host), each one
 /// a ``Downloader`` transfer: streamed into `DEST.part`, resumed with `Range` + `If-Range`, verified
@@ -88,7 +87,7 @@ public final class DownloadManager: Sendable {
     private let downloader: Downloader
     private let journal: (any DownloadJournaling)?
     private let writer: JournalWriter?
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// - Parameters:
     ///   - configuration: concurrency limits and progress pacing.
@@ -598,7 +597,7 @@ final class JournalWriter: Sendable {
     }
 
     private let journal: any DownloadJournaling
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(_ journal: any DownloadJournaling) { self.journal = journal }
 

@@ -7,7 +7,6 @@ import Musl
 import Darwin
 #endif
 public import Logging
-import Synchronization
 
 /// One attachment to send: a file, bytes in memory, or a stream of byte chunks.
 ///
@@ -369,7 +368,7 @@ public struct AttachmentPipeline: Sendable {
     private func run(
         _ attachment: Attachment, within limit: Duration, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
-        let stage = Mutex(AttacheError.Stage.read)
+        let stage = LockedValue(AttacheError.Stage.read)
         let tracking: @Sendable (PipelineProgress) -> Void = { update in
             if case .stage(let current) = update {
                 stage.withLock { $0 = current }

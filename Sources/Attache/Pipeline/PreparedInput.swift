@@ -122,16 +122,8 @@ private final class Spool: @unchecked Sendable {
 
     func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else {
-                    throw AttacheError(
-                        .fileUnwritable, stage: .read, "cannot write the spool file", file: path,
-                        cause: NativeError.posix())
-                }
-                offset += n
+            if let code = FileDescriptor.writeAll(descriptor, raw) {
+                throw AttacheError.system("cannot write the spool file", errno: code, .fileUnwritable, stage: .read, file: path)
             }
         }
     }

@@ -70,9 +70,7 @@ public struct SealMaterialStore: Sendable {
         if link(temporary, path) != 0 {
             let code = errno
             if code == EEXIST, let existing = try read(path) { return (existing, true) }
-            throw AttacheError(
-                .fileUnwritable, stage: .seal, "cannot store seal material: \(String(cString: strerror(code)))",
-                file: path, cause: NativeError.posix(code))
+            throw AttacheError.system("cannot store seal material", errno: code, .fileUnwritable, stage: .seal, file: path)
         }
         syncDirectory()
         return (material, false)
@@ -144,17 +142,13 @@ public struct SealMaterialStore: Sendable {
     private func write(_ text: String, to path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw AttacheError(
-                .fileUnwritable, stage: .seal, "cannot store seal material: \(String(cString: strerror(errno)))",
-                file: path, cause: NativeError.posix())
+            throw AttacheError.system("cannot store seal material", .fileUnwritable, stage: .seal, file: path)
         }
         defer { close(fd) }
         let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         guard written == bytes.count, fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
-            throw AttacheError(
-                .fileUnwritable, stage: .seal, "cannot store seal material: \(String(cString: strerror(errno)))",
-                file: path, cause: NativeError.posix())
+            throw AttacheError.system("cannot store seal material", .fileUnwritable, stage: .seal, file: path)
         }
     }
 

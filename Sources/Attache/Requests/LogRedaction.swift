@@ -34,10 +34,9 @@ public struct LogRedaction: Sendable, Hashable {
         self.secretValues = secretValues
     }
 
-    /// The default header names.
-    public static let defaultHeaderNames: Set<String> = [
-        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token",
-    ]
+    /// The default header names: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
+    /// `X-Api-Key` and `X-Auth-Token`, the same credential headers a redirect to another host drops.
+    public static let defaultHeaderNames: Set<String> = CredentialHeaders.names
     /// The default field names.
     public static let defaultFieldNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "password", "passwd", "pass", "secret",

@@ -272,7 +272,7 @@ struct PropertyListXMLReader {
             return .bool(false)
         case .open("string"): return .string(try text(until: "string"))
         case .open("integer"):
-            let text = try self.text(until: "integer").trimmingASCIIWhitespace
+            let text = try self.text(until: "integer").trimmingWhiteSpace
             if let number = Int64(text) { return .integer(number) }
             // Above Int64.max: kept as its bit pattern, as Core Foundation keeps a UInt64.
             if let number = UInt64(text) { return .integer(Int64(bitPattern: number)) }
@@ -284,7 +284,7 @@ struct PropertyListXMLReader {
             }
             throw failure("not an integer: \(text.prefix(40))")
         case .open("real"):
-            let text = try self.text(until: "real").trimmingASCIIWhitespace
+            let text = try self.text(until: "real").trimmingWhiteSpace
             switch text.lowercased() {
             case "nan": return .real(.nan)
             case "+infinity", "infinity", "inf", "+inf": return .real(.infinity)
@@ -294,7 +294,7 @@ struct PropertyListXMLReader {
                 return .real(number)
             }
         case .open("date"):
-            let text = try self.text(until: "date").trimmingASCIIWhitespace
+            let text = try self.text(until: "date").trimmingWhiteSpace
             guard let date = UTCTimestamp.parse(text) else { throw failure("not a date: \(text.prefix(40))") }
             return .date(date)
         case .open("data"):
@@ -459,16 +459,5 @@ struct PropertyListXMLReader {
 
     private func failure(_ what: String) -> AttacheError {
         AttacheError(.corruptInput, stage: .interpret, "the property list is malformed at byte \(position): \(what)")
-    }
-}
-
-extension StringProtocol {
-    /// The text without ASCII white space at either end.
-    var trimmingASCIIWhitespace: String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
-            return ""
-        }
-        return String(self[first...last])
     }
 }

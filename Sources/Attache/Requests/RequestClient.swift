@@ -1,7 +1,6 @@
 import Dispatch
 import FoundationEssentials
 import Logging
-import Synchronization
 
 /// A general HTTP client on Attache's transport: the request layer the old networking libraries had
 /// (AFNetworking's serializers, XZNetworking's system parameters and logs), with Swift concurrency.
@@ -203,7 +202,7 @@ public final class RequestClient: Sendable {
                 .invalidArgument, stage: .request,
                 "sendBlocking was called from an async task; use `await send(_:)` there")
         }
-        let result = Mutex<Result<ServerResponse, any Error>?>(nil)
+        let result = LockedValue<Result<ServerResponse, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             let outcome: Result<ServerResponse, any Error>

@@ -50,10 +50,7 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
         if descriptor >= 0 { close(descriptor) }
         descriptor = PlatformPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         guard descriptor >= 0 else {
-            let code = errno
-            failure = AttacheError(
-                .fileUnwritable, stage: .request, "cannot create the output file: \(String(cString: strerror(code)))",
-                file: destination, cause: NativeError.posix(code))
+            failure = AttacheError.system("cannot create the output file", .fileUnwritable, stage: .request, file: destination)
             return false
         }
         return true
@@ -62,18 +59,10 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         deliveredBytes += Int64(bytes.count)
         if descriptor >= 0 {
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else {
-                    let code = errno
-                    failure = AttacheError(
-                        .fileUnwritable, stage: .request, "cannot write the output file: \(String(cString: strerror(code)))",
-                        file: destination, cause: NativeError.posix(code))
-                    return false
-                }
-                offset += written
+            if let code = FileDescriptor.writeAll(descriptor, bytes) {
+                failure = AttacheError.system(
+                    "cannot write the output file", errno: code, .fileUnwritable, stage: .request, file: destination)
+                return false
             }
             return true
         }

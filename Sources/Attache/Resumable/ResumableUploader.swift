@@ -1,6 +1,5 @@
 import FoundationEssentials
 public import Logging
-import Synchronization
 
 /// One body to send as a resumable upload.
 public struct ResumableUploadRequest: Sendable {
@@ -491,8 +490,8 @@ private struct Session {
     /// IETF creation: the whole body (`probe` false; `Upload-Complete: ?1`) or an empty probe
     /// (`Upload-Complete: ?0`). The `104`'s `Location` is kept the moment it arrives.
     mutating func createIETF(probe: Bool) async throws -> Creation {
-        let interim = Mutex<String?>(nil)
-        let interimLimit = Mutex<String?>(nil)
+        let interim = LockedValue<String?>(nil)
+        let interimLimit = LockedValue<String?>(nil)
         var headers: [(String, String)] = [
             ("Upload-Complete", probe ? "?0" : "?1"), ("Upload-Metadata", metadata),
             ("Idempotency-Key", request.idempotencyKey), ("Content-Type", request.contentType),
@@ -764,7 +763,7 @@ private struct Session {
         let counter = self.sent
         let attempt = failures + 1
         let resumed = resumedFrom
-        let lastSent = Mutex<Int64>(0)
+        let lastSent = LockedValue<Int64>(0)
         let sink = CollectingSink(
             limit: uploader.answers.maximumBodySize,
             onProgress: { sentNow, _ in
@@ -787,7 +786,7 @@ extension ResumableUploader {
 
 /// Body bytes handed to the network, summed over a session's requests from the transport's thread.
 final class ByteCounter: Sendable {
-    private let total = Mutex<Int64>(0)
+    private let total = LockedValue<Int64>(0)
     func add(_ count: Int64) { total.withLock { $0 += count } }
     var value: Int64 { total.withLock { $0 } }
 }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Lets at most `limit` tasks into a section at a time; the others wait, first come first served.
 ///
@@ -8,7 +7,7 @@ import Synchronization
 public final class AsyncLimiter: Sendable {
     /// The most tasks inside at once.
     public let limit: Int
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     private struct State {
         var inside = 0
@@ -20,7 +19,7 @@ public final class AsyncLimiter: Sendable {
     /// Creates a limiter admitting `limit` tasks (at least 1) at a time.
     public init(limit: Int) {
         self.limit = max(1, limit)
-        self.state = Mutex(State())
+        self.state = LockedValue(State())
     }
 
     /// Runs `body` once fewer than ``limit`` tasks are inside.

@@ -1,29 +1,11 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
-// The few string, path and lock helpers the module needs that FoundationEssentials leaves to Foundation
-// (NSString's path methods, `trimmingCharacters`, `caseInsensitiveCompare`, `NSLock`). The module links
+// The few string and path helpers the module needs that FoundationEssentials leaves to Foundation
+// (NSString's path methods, `caseInsensitiveCompare`); the trim is AttacheCore's. The module links
 // FoundationEssentials only, so that `attache-transfer` carries neither CoreFoundation nor ICU.
 
 extension StringProtocol {
-    /// The text without leading and trailing spaces and tabs.
-    package var trimmingBlanks: String { trimming { $0 == " " || $0 == "\t" } }
-
-    /// The text without leading and trailing white space and line breaks.
-    package var trimmingWhiteSpace: String { trimming { $0.isWhitespace } }
-
-    private func trimming(_ isTrimmed: (Character) -> Bool) -> String {
-        guard let first = firstIndex(where: { !isTrimmed($0) }) else { return "" }
-        let last = lastIndex(where: { !isTrimmed($0) })!
-        return String(self[first...last])
-    }
-
     /// True when both are equal after ASCII letters are folded to lower case (header names, tokens).
     package func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
         let a = utf8, b = other.utf8
@@ -78,31 +60,6 @@ extension PathText {
         if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }
         if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
         return "/"
-    }
-}
-
-/// A pthread mutex. ThreadSanitizer sees its lock and unlock as orderings (it does not see
-/// `Synchronization.Mutex`'s contended path), which matters for state handed between threads.
-package final class PThreadLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    package init() {
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    package func lock() { pthread_mutex_lock(mutex) }
-    package func unlock() { pthread_mutex_unlock(mutex) }
-
-    package func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
-        lock()
-        defer { unlock() }
-        return try body()
     }
 }
 

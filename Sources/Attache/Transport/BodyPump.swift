@@ -7,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
 /// loop never waits for a disk or a cipher.
@@ -53,14 +52,14 @@ final class BodyPump: Sendable {
     /// job: a hand-off per few chunks rather than per chunk.
     private let lowWater: Int
     private let pool: BlockingPool
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// Called (from any thread) when data arrived for a consumer that paused.
     ///
     /// Held in a class, not as a bare closure: a closure stored in a generic container is kept in its
     /// most general form, and every `withLock` on it converts it there and back, each time wrapping it
     /// in two more thunks; read once per wake-up, the chain grew with the body and so did the cost of
     /// calling it.
-    private let wake = Mutex<Waker?>(nil)
+    private let wake = LockedValue<Waker?>(nil)
 
     private final class Waker: Sendable {
         let body: @Sendable () -> Void

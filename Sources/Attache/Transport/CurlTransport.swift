@@ -29,7 +29,7 @@ public final class CurlTransport: HTTPTransport {
     /// The transport used unless one is given: one loop thread per process.
     public static let shared = CurlTransport()
 
-    private static let registry = Mutex<[Int: CurlTransport]>([:])
+    private static let registry = LockedValue<[Int: CurlTransport]>([:])
 
     /// The shared transport for `connection`: one per distinct ``ConnectionConfiguration/maximumConnectionsPerHost``.
     public static func shared(for connection: ConnectionConfiguration) -> CurlTransport {
@@ -189,7 +189,7 @@ final class CurlExchange: @unchecked Sendable {
     let sink: any ResponseSink
     let pump: BodyPump?
     let swallowRedirects: Bool
-    let continuation = HandOffLock<CheckedContinuation<ServerResponse, any Error>?>(nil)
+    let continuation = LockedValue<CheckedContinuation<ServerResponse, any Error>?>(nil)
 
     var easy: CurlEasy?
     private var status = 0
@@ -473,10 +473,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let maximumConnectionsPerHost: Int?
-    private let inbox = HandOffLock(Inbox())
+    private let inbox = LockedValue(Inbox())
     /// Created on the loop's first start; then owned by the loop thread (and by `submit` only for
     /// `curl_multi_wakeup`, which is thread-safe).
-    private let handles = HandOffLock(Handles())
+    private let handles = LockedValue(Handles())
 
     /// The multi and share handles: plain pointers, used on the loop thread (and `curl_multi_wakeup`,
     /// which is thread-safe, from any).
@@ -489,7 +489,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Reset easy handles of finished transfers, for the next ones: making and freeing a handle per
     /// request was a tenth of a small request's cost. Taken by ``prepare(_:)`` on callers' threads,
     /// given back by the loop.
-    private let idle = HandOffLock<[CurlEasy]>([])
+    private let idle = LockedValue<[CurlEasy]>([])
     private static let idleLimit = 32
     /// How long the thread waits with nothing to do before it ends.
     private let idleLifetime: Duration = .seconds(5)
@@ -718,21 +718,4 @@ private func transportProgressCallback(
     guard let user else { return 0 }
     let exchange = Unmanaged<CurlExchange>.fromOpaque(user).takeUnretainedValue()
     return exchange.progress(sent: Int64(uploaded), received: Int64(downloaded), expected: Int64(downloadTotal))
-}
-
-/// A value behind a pthread mutex, for the state that hands a transfer from one thread to another
-/// (caller → loop → caller). `Synchronization.Mutex` would do as a lock, but its contended path runs
-/// in an uninstrumented library, so ThreadSanitizer could not see those hand-overs as orderings and
-/// would report every transfer's state as a race; pthread mutexes it sees.
-final class HandOffLock<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = PThreadLock()
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

@@ -7,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// One HTTP exchange as a transport sends it: one attempt, redirects included.
 ///
@@ -172,8 +171,8 @@ extension HTTPTransport {
 
 extension TransportRequest {
     /// The header lines for one hop: Attache's defaults, the connection's, then the request's own.
-    /// Credentials (the connection's `Authorization`, and `Authorization`/`Cookie` headers) are left
-    /// out when `withCredentials` is false: a redirect to another host.
+    /// Credentials (the connection's `Authorization`, and every header named in `CredentialHeaders`)
+    /// are left out when `withCredentials` is false: a redirect to another host.
     func headerLines(withCredentials: Bool) -> [String] {
         var lines: [String] = []
         lines.reserveCapacity(2 + connection.headers.count + headers.count)
@@ -183,16 +182,11 @@ extension TransportRequest {
         }
         for fields in [connection.headers, headers] {
             for field in fields {
-                if !withCredentials, Self.isCredential(field.name) { continue }
+                if !withCredentials, CredentialHeaders.contains(field.name) { continue }
                 lines.append(field.value.isEmpty ? field.name + ":" : field.name + ": " + field.value)
             }
         }
         return lines
-    }
-
-    static func isCredential(_ name: String) -> Bool {
-        name.equalsIgnoringASCIICase("Authorization") || name.equalsIgnoringASCIICase("Cookie")
-            || name.equalsIgnoringASCIICase("Proxy-Authorization")
     }
 
     /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
@@ -214,7 +208,7 @@ extension TransportRequest {
     /// The URLs validated lately, each with its lower-cased host: a client sending thousands of requests
     /// to a few URLs parses each once (`URLComponents` was ~4 % of the CPU of many small requests,
     /// docs/BENCHMARKS.md, requests). Emptied when full; only URLs that passed are kept.
-    private static let validatedURLs = Mutex<[String: String]>([:])
+    private static let validatedURLs = LockedValue<[String: String]>([:])
 
     /// The lower-cased host of an `http`/`https` URL with a host; throws `invalidArgument` otherwise.
     static func validatedHost(of url: String) throws -> String {

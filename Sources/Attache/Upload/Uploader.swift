@@ -7,7 +7,6 @@ import Musl
 import Darwin
 #endif
 public import Logging
-import Synchronization
 
 /// One multipart POST, ready to send.
 public struct UploadRequest: Sendable {
@@ -217,7 +216,7 @@ final class ProgressTracker: Sendable {
 
     private let total: Int64
     private let sink: (@Sendable (UploadProgress) -> Void)?
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     init(total: Int64, sink: (@Sendable (UploadProgress) -> Void)?) {
         self.total = total

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Decides what a file is from its content: the IANA media type, the message kind it is sent as,
 /// whether its extension lies, and the metadata its headers state.
@@ -150,26 +144,14 @@ public struct MIMEDetector: Sendable {
     /// ```
     /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
     public func detect(fileAt path: String, declaredKind: MessageKind? = nil, reusing scratch: inout [UInt8]) throws -> Detection {
-        let descriptor = PlatformPath.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
-        guard descriptor >= 0 else {
-            let code = errno
-            throw AttacheError(
-                code == ENOENT || code == ENOTDIR ? .fileNotFound : .fileUnreadable, stage: .detect,
-                code == ENOENT || code == ENOTDIR ? "no such file" : "cannot open the file: \(String(cString: strerror(code)))",
-                file: path, cause: NativeError.posix(code))
-        }
+        let descriptor = try FileDescriptor.openForReading(path, stage: .detect)
         defer { close(descriptor) }
         if scratch.count != Self.headSize { scratch = [UInt8](repeating: 0, count: Self.headSize) }
-        var filled: Int
-        repeat {
-            filled = scratch.withUnsafeMutableBytes { raw in pread(descriptor, raw.baseAddress!, raw.count, 0) }
-        } while filled < 0 && errno == EINTR
+        let filled = scratch.withUnsafeMutableBytes { raw in FileDescriptor.read(descriptor, into: raw, at: 0) }
         if filled < 0 {
             let code = errno
             if code == EISDIR { throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path) }
-            throw AttacheError(
-                .fileUnreadable, stage: .detect, "read failed: \(String(cString: strerror(code)))",
-                file: path, cause: NativeError.posix(code))
+            throw AttacheError.system("read failed", errno: code, stage: .detect, file: path)
         }
         var size = Int64(filled)
         if filled == 0 || filled == Self.headSize {
@@ -177,10 +159,7 @@ public struct MIMEDetector: Sendable {
             // device rather than an empty file.
             var info = stat()
             guard fstat(descriptor, &info) == 0 else {
-                let code = errno
-                throw AttacheError(
-                    .fileUnreadable, stage: .detect, "cannot stat the file: \(String(cString: strerror(code)))",
-                    file: path, cause: NativeError.posix(code))
+                throw AttacheError.system("cannot stat the file", stage: .detect, file: path)
             }
             guard (info.st_mode & S_IFMT) == S_IFREG else {
                 throw AttacheError(.fileUnreadable, stage: .detect, "not a regular file", file: path)

@@ -1,11 +1,5 @@
 internal import COpenSSL
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The secret for one attachment: 32 bytes (`stream-gcm`), 64 bytes (`signal`: AES key ‖ HMAC key), or
 /// a passphrase (`legacy-*`).
@@ -123,27 +117,18 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw AttacheError(
-                .fileUnwritable, stage: .seal,
-                code == EEXIST
-                    ? "refusing to overwrite an existing key file"
-                    : "cannot create the key file: \(String(cString: strerror(code)))",
-                file: path, cause: NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code))))
+            guard code != EEXIST else {
+                throw AttacheError(
+                    .fileUnwritable, stage: .seal, "refusing to overwrite an existing key file", file: path,
+                    cause: NativeError.posix(code))
+            }
+            throw AttacheError.system("cannot create the key file", errno: code, .fileUnwritable, stage: .seal, file: path)
         }
         defer { close(fd) }
         let text = textForm()
-        var offset = 0
-        while offset < text.count {
-            let n = text.bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, text.count - offset) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let code = errno
-                unlink(path)
-                throw AttacheError(
-                    .fileUnwritable, stage: .seal, "cannot write the key file: \(String(cString: strerror(code)))",
-                    file: path)
-            }
-            offset += n
+        if let code = text.bytes.withUnsafeBytes({ FileDescriptor.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[..<text.count])) }) {
+            unlink(path)
+            throw AttacheError.system("cannot write the key file", errno: code, .fileUnwritable, stage: .seal, file: path)
         }
         guard fsync(fd) == 0 else {
             throw AttacheError(.fileUnwritable, stage: .seal, "cannot sync the key file", file: path)
@@ -232,11 +217,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     private static func readSmallFile(_ path: String) throws -> ScratchBytes {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            let code = errno
-            throw AttacheError(
-                code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .seal,
-                code == ENOENT ? "no such key file" : "cannot open the key file: \(String(cString: strerror(code)))",
-                file: path)
+            throw AttacheError.system("cannot open the key file", stage: .seal, file: path, missing: "no such key file")
         }
         defer { close(fd) }
         // A key file is tiny; anything bigger is the wrong file, and is not read into memory.
@@ -244,10 +225,11 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
         let contents = ScratchBytes(count: limit + 1)
         var filled = 0
         while filled <= limit {
-            let n = contents.bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, limit + 1 - filled) }
-            if n < 0, errno == EINTR { continue }
+            let n = contents.bytes.withUnsafeMutableBytes {
+                FileDescriptor.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...limit]))
+            }
             if n < 0 {
-                throw AttacheError(.fileUnreadable, stage: .seal, "cannot read the key file", file: path)
+                throw AttacheError.system("cannot read the key file", stage: .seal, file: path)
             }
             if n == 0 { break }
             filled += n

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Runs numbered jobs on a few threads — the caller's and up to ``maximumThreads`` − 1 detached ones —
 /// each thread claiming the next job in increasing order.
@@ -24,7 +18,7 @@ final class ParallelRuns: @unchecked Sendable {
     static let maximumThreads = 4
 
     private let jobCount: Int64
-    private let condition = ConditionLock()
+    private let condition = Lock()
     private var next: Int64 = 0
     private var failure: (job: Int64, error: any Error)?
     private var running = 0

@@ -1,11 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import Synchronization
 
 /// Signal's attachment format: IV ‖ AES-256-CBC/PKCS#7(plaintext ‖ zero padding) ‖ HMAC-SHA256.
 ///
@@ -42,7 +35,7 @@ package enum SignalAttachment {
 
 /// The payload's digest, set by whichever reader first reaches the end; shared by all readers.
 final class DigestBox: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = LockedValue<String?>(nil)
     var digest: String? { value.withLock { $0 } }
     func set(_ digest: String) { value.withLock { $0 = digest } }
 }

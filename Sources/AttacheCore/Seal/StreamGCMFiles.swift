@@ -1,13 +1,5 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-#if os(Linux)
 internal import CLibc
-#endif
 
 /// `stream-gcm` from one file to another on every core, with positioned reads and writes.
 ///
@@ -104,9 +96,7 @@ enum StreamGCMFiles {
     /// allocation bookkeeping of every page written (4–8 % of the wall time of a 1 GiB seal here), and a
     /// full disk fails at once. Where the file system cannot, nothing changes.
     private static func reserveSpace(_ descriptor: Int32, count: Int64) {
-        #if os(Linux)
         if count > 0 { _ = attache_reserve_file_space(descriptor, count) }
-        #endif
     }
 
     /// Thrown by an ``OpenWorker`` when a segment does not verify; never leaves this file.
@@ -270,14 +260,7 @@ private final class InputFile: Sendable {
 
     init(_ source: FileSource) throws {
         self.source = source
-        let fd = PlatformPath.withCString(source.path) { Glibc.open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else {
-            let code = errno
-            throw AttacheError(
-                code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .read,
-                "cannot open the file: \(String(cString: strerror(code)))",
-                file: source.path, cause: NativeError.posix(code))
-        }
+        let fd = try FileDescriptor.openForReading(source.path, stage: .read)
         descriptor = fd
         _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
@@ -288,14 +271,12 @@ private final class InputFile: Sendable {
     func read(into start: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws -> Bool {
         var done = 0
         while done < count {
-            let n = pread(descriptor, start + done, count - done, off_t(offset + Int64(done)))
-            if n > 0 {
-                done += n
-            } else if n == 0 {
-                return false
-            } else if errno != EINTR {
-                throw readFailed(errno)
-            }
+            let n = FileDescriptor.read(
+                descriptor, into: UnsafeMutableRawBufferPointer(start: start + done, count: count - done),
+                at: offset + Int64(done))
+            if n == 0 { return false }
+            guard n > 0 else { throw readFailed(errno) }
+            done += n
         }
         return true
     }
@@ -311,9 +292,7 @@ private final class InputFile: Sendable {
     }
 
     func readFailed(_ code: Int32) -> AttacheError {
-        AttacheError(
-            .fileUnreadable, stage: .read, "read failed: \(String(cString: strerror(code)))",
-            file: source.path, cause: NativeError.posix(code))
+        AttacheError.system("read failed", errno: code, stage: .read, file: source.path)
     }
 
     func changed(_ message: String) -> AttacheError {
@@ -328,18 +307,8 @@ private struct OutputFile: Sendable {
 
     /// Writes `count` bytes at `offset`, retrying short writes and EINTR.
     func write(_ start: UnsafeRawPointer, count: Int, at offset: Int64) throws {
-        var done = 0
-        while done < count {
-            let n = pwrite(descriptor, start + done, count - done, off_t(offset + Int64(done)))
-            if n > 0 {
-                done += n
-                continue
-            }
-            if n < 0, errno == EINTR { continue }
-            let code = n < 0 ? errno : EIO
-            throw AttacheError(
-                .fileUnwritable, stage: .seal, "write failed: \(String(cString: strerror(code)))", file: path,
-                cause: NativeError.posix(code))
+        if let code = FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(start: start, count: count), at: offset) {
+            throw AttacheError.system("write failed", errno: code, .fileUnwritable, stage: .seal, file: path)
         }
     }
 }

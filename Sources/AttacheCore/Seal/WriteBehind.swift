@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Writes to a file descriptor on a second thread while the caller fills the next buffer.
 ///
@@ -21,7 +15,7 @@ final class WriteBehind: @unchecked Sendable {
 
     private let descriptor: Int32
     private let buffers: [UnsafeMutableRawBufferPointer]
-    private let condition = ConditionLock()
+    private let condition = Lock()
     private var free: [Int]
     private var queued: [(index: Int, count: Int)] = []
     private var closed = false
@@ -111,16 +105,8 @@ final class WriteBehind: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Writes `count` bytes, retrying short writes and EINTR; returns `errno` on failure.
     /// Writes `count` bytes from `start`, retrying short writes; the `errno` of a failure, or nil.
     static func writeAll(_ descriptor: Int32, _ start: UnsafeRawPointer, _ count: Int) -> Int32? {
-        var offset = 0
-        while offset < count {
-            let written = Glibc.write(descriptor, start + offset, count - offset)
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return written < 0 ? errno : EIO }
-            offset += written
-        }
-        return nil
+        FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(start: start, count: count))
     }
 }

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The one error type the library throws.
 ///
@@ -233,9 +227,4 @@ public struct NativeError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(library) error \(code): \(text)" }
-
-    /// The current `errno` as a native error.
-    package static func posix(_ code: Int32 = errno) -> NativeError {
-        NativeError(library: "posix", code: Int(code), text: String(cString: strerror(code)))
-    }
 }

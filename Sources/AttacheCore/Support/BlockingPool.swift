@@ -1,12 +1,5 @@
 import Dispatch
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import Synchronization
 
 /// A pool of dedicated threads for blocking C work (curl transfers, codecs, file hashing), so that
 /// none of it runs on Swift's cooperative thread pool.
@@ -26,7 +19,7 @@ public final class BlockingPool: Sendable {
     }
 
     private let maximumThreads: Int
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let available = DispatchSemaphore(value: 0)
 
     /// Creates a pool that starts at most `maximumThreads` threads.

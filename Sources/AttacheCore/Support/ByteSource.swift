@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 internal import CFingerprint
 
 /// A re-openable source of bytes whose exact length is known before the first byte is read.
@@ -197,11 +191,7 @@ public struct FileSource: ByteSource {
     public init(path: String, verifiesContent: Bool = false) throws {
         var info = stat()
         guard PlatformPath.withCString(path, { stat($0, &info) }) == 0 else {
-            let code = errno
-            throw AttacheError(
-                code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .read,
-                code == ENOENT ? "no such file" : "cannot stat the file: \(String(cString: strerror(code)))",
-                file: path, cause: NativeError.posix(code))
+            throw AttacheError.system("cannot stat the file", stage: .read, file: path, missing: "no such file")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw AttacheError(.fileUnreadable, stage: .read, "not a regular file", file: path)
@@ -274,14 +264,7 @@ public struct FileSource: ByteSource {
 
         init(source: FileSource, offset: Int64 = 0) throws {
             self.source = source
-            let fd = PlatformPath.withCString(source.path) { open($0, O_RDONLY | O_CLOEXEC) }
-            guard fd >= 0 else {
-                let code = errno
-                throw AttacheError(
-                    code == ENOENT ? .fileNotFound : .fileUnreadable, stage: .read,
-                    "cannot open the file: \(String(cString: strerror(code)))",
-                    file: source.path, cause: NativeError.posix(code))
-            }
+            let fd = try FileDescriptor.openForReading(source.path, stage: .read)
             self.descriptor = fd
             self.remaining = source.byteCount - offset
             self.fingerprint = source.verifiesContent ? ContentFingerprint() : nil
@@ -290,11 +273,9 @@ public struct FileSource: ByteSource {
                     descriptor: fd, expectedSize: source.byteCount, expectedModification: source.modificationTime)
             }
             if offset > 0, lseek(fd, off_t(offset), SEEK_SET) != off_t(offset) {
-                let code = errno
+                let failure = AttacheError.system("cannot seek in the file", stage: .read, file: source.path)
                 close(fd)
-                throw AttacheError(
-                    .fileUnreadable, stage: .read, "cannot seek in the file: \(String(cString: strerror(code)))",
-                    file: source.path, cause: NativeError.posix(code))
+                throw failure
             }
             _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
         }
@@ -325,10 +306,7 @@ public struct FileSource: ByteSource {
                 }
                 if n == 0 { throw changed("the file shrank while it was being read") }
                 if errno == EINTR { continue }
-                let code = errno
-                throw AttacheError(
-                    .fileUnreadable, stage: .read, "read failed: \(String(cString: strerror(code)))",
-                    file: source.path, cause: NativeError.posix(code))
+                throw AttacheError.system("read failed", stage: .read, file: source.path)
             }
         }
 

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where a command writes its result (`-o`), and the one way each kind of destination is opened.
 ///
@@ -69,7 +63,7 @@ package struct OutputDestination: Sendable {
     package func write(_ reader: any ByteReader, mode: UInt32 = 0o644) throws {
         try write(mode: mode) { descriptor in
             if let code = try WriteBehind.copy(reader, to: descriptor) {
-                throw unwritable("write failed: \(String(cString: strerror(code)))", cause: code)
+                throw unwritable("write failed", errno: code)
             }
         }
     }
@@ -79,9 +73,9 @@ package struct OutputDestination: Sendable {
     package func write(_ bytes: [UInt8], mode: UInt32 = 0o644) throws {
         try write(mode: mode) { descriptor in
             let code = bytes.withUnsafeBytes { buffer in
-                buffer.isEmpty ? nil : WriteBehind.writeAll(descriptor, buffer.baseAddress!, buffer.count)
+                FileDescriptor.writeAll(descriptor, buffer)
             }
-            if let code { throw unwritable("write failed: \(String(cString: strerror(code)))", cause: code) }
+            if let code { throw unwritable("write failed", errno: code) }
         }
     }
 
@@ -96,11 +90,8 @@ package struct OutputDestination: Sendable {
         case .inPlace:
             // No O_CREAT, no O_TRUNC: the file exists and is not regular. A FIFO blocks here until it
             // has a reader.
-            let descriptor = PlatformPath.withCString(path) { open($0, O_WRONLY | O_CLOEXEC) }
-            guard descriptor >= 0 else {
-                let code = errno
-                throw unwritable("cannot open it for writing: \(String(cString: strerror(code)))", cause: code)
-            }
+            let descriptor = FileDescriptor.open(path, O_WRONLY)
+            guard descriptor >= 0 else { throw unwritable("cannot open it for writing") }
             defer { close(descriptor) }
             try body(descriptor)
         case .replaced:
@@ -115,10 +106,7 @@ package struct OutputDestination: Sendable {
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         var template = PlatformPath.bytes(of: directory + ".\(name).XXXXXX").map { CChar(bitPattern: $0) } + [0]
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else {
-            let code = errno
-            throw unwritable("cannot create a temporary file beside it: \(String(cString: strerror(code)))", cause: code)
-        }
+        guard descriptor >= 0 else { throw unwritable("cannot create a temporary file beside it") }
         let temporary = template.withUnsafeBufferPointer { PlatformPath.string(cString: $0.baseAddress!) }
         var renamed = false
         defer {
@@ -127,17 +115,15 @@ package struct OutputDestination: Sendable {
         do {
             defer { close(descriptor) }
             try body(descriptor)
-            guard fchmod(descriptor, mode_t(mode)) == 0 else { throw unwritable("cannot set the file mode", cause: errno) }
+            guard fchmod(descriptor, mode_t(mode)) == 0 else { throw unwritable("cannot set the file mode") }
         }
         let moved = PlatformPath.withCString(temporary) { from in PlatformPath.withCString(path) { rename(from, $0) } }
-        guard moved == 0 else {
-            let code = errno
-            throw unwritable("cannot rename the temporary file into place: \(String(cString: strerror(code)))", cause: code)
-        }
+        guard moved == 0 else { throw unwritable("cannot rename the temporary file into place") }
         renamed = true
     }
 
-    private func unwritable(_ message: String, cause code: Int32) -> AttacheError {
-        AttacheError(.fileUnwritable, stage: stage, message, file: displayName, cause: NativeError.posix(code))
+    /// The error for the system call that just failed; call it before anything else can change `errno`.
+    private func unwritable(_ action: String, errno code: Int32 = errno) -> AttacheError {
+        AttacheError.system(action, errno: code, .fileUnwritable, stage: stage, file: displayName)
     }
 }

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// File names are bytes on Linux, not text: a name need not be valid UTF-8 (a file copied from an old
 /// Latin-1 system, a damaged archive). Swift's `String` cannot hold such bytes, and converting them the

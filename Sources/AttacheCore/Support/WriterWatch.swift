@@ -1,11 +1,5 @@
-#if canImport(Glibc)
 import Glibc
 internal import CLibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Lets the kernel vouch that an open file's bytes did not change between two moments, so that the
 /// content guard need not read the file a second time.
@@ -52,7 +46,6 @@ struct WriterWatch {
     /// (see the type's description). `expectedSize` and `expectedModification` (nanoseconds since the
     /// epoch) are what the caller recorded before opening: a file that differs already is not watched.
     init?(descriptor: Int32, expectedSize: Int64, expectedModification: Int64) {
-        #if os(Linux)
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return nil }
         guard Int64(info.st_size) == expectedSize, Self.nanoseconds(info.st_mtim) == expectedModification else {
@@ -69,23 +62,16 @@ struct WriterWatch {
         size = Int64(info.st_size)
         modification = info.st_mtim
         statusChange = info.st_ctim
-        #else
-        return nil
-        #endif
     }
 
     /// True when nobody has the file open for writing now and its inode, size, `mtime` and `ctime` are
     /// those seen at the start: its bytes are the ones it had then.
     func fileIsUnchanged(descriptor: Int32) -> Bool {
-        #if os(Linux)
         guard attache_probe_no_writers(descriptor) == 1 else { return false }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return false }
         return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode && Int64(info.st_size) == size
             && Self.same(info.st_mtim, modification) && Self.same(info.st_ctim, statusChange)
-        #else
-        return false
-        #endif
     }
 
     private static func nanoseconds(_ time: timespec) -> Int64 {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Decodes HEIC/HEIF and AVIF photos for the Transform stage.
 ///
@@ -18,7 +17,7 @@ public protocol HEIFDecoding: Sendable {
 /// The HEIF decoder a command-line program installs at start, for commands (`recompress`) that build their
 /// ``Transformer`` without the library's pipeline configuration.
 package enum HEIFDecoders {
-    private static let installed = Mutex<(any HEIFDecoding)?>(nil)
+    private static let installed = LockedValue<(any HEIFDecoding)?>(nil)
 
     /// The decoder installed, if any.
     package static var current: (any HEIFDecoding)? { installed.withLock { $0 } }

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 internal import CJPEGStream
 
 /// A separable Lanczos-3 resampler for 8-bit rasters of any channel count.

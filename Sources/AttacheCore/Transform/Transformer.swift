@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The pipeline's Transform stage, and the one place that decides what happens to a file: images are
 /// recompressed (HEIC/AVIF photos decoded first), stickers made, videos, voice notes and animations made

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Header parsers for audio formats and the RIFF family. Durations come from headers (Xing/VBRI,
 /// STREAMINFO, `fmt `+`data`, COMM, `pakt`, the last Ogg page) or from frame walks bounded by the
@@ -269,7 +263,7 @@ enum AudioHeaders {
             result.metadata.setDuration(Double(frames) * Double(microseconds) / 1_000_000)
         }
         if let strh = head.firstIndex(of: "strhvids", in: 0..<head.count), let handler = head.fourCC(strh + 12) {
-            let name = handler.lowercased().trimmingSpaces()
+            let name = handler.lowercased().trimmingWhiteSpace
             if !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
                 result.metadata.videoCodec = name
             }
@@ -410,7 +404,7 @@ enum AudioHeaders {
         case "alaw": return "pcm_alaw"
         case ".mp3": return "mp3"
         case "flac": return "flac"
-        default: return format.isEmpty ? nil : format.trimmingSpaces()
+        default: return format.isEmpty ? nil : format.trimmingWhiteSpace
         }
     }
 

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Zip and OLE compound files and their children, tar, and gzip (with Telegram's TGS stickers).
 enum Containers {

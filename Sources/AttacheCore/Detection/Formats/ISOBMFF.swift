@@ -1,10 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// ISO base media files (`ftyp` first): MP4, M4A, MOV, 3GP/3G2, HEIC/HEIF, AVIF.
 ///
@@ -414,7 +408,7 @@ enum ISOBMFF {
             return "prores"
         default:
             let text = withUnsafeBytes(of: format.bigEndian) { String(decoding: $0, as: UTF8.self) }
-            return text.trimmingSpaces().lowercased()
+            return text.trimmingWhiteSpace.lowercased()
         }
     }
 

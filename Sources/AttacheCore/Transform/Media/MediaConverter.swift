@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Makes video, voice notes and animations chat-ready with `ffmpeg` and `ffprobe` run as subprocesses.
 ///

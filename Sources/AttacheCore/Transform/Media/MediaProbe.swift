@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// What `ffprobe` says about a media file: its container, streams, size, rotation and duration.
 public struct MediaProbe: Sendable, Hashable, Codable {

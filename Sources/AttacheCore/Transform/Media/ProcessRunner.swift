@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 internal import CProcess
 
 /// Limits for a helper process (ffmpeg, ffprobe) that reads untrusted media.

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Telegram's voice-note waveform: 100 five-bit levels packed into 63 bytes, which a chat draws as bars.
 ///

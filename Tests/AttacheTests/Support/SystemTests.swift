@@ -1,0 +1,108 @@
+import Glibc
+import Testing
+@testable import Attache
+@testable import AttacheCore
+
+/// The one `System` place: the lock, the locked value, the file-descriptor calls with their errors,
+/// the trim and the credential header names.
+@Suite("System")
+struct SystemTests {
+    @Test("LockedValue keeps every increment of threads racing on it")
+    func lockedValueCounts() async {
+        let count = LockedValue(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { for _ in 0..<10_000 { count.withLock { $0 += 1 } } }
+            }
+        }
+        #expect(count.withLock { $0 } == 80_000)
+    }
+
+    /// State guarded by a ``Lock`` by hand, as the write-behind writer keeps its own.
+    final class Handover: @unchecked Sendable {
+        let lock = Lock()
+        var ready = false
+        var seen = false
+    }
+
+    @Test("a thread waiting on the Lock's condition wakes when another signals it")
+    func conditionHandsOver() async {
+        let handover = Handover()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            startDetachedThread(name: "system-test") {
+                handover.lock.lock()
+                while !handover.ready { handover.lock.wait() }
+                handover.seen = true
+                handover.lock.unlock()
+                continuation.resume()
+            }
+            handover.lock.withLock {
+                handover.ready = true
+                handover.lock.signal()
+            }
+        }
+        #expect(handover.lock.withLock { handover.seen })
+    }
+
+    @Test("a missing file is fileNotFound, other failures keep the system's text and errno")
+    func errnoMapping() throws {
+        let missing = "/nonexistent-\(UInt64.random(in: 0...UInt64.max))/file"
+        #expect(FileDescriptor.open(missing, O_RDONLY) == -1)
+        let error = AttacheError.system("cannot open the file", stage: .read, file: missing, missing: "no such file")
+        #expect(error.code == .fileNotFound)
+        #expect(error.message == "no such file")
+        #expect((error.cause as? NativeError)?.code == Int(ENOENT))
+
+        let denied = AttacheError.system("write failed", errno: EACCES, .fileUnwritable, stage: .seal, file: "x")
+        #expect(denied.code == .fileUnwritable)
+        #expect(denied.message == "write failed: " + String(cString: strerror(EACCES)))
+        #expect((denied.cause as? NativeError)?.library == "posix")
+
+        // Without `missing`, ENOENT is no different from any other failure (a write into a missing folder).
+        let write = AttacheError.system("cannot create", errno: ENOENT, .fileUnwritable, stage: .seal, file: "x")
+        #expect(write.code == .fileUnwritable)
+
+        #expect(throws: AttacheError.self) { try FileDescriptor.openForReading(missing, stage: .detect) }
+    }
+
+    @Test("writeAll writes everything and read reads it back; a bad descriptor gives its errno")
+    func writeAndRead() throws {
+        var template = Array("/tmp/attache-system-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        try #require(fd >= 0)
+        let path = String(cString: template)
+        defer { close(fd); unlink(path) }
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) } == nil)
+        #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[..<10]), at: 5) } == nil)
+        var back = [UInt8](repeating: 0, count: 20)
+        let n = back.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0, at: 0) }
+        #expect(n == 20)
+        #expect(Array(back[0..<5]) == Array(bytes[0..<5]))
+        #expect(Array(back[5..<15]) == Array(bytes[0..<10]))
+        #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(-1, $0) } == EBADF)
+    }
+
+    @Test("one trim: blanks are spaces and tabs, white space is every kind")
+    func trims() {
+        #expect(" \tname \t".trimmingBlanks == "name")
+        #expect(" name\n".trimmingBlanks == "name\n")
+        #expect("\u{A0} soun \r\n".trimmingWhiteSpace == "soun")
+        #expect("  ".trimmingWhiteSpace == "")
+        #expect("xxaxx".trimming(where: { $0 == "x" }) == "a")
+    }
+
+    @Test("one list of credential headers, the same for logs, redirects and the command line",
+          arguments: ["Authorization", "proxy-authorization", "COOKIE", "Set-Cookie", "X-Api-Key", "x-auth-token"])
+    func credentialHeaders(name: String) {
+        #expect(CredentialHeaders.contains(name))
+        #expect(LogRedaction().isSecret(header: name))
+    }
+
+    @Test("ordinary headers are not credentials")
+    func ordinaryHeaders() {
+        #expect(!CredentialHeaders.contains("Content-Type"))
+        #expect(!CredentialHeaders.contains("X-Tenant"))
+        #expect(LogRedaction.defaultHeaderNames == CredentialHeaders.names)
+    }
+}
