@@ -97,7 +97,7 @@ package struct UploadCommand: AsyncParsableCommand {
             throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
         }
         let configuration = try self.pipeline.makeConfiguration(url: url, endpoint: endpoint)
-        let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
+        let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
         // material is made durable before anything is sent, and found again the next time.

@@ -93,7 +93,7 @@ struct BatchCommand: AsyncParsableCommand {
             url: url ?? "http://127.0.0.1/", endpoint: endpoint, retry: .batch)
 
         var configuration = BatchConfiguration(
-            pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)
+            pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)
         configuration.concurrency = concurrency
         configuration.retryFailed = retryFailed
         configuration.dryRun = dryRun

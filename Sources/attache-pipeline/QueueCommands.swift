@@ -221,7 +221,7 @@ struct WorkerCommand: AsyncParsableCommand {
             var pipelineConfiguration = try pipeline.makeConfiguration(url: url, endpoint: endpoint, retry: .batch)
             pipelineConfiguration.transformConcurrency = min(pipelineConfiguration.transformConcurrency, concurrency)
             sender = PipelineQueueSender(
-                pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),
+                pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),
                 declaredKind: pipeline.kind)
         }
         var configuration = QueueWorkerConfiguration()
