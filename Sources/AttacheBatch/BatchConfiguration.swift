@@ -42,7 +42,9 @@ public struct BatchConfiguration: Sendable {
     }
 
     /// Creates a configuration with a pipeline made from `configuration`.
-    public init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) {
-        self.init(pipeline: AttachmentPipeline(configuration: configuration), journalPath: journalPath)
+    /// - Throws: ``AttacheError`` `.invalidArgument` for a pipeline configuration no server could take
+    ///   (``PipelineConfiguration/validate()``).
+    public init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) throws {
+        self.init(pipeline: try AttachmentPipeline(configuration: configuration), journalPath: journalPath)
     }
 }

@@ -18,7 +18,7 @@ import Foundation
 /// back to `pending` in the journal with their keys, and a `finished` event closes the run.
 ///
 /// ```swift
-/// let pipeline = AttachmentPipeline(configuration: PipelineConfiguration(url: "http://127.0.0.1:8080/upload"))
+/// let pipeline = try AttachmentPipeline(configuration: PipelineConfiguration(url: "http://127.0.0.1:8080/upload"))
 /// let batch = BatchUploader(configuration: BatchConfiguration(pipeline: pipeline, journalPath: "photos.journal"))
 /// for try await event in batch.run(["Photos/"]) {
 ///     switch event {

@@ -83,7 +83,7 @@ struct BatchCommand: AsyncParsableCommand {
         let pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch, url: dryRun ? "http://127.0.0.1/" : nil)
 
         var configuration = BatchConfiguration(
-            pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)
+            pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)
         configuration.concurrency = concurrency
         configuration.retryFailed = retryFailed
         configuration.dryRun = dryRun

@@ -211,7 +211,7 @@ struct WorkerCommand: AsyncParsableCommand {
             var pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch)
             pipelineConfiguration.transformConcurrency = min(pipelineConfiguration.transformConcurrency, concurrency)
             sender = PipelineQueueSender(
-                pipeline: AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),
+                pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),
                 declaredKind: pipeline.kind)
         }
         var configuration = QueueWorkerConfiguration()

@@ -85,7 +85,7 @@ package struct UploadCommand: AsyncParsableCommand {
     package func run() async throws {
         let logger = global.bootstrapLogging()
         let configuration = try self.pipeline.resolvedConfiguration()
-        let pipeline = AttachmentPipeline(configuration: configuration, logger: logger)
+        let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
         // material is made durable before anything is sent, and found again the next time.

@@ -99,7 +99,7 @@ public struct QueueWorkerSummary: Sendable, Codable, Equatable {
 ///
 /// ```swift
 /// try await QueueDatabase.withDatabase(connection) { database in
-///     let pipeline = AttachmentPipeline(configuration: PipelineConfiguration(url: "https://files.example/upload"))
+///     let pipeline = try AttachmentPipeline(configuration: PipelineConfiguration(url: "https://files.example/upload"))
 ///     let worker = QueueWorker(database: database, sender: PipelineQueueSender(pipeline: pipeline))
 ///     let summary = try await worker.run()
 ///     print("\(summary.succeeded) sent")

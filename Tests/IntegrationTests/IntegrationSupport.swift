@@ -58,7 +58,7 @@ struct LiveServer: Sendable {
     func pipeline(
         headers: [HeaderField] = [], attempts: Int = 4,
         stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
-    ) -> AttachmentPipeline {
+    ) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: uploadURL)
         configuration.connection.headers = headers
         configuration.connection.retry = RetryPolicy(
@@ -68,7 +68,7 @@ struct LiveServer: Sendable {
         // Transport tests compare the server's bytes with the file's; sealing has its own tests.
         configuration.seal = .none
         configure(&configuration)
-        return AttachmentPipeline(configuration: configuration)
+        return try AttachmentPipeline(configuration: configuration)
     }
 }
 

@@ -10,10 +10,10 @@ struct LibraryAPITests {
     static let pdf = PipelineIntegrationTests.sample("document.pdf")
 
     /// A sealed pipeline (the default: a fresh stream-gcm key per file) for `server`.
-    static func sealed(_ server: LiveServer, configure: (inout PipelineConfiguration) -> Void = { _ in })
+    static func sealed(_ server: LiveServer, configure: (inout PipelineConfiguration) -> Void = { _ in }) throws
         -> AttachmentPipeline
     {
-        server.pipeline {
+        try server.pipeline {
             $0.seal = SealConfiguration()
             configure(&$0)
         }
@@ -64,7 +64,7 @@ struct LibraryAPITests {
     func imageInMemoryIsTransformed() async throws {
         let photo = Array(try Data(contentsOf: URL(fileURLWithPath: PipelineIntegrationTests.sample("photo.jpg"))))
         try await LiveServer.with { server in
-            let pipeline = server.pipeline()
+            let pipeline = try server.pipeline()
             let fromMemory = try await pipeline.send(Attachment(bytes: photo, filename: "photo.jpg"))
             let fromDisk = try await pipeline.send(Attachment(path: PipelineIntegrationTests.sample("photo.jpg")))
             #expect(fromMemory.transform.recompressed)
@@ -125,7 +125,7 @@ struct LibraryAPITests {
     @Test("per-send fields replace the configuration's, and per-send seal overrides the pipeline's")
     func perSendFieldsAndSeal() async throws {
         try await LiveServer.with { server in
-            let pipeline = Self.sealed(server) {
+            let pipeline = try Self.sealed(server) {
                 $0.fields = [UploadField(name: "tenant", value: "acme"), UploadField(name: "chatId", value: "1")]
             }
             var options = SendOptions()
@@ -146,7 +146,7 @@ struct LibraryAPITests {
     @Test("per-send headers reach the server; a rejection is a typed accessor")
     func perSendHeadersAndRejection() async throws {
         try await LiveServer.with { server in
-            let pipeline = server.pipeline()
+            let pipeline = try server.pipeline()
             var options = SendOptions()
             // The reference server injects the fault this header names into this upload only.
             options.headers = [HeaderField(name: "X-Attache-Fault", value: "business:code=7001:message=quota")]

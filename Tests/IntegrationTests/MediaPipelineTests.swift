@@ -9,12 +9,12 @@ struct MediaPipelineTests {
         _ = try run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
     }
 
-    static func pipeline(_ url: String, _ configure: (inout PipelineConfiguration) -> Void = { _ in }) -> AttachmentPipeline {
+    static func pipeline(_ url: String, _ configure: (inout PipelineConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: url + "/upload")
         configuration.seal = .none
         configuration.answers = .status
         configure(&configuration)
-        return AttachmentPipeline(configuration: configuration)
+        return try AttachmentPipeline(configuration: configuration)
     }
 
     static func form(_ receipt: UploadReceipt, _ name: String) -> String? {
@@ -92,7 +92,7 @@ struct MediaPipelineTests {
         let wav = dir + "/memo.wav"
         try Self.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
         try await ReceiverProcess.withPHPEcho { url in
-            let pipeline = Self.pipeline(url) { $0.transform.media.ffmpegPath = dir + "/no-ffmpeg-here" }
+            let pipeline = try Self.pipeline(url) { $0.transform.media.ffmpegPath = dir + "/no-ffmpeg-here" }
             let receipt = try await pipeline.send(Attachment(path: wav))
             #expect(receipt.mimeType == "audio/wav" && receipt.filename == "memo.wav")
             #expect(!receipt.transform.recompressed)
@@ -114,7 +114,7 @@ struct MediaPipelineTests {
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: cut, declaredKind: .video))
             #expect(receipt.transform.skipped?.hasPrefix("corrupt-input") == true)
-            let strict = Self.pipeline(url) { $0.transform.onTransformError = .fail }
+            let strict = try Self.pipeline(url) { $0.transform.onTransformError = .fail }
             let error = await #expect(throws: AttacheError.self) {
                 try await strict.send(Attachment(path: cut, declaredKind: .video))
             }

@@ -41,7 +41,7 @@ struct PipelineIntegrationTests {
     @Test("each sample is classified, sent sealed, and decrypts back", arguments: expectations)
     func sampleRoundTrip(file: String, kind: MessageKind, mime: String) async throws {
         try await LiveServer.with { server in
-            let pipeline = server.pipeline { $0.seal = SealConfiguration() }  // stream-gcm, fresh key
+            let pipeline = try server.pipeline { $0.seal = SealConfiguration() }  // stream-gcm, fresh key
             let receipt = try await pipeline.send(Attachment(path: Self.sample(file)))
             #expect(receipt.kind == kind)
             #expect(receipt.mimeType.hasPrefix(mime))

@@ -79,7 +79,7 @@ struct ResumableUploadTests {
     static func pipeline(
         _ url: String, mode: ResumableMode, initialAppend: Int64 = 16 << 20, seal: SealConfiguration = .none,
         attempts: Int = 6, stallTimeout: Duration = .seconds(10)
-    ) -> AttachmentPipeline {
+    ) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: url)
         configuration.connection.retry = RetryPolicy(
             maximumAttempts: attempts, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200),
@@ -88,7 +88,7 @@ struct ResumableUploadTests {
         configuration.seal = seal
         configuration.resumable = ResumableConfiguration(
             mode: mode, threshold: 1 << 20, initialAppendSize: initialAppend, maximumAppendSize: initialAppend)
-        return AttachmentPipeline(configuration: configuration)
+        return try AttachmentPipeline(configuration: configuration)
     }
 
     @Test func tusUploadCutThreeTimesMidPatchCompletesWithLittleResent() async throws {
@@ -102,7 +102,7 @@ struct ResumableUploadTests {
         try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "drop@1-3:after=30000000") }) { server in
             var seal = SealConfiguration()
             seal.scheme = .streamGCM
-            let pipeline = Self.pipeline(server.uploadURL, mode: .tus, initialAppend: chunk, seal: seal)
+            let pipeline = try Self.pipeline(server.uploadURL, mode: .tus, initialAppend: chunk, seal: seal)
             let receipt = try await pipeline.send(Attachment(path: source))
             let resumable = try #require(receipt.resumable)
             #expect(resumable.protocolName == .tus)

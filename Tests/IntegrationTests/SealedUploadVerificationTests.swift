@@ -160,12 +160,12 @@ struct KeyedServer: Sendable {
         }
     }
 
-    func pipeline(seal: SealConfiguration) -> AttachmentPipeline {
+    func pipeline(seal: SealConfiguration) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: "http://127.0.0.1:\(port)/upload")
         configuration.connection.retry = RetryPolicy(
             maximumAttempts: 1, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(20), budget: .seconds(30))
         configuration.seal = seal
-        return AttachmentPipeline(configuration: configuration)
+        return try AttachmentPipeline(configuration: configuration)
     }
 
     /// POSTs a multipart form with `fields` and one file part named `file`; returns the status and JSON.

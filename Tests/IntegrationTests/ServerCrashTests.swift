@@ -31,7 +31,7 @@ struct ServerCrashTests {
 
         server = try await ServerProcess.start(store: scratch.store, port: server.port)
         defer { server.kill() }
-        let pipeline = scratch.pipeline(port: server.port, attempts: 1)
+        let pipeline = try scratch.pipeline(port: server.port, attempts: 1)
         let retry = try await pipeline.send(Attachment(path: file, idempotencyKey: key))
         let digest = try sha256Hex(content)
         #expect(retry.server["sha256"]?.stringValue == digest)
@@ -83,7 +83,7 @@ struct ServerCrashTests {
         var server = try await ServerProcess.start(store: scratch.store)
         defer { server.kill() }
         let port = server.port
-        let pipeline = scratch.pipeline(port: port, attempts: 200)
+        let pipeline = try scratch.pipeline(port: port, attempts: 200)
         var receipts: [String: UploadReceipt] = [:]
 
         for round in 0..<rounds {
@@ -180,14 +180,14 @@ struct ServerCrashTests {
             return path
         }
 
-        func pipeline(port: Int, attempts: Int) -> AttachmentPipeline {
+        func pipeline(port: Int, attempts: Int) throws -> AttachmentPipeline {
             var configuration = PipelineConfiguration(url: "http://127.0.0.1:\(port)/upload")
             configuration.seal = .none
             configuration.sendMetadataFields = false
             configuration.connection.retry = RetryPolicy(
                 maximumAttempts: attempts, initialDelay: .milliseconds(10), maximumDelay: .milliseconds(100),
                 budget: .seconds(120))
-            return AttachmentPipeline(configuration: configuration)
+            return try AttachmentPipeline(configuration: configuration)
         }
 
         /// Every stored file part with the SHA-256 of its bytes (read from disk, not from a receipt).

@@ -21,20 +21,26 @@ struct ThumbnailPlacementTests {
     @Test("separate: each thumbnail its own request and receipt, under a key derived from the attachment's")
     func separate() async throws {
         try await LiveServer.with { server in
-            let pipeline = server.pipeline { $0.thumbnails = .separate; $0.seal = SealConfiguration() }
+            let pipeline = try server.pipeline { $0.thumbnails = .separate; $0.seal = SealConfiguration() }
             let receipt = try await pipeline.send(Attachment(path: Self.photo, idempotencyKey: "k-photo-1"))
             let uploads = try #require(receipt.thumbnailUploads)
             #expect(Set(uploads.map(\.name)) == ["thumbnail", "thumbnailTiny"])
             #expect(Set(uploads.map(\.filename)) == ["photo.thumbnail.jpg", "photo.thumbnail-tiny.jpg"])
-            #expect(Set(uploads.map(\.idempotencyKey)) == ["k-photo-1.thumbnail", "k-photo-1.thumbnailTiny"])
+            #expect(Set(uploads.compactMap(\.idempotencyKey)) == ["k-photo-1.thumbnail", "k-photo-1.thumbnailTiny"])
             #expect(receipt.transform.thumbnails.isEmpty)
             let ids = uploads.compactMap(\.fileId) + [receipt.fileId].compactMap { $0 }
             #expect(Set(ids).count == 3)
             for upload in uploads {
                 #expect(upload.mimeType == "image/jpeg")
                 #expect(upload.width > 0 && upload.height > 0)
-                #expect(upload.sentByteCount > 0)
+                #expect(upload.placement == .separate)
+                #expect((upload.sentByteCount ?? 0) > 0)
+                #expect(upload.attempts == 1)
+                #expect(upload.server?["fileId"]?.stringValue == upload.fileId)
             }
+            // One type for every thumbnail: the separate ones are the receipt's thumbnails, request facts
+            // and all.
+            #expect(receipt.thumbnails == uploads)
             let stats = try await server.stats()
             #expect(stats.uploads == 3)
             #expect(stats.files == 3)
@@ -68,10 +74,19 @@ struct ThumbnailPlacementTests {
         #expect(throws: AttacheError.self) { try configuration.validate() }
         configuration.fields = [UploadField(name: "key", value: "uploads/${filename}")]
         try configuration.validate()
-        await #expect(throws: AttacheError.self) {
-            var inline = configuration
-            inline.thumbnails = .inline
-            _ = try await AttachmentPipeline(configuration: inline).send(Attachment(path: Self.photo))
+        // Checked once, when the pipeline is made: nothing is read or sent.
+        var inline = configuration
+        inline.thumbnails = .inline
+        let refused = #expect(throws: AttacheError.self) { try AttachmentPipeline(configuration: inline) }
+        #expect(refused?.code == .invalidArgument)
+        #expect(refused?.stage == .configuration)
+        // A send whose options make the configuration one no server could take is refused the same way.
+        let pipeline = try AttachmentPipeline(configuration: configuration)
+        var options = SendOptions()
+        options.fields = [UploadField(name: "key", value: "uploads/fixed.jpg")]
+        let perSend = await #expect(throws: AttacheError.self) {
+            try await pipeline.send(Attachment(path: Self.photo), options: options)
         }
+        #expect(perSend?.stage == .configuration)
     }
 }

@@ -18,7 +18,7 @@ struct TransformFallbackIntegrationTests {
         let file = try TemporaryFile(name: "broken.jpg", bytes: original)
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline()
+            let pipeline = try server.pipeline()
             #expect(pipeline.configuration.transform.onTransformError == .sendOriginal)
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.kind == .image)
@@ -38,7 +38,7 @@ struct TransformFallbackIntegrationTests {
         let file = try TemporaryFile(name: "broken.jpg", bytes: try Self.truncatedPhoto())
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline { $0.transform.onTransformError = .fail }
+            let pipeline = try server.pipeline { $0.transform.onTransformError = .fail }
             let error = try await #require(throws: AttacheError.self) {
                 try await pipeline.send(Attachment(path: file.path))
             }

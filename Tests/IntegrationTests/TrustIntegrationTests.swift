@@ -143,7 +143,7 @@ struct TrustIntegrationTests {
         stat(path, &info)
         let times = [info.st_atim, info.st_mtim]
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(attempts: 1)
+            let pipeline = try server.pipeline(attempts: 1)
             let rewritten = Flag()
             let error = await #expect(throws: AttacheError.self) {
                 _ = try await pipeline.send(Attachment(path: path)) { event in

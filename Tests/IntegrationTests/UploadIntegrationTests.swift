@@ -68,7 +68,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(300_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "503@1")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "503@1")])
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
             let stats = try await server.stats()
@@ -83,7 +83,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(1000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline()
+            let pipeline = try server.pipeline()
             let first = try await pipeline.send(Attachment(path: file.path, idempotencyKey: "same-key-1"))
             let second = try await pipeline.send(Attachment(path: file.path, idempotencyKey: "same-key-1"))
             #expect(first.fileId == second.fileId)
@@ -100,7 +100,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: [1, 2, 3])
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "429@1:retry-after=1")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "429@1:retry-after=1")])
             let clock = ContinuousClock()
             let start = clock.now
             let receipt = try await pipeline.send(Attachment(path: file.path))
@@ -163,7 +163,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: [1])
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "business:code=1007:message=chat closed")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "business:code=1007:message=chat closed")])
             let error = await #expect(throws: AttacheError.self) { try await pipeline.send(Attachment(path: file.path)) }
             #expect(error?.code == .rejected)
             #expect(error?.message.contains("1007") == true)
@@ -192,7 +192,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: content)
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "drop@1:after=100000")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "drop@1:after=100000")])
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
             #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(content)))
@@ -207,7 +207,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(10_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(
+            let pipeline = try server.pipeline(
                 headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=20")], stallTimeout: .seconds(1))
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
@@ -221,7 +221,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: [1])
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "500@*")], attempts: 3)
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "500@*")], attempts: 3)
             let error = await #expect(throws: AttacheError.self) { try await pipeline.send(Attachment(path: file.path)) }
             #expect(error?.code == .retriesExhausted)
             #expect(error?.message.contains("3 attempts") == true)
@@ -237,7 +237,7 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(2_000_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=60")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=60")])
             let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 try await pipeline.send(Attachment(path: file.path)) { event in
@@ -268,7 +268,7 @@ struct UploadIntegrationTests {
         defer { file.remove() }
         try await LiveServer.with { server in
             let seen = Mutex<[Double]>([])
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "drop@1:after=2000000")])
+            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "drop@1:after=2000000")])
             let receipt = try await pipeline.send(Attachment(path: file.path)) { event in
                 if case .upload(let update) = event { seen.withLock { $0.append(update.fractionCompleted) } }
             }
@@ -286,7 +286,7 @@ struct UploadIntegrationTests {
         let files = try (0..<6).map { _ in try TemporaryFile(bytes: randomBytes(500_000)) }
         defer { files.forEach { $0.remove() } }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline()
+            let pipeline = try server.pipeline()
             let ids = try await withThrowingTaskGroup(of: String?.self) { group in
                 for file in files {
                     group.addTask { try await pipeline.send(Attachment(path: file.path)).fileId }

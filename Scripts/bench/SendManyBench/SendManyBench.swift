@@ -16,7 +16,7 @@ let folder = arguments[2]
 let paths = try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { folder + "/" + $0 }
 var configuration = PipelineConfiguration(url: arguments[1])
 configuration.connection.retry = RetryPolicy(maximumAttempts: 3, budget: .seconds(120))
-let pipeline = AttachmentPipeline(configuration: configuration)
+let pipeline = try AttachmentPipeline(configuration: configuration)
 
 let clock = ContinuousClock()
 let start = clock.now

@@ -37,13 +37,11 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var detection: Detection
     /// What the Transform stage did.
     public var transform: TransformReceipt
-    /// The receipts of the thumbnails sent as requests of their own (``ThumbnailPlacement/separate``), in
-    /// the order sent; absent when thumbnails went inline, were not sent, or the attachment had none.
-    public var thumbnailUploads: [ThumbnailReceipt]?
-    /// Every thumbnail sent with the attachment, typed, however it was placed: name, type, dimensions,
-    /// size, and the server's id and URL for it when the server named them. Empty when none were sent;
-    /// nil only in receipts written before this field existed.
-    public var thumbnails: [ReceiptThumbnail]?
+    /// Every thumbnail sent with the attachment, however it was placed: name, type, dimensions, size,
+    /// the server's id and URL for it when the server named them, and for one sent as a request of its
+    /// own (``ThumbnailPlacement/separate``) that request's facts. Empty when none were sent; nil only in
+    /// receipts written before this field existed.
+    public var thumbnails: [ThumbnailReceipt]?
     /// How the attachment went as a resumable upload; nil for a multipart POST.
     public var resumable: ResumableReceipt? = nil
 
@@ -52,8 +50,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
         attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt,
-        detection: Detection, transform: TransformReceipt, thumbnailUploads: [ThumbnailReceipt]? = nil,
-        thumbnails: [ReceiptThumbnail]? = nil
+        detection: Detection, transform: TransformReceipt, thumbnails: [ThumbnailReceipt]? = nil
     ) {
         self.path = path
         self.filename = filename
@@ -72,256 +69,80 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         self.seal = seal
         self.detection = detection
         self.transform = transform
-        self.thumbnailUploads = thumbnailUploads
         self.thumbnails = thumbnails
     }
-}
 
-/// One thumbnail that went with an attachment (``UploadReceipt/thumbnails``).
-///
-/// A thumbnail is sealed with the attachment's key (``UploadReceipt/seal``) as part 1, 2, … of its
-/// material, so the receiver opens it with the same key.
-public struct ReceiptThumbnail: Sendable, Codable, Hashable {
-    /// Which thumbnail: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px); also its form name.
-    public var name: String
-    /// The filename sent (`photo.thumbnail.jpg`).
-    public var filename: String
-    /// Its own type, before sealing (`image/jpeg`).
-    public var mimeType: String
-    /// Its width in pixels.
-    public var width: Int
-    /// Its height in pixels.
-    public var height: Int
-    /// Its size before sealing, in bytes.
-    public var byteCount: Int64
-    /// How it was sent: a part of the attachment's request, or a request of its own.
-    public var placement: ThumbnailPlacement
-    /// The server's id for it, when the server named one.
-    public var fileId: String?
-    /// Where it can be fetched (absolute), when the server said so.
-    public var url: String?
-
-    /// Creates a thumbnail entry.
-    public init(
-        name: String, filename: String, mimeType: String, width: Int, height: Int, byteCount: Int64,
-        placement: ThumbnailPlacement, fileId: String? = nil, url: String? = nil
-    ) {
-        self.name = name
-        self.filename = filename
-        self.mimeType = mimeType
-        self.width = width
-        self.height = height
-        self.byteCount = byteCount
-        self.placement = placement
-        self.fileId = fileId
-        self.url = url
-    }
-}
-
-/// The server's receipt for a thumbnail sent as a request of its own (``ThumbnailPlacement/separate``).
-///
-/// The thumbnail is sealed with the attachment's key (``UploadReceipt/seal``), as part 1, 2, … of the same
-/// material, exactly as an inline thumbnail would be.
-public struct ThumbnailReceipt: Sendable, Codable, Hashable {
-    /// Which thumbnail: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px).
-    public var name: String
-    /// The filename sent (`photo.thumbnail.jpg`).
-    public var filename: String
-    /// The thumbnail's own type, before sealing (`image/jpeg`).
-    public var mimeType: String
-    /// The thumbnail's width.
-    public var width: Int
-    /// The thumbnail's height.
-    public var height: Int
-    /// The server's file id for it, when it named one (with `s3-post`, the object key).
-    public var fileId: String?
-    /// Where the server says it can be fetched, when it said so.
-    public var url: String?
-    /// The file part's size as sent, in bytes.
-    public var sentByteCount: Int64
-    /// The seal scheme's digest of the sent bytes (`signal`: SHA-256 hex), when it has one.
-    public var digest: String?
-    /// The `Idempotency-Key` sent with it: the attachment's, with `.` and the thumbnail's name appended.
-    public var idempotencyKey: String
-    /// Attempts made.
-    public var attempts: Int
-    /// True when the server answered a receipt it had given before.
-    public var replayed: Bool
-    /// The server's answer, every field kept (``ServerReceipt/data``).
-    public var server: JSONValue
-
-    /// Creates a thumbnail receipt.
-    public init(
-        name: String, filename: String, mimeType: String, width: Int, height: Int, fileId: String?, url: String?,
-        sentByteCount: Int64, digest: String? = nil, idempotencyKey: String, attempts: Int, replayed: Bool,
-        server: JSONValue
-    ) {
-        self.name = name
-        self.filename = filename
-        self.mimeType = mimeType
-        self.width = width
-        self.height = height
-        self.fileId = fileId
-        self.url = url
-        self.sentByteCount = sentByteCount
-        self.digest = digest
-        self.idempotencyKey = idempotencyKey
-        self.attempts = attempts
-        self.replayed = replayed
-        self.server = server
-    }
-}
-
-/// What the Transform stage did to one attachment.
-public struct TransformReceipt: Sendable, Codable, Hashable {
-    /// True when the file was recompressed (or made a sticker); false when it went as it was.
-    public var recompressed: Bool
-    /// The size after Transform, before sealing.
-    public var byteCount: Int64
-    /// The image's width after Transform, for images and stickers.
-    public var width: Int?
-    /// The image's height after Transform.
-    public var height: Int?
-    /// The form names of the thumbnail parts sent inline with the attachment (thumbnails sent in requests
-    /// of their own are in ``UploadReceipt/thumbnailUploads``).
-    public var thumbnails: [String]
-    /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
-    /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
-    /// otherwise (and in receipts written before this field existed).
-    public var skipped: String?
-    /// For video, voice and animations: what the converter did and found; absent for other kinds.
-    public var media: MediaReceipt?
-
-    /// Creates a transform receipt.
-    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
-                skipped: String? = nil, media: MediaReceipt? = nil) {
-        self.recompressed = recompressed
-        self.byteCount = byteCount
-        self.width = width
-        self.height = height
-        self.thumbnails = thumbnails
-        self.skipped = skipped
-        self.media = media
-    }
-}
-
-/// What the Transform stage did to a video, voice note or animation (``MediaConverter``).
-public struct MediaReceipt: Sendable, Codable, Hashable {
-    /// `keep` (already compliant), `remux` (index moved to the front) or `encode`.
-    public var plan: MediaConverter.VideoPlan
-    /// Seconds.
-    public var duration: Double?
-    /// For video and animations: the MP4's index comes first, so a player can start early.
-    public var supportsStreaming: Bool?
-    /// For voice: Telegram's 63-byte waveform, base64 (the `waveform` form field).
-    public var waveform: String?
-    /// True for a GIF or APNG sent as a silent MP4.
-    public var animation: Bool?
-
-    /// Creates a media receipt.
-    public init(plan: MediaConverter.VideoPlan, duration: Double? = nil, supportsStreaming: Bool? = nil,
-                waveform: String? = nil, animation: Bool? = nil) {
-        self.plan = plan
-        self.duration = duration
-        self.supportsStreaming = supportsStreaming
-        self.waveform = waveform
-        self.animation = animation
-    }
-
-    /// The facts of `output`, or nil when it was not converted media.
-    init?(_ output: TransformOutput) {
-        guard let plan = output.mediaPlan else { return nil }
-        self.init(plan: plan, duration: output.duration, supportsStreaming: output.supportsStreaming,
-                  waveform: output.waveform.map { Base64.encode($0) }, animation: output.isAnimation ? true : nil)
-    }
-}
-
-/// What the Seal stage did to one attachment: what a receiver needs to open it.
-///
-/// ``key`` is an ``AttachmentKey``: printing or logging a receipt shows its size, never the key; read it
-/// with ``AttachmentKey/base64``. Encoded (`attache upload --json`, the batch journal), the key is its
-/// text, because that is the receipt's purpose: the program that writes the chat message needs it.
-public struct SealReceipt: Sendable, Codable, Hashable {
-    /// The scheme.
-    public var scheme: SealScheme
-    /// Binary or base64 on the wire.
-    public var transferEncoding: TransferEncoding
-    /// The size of what was sealed (after Transform).
-    public var plaintextByteCount: Int64
-    /// The scheme's digest of the sealed bytes (`signal`: SHA-256 hex), when it has one.
-    public var digest: String?
-    /// The attachment's fresh key, when the pipeline made one (no fixed key configured).
-    /// It belongs in the message that carries the attachment; it is never sent to the upload server.
-    public var key: AttachmentKey?
-
-    /// Creates a seal receipt.
-    public init(
-        scheme: SealScheme, transferEncoding: TransferEncoding, plaintextByteCount: Int64, digest: String? = nil,
-        key: AttachmentKey? = nil
-    ) {
-        self.scheme = scheme
-        self.transferEncoding = transferEncoding
-        self.plaintextByteCount = plaintextByteCount
-        self.digest = digest
-        self.key = key
+    /// The thumbnails sent as requests of their own (``ThumbnailPlacement/separate``), in the order sent;
+    /// nil when thumbnails went inline, were not sent, or the attachment had none. Encoded as
+    /// `thumbnailUploads`, as receipts always were.
+    public var thumbnailUploads: [ThumbnailReceipt]? {
+        let separate = thumbnails?.filter { $0.placement == .separate } ?? []
+        return separate.isEmpty ? nil : separate
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scheme, transferEncoding, plaintextByteCount, digest, key
+        case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
+        case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
+        case thumbnailUploads, thumbnails, resumable
     }
 
-    /// Reads a receipt; the key's text is read the way ``scheme`` uses keys (a `legacy-*` passphrase as
-    /// it is, raw keys from base64).
+    /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
+    /// facts (they were only in `thumbnailUploads` then) or existed at all.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        scheme = try container.decode(SealScheme.self, forKey: .scheme)
-        transferEncoding = try container.decode(TransferEncoding.self, forKey: .transferEncoding)
-        plaintextByteCount = try container.decode(Int64.self, forKey: .plaintextByteCount)
-        digest = try container.decodeIfPresent(String.self, forKey: .digest)
-        if let text = try container.decodeIfPresent(String.self, forKey: .key) {
-            if scheme.usesPassphrase {
-                key = AttachmentKey(passphrase: text)
-            } else {
-                do { key = try AttachmentKey(base64: text) } catch {
-                    throw DecodingError.dataCorruptedError(
-                        forKey: .key, in: container, debugDescription: "not the base64 text of a 32- or 64-byte key")
-                }
+        path = try container.decode(String.self, forKey: .path)
+        filename = try container.decode(String.self, forKey: .filename)
+        kind = try container.decode(MessageKind.self, forKey: .kind)
+        mimeType = try container.decode(String.self, forKey: .mimeType)
+        fileId = try container.decodeIfPresent(String.self, forKey: .fileId)
+        url = try container.decodeIfPresent(String.self, forKey: .url)
+        originalByteCount = try container.decode(Int64.self, forKey: .originalByteCount)
+        sentByteCount = try container.decode(Int64.self, forKey: .sentByteCount)
+        bodyByteCount = try container.decode(Int64.self, forKey: .bodyByteCount)
+        idempotencyKey = try container.decode(String.self, forKey: .idempotencyKey)
+        attempts = try container.decode(Int.self, forKey: .attempts)
+        replayed = try container.decode(Bool.self, forKey: .replayed)
+        seconds = try container.decode(Double.self, forKey: .seconds)
+        server = try container.decode(JSONValue.self, forKey: .server)
+        seal = try container.decode(SealReceipt.self, forKey: .seal)
+        detection = try container.decode(Detection.self, forKey: .detection)
+        transform = try container.decode(TransformReceipt.self, forKey: .transform)
+        resumable = try container.decodeIfPresent(ResumableReceipt.self, forKey: .resumable)
+        let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
+        if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
+            thumbnails = listed.map { entry in
+                guard entry.placement == .separate, let upload = uploads.first(where: { $0.name == entry.name })
+                else { return entry }
+                return entry.merging(requestOf: upload)
             }
         } else {
-            key = nil
+            thumbnails = uploads.isEmpty ? nil : uploads
         }
     }
 
-    /// Writes the receipt, the key as its text (see ``AttachmentKey/base64``).
+    /// Writes the receipt; the separate thumbnails also as `thumbnailUploads`, where readers of earlier
+    /// receipts look for them.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(scheme, forKey: .scheme)
-        try container.encode(transferEncoding, forKey: .transferEncoding)
-        try container.encode(plaintextByteCount, forKey: .plaintextByteCount)
-        try container.encodeIfPresent(digest, forKey: .digest)
-        try container.encodeIfPresent(key?.base64, forKey: .key)
-    }
-}
-
-/// How an attachment was sent as a resumable upload (tus 1.0 or the IETF draft).
-public struct ResumableReceipt: Sendable, Codable, Hashable {
-    /// `tus` or `ietf`.
-    public var protocolName: ResumableProtocol
-    /// The upload resource.
-    public var uploadURL: String
-    /// Bytes the server already had when this send started (an earlier process's upload).
-    public var resumedBytes: Int64
-    /// Body bytes this send handed to the network, over all its requests.
-    public var bytesSent: Int64
-    /// Requests this send made.
-    public var requests: Int
-
-    /// Creates a receipt.
-    public init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {
-        self.protocolName = protocolName
-        self.uploadURL = uploadURL
-        self.resumedBytes = resumedBytes
-        self.bytesSent = bytesSent
-        self.requests = requests
+        try container.encode(path, forKey: .path)
+        try container.encode(filename, forKey: .filename)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(mimeType, forKey: .mimeType)
+        try container.encodeIfPresent(fileId, forKey: .fileId)
+        try container.encodeIfPresent(url, forKey: .url)
+        try container.encode(originalByteCount, forKey: .originalByteCount)
+        try container.encode(sentByteCount, forKey: .sentByteCount)
+        try container.encode(bodyByteCount, forKey: .bodyByteCount)
+        try container.encode(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(replayed, forKey: .replayed)
+        try container.encode(seconds, forKey: .seconds)
+        try container.encode(server, forKey: .server)
+        try container.encode(seal, forKey: .seal)
+        try container.encode(detection, forKey: .detection)
+        try container.encode(transform, forKey: .transform)
+        try container.encodeIfPresent(thumbnailUploads, forKey: .thumbnailUploads)
+        try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
+        try container.encodeIfPresent(resumable, forKey: .resumable)
     }
 }

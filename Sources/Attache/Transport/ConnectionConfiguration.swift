@@ -14,7 +14,7 @@ import Darwin
 /// var connection = ConnectionConfiguration()
 /// connection.authorization = .bearer(ProcessInfo.processInfo.environment["FILES_TOKEN"] ?? "")
 /// connection.headers = [HeaderField(name: "X-Tenant", value: "acme")]
-/// let pipeline = AttachmentPipeline(configuration: {
+/// let pipeline = try AttachmentPipeline(configuration: {
 ///     var configuration = PipelineConfiguration(url: "https://files.example/upload")
 ///     configuration.connection = connection
 ///     return configuration

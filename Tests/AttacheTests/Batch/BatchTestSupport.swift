@@ -74,12 +74,12 @@ func bindLoopback(listening backlog: Int32?) throws -> (descriptor: Int32, port:
 
 /// A batch over `url` with one attempt per file and short timeouts.
 func makeBatch(url: String, journal: String, concurrency: Int = 2, configure: (inout BatchConfiguration) -> Void = { _ in })
-    -> BatchUploader
+    throws -> BatchUploader
 {
     var pipeline = PipelineConfiguration(url: url)
     pipeline.connection.retry = .never
     pipeline.connection.connectTimeout = .seconds(2)
-    var configuration = BatchConfiguration(pipeline: pipeline, journalPath: journal)
+    var configuration = try BatchConfiguration(pipeline: pipeline, journalPath: journal)
     configuration.concurrency = concurrency
     configure(&configuration)
     return BatchUploader(configuration: configuration)

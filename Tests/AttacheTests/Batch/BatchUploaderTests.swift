@@ -70,7 +70,7 @@ struct BatchUploaderTests {
         let journal = folder.path + "/journal.sqlite"
         let listener = try SilentListener()
         let url = "http://127.0.0.1:\(listener.port)/upload"
-        let run = makeBatch(url: url, journal: journal, concurrency: 2).run([folder.path])
+        let run = try makeBatch(url: url, journal: journal, concurrency: 2).run([folder.path])
 
         var started: [String: String] = [:]
         var events: [BatchEvent] = []
@@ -98,7 +98,7 @@ struct BatchUploaderTests {
         }
 
         // The next run resumes them under the same keys (and stops again).
-        let resume = makeBatch(url: url, journal: journal, concurrency: 2).run([folder.path])
+        let resume = try makeBatch(url: url, journal: journal, concurrency: 2).run([folder.path])
         var resumed: [String: String] = [:]
         for try await event in resume {
             if case .started(let file, let key, let wasResumed) = event, wasResumed {
@@ -115,7 +115,7 @@ struct BatchUploaderTests {
         for i in 0..<3 { try folder.write("\(i).txt", "content \(i)") }
         let journal = folder.path + "/journal.sqlite"
         let listener = try SilentListener()
-        let run = makeBatch(url: "http://127.0.0.1:\(listener.port)/upload", journal: journal, concurrency: 3)
+        let run = try makeBatch(url: "http://127.0.0.1:\(listener.port)/upload", journal: journal, concurrency: 3)
             .run([folder.path])
 
         var ended: [String: AttacheError.Code] = [:]
@@ -150,7 +150,7 @@ struct BatchUploaderTests {
         let journal = folder.path + "/journal.sqlite"
         let url = "http://127.0.0.1:\(try refusedPort())/upload"
         let limit = 12
-        let run = makeBatch(url: url, journal: journal, concurrency: 3) {
+        let run = try makeBatch(url: url, journal: journal, concurrency: 3) {
             $0.eventBufferLimit = limit
             $0.discoveryLookahead = 1
         }.run([folder.path])
@@ -183,14 +183,14 @@ struct BatchUploaderTests {
         let journal = folder.path + "/journal.sqlite"
         let listener = try SilentListener()
         let url = "http://127.0.0.1:\(listener.port)/upload"
-        let first = makeBatch(url: url, journal: journal).run([folder.path + "/in"])
+        let first = try makeBatch(url: url, journal: journal).run([folder.path + "/in"])
         var iterator = first.makeAsyncIterator()
         // Once a file has started, the first run holds the journal.
         while let event = try await iterator.next() {
             if case .started = event { break }
         }
 
-        let second = makeBatch(url: url, journal: journal).run([folder.path + "/in"])
+        let second = try makeBatch(url: url, journal: journal).run([folder.path + "/in"])
         let error = await #expect(throws: AttacheError.self) { _ = try await collect(second) }
         #expect(error?.code == .journalBusy)
         #expect(error?.message.contains("pid \(getpid())") == true)
@@ -207,7 +207,7 @@ struct BatchUploaderTests {
         let folder = try ScratchFolder()
         defer { folder.remove() }
         try folder.write("a.txt", "a")
-        let run = makeBatch(url: "http://127.0.0.1:9/upload", journal: folder.path + "/missing/dir/j.sqlite").run([folder.path])
+        let run = try makeBatch(url: "http://127.0.0.1:9/upload", journal: folder.path + "/missing/dir/j.sqlite").run([folder.path])
         let error = await #expect(throws: AttacheError.self) { _ = try await collect(run) }
         #expect(error?.code == .journal)
     }

@@ -17,7 +17,7 @@ guard arguments.count == 3, let port = Int(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: gateway UPLOAD-URL PORT\n".utf8))
     exit(64)
 }
-let pipeline = AttachmentPipeline(configuration: PipelineConfiguration(url: arguments[1]))
+let pipeline = try AttachmentPipeline(configuration: PipelineConfiguration(url: arguments[1]))
 
 let router = Router()
 router.post("/attachments/:name") { request, context -> Response in

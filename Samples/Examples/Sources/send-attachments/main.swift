@@ -21,7 +21,7 @@ var configuration = PipelineConfiguration(url: url)
 configuration.fields = [UploadField(name: "appVersion", value: "5.2"), UploadField(name: "platform", value: "server")]
 configuration.connection.retry = RetryPolicy(maximumAttempts: 5, budget: .seconds(120))
 configuration.transform.image.maxSide = 2560  // the "HD" size
-let pipeline = AttachmentPipeline(configuration: configuration)
+let pipeline = try AttachmentPipeline(configuration: configuration)
 
 /// The file's bytes as chunks of 64 KiB, the way a request body or a download arrives.
 func chunks(of path: String) -> AsyncThrowingStream<[UInt8], any Error> {

@@ -1,0 +1,84 @@
+import FoundationEssentials
+
+/// Everything the pipeline needs to know, fixed for many attachments.
+public struct PipelineConfiguration: Sendable {
+    /// The upload endpoint.
+    public var url: String
+    /// The form name of the attachment part.
+    public var fileFieldName = "file"
+    /// "System parameters": form fields sent with every upload, before the attachment's own.
+    public var fields: [UploadField] = []
+    /// Send the detected type and metadata as form fields (`mimeType`, `kind`, `width`, `height`,
+    /// `duration`, … see ``Detection/uploadFields``). `nil` (the default): yes, except with an answer
+    /// profile whose endpoint checks every field against a signed policy (`s3-post`: S3 refuses a form with
+    /// a field its policy does not list). See ``sendsMetadataFields``.
+    public var sendMetadataFields: Bool?
+    /// Send how a sealed attachment was sealed as form fields (`scheme`, `encoding`, `plaintextSize`; the
+    /// key never). `nil` (the default): yes, except with `s3-post`, for the same reason as
+    /// ``sendMetadataFields``; the receipt carries the same facts either way. See ``sendsSealFields``.
+    public var sendSealFields: Bool?
+    /// Where an image's thumbnails go. `nil` (the default): in the attachment's request (`inline`), except
+    /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
+    /// sent (`omitted`). See ``thumbnailPlacement``.
+    public var thumbnails: ThumbnailPlacement?
+    /// How content is detected and classified.
+    public var detection = MIMEDetector.Configuration()
+    /// What is recompressed, and how; thumbnails.
+    public var transform = Transformer.Configuration()
+    /// Image transforms running at once across all the sends of one pipeline (default: one per core).
+    /// Uploads beyond that wait for a slot before decoding, which keeps a batch's memory bounded.
+    public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount
+    /// Sends of this pipeline running at once; more wait for a slot, first come first served. Nil (the
+    /// default): no limit beyond the transforms' and the transport's own. A send waiting for a slot holds
+    /// no thread; its ``SendOptions/timeLimit`` counts from the call.
+    public var maximumConcurrentSends: Int?
+    /// How attachments are encrypted on their way to the server.
+    public var seal = SealConfiguration()
+    /// How to talk to the server: timeouts, retries, TLS, headers, credentials.
+    public var connection = ConnectionConfiguration()
+    /// How the server's answers are read.
+    public var answers = ResponseInterpreter.Configuration()
+    /// Resumable uploads (tus 1.0, the IETF draft) for large attachments; off by default. A resumable
+    /// upload sends the sealed attachment alone (fields as `Upload-Metadata`, no inline thumbnails).
+    public var resumable = ResumableConfiguration()
+
+    /// Creates a configuration for `url` with the defaults (HEIC/AVIF photos decoded by libheif).
+    public init(url: String) {
+        self.url = url
+        transform.heifDecoder = LibHEIFDecoder()
+    }
+
+    /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
+    public var thumbnailPlacement: ThumbnailPlacement {
+        thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .omitted : .inline)
+    }
+
+    /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
+    public var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
+
+    /// Whether seal fields are sent: ``sendSealFields``, or the answer profile's default.
+    public var sendsSealFields: Bool { sendSealFields ?? !answers.profile.checksFormFields }
+
+    /// Checks the combinations no server could take. ``AttachmentPipeline/init(configuration:logger:)``
+    /// calls it once, so a pipeline that exists has a configuration that passed.
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): thumbnails inline with a
+    ///   profile that takes one file per request; separate thumbnails to a presigned POST whose `key` field
+    ///   names one fixed object (each thumbnail would replace the attachment).
+    public func validate() throws {
+        let profile = answers.profile
+        if profile.sendsOneFilePerRequest, thumbnailPlacement == .inline {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "the \(profile) profile takes exactly one file part per request: thumbnails cannot go inline "
+                    + "(use none or separate)")
+        }
+        if profile == .s3Post, thumbnailPlacement == .separate,
+            let key = fields.last(where: { $0.name == "key" })?.value, !key.contains("${filename}")
+        {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "the form's key names one object, so each separate thumbnail would replace the attachment: "
+                    + "use a key with ${filename} or no thumbnails")
+        }
+    }
+}

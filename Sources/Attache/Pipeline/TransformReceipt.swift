@@ -1,0 +1,32 @@
+/// What the Transform stage did to one attachment.
+public struct TransformReceipt: Sendable, Codable, Hashable {
+    /// True when the file was recompressed (or made a sticker); false when it went as it was.
+    public var recompressed: Bool
+    /// The size after Transform, before sealing.
+    public var byteCount: Int64
+    /// The image's width after Transform, for images and stickers.
+    public var width: Int?
+    /// The image's height after Transform.
+    public var height: Int?
+    /// The form names of the thumbnail parts sent inline with the attachment (thumbnails sent in requests
+    /// of their own are in ``UploadReceipt/thumbnailUploads``).
+    public var thumbnails: [String]
+    /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
+    /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
+    /// otherwise (and in receipts written before this field existed).
+    public var skipped: String?
+    /// For video, voice and animations: what the converter did and found; absent for other kinds.
+    public var media: MediaReceipt?
+
+    /// Creates a transform receipt.
+    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
+                skipped: String? = nil, media: MediaReceipt? = nil) {
+        self.recompressed = recompressed
+        self.byteCount = byteCount
+        self.width = width
+        self.height = height
+        self.thumbnails = thumbnails
+        self.skipped = skipped
+        self.media = media
+    }
+}
