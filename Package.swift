@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "AttacheCLI",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore", "CLibc",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
