@@ -200,6 +200,8 @@ package struct PipelineOptions: ParsableArguments {
         configuration.resumable.mode = resumable ?? .off
         configuration.resumable.threshold = resumableThreshold?.bytes ?? 16 << 20
         configuration.resumable.checksums = !noResumableChecksums
+        // The check the pipeline makes when it is made, as a usage error (64) naming what to change.
+        do { try configuration.validate() } catch let error as AttacheError { throw ValidationError(error.message) }
         return configuration
     }
 }
