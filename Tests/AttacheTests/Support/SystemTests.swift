@@ -70,7 +70,7 @@ struct SystemTests {
         var template = Array("/tmp/attache-system-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         try #require(fd >= 0)
-        let path = String(cString: template)
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         defer { close(fd); unlink(path) }
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) } == nil)
