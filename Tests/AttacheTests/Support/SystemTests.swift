@@ -99,6 +99,18 @@ struct SystemTests {
         #expect(LogRedaction().isSecret(header: name))
     }
 
+    @Test("a redirect to another host sends none of the credential headers, and keeps the others")
+    func redirectDropsCredentials() {
+        let credentials = CredentialHeaders.names.sorted().map { HeaderField(name: $0, value: "secret-\($0)") }
+        let request = TransportRequest(
+            method: "GET", url: "http://127.0.0.1/", headers: credentials + [HeaderField(name: "X-Tenant", value: "acme")])
+        let sameHost = request.headerLines(withCredentials: true)
+        #expect(sameHost.filter { $0.contains("secret-") }.count == credentials.count)
+        let elsewhere = request.headerLines(withCredentials: false)
+        #expect(elsewhere.contains("X-Tenant: acme"))
+        #expect(!elsewhere.contains { $0.contains("secret-") })
+    }
+
     @Test("ordinary headers are not credentials")
     func ordinaryHeaders() {
         #expect(!CredentialHeaders.contains("Content-Type"))
