@@ -35,33 +35,8 @@ public final class DownloadJournal: DownloadJournaling {
         self.path = path
         lock = readOnly ? nil : try JournalLock(journalPath: path, holder: "attache download", stage: .download)
         database = try openJournalDatabase(
-            at: path, name: "download journal", table: "download", stage: .download, migrator: Self.migrator,
+            at: path, name: "download journal", table: "download", stage: .download, migrations: Self.migrations,
             configuration: journalConfiguration(label: "attache.download-journal", readOnly: readOnly, durable: durable))
-    }
-
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("download-v1") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE download (
-                        destination TEXT PRIMARY KEY NOT NULL,
-                        url TEXT NOT NULL,
-                        groupName TEXT NOT NULL,
-                        state TEXT NOT NULL
-                            CHECK (state IN ('queued', 'active', 'paused', 'done', 'failed', 'cancelled')),
-                        validator TEXT,
-                        expectedSHA256 TEXT,
-                        totalBytes INTEGER,
-                        sha256 TEXT,
-                        errorCode TEXT,
-                        errorMessage TEXT,
-                        updatedAt REAL NOT NULL
-                    );
-                    CREATE INDEX download_state ON download(state);
-                    """)
-        }
-        return migrator
     }
 
     /// The record for the absolute `destination`.
@@ -140,6 +115,29 @@ public final class DownloadJournal: DownloadJournaling {
 
     /// Releases the lock before the journal is deallocated (it is released then anyway).
     public func close() { lock?.unlock() }
+
+    /// The schema, one migration at a time, in order (applied by `openJournalDatabase`).
+    private static let migrations: [JournalMigration] = [
+        JournalMigration(
+            "download-v1",
+            """
+                CREATE TABLE download (
+                    destination TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    groupName TEXT NOT NULL,
+                    state TEXT NOT NULL
+                        CHECK (state IN ('queued', 'active', 'paused', 'done', 'failed', 'cancelled')),
+                    validator TEXT,
+                    expectedSHA256 TEXT,
+                    totalBytes INTEGER,
+                    sha256 TEXT,
+                    errorCode TEXT,
+                    errorMessage TEXT,
+                    updatedAt REAL NOT NULL
+                );
+                CREATE INDEX download_state ON download(state);
+            """),
+    ]
 
     private static func record(row: Row) -> DownloadRecord {
         DownloadRecord(

@@ -46,14 +46,25 @@ func journalConfiguration(label: String, readOnly: Bool, durable: Bool) -> Confi
     return configuration
 }
 
+/// One step of a journal's schema: a name GRDB records once it is applied, and its SQL statements.
+struct JournalMigration: Sendable {
+    let name: String
+    let sql: String
+
+    init(_ name: String, _ sql: String) {
+        self.name = name
+        self.sql = sql
+    }
+}
+
 /// Opens the journal database at `path`: the one way both journals (uploads and downloads) open theirs.
 ///
-/// Writable: the file is created 0600 (``restrictJournalAccess(_:stage:)``) and `migrator` brings its
-/// schema up to date. Read-only: the file must exist and hold `table`, or it is not this kind of journal.
+/// Writable: the file is created 0600 (``restrictJournalAccess(_:stage:)``) and the `migrations` not
+/// yet applied run, in order. Read-only: the file must exist and hold `table`, or it is not this kind of journal.
 /// - Parameter name: what the messages call the file ("journal", "download journal").
 /// - Throws: ``AttacheError`` `.journal` of `stage` naming the file.
 func openJournalDatabase(
-    at path: String, name: String, table: String, stage: AttacheError.Stage, migrator: DatabaseMigrator,
+    at path: String, name: String, table: String, stage: AttacheError.Stage, migrations: [JournalMigration],
     configuration: Configuration
 ) throws -> DatabaseQueue {
     do {
@@ -64,6 +75,10 @@ func openJournalDatabase(
                 throw AttacheError(.journal, stage: stage, "not an attache \(name)", file: path)
             }
         } else {
+            var migrator = DatabaseMigrator()
+            for migration in migrations {
+                migrator.registerMigration(migration.name) { db in try db.execute(sql: migration.sql) }
+            }
             try migrator.migrate(database)
         }
         return database

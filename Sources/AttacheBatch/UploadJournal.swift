@@ -56,56 +56,8 @@ public final class UploadJournal: Sendable {
     public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
         database = try openJournalDatabase(
-            at: path, name: "journal", table: "file", stage: .batch, migrator: Self.migrator,
+            at: path, name: "journal", table: "file", stage: .batch, migrations: Self.migrations,
             configuration: journalConfiguration(label: "attache.journal", readOnly: readOnly, durable: durable))
-    }
-
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE run (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        startedAt REAL NOT NULL,
-                        finishedAt REAL,
-                        outcome TEXT
-                    );
-                    CREATE TABLE file (
-                        path TEXT PRIMARY KEY NOT NULL,
-                        size INTEGER,
-                        mtime INTEGER,
-                        sha256 TEXT,
-                        state TEXT NOT NULL
-                            CHECK (state IN ('pending', 'inFlight', 'done', 'failed', 'skipped')),
-                        idempotencyKey TEXT,
-                        attempts INTEGER NOT NULL DEFAULT 0,
-                        receipt TEXT,
-                        errorCode TEXT,
-                        errorStage TEXT,
-                        errorMessage TEXT,
-                        runId INTEGER REFERENCES run(id),
-                        createdAt REAL NOT NULL,
-                        updatedAt REAL NOT NULL,
-                        startedAt REAL,
-                        finishedAt REAL
-                    );
-                    CREATE INDEX file_state ON file(state);
-                    """)
-        }
-        // The seal key and nonce seed of the upload in progress, committed with its idempotency key before
-        // the first byte leaves, so that a resumed send regenerates identical bytes.
-        migrator.registerMigration("v2-seal-material") { db in
-            try db.execute(sql: "ALTER TABLE file ADD COLUMN sealMaterial TEXT")
-        }
-        // A resumable upload in progress (tus or the IETF draft): its resource and the last offset the
-        // server confirmed, so that a run killed mid-file continues it from the server's offset.
-        migrator.registerMigration("v3-resumable") { db in
-            try db.execute(sql: "ALTER TABLE file ADD COLUMN uploadProtocol TEXT")
-            try db.execute(sql: "ALTER TABLE file ADD COLUMN uploadURL TEXT")
-            try db.execute(sql: "ALTER TABLE file ADD COLUMN confirmedOffset INTEGER")
-        }
-        return migrator
     }
 
     // MARK: Reading
@@ -416,6 +368,52 @@ public final class UploadJournal: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The schema, one migration at a time, in order (applied by `openJournalDatabase`).
+    private static let migrations: [JournalMigration] = [
+        JournalMigration(
+            "v1",
+            """
+                CREATE TABLE run (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    startedAt REAL NOT NULL,
+                    finishedAt REAL,
+                    outcome TEXT
+                );
+                CREATE TABLE file (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    size INTEGER,
+                    mtime INTEGER,
+                    sha256 TEXT,
+                    state TEXT NOT NULL
+                        CHECK (state IN ('pending', 'inFlight', 'done', 'failed', 'skipped')),
+                    idempotencyKey TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    receipt TEXT,
+                    errorCode TEXT,
+                    errorStage TEXT,
+                    errorMessage TEXT,
+                    runId INTEGER REFERENCES run(id),
+                    createdAt REAL NOT NULL,
+                    updatedAt REAL NOT NULL,
+                    startedAt REAL,
+                    finishedAt REAL
+                );
+                CREATE INDEX file_state ON file(state);
+            """),
+        // The seal key and nonce seed of the upload in progress, committed with its idempotency key before
+        // the first byte leaves, so that a resumed send regenerates identical bytes.
+        JournalMigration("v2-seal-material", "ALTER TABLE file ADD COLUMN sealMaterial TEXT"),
+        // A resumable upload in progress (tus or the IETF draft): its resource and the last offset the
+        // server confirmed, so that a run killed mid-file continues it from the server's offset.
+        JournalMigration(
+            "v3-resumable",
+            """
+            ALTER TABLE file ADD COLUMN uploadProtocol TEXT;
+            ALTER TABLE file ADD COLUMN uploadURL TEXT;
+            ALTER TABLE file ADD COLUMN confirmedOffset INTEGER;
+            """),
+    ]
 
     /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small
     /// files runs the same two or three statements thousands of times, and compiling each (SQLite's parser,

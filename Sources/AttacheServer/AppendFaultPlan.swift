@@ -18,7 +18,7 @@ import Foundation
 /// ```swift
 /// configuration.appendFaults = try AppendFaultPlan(parsing: "drop@1-3:after=50000000")
 /// ```
-public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
+public struct AppendFaultPlan: NumericFaultPlan {
     /// What one rule does.
     public enum Kind: Sendable, Hashable {
         /// Keep `afterBytes` of the body, then reset the connection.
@@ -35,35 +35,13 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
     /// The rules with their schedules.
     public var rules: [(kind: Kind, schedule: FaultSchedule)]
 
-    /// The plan that injects nothing.
-    public static let none = AppendFaultPlan(rules: [])
-
     /// Creates a plan from rules.
     public init(rules: [(kind: Kind, schedule: FaultSchedule)]) { self.rules = rules }
 
-    /// Parses a plan; an empty string is ``none``.
+    /// Parses a plan; an empty string is ``NumericFaultPlan/none``.
     /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
     public init(parsing spec: String) throws {
-        rules = try NumericFaultRule.parse(spec, noun: "append fault").map { rule in
-            let kind: Kind
-            switch rule.kind {
-            case "drop":
-                try rule.checkOptions(allowed: ["after"])
-                kind = .drop(afterBytes: rule.options["after"] ?? 1 << 20)
-            case "stall":
-                try rule.checkOptions(allowed: ["after", "seconds"])
-                kind = .stall(afterBytes: rule.options["after"] ?? 1 << 20, seconds: Int(rule.options["seconds"] ?? 30))
-            case "460":
-                try rule.checkOptions(allowed: [])
-                kind = .checksumMismatch
-            case "cut":
-                guard let at = rule.options["at"] else { throw rule.invalid("cut needs at=OFFSET") }
-                try rule.checkOptions(allowed: ["at"])
-                kind = .cut(atOffset: at)
-            default: throw rule.invalid("unknown append fault '\(rule.kind)' (drop, cut, stall, 460)")
-            }
-            return (kind, rule.schedule)
-        }
+        rules = try FaultRuleSyntax.rules(in: spec, noun: "append fault").map { (try Kind($0), $0.schedule) }
     }
 
     /// The fault for the `count`th appending request, which appends from `offset` up to `end` (nil when
@@ -76,32 +54,34 @@ public struct AppendFaultPlan: Sendable, Hashable, CustomStringConvertible {
         }?.kind
     }
 
-    /// Whether the plan has no rules.
-    public var isEmpty: Bool { rules.isEmpty }
-
-    /// The plan in the grammar it is parsed from.
-    public var description: String {
-        rules.map { rule in
-            var text: String
-            switch rule.kind {
-            case .drop: text = "drop"
-            case .stall: text = "stall"
-            case .checksumMismatch: text = "460"
-            case .cut: text = "cut"
-            }
-            if rule.schedule != .always { text += "@\(rule.schedule)" }
-            switch rule.kind {
-            case .drop(let after): text += ":after=\(after)"
-            case .stall(let after, let seconds): text += ":after=\(after):seconds=\(seconds)"
-            case .cut(let at): text += ":at=\(at)"
-            case .checksumMismatch: break
-            }
-            return text
-        }.joined(separator: ",")
+    /// How a rule of `kind` is written.
+    public static func ruleText(of kind: Kind) -> (name: String, options: String) {
+        switch kind {
+        case .drop(let after): ("drop", ":after=\(after)")
+        case .stall(let after, let seconds): ("stall", ":after=\(after):seconds=\(seconds)")
+        case .checksumMismatch: ("460", "")
+        case .cut(let at): ("cut", ":at=\(at)")
+        }
     }
+}
 
-    /// Plans are equal when they read the same.
-    public static func == (lhs: AppendFaultPlan, rhs: AppendFaultPlan) -> Bool { lhs.description == rhs.description }
-    /// Hashes the plan's text.
-    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+extension AppendFaultPlan.Kind {
+    init(_ rule: FaultRuleSyntax) throws {
+        switch rule.kind {
+        case "drop":
+            try rule.checkOptions(allowed: ["after"])
+            self = .drop(afterBytes: try rule.number("after", default: 1 << 20))
+        case "stall":
+            try rule.checkOptions(allowed: ["after", "seconds"])
+            self = .stall(afterBytes: try rule.number("after", default: 1 << 20), seconds: Int(try rule.number("seconds", default: 30)))
+        case "460":
+            try rule.checkOptions(allowed: [])
+            self = .checksumMismatch
+        case "cut":
+            guard rule.options["at"] != nil else { throw rule.invalid("cut needs at=OFFSET") }
+            try rule.checkOptions(allowed: ["at"])
+            self = .cut(atOffset: try rule.number("at", default: 0))
+        default: throw rule.invalid("unknown append fault '\(rule.kind)' (drop, cut, stall, 460)")
+        }
+    }
 }

@@ -44,13 +44,7 @@ public struct FaultPlan: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
     public init(parsing spec: String) throws {
-        var rules: [FaultRule] = []
-        for text in spec.split(separator: ",", omittingEmptySubsequences: true) {
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            rules.append(try FaultRule(parsing: trimmed))
-        }
-        self.rules = rules
+        rules = try FaultRuleSyntax.rules(in: spec, noun: "fault").map(FaultRule.init(syntax:))
     }
 
     /// Whether the plan has no rules.
@@ -84,24 +78,12 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
     /// Parses `KIND[@WHEN][:key=value…]`.
     /// - Throws: ``AttacheError/Code/invalidArgument`` when the rule is malformed.
     public init(parsing text: String) throws {
-        let pieces = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        var head = pieces[0]
-        var schedule = FaultSchedule.always
-        if let at = head.firstIndex(of: "@") {
-            schedule = try FaultSchedule(parsing: String(head[head.index(after: at)...]), rule: text)
-            head = String(head[..<at])
-        }
-        var options: [String: String] = [:]
-        for piece in pieces.dropFirst() {
-            guard let equals = piece.firstIndex(of: "="), equals != piece.startIndex else {
-                throw invalidRule(text, "expected key=value, found '\(piece)'")
-            }
-            let key = piece[..<equals].lowercased()
-            let raw = String(piece[piece.index(after: equals)...])
-            options[key] = raw.removingPercentEncoding ?? raw
-        }
-        self.kind = try FaultKind(name: head.lowercased(), options: options, rule: text)
-        self.schedule = schedule
+        try self.init(syntax: FaultRuleSyntax(parsing: text, noun: "fault"))
+    }
+
+    init(syntax: FaultRuleSyntax) throws {
+        kind = try FaultKind(name: syntax.kind, options: syntax.options, rule: syntax.text)
+        schedule = syntax.schedule
     }
 
     public var description: String {
@@ -280,8 +262,4 @@ public enum CrashPoint: String, Sendable, Hashable, CaseIterable {
     case afterFiles = "after-files"
     /// The idempotency key is recorded (the upload is committed); the answer has not been sent.
     case afterKey = "after-key"
-}
-
-private func invalidRule(_ rule: String, _ reason: String) -> AttacheError {
-    AttacheError(.invalidArgument, stage: .configuration, "invalid fault rule '\(rule)': \(reason)")
 }

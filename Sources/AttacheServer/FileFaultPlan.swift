@@ -19,7 +19,7 @@ import Foundation
 /// ```swift
 /// configuration.fileFaults = try FileFaultPlan(parsing: "cut@1:after=100000")
 /// ```
-public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
+public struct FileFaultPlan: NumericFaultPlan {
     /// What one rule does.
     public enum Kind: Sendable, Hashable {
         /// Replace the stored bytes with their complement before answering.
@@ -32,37 +32,16 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
         case throttle(bytesPerSecond: Int)
     }
 
-    /// The rules with their schedules.
+    /// The rules with their schedules; every rule whose schedule matches applies.
     public var rules: [(kind: Kind, schedule: FaultSchedule)]
-
-    /// The plan that injects nothing.
-    public static let none = FileFaultPlan(rules: [])
 
     /// Creates a plan from rules.
     public init(rules: [(kind: Kind, schedule: FaultSchedule)]) { self.rules = rules }
 
-    /// Parses a plan; an empty string is ``none``.
+    /// Parses a plan; an empty string is ``NumericFaultPlan/none``.
     /// - Throws: ``AttacheError/Code/invalidArgument`` naming the rule that cannot be parsed.
     public init(parsing spec: String) throws {
-        rules = try NumericFaultRule.parse(spec, noun: "file fault").map { rule in
-            let kind: Kind
-            switch rule.kind {
-            case "change":
-                try rule.checkOptions(allowed: [])
-                kind = .change
-            case "cut":
-                try rule.checkOptions(allowed: ["after"])
-                kind = .cut(afterBytes: Int(rule.options["after"] ?? 65536))
-            case "416":
-                try rule.checkOptions(allowed: [])
-                kind = .unsatisfiable
-            case "throttle":
-                try rule.checkOptions(allowed: ["rate"])
-                kind = .throttle(bytesPerSecond: Int(rule.options["rate"] ?? 1 << 20))
-            default: throw rule.invalid("unknown file fault '\(rule.kind)' (change, cut, 416, throttle)")
-            }
-            return (kind, rule.schedule)
-        }
+        rules = try FaultRuleSyntax.rules(in: spec, noun: "file fault").map { (try Kind($0), $0.schedule) }
     }
 
     /// The kinds that apply to the `count`th request.
@@ -70,31 +49,29 @@ public struct FileFaultPlan: Sendable, Hashable, CustomStringConvertible {
         rules.filter { $0.schedule.matches(count) }.map(\.kind)
     }
 
-    /// Whether the plan has no rules.
-    public var isEmpty: Bool { rules.isEmpty }
-
-    /// The plan in the grammar it is parsed from.
-    public var description: String {
-        rules.map { rule in
-            var text: String
-            switch rule.kind {
-            case .change: text = "change"
-            case .cut: text = "cut"
-            case .unsatisfiable: text = "416"
-            case .throttle: text = "throttle"
-            }
-            if rule.schedule != .always { text += "@\(rule.schedule)" }
-            switch rule.kind {
-            case .cut(let after): text += ":after=\(after)"
-            case .throttle(let rate): text += ":rate=\(rate)"
-            case .change, .unsatisfiable: break
-            }
-            return text
-        }.joined(separator: ",")
+    /// How a rule of `kind` is written.
+    public static func ruleText(of kind: Kind) -> (name: String, options: String) {
+        switch kind {
+        case .change: ("change", "")
+        case .cut(let after): ("cut", ":after=\(after)")
+        case .unsatisfiable: ("416", "")
+        case .throttle(let rate): ("throttle", ":rate=\(rate)")
+        }
     }
+}
 
-    /// Plans are equal when they read the same (rules, schedules and options, in order).
-    public static func == (lhs: FileFaultPlan, rhs: FileFaultPlan) -> Bool { lhs.description == rhs.description }
-    /// Hashes the plan's text.
-    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+extension FileFaultPlan.Kind {
+    /// The options each kind takes; a kind not listed takes none.
+    private static let options: [String: Set<String>] = ["cut": ["after"], "throttle": ["rate"]]
+
+    init(_ rule: FaultRuleSyntax) throws {
+        switch rule.kind {
+        case "change": self = .change
+        case "cut": self = .cut(afterBytes: Int(try rule.number("after", default: 65536)))
+        case "416": self = .unsatisfiable
+        case "throttle": self = .throttle(bytesPerSecond: Int(try rule.number("rate", default: 1 << 20)))
+        default: throw rule.invalid("unknown file fault '\(rule.kind)' (change, cut, 416, throttle)")
+        }
+        try rule.checkOptions(allowed: Self.options[rule.kind] ?? [])
+    }
 }

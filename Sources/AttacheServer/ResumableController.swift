@@ -8,24 +8,6 @@ internal import NIOHTTPTypes
 import ServiceLifecycle
 import Glibc
 
-extension HTTPField.Name {
-    static let tusResumable = HTTPField.Name("Tus-Resumable")!
-    static let tusVersion = HTTPField.Name("Tus-Version")!
-    static let tusExtension = HTTPField.Name("Tus-Extension")!
-    static let tusMaxSize = HTTPField.Name("Tus-Max-Size")!
-    static let tusChecksumAlgorithm = HTTPField.Name("Tus-Checksum-Algorithm")!
-    static let uploadLength = HTTPField.Name("Upload-Length")!
-    static let uploadDeferLength = HTTPField.Name("Upload-Defer-Length")!
-    static let uploadMetadata = HTTPField.Name("Upload-Metadata")!
-    static let uploadOffset = HTTPField.Name("Upload-Offset")!
-    static let uploadExpires = HTTPField.Name("Upload-Expires")!
-    static let uploadChecksum = HTTPField.Name("Upload-Checksum")!
-    static let uploadComplete = HTTPField.Name("Upload-Complete")!
-    static let uploadLimit = HTTPField.Name("Upload-Limit")!
-    static let attacheFileId = HTTPField.Name("Attache-File-Id")!
-    static let attacheReceipt = HTTPField.Name("Attache-Receipt")!
-}
-
 /// The resumable protocols of the reference server: tus 1.0 (core, creation, creation-with-upload,
 /// creation-defer-length, termination, checksum, expiration) and the IETF draft
 /// (draft-ietf-httpbis-resumable-upload-11), both created by `POST /upload` and continued at
@@ -47,7 +29,7 @@ struct ResumableController: Sendable {
     let uploads: ResumableStore
     let verifier: SealVerifier?
     let log: FileRequestLog?
-    private let appendCounter = AppendCounter()
+    let appendCounter = AppendCounter()
 
     static let tusVersion = "1.0.0"
     static let tusExtensions = "creation,creation-with-upload,creation-defer-length,termination,checksum,expiration"
@@ -209,86 +191,12 @@ struct ResumableController: Sendable {
         return jsonResponse(.ok, bytes)
     }
 
-    // MARK: Creation
-
-    private func createTus(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard request.headers[.tusResumable] == Self.tusVersion else {
-            return errorResponse(.preconditionFailed, "unsupported tus version", headers: tusHeaders())
-        }
-        var length: Int64?
-        if let text = request.headers[.uploadLength] {
-            guard let value = Int64(text), value >= 0 else { return errorResponse(.badRequest, "bad Upload-Length") }
-            length = value
-        } else if request.headers[.uploadDeferLength] != "1" {
-            return errorResponse(.badRequest, "Upload-Length or Upload-Defer-Length: 1 required", headers: tusHeaders())
-        }
-        if let length, let max = configuration.maxBodySize, length > max {
-            return errorResponse(.contentTooLarge, "Upload-Length exceeds Tus-Max-Size", headers: tusHeaders())
-        }
-        guard let metadata = Self.decodeMetadata(request.headers[.uploadMetadata]) else {
-            return errorResponse(.badRequest, "bad Upload-Metadata", headers: tusHeaders())
-        }
-        let info = ResumableStore.Info(
-            protocolName: .tus, length: length, metadata: metadata, idempotencyKey: idempotencyKey(request),
-            expires: uploads.expiryFromNow())
-        let store = uploads
-        let upload = try await run { try store.create(info) }
-        record(["event": "create", "protocol": "tus", "id": upload.id, "length": length.map { $0 as Any } ?? NSNull()])
-        let hasBody = (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
-            || request.headers[.transferEncoding] != nil
-        if hasBody {
-            let contentType = request.headers[.contentType]?.prefix { $0 != ";" }.lowercased()
-            guard contentType == Self.tusPatchType else {
-                return errorResponse(.unsupportedMediaType, "expected \(Self.tusPatchType)", headers: tusHeaders())
-            }
-            return try await append(request, to: upload, complete: nil, context: context, status: .created)
-        }
-        var headers = tusHeaders()
-        headers[.location] = "/resumable/\(upload.id)"
-        headers[.uploadOffset] = "0"
-        headers[.uploadExpires] = Self.httpDate(info.expires)
-        if length == 0 {
-            return try await finish(upload, headers: headers, status: .created, context: context)
-        }
-        return Response(status: .created, headers: headers)
-    }
-
-    private func createIETF(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let complete = Self.parseBoolean(request.headers[.uploadComplete]) else {
-            return errorResponse(.badRequest, "Upload-Complete must be ?0 or ?1")
-        }
-        let contentLength = request.headers[.contentLength].flatMap(Int64.init)
-        if let max = configuration.maxBodySize, let contentLength, contentLength > max {
-            return FaultInjector(context: context).earlyRejection(
-                status: .contentTooLarge, message: "request body of \(contentLength) bytes exceeds the limit of \(max)")
-        }
-        guard let metadata = Self.decodeMetadata(request.headers[.uploadMetadata]) else {
-            return errorResponse(.badRequest, "bad Upload-Metadata")
-        }
-        let info = ResumableStore.Info(
-            protocolName: .ietf, length: complete ? contentLength : nil, metadata: metadata,
-            idempotencyKey: idempotencyKey(request), expires: uploads.expiryFromNow())
-        let store = uploads
-        let upload = try await run { try store.create(info) }
-        record(["event": "create", "protocol": "ietf", "id": upload.id, "length": info.length.map { $0 as Any } ?? NSNull()])
-        // The interim answer goes out before the body is read: from then on the client knows where to
-        // resume. Hummingbird's router answers once per request, so the head is written to the channel
-        // directly; it passes the same HTTP/1 encoder as the final answer, which cannot have started yet.
-        var interim = HTTPFields()
-        interim[.location] = "/resumable/\(upload.id)"
-        interim[.uploadLimit] = uploadLimit(expires: info.expires)
-        let head = HTTPResponse(
-            status: .init(code: 104, reasonPhrase: "Upload Resumption Supported"), headerFields: interim)
-        try await context.channel.writeAndFlush(HTTPResponsePart.head(head)).get()
-        return try await append(request, to: upload, complete: complete, context: context, status: .created)
-    }
-
     // MARK: Appending
 
     /// Appends the request body to `upload`, injecting the planned fault, and answers: the offset, or
     /// the receipt when the upload is now complete. `complete` is the IETF `Upload-Complete` (nil for
     /// tus, where the declared length decides). `status` is that of a creation request (201).
-    private func append(
+    func append(
         _ request: Request, to upload: ResumableStore.Upload, complete: Bool?, context: ServerRequestContext,
         status creationStatus: HTTPResponse.Status?
     ) async throws -> Response {
@@ -468,7 +376,7 @@ struct ResumableController: Sendable {
 
     /// Commits a complete upload and answers: IETF with the receipt (200), tus with 204/201 and the
     /// receipt's location.
-    private func finish(
+    func finish(
         _ upload: ResumableStore.Upload, headers: HTTPFields, status: HTTPResponse.Status?,
         context: ServerRequestContext
     ) async throws -> Response {
@@ -502,13 +410,13 @@ struct ResumableController: Sendable {
 
     // MARK: Helpers
 
-    private enum Found {
+    enum Found {
         case found(ResumableStore.Upload)
         case missing
         case expired(isTus: Bool)
     }
 
-    private func lookup(_ context: ServerRequestContext) -> Found {
+    func lookup(_ context: ServerRequestContext) -> Found {
         guard let id = context.parameters.get("id") else { return .missing }
         // Peek at the protocol before the lookup deletes an expired upload.
         let infoPath = uploads.directory + "/" + id + "/info.json"
@@ -524,17 +432,17 @@ struct ResumableController: Sendable {
         }
     }
 
-    private func expiredResponse(isTus: Bool) -> Response {
+    func expiredResponse(isTus: Bool) -> Response {
         isTus
             ? errorResponse(.gone, "the upload expired", headers: tusHeaders())
             : errorResponse(.notFound, "the upload expired")
     }
 
-    private func locked() -> Response {
+    func locked() -> Response {
         errorResponse(.init(code: 423, reasonPhrase: "Locked"), "another request is appending to this upload", headers: [.retryAfter: "1"])
     }
 
-    private func offsetMismatch(upload: ResumableStore.Upload, claimed: Int64) -> Response {
+    func offsetMismatch(upload: ResumableStore.Upload, claimed: Int64) -> Response {
         record([
             "event": "append", "protocol": upload.info.protocolName.rawValue, "id": upload.id, "offset": claimed,
             "received": 0, "status": 409,
@@ -567,11 +475,11 @@ struct ResumableController: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    private func tusHeaders() -> HTTPFields {
+    func tusHeaders() -> HTTPFields {
         [.tusResumable: Self.tusVersion]
     }
 
-    private func uploadLimit(expires: Double) -> String {
+    func uploadLimit(expires: Double) -> String {
         var items: [String] = []
         if let max = configuration.maxBodySize { items.append("max-size=\(max)") }
         if let append = configuration.maxAppendSize { items.append("max-append-size=\(append)") }
@@ -579,73 +487,13 @@ struct ResumableController: Sendable {
         return items.joined(separator: ", ")
     }
 
-    private func idempotencyKey(_ request: Request) -> String? {
+    func idempotencyKey(_ request: Request) -> String? {
         request.headers[.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    private func record(_ object: [String: Any]) {
-        log?.append(object)
-    }
+    func record(_ object: [String: Any]) { log?.append(object) }
 
-    private func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await BlockingPool.shared.run(work)
-    }
-
-    /// An RFC 8941 boolean: `?1` or `?0`.
-    static func parseBoolean(_ text: String?) -> Bool? {
-        switch text?.trimmingCharacters(in: .whitespaces) {
-        case "?1": true
-        case "?0": false
-        default: nil
-        }
-    }
-
-    /// tus `Upload-Metadata`: `key base64,key base64,key` (a key without a value has the empty value).
-    /// nil when malformed; an absent header is no metadata.
-    static func decodeMetadata(_ header: String?) -> [[String]]? {
-        guard let header, !header.trimmingCharacters(in: .whitespaces).isEmpty else { return [] }
-        var pairs: [[String]] = []
-        for item in header.split(separator: ",") {
-            let pieces = item.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1).map(String.init)
-            guard let key = pieces.first, !key.isEmpty, !key.contains(where: { $0 == "," || $0 == " " }) else { return nil }
-            if pieces.count == 1 {
-                pairs.append([key, ""])
-                continue
-            }
-            guard let bytes = try? Base64.decode(pieces[1].trimmingCharacters(in: .whitespaces)) else { return nil }
-            pairs.append([key, String(decoding: bytes, as: UTF8.self)])
-        }
-        return pairs
-    }
-
-    static func encodeMetadata(_ pairs: [[String]]) -> String {
-        pairs.filter { $0.count == 2 }.map { $0[0] + " " + Base64.encode(Array($0[1].utf8)) }.joined(separator: ",")
-    }
-
-    /// An RFC 9110 IMF-fixdate.
-    static func httpDate(_ seconds: Double) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-}
-
-/// The digests tus `Upload-Checksum` may name here (`Tus-Checksum-Algorithm`).
-enum ChecksumHasher {
-    static func isSupported(_ algorithm: String) -> Bool { ["sha1", "sha256", "sha512"].contains(algorithm) }
-}
-
-extension AppendFaultPlan.Kind {
-    /// Whether the fault ends the append by resetting the connection (`drop`, `cut`).
-    var resetsConnection: Bool {
-        switch self {
-        case .drop, .cut: true
-        default: false
-        }
     }
 }

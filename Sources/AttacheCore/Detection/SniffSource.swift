@@ -264,14 +264,10 @@ final class SniffSource {
         var filled = 0
         let buffer = [UInt8](unsafeUninitializedCapacity: want) { raw, initialized in
             while filled < want {
-                let n = pread(descriptor, raw.baseAddress! + filled, want - filled, off_t(offset) + off_t(filled))
-                if n > 0 {
-                    filled += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
+                let rest = UnsafeMutableRawBufferPointer(start: raw.baseAddress! + filled, count: want - filled)
+                let n = FileDescriptor.read(descriptor, into: rest, at: offset + Int64(filled))
+                guard n > 0 else { break }
+                filled += n
             }
             initialized = filled
         }

@@ -38,7 +38,7 @@ final class WriteBehind: @unchecked Sendable {
         let first = pipeline.buffers[0]
         let n = try reader.readFully(into: first)
         if n < first.count {
-            return writeAll(descriptor, first.baseAddress!, n)
+            return FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: first[..<n]))
         }
         pipeline.free.removeFirst()
         pipeline.queued.append((0, n))
@@ -92,7 +92,7 @@ final class WriteBehind: @unchecked Sendable {
             guard !queued.isEmpty, failure == nil else { break }
             let (index, count) = queued.removeFirst()
             condition.unlock()
-            let error = Self.writeAll(descriptor, buffers[index].baseAddress!, count)
+            let error = FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffers[index][..<count]))
             condition.lock()
             free.append(index)
             if let error {
@@ -103,10 +103,5 @@ final class WriteBehind: @unchecked Sendable {
         writerFinished = true
         condition.broadcast()
         condition.unlock()
-    }
-
-    /// Writes `count` bytes from `start`, retrying short writes; the `errno` of a failure, or nil.
-    static func writeAll(_ descriptor: Int32, _ start: UnsafeRawPointer, _ count: Int) -> Int32? {
-        FileDescriptor.writeAll(descriptor, UnsafeRawBufferPointer(start: start, count: count))
     }
 }

@@ -70,7 +70,7 @@ struct SystemTests {
         var template = Array("/tmp/attache-system-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         try #require(fd >= 0)
-        let path = String(cString: template)
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         defer { close(fd); unlink(path) }
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) } == nil)
@@ -97,6 +97,18 @@ struct SystemTests {
     func credentialHeaders(name: String) {
         #expect(CredentialHeaders.contains(name))
         #expect(LogRedaction().isSecret(header: name))
+    }
+
+    @Test("a redirect to another host sends none of the credential headers, and keeps the others")
+    func redirectDropsCredentials() {
+        let credentials = CredentialHeaders.names.sorted().map { HeaderField(name: $0, value: "secret-\($0)") }
+        let request = TransportRequest(
+            method: "GET", url: "http://127.0.0.1/", headers: credentials + [HeaderField(name: "X-Tenant", value: "acme")])
+        let sameHost = request.headerLines(withCredentials: true)
+        #expect(sameHost.filter { $0.contains("secret-") }.count == credentials.count)
+        let elsewhere = request.headerLines(withCredentials: false)
+        #expect(elsewhere.contains("X-Tenant: acme"))
+        #expect(!elsewhere.contains { $0.contains("secret-") })
     }
 
     @Test("ordinary headers are not credentials")

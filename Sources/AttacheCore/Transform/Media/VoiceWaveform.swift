@@ -62,8 +62,7 @@ public enum VoiceWaveform {
         var nextBoundary = total / levelCount
         var carry: UInt8?
         while index < total {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
+            let count = buffer.withUnsafeMutableBytes { FileDescriptor.read(fd, into: $0) }
             guard count > 0 else { break }
             var position = 0
             if let low = carry {
