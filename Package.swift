@@ -279,20 +279,6 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        // Scripts/bench/requests.sh's library side: many small requests through one RequestClient.
-        .executableTarget(
-            name: "attache-request-bench",
-            dependencies: ["Attache", .product(name: "Logging", package: "swift-log")],
-            path: "Scripts/bench/RequestBench",
-            swiftSettings: swiftSettings),
-
-        // Scripts/bench/send-many.sh's library side: a burst of small attachments through one pipeline.
-        .executableTarget(
-            name: "attache-send-many-bench",
-            dependencies: ["Attache"],
-            path: "Scripts/bench/SendManyBench",
-            swiftSettings: swiftSettings),
-
         .testTarget(
             name: "AttacheTests",
             dependencies: [
