@@ -279,9 +279,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // What the test targets share: scratch folders, ports, child processes (the reference server,
+        // receivers, PostgreSQL), the scripted transport and hashing. A plain target, not a test target,
+        // so that the three test targets can import it; `package` access keeps it out of every product.
+        .target(
+            name: "AttacheTestSupport",
+            dependencies: [
+                "Attache", "AttacheCore", "AttacheServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/AttacheTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
         .testTarget(
             name: "AttacheTests",
             dependencies: [
+                "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
@@ -294,6 +307,7 @@ let package = Package(
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
+                "AttacheTestSupport",
                 "AttacheServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
@@ -302,6 +316,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
+                "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCommands",
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The `attache` executable runs detect, recompress, encrypt and decrypt itself and hands everything

@@ -3,6 +3,7 @@ import AttacheBatch
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// Resumable uploads (tus 1.0, IETF draft-11) against the reference server with faults inside the
@@ -44,7 +45,7 @@ struct ResumableUploadTests {
             configuration.resumableLogPath = store + "/resumable.log"
             try configure(&configuration)
             let log = configuration.resumableLogPath ?? ""
-            return try await withReferenceServer(configuration: configuration) { port in
+            return try await withReferenceServerProcess(configuration: configuration) { port in
                 try await body(Server(port: port, store: store, log: log))
             }
         }

@@ -1,6 +1,7 @@
 import Attache
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// The pipeline against the real reference server on 127.0.0.1: bytes go over a socket, the server
@@ -237,7 +238,8 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(2_000_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=60")])
+            let pipeline = server.pipeline(
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=120")], stallTimeout: .seconds(120))
             let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 try await pipeline.send(Attachment(path: file.path)) { event in
@@ -255,8 +257,8 @@ struct UploadIntegrationTests {
                 return
             }
             #expect(error.code == .cancelled)
-            // Without cancellation the stall would last 60 s (and the stall timeout 30 s).
-            #expect(clock.now - cancelledAt < .seconds(15))
+            // Without cancellation the stall, and the stall timeout, would last 120 s.
+            #expect(clock.now - cancelledAt < .seconds(30))
             let statsFiles = try await server.stats().files
             #expect(statsFiles == 0)
         }
