@@ -54,8 +54,8 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-resumable"), help: "Serve multipart uploads only: no tus 1.0, no IETF resumable uploads.")
     var noResumable = false
 
-    @Option(name: .customLong("resumable-expiry"), help: "Seconds an unfinished resumable upload is kept (default 86400; fractions allowed).")
-    var resumableExpiry: Double = 86400
+    @Option(name: .customLong("resumable-expiry"), help: "Seconds an unfinished resumable upload is kept (default 86400).")
+    var resumableExpiry: Int = 86400
 
     @Option(name: .customLong("max-append"), help: "Answer 413 to a resumable append (PATCH or creating POST) larger than this many bytes; announced in Upload-Limit.")
     var maxAppend: Int64?

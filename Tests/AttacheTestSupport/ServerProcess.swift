@@ -62,8 +62,8 @@ package struct ServerProcess {
         if let size = configuration.maxAppendSize { arguments += ["--max-append", String(size)] }
         if !configuration.resumable { arguments.append("--no-resumable") }
         let lifetime = configuration.resumableLifetime.components
-        let seconds = Double(lifetime.seconds) + Double(lifetime.attoseconds) / 1e18
-        arguments += ["--resumable-expiry", String(seconds)]
+        guard lifetime.attoseconds == 0 else { throw TestFailure("--resumable-expiry takes whole seconds") }
+        arguments += ["--resumable-expiry", String(lifetime.seconds)]
         if let keyFile = configuration.keyFile { arguments += ["--key-file", keyFile] }
         if let tls = configuration.tls { arguments += ["--tls-cert", tls.certificateChain, "--tls-key", tls.privateKey] }
         return arguments

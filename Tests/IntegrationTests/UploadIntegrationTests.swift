@@ -208,8 +208,10 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(10_000))
         defer { file.remove() }
         try await LiveServer.with { server in
+            // A stall far longer than the stall timeout, and the timeout long enough (30 s) that the
+            // second attempt does not trip it on a loaded machine.
             let pipeline = server.pipeline(
-                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=20")], stallTimeout: .seconds(1))
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=120")], stallTimeout: .seconds(30))
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
             let statsFiles = try await server.stats().files
