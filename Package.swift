@@ -183,23 +183,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        // Scripts/bench/requests.sh's library side: many small requests through one RequestClient.
-        .executableTarget(
-            name: "attache-request-bench",
-            dependencies: ["Attache", .product(name: "Logging", package: "swift-log")],
-            path: "Scripts/bench/RequestBench",
-            swiftSettings: swiftSettings),
-
-        // Scripts/bench/send-many.sh's library side: a burst of small attachments through one pipeline.
-        .executableTarget(
-            name: "attache-send-many-bench",
-            dependencies: ["Attache"],
-            path: "Scripts/bench/SendManyBench",
-            swiftSettings: swiftSettings),
+        // What the test targets share: scratch folders, ports, child processes (the reference server,
+        // receivers, PostgreSQL), the scripted transport and hashing. A plain target, not a test target,
+        // so that the three test targets can import it; `package` access keeps it out of every product.
+        .target(
+            name: "AttacheTestSupport",
+            dependencies: [
+                "Attache", "AttacheCore", "AttacheServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/AttacheTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
 
         .testTarget(
             name: "AttacheTests",
             dependencies: [
+                "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
@@ -212,6 +211,7 @@ let package = Package(
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
+                "AttacheTestSupport",
                 "AttacheServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
@@ -220,6 +220,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
+                "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCLI",
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

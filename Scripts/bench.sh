@@ -20,6 +20,7 @@ Options:
 Exported to every benchmark:
   ATTACHE_BIN, ATTACHE_SERVER_BIN   release binaries of attache and attache-server
   ATTACHE_ROOT                      the repository root
+  ATTACHE_BENCH_DRIVERS             the release folder of Scripts/Benchmarks (the library's drivers)
 Common knobs (read by the benchmarks that use them): RUNS (repetitions, default 5);
 ATTACHE_BASELINE_BIN=DIR (nginx-upload, nginx-batch: also run DIR/attache, another build, and print
 the ratio).
@@ -78,14 +79,21 @@ fi
 export ATTACHE_ROOT="$root"
 if ((build)); then
     # The client is linked with the Swift runtime and Foundation statically, as for deployment: the
-    # binaries are self-contained and map ~12 MB less of shared libraries. attache-request-bench drives
-    # the library for Scripts/bench/requests.sh. The
-    # reference server is built the ordinary way in its own build folder (its memory is not measured).
-    for product in attache attache-request-bench attache-send-many-bench; do
+    # binaries are self-contained and map ~12 MB less of shared libraries. The library's drivers
+    # (attache-request-bench for Scripts/bench/requests.sh, attache-send-many-bench for
+    # Scripts/bench/send-many.sh) are a package of their own, Scripts/Benchmarks, which depends on this
+    # checkout by path and is not part of the product. The reference server is built the ordinary way in
+    # its own build folder (its memory is not measured).
+    for product in attache; do
         printf 'bench: swift build -c release --static-swift-stdlib --product %s\n' "$product"
         (cd "$root" && swift build -c release --static-swift-stdlib --product "$product") \
             || { printf 'bench: error: release build of %s failed\n' "$product" >&2; exit 1; }
     done
+    printf 'bench: swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks\n'
+    (cd "$root" && swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks) \
+        || { printf 'bench: error: release build of Scripts/Benchmarks failed\n' >&2; exit 1; }
+    ATTACHE_BENCH_DRIVERS=$(cd "$root" && swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks --show-bin-path)
+    export ATTACHE_BENCH_DRIVERS
     printf 'bench: swift build -c release --scratch-path .build-server --product attache-server\n'
     (cd "$root" && swift build -c release --scratch-path .build-server --product attache-server) \
         || { printf 'bench: error: release build of attache-server failed\n' >&2; exit 1; }

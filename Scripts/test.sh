@@ -30,33 +30,12 @@ if [[ -z "$sanitizer" ]]; then
     echo "==> swift build --package-path Samples/Examples"
     Scripts/swift-build-quiet.sh --package-path Samples/Examples
 
-    if ((${#test_args[@]} == 0)); then
-        # The suites that move gigabytes, start a database or run a compiler run after the rest, on their
-        # own, so that the tests of timeouts and retries elsewhere are not starved of the two cores while
-        # they run. ExamplePackageTests runs `swift build` on Samples/Examples, which in full runs has been
-        # seen compiling again (Hummingbird included) although the step above had just built it.
-        heavy='ResumableUploadTests|SharedQueueTests|MediaPipelineTests|ChaosTests|ExamplePackageTests'
-        # The suites whose uploads run against stall timeouts of a second or a few, in a process of their
-        # own: in the big parallel run the in-process reference server's handlers share two cooperative
-        # threads with hundreds of CPU-bound tests, and have been seen held back for over a minute, long
-        # enough for an upload's stall timeout to end an attempt that nothing was wrong with.
-        timed='UploadIntegrationTests|DownloadIntegrationTests'
-        # The rest one test at a time (--no-parallel: about 5 minutes here, against 2.5 in parallel): run
-        # all at once on two cores, the tests with wall-clock budgets (a stalled batch must stop within
-        # 30 s, a stalled upload retry within its stall timeout) failed now and then, held back by the
-        # CPU-bound ones.
-        echo "==> swift test --no-parallel (all but: ${heavy//|/, }, ${timed//|/, })"
-        swift test --skip-build --no-parallel --skip "$heavy|$timed"
-        echo "==> swift test (${timed//|/, })"
-        swift test --skip-build --filter "$timed"
-        # One at a time as well: side by side, gigabyte uploads, a 400-file chaos run, ffmpeg and PostgreSQL
-        # starved each other's deadlines (seen: the queue test's draining worker parked 3 of its 5 failing files).
-        echo "==> swift test --no-parallel (${heavy//|/, })"
-        swift test --skip-build --no-parallel --filter "$heavy"
-    else
-        echo "==> swift test"
-        swift test --skip-build ${test_args[@]+"${test_args[@]}"}
-    fi
+    # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
+    # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live
+    # tests now start `attache-server` as a process of its own (Tests/AttacheTestSupport), and no test
+    # waits on a wall-clock deadline shorter than 30 s (docs/RELIABILITY.md).
+    echo "==> swift test"
+    swift test --skip-build ${test_args[@]+"${test_args[@]}"}
 
     # The whole run (no --filter) also builds the DocC site and checks that every public symbol of the
     # library has a doc comment.
@@ -84,7 +63,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:sup
 # Tests left out of sanitized runs, by name (docs/RELIABILITY.md):
 # - aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer waits for the run to stop within a wall-clock
 #   deadline that the instrumented build misses;
-# - four live upload tests (UploadIntegrationTests) retry 4 times within 20-200 ms while the instrumented in-process server still
+# - four live upload tests (UploadIntegrationTests) retry 4 times within 20-200 ms while the instrumented server still
 #   holds the first attempt's idempotency key ("409 upload with this key in progress"), and give up;
 #   stallTimeout counts attempts against a 1 s stall timeout that the instrumented build trips once more.
 skip='aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer'

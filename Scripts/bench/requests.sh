@@ -13,7 +13,8 @@
 #   RUNS=5          runs of (a) per tool (medians reported, with the range)
 #   COUNT=5000      requests per run of (a)
 #   PARALLEL=8      requests in flight in (a)
-#   ATTACHE_REQUEST_BENCH_BIN   the library's driver (default: attache-request-bench next to ATTACHE_BIN)
+#   ATTACHE_REQUEST_BENCH_BIN   the library's driver (default: attache-request-bench in ATTACHE_BENCH_DRIVERS,
+#                               the release folder of the Scripts/Benchmarks package, which Scripts/bench.sh builds)
 set -euo pipefail
 # shellcheck source=Scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -24,8 +25,8 @@ parallel=${PARALLEL:-8}
 bench_positive runs count parallel
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
-driver=${ATTACHE_REQUEST_BENCH_BIN:-$(dirname "$ATTACHE_BIN")/attache-request-bench}
-[[ -x "$driver" ]] || bench_die "$driver not found (swift build -c release --product attache-request-bench)"
+driver=${ATTACHE_REQUEST_BENCH_BIN:-${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-request-bench}
+[[ -x "$driver" ]] || bench_die "$driver not found (swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks)"
 command -v curl >/dev/null || bench_die "curl not found"
 command -v hyperfine >/dev/null || bench_die "hyperfine not found (Scripts/bootstrap.sh --with-bench)"
 

@@ -11,7 +11,8 @@
 #   RUNS=5            runs per build
 #   COUNT=1000        files per run (all in flight at once)
 #   SIZE=4096         bytes per file
-#   ATTACHE_SEND_MANY_BENCH_BIN   the driver (default: attache-send-many-bench next to ATTACHE_BIN)
+#   ATTACHE_SEND_MANY_BENCH_BIN   the driver (default: attache-send-many-bench in ATTACHE_BENCH_DRIVERS, the
+#                                 release folder of the Scripts/Benchmarks package, which Scripts/bench.sh builds)
 #   ATTACHE_BASELINE_BIN          a folder with another build's attache-send-many-bench
 set -euo pipefail
 # shellcheck source=Scripts/bench/lib.sh
@@ -23,8 +24,8 @@ size=${SIZE:-4096}
 bench_positive runs count size
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
-driver=${ATTACHE_SEND_MANY_BENCH_BIN:-$(dirname "$ATTACHE_BIN")/attache-send-many-bench}
-[[ -x "$driver" ]] || bench_die "$driver not found (swift build -c release --product attache-send-many-bench)"
+driver=${ATTACHE_SEND_MANY_BENCH_BIN:-${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-send-many-bench}
+[[ -x "$driver" ]] || bench_die "$driver not found (swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks)"
 baseline=${ATTACHE_BASELINE_BIN:-}
 if [[ -n "$baseline" ]]; then
     [[ -x "$baseline/attache-send-many-bench" ]] \

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import AttacheTestSupport
 import Testing
 @testable import AttacheServer
 

@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import AttacheServer
 
@@ -141,7 +142,9 @@ struct LiveCurlTests {
             let url = "http://127.0.0.1:\(port)/upload"
             async let upload = curl(["--limit-rate", "200k", "-H", "Expect:", "-H", "Idempotency-Key: slow-1", "-F", "file=@\(path)", url])
             var partial: Int?
-            for _ in 0..<400 where partial == nil {
+            // Up to 30 s for the first bytes to land: the upload takes 5 s, but a loaded machine may
+            // start it late.
+            for _ in 0..<1500 where partial == nil {
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
                 for name in names where name.hasSuffix(".part") {
                     let attributes = try? FileManager.default.attributesOfItem(atPath: temporary + "/" + name)

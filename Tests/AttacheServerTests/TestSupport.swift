@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import AttacheServer
 
@@ -55,17 +56,6 @@ struct MultipartFixture {
         return out
     }
 }
-
-/// Deterministic pseudo-random bytes that contain CR, LF and dashes, like real binary files.
-func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
-    var state = seed
-    return (0..<count).map { _ in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        return UInt8(truncatingIfNeeded: state >> 33)
-    }
-}
-
-func sha256Hex(_ bytes: [UInt8]) throws -> String { try SHA256Hasher.hex(of: bytes) }
 
 /// Decodes a JSON object body.
 func jsonObject(_ bytes: some Sequence<UInt8>) throws -> [String: Any] {

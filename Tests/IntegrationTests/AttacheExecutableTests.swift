@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The built `attache` executable, run as a user runs it: one executable for every command, its help,

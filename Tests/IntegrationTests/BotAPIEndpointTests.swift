@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking

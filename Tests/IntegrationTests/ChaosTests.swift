@@ -6,6 +6,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// Everything at once, the way a bad night goes: 400 mixed files sent by `attache batch` with its

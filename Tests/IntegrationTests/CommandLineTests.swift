@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// How the built `attache` reads its command line and what it writes to a terminal

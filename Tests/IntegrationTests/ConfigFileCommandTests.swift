@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// `--endpoint NAME` with the config file found through `--config`, `$ATTACHE_CONFIG` and

@@ -2,6 +2,7 @@ import Attache
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// `Downloader` against the reference server's `GET /files/{id}` (and, for a connection that breaks

@@ -3,6 +3,7 @@ import AttacheBatch
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// `DownloadManager` and `attache download` for many files against the reference server, whose
@@ -50,7 +51,7 @@ struct DownloadManagerTests {
         var configuration = ReferenceServerConfiguration(storeDirectory: root + "/store", port: 0, logLevel: .critical)
         configuration.fileFaults = try FileFaultPlan(parsing: fileFaults)
         configuration.fileLogPath = root + "/files.log"
-        return try await withReferenceServer(configuration: configuration) { port in
+        return try await withReferenceServerProcess(configuration: configuration) { port in
             try await body(Setup(server: LiveServer(port: port, store: root + "/store"), folder: root + "/out", log: root + "/files.log"))
         }
     }
@@ -82,7 +83,9 @@ struct DownloadManagerTests {
     }
 
     @Test func aGroupPausedThenResumedContinuesFromTheSameByte() async throws {
-        try await Self.with(fileFaults: "throttle:rate=400000") { setup in
+        // The group's two first requests slow (12-15 s), so that the pause always lands mid-transfer;
+        // the resumed ones at full speed.
+        try await Self.with(fileFaults: "throttle@1-2:rate=40000") { setup in
             let contents = [randomBytes(600_000), randomBytes(500_000)]
             var urls: [String] = []
             for bytes in contents { urls.append(try await setup.store(bytes)) }
@@ -133,7 +136,9 @@ struct DownloadManagerTests {
     }
 
     @Test func aCancelledTransferLeavesNoOutput() async throws {
-        try await Self.with(fileFaults: "throttle:rate=300000") { setup in
+        // Slow enough (40 s for the file) that the cancel always lands mid-transfer, however late a loaded
+        // machine lets the test read the progress event.
+        try await Self.with(fileFaults: "throttle:rate=20000") { setup in
             let url = try await setup.store(randomBytes(800_000))
             let manager = manager()
             var events = manager.events.makeAsyncIterator()
@@ -150,7 +155,9 @@ struct DownloadManagerTests {
     }
 
     @Test func aRestartedTransferDownloadsFromZero() async throws {
-        try await Self.with(fileFaults: "throttle:rate=300000") { setup in
+        // The first request slow (25 s), so that the restart always lands mid-transfer; the second at
+        // full speed.
+        try await Self.with(fileFaults: "throttle@1:rate=20000") { setup in
             let bytes = randomBytes(500_000)
             let url = try await setup.store(bytes)
             let manager = manager()
@@ -170,7 +177,8 @@ struct DownloadManagerTests {
     }
 
     @Test func aFileChangedBetweenPauseAndResumeIsDownloadedWholeAgain() async throws {
-        try await Self.with(fileFaults: "change@2,throttle:rate=300000") { setup in
+        // The first request slow (20 s), so that the pause always lands mid-transfer.
+        try await Self.with(fileFaults: "change@2,throttle@1:rate=20000") { setup in
             let bytes = randomBytes(400_000)
             let url = try await setup.store(bytes)
             let manager = manager()

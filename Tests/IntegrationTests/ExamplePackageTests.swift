@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import AttacheTestSupport
 import Testing
 
 /// `Samples/Examples` is a package of its own that depends on Attache exactly as the README's "Use it in

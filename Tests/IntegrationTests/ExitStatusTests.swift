@@ -1,5 +1,6 @@
 import AttacheCLI
 import Foundation
+import AttacheTestSupport
 import Testing
 
 import Attache
@@ -256,11 +257,4 @@ struct Folder: Sendable {
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: root) }
-}
-
-/// A port on 127.0.0.1 that nothing listens on, so that a connection to it is refused.
-func refusedPort() throws -> Int {
-    // Bound and never listened on, the port refuses every connection; the descriptor stays open for
-    // the life of the test process, so that no server of a test running in parallel can be given it.
-    try bindLoopback(listening: nil).port
 }

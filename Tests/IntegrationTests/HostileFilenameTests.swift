@@ -1,6 +1,7 @@
 import Attache
 import AttacheServer
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// Names that broke on the wire, sent through the real upload path (AttachmentPipeline, libcurl) to

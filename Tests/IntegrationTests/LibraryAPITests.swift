@@ -1,6 +1,7 @@
 import Attache
 import AttacheBatch
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The library as a backend embeds it: inputs from memory and streams, per-send options, receipts that
@@ -166,19 +167,19 @@ struct LibraryAPITests {
     func timeLimit() async throws {
         try await LiveServer.with { server in
             var options = SendOptions()
-            options.headers = [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=20")]
+            options.headers = [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=120")]
             options.timeLimit = .milliseconds(700)
             let clock = ContinuousClock()
             let start = clock.now
             let error = await #expect(throws: AttacheError.self) {
-                try await server.pipeline(attempts: 1).send(Attachment(path: Self.pdf), options: options)
+                try await server.pipeline(attempts: 1, stallTimeout: .seconds(120)).send(Attachment(path: Self.pdf), options: options)
             }
             #expect(error?.code == .timedOut)
             #expect(error?.stage == .upload)
             #expect(error?.file == Self.pdf)
-            // Not a timed assertion of speed: the stall is 20 s, so ending well before it shows the limit
-            // cancelled the send.
-            #expect(clock.now - start < .seconds(15))
+            // Not a timed assertion of speed: the stall and the stall timeout are 120 s, so ending in a
+            // quarter of that shows the limit cancelled the send.
+            #expect(clock.now - start < .seconds(30))
         }
     }
 

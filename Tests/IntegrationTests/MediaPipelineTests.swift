@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// Video, voice and animations through the whole pipeline, the form read back by PHP's own parser.

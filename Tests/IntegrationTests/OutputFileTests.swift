@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// `-o` of the built commands (`decrypt`, `encrypt`, `recompress`, `download`): `-` is standard output,

@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The whole pipeline on the committed sample files: detect, transform, seal, upload to the live

@@ -1,6 +1,7 @@
 import Attache
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// Redirects against a server that is not ours (Python's http.server): what is followed, what is

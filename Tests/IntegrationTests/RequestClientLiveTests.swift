@@ -1,6 +1,7 @@
 import Attache
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// `RequestClient` on the real transport against PHP's built-in server (`Tools/request_echo.php`):

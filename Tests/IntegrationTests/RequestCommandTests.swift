@@ -1,5 +1,6 @@
 import AttacheServer
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// `attache request` against servers that are not ours: PHP's built-in server running
@@ -225,7 +226,7 @@ struct RequestCommandTests {
         configuration.port = 0
         configuration.logLevel = .critical
         configuration.keyFile = passphrase
-        let runs = try await withReferenceServer(configuration: configuration) { port in
+        let runs = try await withReferenceServerProcess(configuration: configuration) { port in
             let url = "http://127.0.0.1:\(port)/echo-sealed"
             return [
                 try await attache([

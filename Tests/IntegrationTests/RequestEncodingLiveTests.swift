@@ -1,6 +1,7 @@
 import Attache
 import AttacheCore
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// What independent parsers make of the request bodies and queries Attache writes: PHP's

@@ -3,6 +3,7 @@ import AttacheBatch
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// Resumable uploads (tus 1.0, IETF draft-11) against the reference server with faults inside the
@@ -44,10 +45,21 @@ struct ResumableUploadTests {
             configuration.resumableLogPath = store + "/resumable.log"
             try configure(&configuration)
             let log = configuration.resumableLogPath ?? ""
-            return try await withReferenceServer(configuration: configuration) { port in
+            return try await withReferenceServerProcess(configuration: configuration) { port in
                 try await body(Server(port: port, store: store, log: log))
             }
         }
+    }
+
+    /// Moves the expiry time in the record of resumable upload `id` (`resumable/ID/info.json` in the
+    /// server's store) into the past.
+    static func expire(upload id: String, store: String) throws {
+        let path = store + "/resumable/" + id + "/info.json"
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        var info = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        try #require(info["expires"] != nil, "no expiry in \(path)")
+        info["expires"] = 0
+        try JSONSerialization.data(withJSONObject: info).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
     /// A file of `count` bytes: a random 1 MiB block repeated with each copy's first bytes changed, so that
@@ -78,7 +90,7 @@ struct ResumableUploadTests {
     /// A pipeline configuration for `server` with quick retries and the given resumable settings.
     static func pipeline(
         _ url: String, mode: ResumableMode, initialAppend: Int64 = 16 << 20, seal: SealConfiguration = .none,
-        attempts: Int = 6, stallTimeout: Duration = .seconds(10)
+        attempts: Int = 6, stallTimeout: Duration = .seconds(30)
     ) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: url)
         configuration.connection.retry = RetryPolicy(
@@ -149,9 +161,13 @@ struct ResumableUploadTests {
     @Test func aPatchThatStallsIsAbandonedAndTheUploadContinues() async throws {
         let file = try TemporaryFile(bytes: randomBytes(8 << 20))
         defer { file.remove() }
-        try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "stall@1:after=1000000:seconds=2") }) { server in
+        // The stall outlasts the client's stall timeout, which is long enough (30 s) that no other
+        // append of a loaded machine trips it. The server holds the upload's lock until its stall ends
+        // (423 to the client's retries meanwhile), so the stall is only 2 s longer and the retries, many
+        // and quick, outlast that.
+        try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "stall@1:after=1000000:seconds=32") }) { server in
             let receipt = try await Self.pipeline(
-                server.uploadURL, mode: .tus, initialAppend: 4 << 20, stallTimeout: .seconds(1)
+                server.uploadURL, mode: .tus, initialAppend: 4 << 20, attempts: 60, stallTimeout: .seconds(30)
             ).send(Attachment(path: file.path))
             #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
             let appends = try server.appends()
@@ -166,7 +182,7 @@ struct ResumableUploadTests {
     @Test func anExpiredUploadStartsOverCleanly() async throws {
         let file = try TemporaryFile(bytes: randomBytes(6 << 20))
         defer { file.remove() }
-        try await Server.with({ $0.resumableLifetime = .milliseconds(300) }) { server in
+        try await Server.with { server in
             let body = try FileSource(path: file.path)
             let uploader = ResumableUploader(
                 configuration: ResumableConfiguration(mode: .tus, initialAppendSize: 1 << 20, maximumAppendSize: 1 << 20))
@@ -183,8 +199,11 @@ struct ResumableUploadTests {
             _ = try? await first.value
             let earlier = try #require(states.withLock { $0.first })
             #expect(earlier.offset > 0 && earlier.offset < Int64(6 << 20))
-            // Past the upload's lifetime: the server forgets it.
-            try await Task.sleep(for: .milliseconds(600))
+            // Past the upload's lifetime: its expiry time, in the server's record of it, is moved into
+            // the past, as the passing of the lifetime would; the server's next look at it finds it
+            // expired and forgets it. No wait on the clock.
+            let id = try #require(earlier.uploadURL.split(separator: "/").last.map(String.init))
+            try Self.expire(upload: id, store: server.store + "/store")
 
             let result = try #require(
                 try await uploader.upload(

@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// `attache upload --answer-profile s3-post` against an S3 emulator (MiniStack, from PyPI) with forms made

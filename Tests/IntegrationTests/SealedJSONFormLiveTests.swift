@@ -2,6 +2,7 @@ import Attache
 import AttacheCore
 import AttacheServer
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The encrypted JSON form POST end to end: sent with the transport to `attache-server`'s
@@ -39,7 +40,7 @@ struct SealedJSONFormLiveTests {
             atPath: keyFile, contents: Data(keyText.utf8), attributes: [.posixPermissions: 0o600])
         var configuration = ReferenceServerConfiguration(storeDirectory: folder + "/store", port: 0, keyFile: keyFile)
         configuration.logLevel = .critical
-        try await withReferenceServer(configuration: configuration) { port in try await body(port, keyFile) }
+        try await withReferenceServerProcess(configuration: configuration) { port in try await body(port, keyFile) }
     }
 
     static func post(_ url: String, _ body: RequestBody) async throws -> ServerResponse {

@@ -4,6 +4,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import AttacheTestSupport
 import Testing
 
 /// The reference server started with a key (`--key-file`): it opens sealed uploads, stores the ones
@@ -155,7 +156,7 @@ struct KeyedServer: Sendable {
         var configuration = ReferenceServerConfiguration(storeDirectory: directory + "/store", port: 0, keyFile: keyFile)
         configuration.logLevel = .critical
         let store = configuration.storeDirectory
-        try await withReferenceServer(configuration: configuration) { port in
+        try await withReferenceServerProcess(configuration: configuration) { port in
             try await body(KeyedServer(port: port, store: store))
         }
     }

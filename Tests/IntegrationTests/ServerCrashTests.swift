@@ -2,6 +2,7 @@ import Attache
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -206,38 +207,5 @@ struct ServerCrashTests {
         func pendingRecords() throws -> Int {
             try FileManager.default.contentsOfDirectory(atPath: store + "/pending").count
         }
-    }
-}
-
-/// The built `attache-server` executable running on 127.0.0.1, stopped by its pid.
-struct ServerProcess {
-    let port: Int
-    private let process: ChildProcess
-
-    enum Exit: Equatable { case killed, status(Int32) }
-
-    /// Starts the server on `port` (0: a free one) over `store` and waits for its `listening` line.
-    static func start(store: String, port: Int = 0, extra: [String] = []) async throws -> ServerProcess {
-        let process = try ChildProcess(
-            executable: try builtExecutable("attache-server"),
-            arguments: ["--host", "127.0.0.1", "--port", String(port), "--store", store, "--log-level", "critical"] + extra)
-        try await process.waitForOutput(containing: "listening on", count: 1, upTo: 60)
-        let line = process.standardOutput
-        guard let range = line.range(of: "http://127.0.0.1:"),
-            let bound = Int(line[range.upperBound...].prefix { $0.isNumber })
-        else {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            throw TestFailure("attache-server did not start: \(line) \(process.standardError)")
-        }
-        return ServerProcess(port: bound, process: process)
-    }
-
-    /// Sends SIGKILL to the server.
-    func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
-
-    /// Waits for the server to end and says how (Foundation reports a signal as the status).
-    func waitForExit() async throws -> Exit {
-        guard let status = try await process.wait(upTo: 60) else { throw TestFailure("attache-server did not exit") }
-        return status == SIGKILL ? .killed : .status(status)
     }
 }

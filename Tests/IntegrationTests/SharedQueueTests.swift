@@ -4,6 +4,7 @@ import AttacheCore
 import AttacheServer
 import Foundation
 import PostgresNIO
+import AttacheTestSupport
 import Testing
 
 /// The shared PostgreSQL queue end to end: `attache enqueue`, several `attache worker` processes and
@@ -43,7 +44,7 @@ struct SharedQueueTests {
 
             try await killed.waitForOutput(containing: "sent ", count: 60, upTo: 60)
             kill(killed.processIdentifier, SIGKILL)
-            #expect(try await killed.wait(upTo: 10) != 0)
+            #expect(try await killed.wait(upTo: 60) != 0)
 
             try await paused.waitForOutput(containing: "sent ", count: 120, upTo: 60)
             kill(paused.processIdentifier, SIGSTOP)
@@ -370,7 +371,7 @@ struct QueueScratch {
         configuration.logLevel = .critical
         configuration.uploadLogPath = uploadLog
         let store = store
-        return try await withReferenceServer(configuration: configuration) { port in
+        return try await withReferenceServerProcess(configuration: configuration) { port in
             try await body(LiveServer(port: port, store: store))
         }
     }

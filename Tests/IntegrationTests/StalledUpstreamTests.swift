@@ -1,43 +1,8 @@
 import Attache
 import Foundation
 import Logging
+import AttacheTestSupport
 import Testing
-
-/// A listening socket that never accepts: the kernel completes each connection and takes the
-/// request bytes, and no answer ever comes. What an upstream stalled by an overload looks like.
-final class SilentListener: Sendable {
-    let port: Int
-    private let descriptor: Int32
-
-    init(backlog: Int32 = 2048) throws {
-        (descriptor, port) = try bindLoopback(listening: backlog)
-    }
-
-    deinit { close(descriptor) }
-}
-
-/// A TCP socket bound to a free port of 127.0.0.1, listening when a backlog is given: its descriptor
-/// and port. Bound and not listening, the port refuses every connection and stays taken.
-func bindLoopback(listening backlog: Int32?) throws -> (descriptor: Int32, port: Int) {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard descriptor >= 0 else { throw TestFailure("cannot make a socket") }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard bound == 0, backlog.map({ listen(descriptor, $0) == 0 }) ?? true else {
-        close(descriptor)
-        throw TestFailure("cannot listen on 127.0.0.1")
-    }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-    }
-    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
-}
 
 /// The threads of this process, from the kernel.
 func threadCount() -> Int {
@@ -97,7 +62,9 @@ struct StalledUpstreamTests {
             }
             print("stalled-upstream: small upload \(loaded) with 500 stalled, \(unloaded) without; threads \(before) -> \(during)")
             // Threads: the loop and one body reader per core exist already; 500 waiting transfers add none.
-            #expect(during <= before + 2, "threads grew from \(before) to \(during) with 500 stalled transfers")
+            // A thread per waiting transfer would add 500; the margin is for the tests that run alongside
+            // in the same process and start and end threads of their own (pools, event loops).
+            #expect(during <= before + 64, "threads grew from \(before) to \(during) with 500 stalled transfers")
             stalled.cancel()
             _ = await stalled.result
             let settle = clock.now + .seconds(30)

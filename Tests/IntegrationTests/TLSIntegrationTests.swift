@@ -1,6 +1,7 @@
 import Attache
 import AttacheServer
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// TLS against the reference server serving HTTPS with a throwaway self-signed certificate for

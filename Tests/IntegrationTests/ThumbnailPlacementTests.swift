@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// Where thumbnails go (`PipelineConfiguration.thumbnails`), against the reference server.

@@ -1,5 +1,6 @@
 import Attache
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// An image the Transform stage cannot read, sent through the live reference server under each

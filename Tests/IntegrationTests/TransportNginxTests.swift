@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The transport against a server that is not ours: nginx (`Tools/nginx-sink.sh`), which reads every
@@ -151,7 +152,7 @@ final class NginxSink {
     /// handling, so every answer it has sent has its log line once it has exited.
     func stopAndReadAccessLog() async throws -> [AccessLogLine] {
         kill(process.processIdentifier, SIGTERM)
-        if try await process.wait(upTo: 10) == nil {
+        if try await process.wait(upTo: 30) == nil {
             kill(process.processIdentifier, SIGKILL)
             _ = try await process.wait(upTo: 30)
         }

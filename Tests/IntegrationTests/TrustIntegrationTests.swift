@@ -3,6 +3,7 @@ import AttacheBatch
 import AttacheServer
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// What a user checks after a flaky network or a crash: the stored file, downloaded and decrypted with
@@ -173,16 +174,23 @@ struct TrustIntegrationTests {
     @Test func aBatchWaitsForAServerThatIsDownForLongerThanTheOldRetriesLasted() async throws {
         let scratch = try TrustScratch()
         defer { scratch.remove() }
-        for i in 0..<3 { _ = try scratch.file("files/\(i).bin", randomBytes(5_000)) }
-        let port = try freePort()
+        let files = 3
+        for i in 0..<files { _ = try scratch.file("files/\(i).bin", randomBytes(5_000)) }
+        // Until the server starts, the port resets every connection it accepts, and counts them: the
+        // batch's attempts are awaited as they happen rather than slept through.
+        let down = try ResettingListener()
+        let port = down.port
         let batch = try ChildProcess(
             executable: try attacheBinary(),
             arguments: [
                 "batch", scratch.root + "/files", "--url", "http://127.0.0.1:\(port)/upload", "--journal",
                 scratch.journal,
             ])
-        // Down for 12 s: the old defaults (6 attempts, 250 ms doubling) gave up after 4-8 s.
-        try await Task.sleep(for: .seconds(12))
+        // Down for longer than the old defaults (6 attempts, 250 ms doubling) lasted: with 6 attempts
+        // per file at the most, 6 × 3 + 1 connections mean that some file has made a seventh attempt.
+        let reached = await down.waitForConnections(6 * files + 1, upTo: 120)
+        down.stop()
+        try #require(reached, "the batch made \(down.connections) attempts and stopped: \(batch.standardError)")
         let server = try await ServerProcess.start(store: scratch.root + "/store", port: port)
         #expect(try await batch.wait(upTo: 90) == 0, "\(batch.standardError)")
         server.kill()
@@ -292,11 +300,4 @@ private func collectFilenames(_ value: Any) -> [String] {
     }
     if let array = value as? [Any] { return array.flatMap(collectFilenames) }
     return []
-}
-
-/// A port nothing listens on now (for a server started later).
-func freePort() throws -> Int {
-    let (descriptor, port) = try bindLoopback(listening: nil)
-    close(descriptor)
-    return port
 }

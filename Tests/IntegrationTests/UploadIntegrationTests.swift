@@ -1,6 +1,7 @@
 import Attache
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 
 /// The pipeline against the real reference server on 127.0.0.1: bytes go over a socket, the server
@@ -207,8 +208,10 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(10_000))
         defer { file.remove() }
         try await LiveServer.with { server in
+            // A stall far longer than the stall timeout, and the timeout long enough (30 s) that the
+            // second attempt does not trip it on a loaded machine.
             let pipeline = try server.pipeline(
-                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=20")], stallTimeout: .seconds(1))
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=120")], stallTimeout: .seconds(30))
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
             let statsFiles = try await server.stats().files
@@ -237,7 +240,8 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(2_000_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=60")])
+            let pipeline = try server.pipeline(
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=120")], stallTimeout: .seconds(120))
             let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 try await pipeline.send(Attachment(path: file.path)) { event in
@@ -255,8 +259,8 @@ struct UploadIntegrationTests {
                 return
             }
             #expect(error.code == .cancelled)
-            // Without cancellation the stall would last 60 s (and the stall timeout 30 s).
-            #expect(clock.now - cancelledAt < .seconds(15))
+            // Without cancellation the stall, and the stall timeout, would last 120 s.
+            #expect(clock.now - cancelledAt < .seconds(30))
             let statsFiles = try await server.stats().files
             #expect(statsFiles == 0)
         }

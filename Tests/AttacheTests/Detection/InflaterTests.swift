@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 @testable import AttacheCore
@@ -30,7 +31,7 @@ struct InflaterTests {
 
     /// Deterministic bytes of the given character: text-like, random or long runs.
     static func sample(_ kind: String, count: Int, seed: UInt64) -> [UInt8] {
-        var generator = SeededBytes(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         switch kind {
         case "text":
             let words = ["{\"tgs\":1,", "\"v\":\"5.5.2\",", "\"fr\":60,", "\"layers\":[", "{\"ty\":4,", "\"ks\":{}", "},", " "]
@@ -148,18 +149,5 @@ struct InflaterTests {
         // Out of range and empty starts decode nothing.
         #expect(try Inflater.inflate(ByteSpan([1, 2, 3]), from: 3, limit: 256).bytes.isEmpty)
         #expect(try Inflater.inflate(ByteSpan([]), from: 0, limit: 256).bytes.isEmpty)
-    }
-}
-
-/// SplitMix64, for reproducible sample bytes.
-private struct SeededBytes {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 
 @testable import Attache
@@ -25,7 +26,7 @@ struct RobustnessTests {
     func corrupted(_ file: DetectionCorpus.File) throws {
         let original = try CorpusFolder.bytes(file.name)
         guard !original.isEmpty else { return }
-        var generator = SplitMix(seed: UInt64(original.count))
+        var generator = SeededGenerator(seed: UInt64(original.count))
         let detector = MIMEDetector()
         for round in 0..<64 {
             var bytes = original
@@ -145,17 +146,4 @@ struct RobustnessTests {
     }
 
     private static func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-}
-
-/// A small deterministic generator, so a failing corruption round can be reproduced.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

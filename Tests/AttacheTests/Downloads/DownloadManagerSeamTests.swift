@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore

@@ -1,5 +1,6 @@
 import AttacheFuzzTargets
 import Foundation
+import AttacheTestSupport
 import Testing
 
 /// The fuzzers' seed corpora (Tests/FuzzCorpus/<target>/) stay valid: every file runs through every

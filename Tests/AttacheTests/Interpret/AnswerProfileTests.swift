@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore
@@ -29,11 +30,6 @@ struct AnswerProfileTests {
     func retried(_ outcome: ResponseOutcome) throws -> RetryAdvice {
         guard case .retry(let advice) = outcome else { throw TestFailure("expected retry, got \(outcome)") }
         return advice
-    }
-
-    struct TestFailure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 
     // MARK: Profiles by name
@@ -325,4 +321,3 @@ struct AnswerProfileTests {
         #expect(receipt.data["message_id"]?.intValue == 42)
     }
 }
-

@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import AttacheCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore

@@ -1,16 +1,8 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore
-
-/// Deterministic, non-repeating-looking bytes.
-func patternBytes(_ count: Int, seed: UInt32 = 1) -> [UInt8] {
-    var state = seed &* 2_654_435_761 | 1
-    return (0..<count).map { _ in
-        state = state &* 1_664_525 &+ 1_013_904_223
-        return UInt8(truncatingIfNeeded: state >> 24)
-    }
-}
 
 /// Bytes `i mod 251`, as in the FORMAT.md vectors.
 func modBytes(_ count: Int) -> [UInt8] { (0..<count).map { UInt8($0 % 251) } }

@@ -1,3 +1,4 @@
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore

@@ -1,5 +1,6 @@
 @testable import Attache
 @testable import AttacheCore
+import AttacheTestSupport
 import Testing
 
 /// The AVX2 loops of the resampler have portable Swift twins for CPUs without AVX2. This machine has

@@ -1,64 +1,10 @@
 import Foundation
 import Logging
 import Synchronization
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore
-
-/// A transport that answers from a script, in memory: what the retry, interpretation and download
-/// logic does with each kind of answer, without a socket or real waiting.
-final class ScriptedTransport: HTTPTransport {
-    /// One scripted step: an answer (its body fed through the sink), or a thrown error after `body`
-    /// bytes of the answer went through the sink.
-    enum Step: Sendable {
-        case answer(status: Int, headers: [HeaderField] = [], body: [UInt8] = [])
-        case fail(AttacheError, afterStatus: Int? = nil, headers: [HeaderField] = [], body: [UInt8] = [])
-    }
-
-    private let steps: Mutex<[Step]>
-    /// Every request sent, in order.
-    let requests = Mutex<[TransportRequest]>([])
-
-    init(_ steps: [Step]) { self.steps = Mutex(steps) }
-
-    var sent: [TransportRequest] { requests.withLock { $0 } }
-
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
-        requests.withLock { $0.append(request) }
-        let step = steps.withLock { steps -> Step? in steps.isEmpty ? nil : steps.removeFirst() }
-        let sink = sink ?? CollectingSink(limit: request.maximumResponseBodySize)
-        switch step {
-        case nil:
-            Issue.record("the script ran out after \(sent.count - 1) requests")
-            throw AttacheError(.internalError, stage: .upload, "script exhausted")
-        case .answer(let status, let headers, let body)?:
-            let fields = headers
-            if sink.begin(status: status, headers: fields) {
-                _ = body.withUnsafeBytes { sink.receive($0) }
-            }
-            if let failure = sink.failure { throw failure }
-            return ServerResponse(
-                status: status, headers: fields, body: sink.collectedBody, bodyExceededCap: sink.bodyExceededCap)
-        case .fail(let error, let status, let headers, let body)?:
-            if let status, sink.begin(status: status, headers: headers) {
-                _ = body.withUnsafeBytes { sink.receive($0) }
-            }
-            throw error
-        }
-    }
-}
-
-/// Records the waits instead of waiting.
-final class RecordedSleeps: Sendable {
-    private let waits = Mutex<[Duration]>([])
-    var all: [Duration] { waits.withLock { $0 } }
-    var sleep: @Sendable (Duration) async throws -> Void {
-        { [self] delay in
-            try Task.checkCancellation()
-            waits.withLock { $0.append(delay) }
-        }
-    }
-}
 
 @Suite("Transport seam: retries and answers in memory")
 struct TransportSeamTests {

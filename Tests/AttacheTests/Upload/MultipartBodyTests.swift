@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore
@@ -47,9 +48,10 @@ struct MultipartBodyTests {
         #expect(parsed.fields["chatId"] == ["42"])
         #expect(parsed.fields["tags[]"] == ["a", "b é"])
         try #require(parsed.files.count == 2)
+        let digest = try sha256Hex(payload)
         #expect(parsed.files[0] == ParsedPart(
             name: "file", filename: "photo.jpg", contentType: "image/jpeg", size: payload.count,
-            sha256: sha256Hex(payload)))
+            sha256: digest))
         #expect(parsed.files[1].name == "thumbnail")
         #expect(parsed.files[1].size == 3)
     }

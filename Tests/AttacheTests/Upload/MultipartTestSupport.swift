@@ -1,5 +1,6 @@
 import Foundation
 import MultipartKit
+import AttacheTestSupport
 import Testing
 @testable import Attache
 @testable import AttacheCore
@@ -88,20 +89,4 @@ func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: 
     }
     let decoded = try JSONDecoder().decode(Output.self, from: data)
     return (decoded.fields, decoded.files)
-}
-
-func sha256Hex(_ bytes: [UInt8]) -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["sha256sum"]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try? process.run()
-    input.fileHandleForWriting.write(Data(bytes))
-    try? input.fileHandleForWriting.close()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return String(text.prefix(64))
 }

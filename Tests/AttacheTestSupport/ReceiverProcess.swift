@@ -3,20 +3,19 @@ import Testing
 
 /// Another multipart receiver running on 127.0.0.1 as a subprocess (Werkzeug, Python's `email`, PHP),
 /// started from the scripts in `Receivers/` and stopped by its pid.
-struct ReceiverProcess {
-    let name: String
-    let port: Int
-    let process: ChildProcess
+package struct ReceiverProcess {
+    package let name: String
+    package let port: Int
+    package let process: ChildProcess
 
-    var uploadURL: String { "http://127.0.0.1:\(port)/upload" }
+    package var uploadURL: String { "http://127.0.0.1:\(port)/upload" }
 
     /// The folder of the receiver scripts, next to this file in the source tree.
-    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Receivers").path
+    package static let scripts = integrationTestsFolder + "/Receivers"
 
     /// Starts `arguments[0]` and waits for its `listening PORT …` line (PHP's `… (http://127.0.0.1:PORT)
     /// started`), which it prints once it accepts connections.
-    static func start(name: String, _ arguments: [String]) async throws -> ReceiverProcess {
+    package static func start(name: String, _ arguments: [String]) async throws -> ReceiverProcess {
         // PHP announces itself on stderr: `exec` keeps the pid while both streams go to one pipe.
         let command = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "exec \(command) 2>&1"])
@@ -44,7 +43,7 @@ struct ReceiverProcess {
     }
 
     /// Stops the receiver (SIGKILL by pid) and reaps it.
-    func stop() async {
+    package func stop() async {
         Self.stop(process)
         _ = try? await process.wait(upTo: 30)
     }
@@ -56,7 +55,7 @@ struct ReceiverProcess {
     /// The Python interpreters to run the Werkzeug receiver with: the system one (Scripts/bootstrap.sh
     /// installs python3-werkzeug for it) and the first `python3` on PATH when that is another
     /// interpreter with a Werkzeug of its own (Werkzeug 2.3 changed how it reads a backslash).
-    static func pythonsWithWerkzeug() throws -> [String] {
+    package static func pythonsWithWerkzeug() throws -> [String] {
         var pythons = ["/usr/bin/python3"]
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         for folder in path.split(separator: ":") {
@@ -85,29 +84,42 @@ struct ReceiverProcess {
 }
 
 /// What a receiver saw in one request: its `data` member.
-struct ReceiverReport: Decodable {
-    struct File: Decodable {
+package struct ReceiverReport: Decodable {
+    package struct File: Decodable {
         /// Hex of the form name's bytes.
-        var field: String
+        package var field: String
         /// Hex of the filename's bytes, as the receiver's API gives it; nil when it had none.
-        var filename: String?
-        var size: Int
-        var sha256: String
+        package var filename: String?
+        package var size: Int
+        package var sha256: String
+
+        package init(field: String, filename: String?, size: Int, sha256: String) {
+            self.field = field
+            self.filename = filename
+            self.size = size
+            self.sha256 = sha256
+        }
     }
 
-    var receiver: String
-    var files: [File]
+    package var receiver: String
+    package var files: [File]
     /// Hex of each text field's name.
-    var fields: [String]
+    package var fields: [String]
+
+    package init(receiver: String, files: [File], fields: [String]) {
+        self.receiver = receiver
+        self.files = files
+        self.fields = fields
+    }
 }
 
 /// Hex of the UTF-8 bytes of `text`, the way the receivers report names.
-func hexUTF8(_ text: String) -> String {
+package func hexUTF8(_ text: String) -> String {
     text.utf8.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
 }
 
 /// The text whose UTF-8 bytes `hex` spells, for messages.
-func textFromHex(_ hex: String?) -> String {
+package func textFromHex(_ hex: String?) -> String {
     guard let hex else { return "(none)" }
     var bytes: [UInt8] = []
     var index = hex.startIndex
@@ -125,7 +137,7 @@ extension String {
 }
 
 /// A built executable of this package, next to the test bundle (`attache`, `attache-server`).
-func builtExecutable(_ name: String) throws -> String {
+package func builtExecutable(_ name: String) throws -> String {
     var folders = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path]
     if let executable = Bundle.main.executableURL { folders.append(executable.deletingLastPathComponent().path) }
     folders.append(Bundle.main.bundleURL.deletingLastPathComponent().path)
@@ -139,8 +151,8 @@ func builtExecutable(_ name: String) throws -> String {
 extension ReceiverProcess {
     /// Runs `body` with PHP's built-in server running `Tools/request_echo.php` (PHP's own parser reports
     /// the query, form and JSON it read) on a free port, given its base URL; stops it by its pid after.
-    static func withPHPEcho<T>(_ body: (String) async throws -> T) async throws -> T {
-        let tools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Tools").path
+    package static func withPHPEcho<T>(_ body: (String) async throws -> T) async throws -> T {
+        let tools = ServiceProcess.tools
         let server = try await start(name: "php", ["php", "-n", "-S", "127.0.0.1:0", "-t", tools, tools + "/request_echo.php"])
         do {
             let result = try await body("http://127.0.0.1:\(server.port)")
@@ -152,3 +164,6 @@ extension ReceiverProcess {
         }
     }
 }
+
+/// The `attache` executable built next to the test bundle.
+package func attacheBinary() throws -> String { try builtExecutable("attache") }

@@ -11,20 +11,20 @@ import Testing
 /// runs as the package's `postgres` user (else `nobody`), in a folder that user owns; `setpriv` execs the
 /// server in place, so the pid we stop is the postmaster's. Connections need a password (SCRAM), which
 /// reaches every command through `PGPASSWORD` only, never argv.
-final class PostgresCluster: Sendable {
-    let port: Int
-    let directory: String
-    let binaries: String
+package final class PostgresCluster: Sendable {
+    package let port: Int
+    package let directory: String
+    package let binaries: String
     /// The superuser's password, random per cluster; give it to commands as `PGPASSWORD`.
-    let password: String
+    package let password: String
     /// The server's self-signed certificate (PEM), for `sslrootcert`.
-    let certificate: String
+    package let certificate: String
     private let server: Mutex<ServiceProcess?>
 
-    static let user = "attache"
+    package static let user = "attache"
 
     /// The newest installed server's `bin` folder, or nil.
-    static var installedBinaries: String? {
+    package static var installedBinaries: String? {
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .compactMap(Int.init).sorted(by: >)
@@ -40,7 +40,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// Why the queue tests cannot run here, or nil when they can.
-    static var unavailableReason: String? {
+    package static var unavailableReason: String? {
         installedBinaries == nil ? "PostgreSQL is not installed (Debian package postgresql; run Scripts/bootstrap.sh)" : nil
     }
 
@@ -57,10 +57,10 @@ final class PostgresCluster: Sendable {
     }
 
     /// The environment every command talking to the cluster gets.
-    var environment: [String: String] { ["PGPASSWORD": password] }
+    package var environment: [String: String] { ["PGPASSWORD": password] }
 
     /// Creates a cluster and starts its server.
-    static func start() async throws -> PostgresCluster {
+    package static func start() async throws -> PostgresCluster {
         guard let binaries = installedBinaries else { throw TestFailure(unavailableReason ?? "no PostgreSQL") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-pg-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -113,7 +113,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// A new, empty database; returns its URL (no password in it).
-    func createDatabase() async throws -> String {
+    package func createDatabase() async throws -> String {
         let name = "q" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         let result = try await runCommand(
             binaries + "/createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", Self.user, String(name)],
@@ -123,7 +123,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// One value from `sql` in database `url`'s database, through psql.
-    func scalar(_ sql: String, in url: String) async throws -> String {
+    package func scalar(_ sql: String, in url: String) async throws -> String {
         let database = String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
         let result = try await runCommand(
             binaries + "/psql",
@@ -134,7 +134,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// Fast shutdown (SIGINT to the postmaster, by pid), then the folder is removed.
-    func stop() {
+    package func stop() {
         if let server = server.withLock({ value -> ServiceProcess? in
             let taken = value
             value = nil
@@ -147,20 +147,20 @@ final class PostgresCluster: Sendable {
     }
 
     /// The cluster of the running suite (``SharedPostgresCluster``).
-    @TaskLocal static var shared: PostgresCluster?
+    @TaskLocal package static var shared: PostgresCluster?
 
     /// The suite's cluster, or a failure naming the missing trait.
-    static func current() throws -> PostgresCluster {
+    package static func current() throws -> PostgresCluster {
         guard let shared else { throw TestFailure("no cluster: the suite needs the .sharedPostgresCluster trait") }
         return shared
     }
 }
 
 /// Starts one cluster around a whole suite and stops it at the end, so that its tests share it.
-struct SharedPostgresCluster: SuiteTrait, TestScoping {
-    var isRecursive: Bool { false }
+package struct SharedPostgresCluster: SuiteTrait, TestScoping {
+    package var isRecursive: Bool { false }
 
-    func provideScope(
+    package func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         let cluster = try await PostgresCluster.start()
@@ -171,5 +171,5 @@ struct SharedPostgresCluster: SuiteTrait, TestScoping {
 
 extension Trait where Self == SharedPostgresCluster {
     /// One temporary PostgreSQL cluster for the suite's tests.
-    static var sharedPostgresCluster: Self { SharedPostgresCluster() }
+    package static var sharedPostgresCluster: Self { SharedPostgresCluster() }
 }

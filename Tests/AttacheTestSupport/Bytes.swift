@@ -1,0 +1,44 @@
+import Foundation
+
+/// `count` bytes from the system's random generator.
+package func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    var bytes = [UInt8](repeating: 0, count: count)
+    var index = 0
+    while index < count {
+        var word = generator.next() as UInt64
+        for _ in 0..<8 where index < count {
+            bytes[index] = UInt8(truncatingIfNeeded: word)
+            word >>= 8
+            index += 1
+        }
+    }
+    return bytes
+}
+
+/// Deterministic, non-repeating-looking bytes (a linear congruential generator's high bytes).
+package func patternBytes(_ count: Int, seed: UInt32 = 1) -> [UInt8] {
+    var state = seed &* 2_654_435_761 | 1
+    return (0..<count).map { _ in
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return UInt8(truncatingIfNeeded: state >> 24)
+    }
+}
+
+/// Deterministic pseudo-random bytes that contain CR, LF and dashes, like real binary files.
+package func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
+    var state = seed
+    return (0..<count).map { _ in
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return UInt8(truncatingIfNeeded: state >> 33)
+    }
+}
+
+/// The SHA-256 of `bytes` in lower-case hex, computed by coreutils' `sha256sum`: a hash that shares no
+/// code with the one under test.
+package func sha256Hex(_ bytes: [UInt8]) throws -> String {
+    let output = try run("sha256sum", [], input: Data(bytes))
+    let text = String(decoding: output, as: UTF8.self)
+    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
+    return String(text.prefix(64))
+}

@@ -1,0 +1,93 @@
+import AttacheCore
+import Foundation
+import Testing
+
+/// Runs a command and returns its standard output; fails the test when it exits non-zero.
+@discardableResult
+package func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [executable] + arguments
+    let output = Pipe()
+    let errors = Pipe()
+    let stdin = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(input) }
+    try stdin.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "\(executable) failed: \(message)")
+    return data
+}
+
+/// What a finished command printed, and its status.
+package struct CommandResult: Sendable {
+    package var status: Int32
+    package var standardOutput: String
+    package var standardError: String
+    package var all: String { standardOutput + standardError }
+}
+
+/// Runs `executable` with `arguments` and extra environment variables (how secrets reach the CLI: never
+/// argv), waiting on a pool thread; output goes through temporary files so that neither stream can fill.
+package func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+) async throws -> CommandResult {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-run-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let outPath = folder + "/out"
+    let errPath = folder + "/err"
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.standardOutput = FileHandle(forWritingAtPath: outPath)
+    process.standardError = FileHandle(forWritingAtPath: errPath)
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    try await onOwnThread { process.waitUntilExit() }
+    return CommandResult(
+        status: process.terminationStatus,
+        standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+        standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+}
+
+/// A Python interpreter that can import `modules`: the S3 test environment Scripts/bootstrap.sh makes
+/// (`$XDG_CACHE_HOME/attache/s3-venv`, else `~/.cache/attache/s3-venv`), the first `python3` on PATH, or
+/// the system's.
+package func python(with modules: [String]) throws -> String {
+    let environment = ProcessInfo.processInfo.environment
+    let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? (NSHomeDirectory() + "/.cache")
+    var candidates = [cache + "/attache/s3-venv/bin/python3"]
+    for folder in (environment["PATH"] ?? "").split(separator: ":") { candidates.append(String(folder) + "/python3") }
+    candidates.append("/usr/bin/python3")
+    var tried: Set<String> = []
+    for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) && tried.insert(candidate).inserted {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: candidate)
+        probe.arguments = ["-c", "import " + modules.joined(separator: ", ")]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        try probe.run()
+        probe.waitUntilExit()
+        if probe.terminationStatus == 0 { return candidate }
+    }
+    throw TestFailure("no python3 can import \(modules.joined(separator: ", ")): run Scripts/bootstrap.sh")
+}
+
+/// Runs blocking `body` (a wait for a child, a read of its pipe) on a thread of its own and returns its
+/// result: neither on the cooperative pool nor on the library's blocking pool, whose threads the code
+/// under test needs.
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
