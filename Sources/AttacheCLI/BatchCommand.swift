@@ -1,10 +1,10 @@
+import AttacheCore
 import ArgumentParser
 import Attache
 import AttacheBatch
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
 
 /// `attache batch PATH... --url URL`
 struct BatchCommand: AsyncParsableCommand {
@@ -163,7 +163,7 @@ func shellQuoted(_ word: String) -> String {
 /// consistent at every commit, so nothing is lost but the in-flight files' pending marks).
 final class InterruptHandler {
     private final class Count: Sendable {
-        let value = Mutex(0)
+        let value = LockedValue(0)
         func increment() -> Int {
             value.withLock { value in
                 value += 1

@@ -1,3 +1,4 @@
+import AttacheCore
 package import ArgumentParser
 package import Attache
 import FoundationEssentials
@@ -8,7 +9,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// `attache download URL -o OUT [--resume] [--key-file K]`
 package struct DownloadCommand: AsyncParsableCommand {
@@ -120,7 +120,7 @@ package final class DownloadMeter: Sendable {
 
     private let enabled: Bool
     private let name: String
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     package init(enabled: Bool, name: String) {
         self.enabled = enabled

@@ -1,10 +1,11 @@
+import Synchronization
+import AttacheCore
 import ArgumentParser
 import Attache
 import AttacheQueue
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
 
 /// `--queue URL`, or `ATTACHE_QUEUE_URL`: where the shared queue is.
 struct QueueOptions: ParsableArguments {
@@ -315,7 +316,7 @@ final class StopSignals {
     private let sources: [any DispatchSourceSignal]
 
     init(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void) {
-        let count = Mutex(0)
+        let count = LockedValue(0)
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGTERM, SIGINT] {
             signal(number, SIG_IGN)

@@ -1,3 +1,4 @@
+import AttacheCore
 package import ArgumentParser
 package import Attache
 import FoundationEssentials
@@ -9,7 +10,6 @@ import Musl
 import Darwin
 #endif
 import Logging
-import Synchronization
 
 /// `attache upload FILE... --url URL`
 package struct UploadCommand: AsyncParsableCommand {
@@ -243,7 +243,7 @@ package final class ProgressBoard: Sendable {
     }
 
     private let enabled: Bool
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     package init(enabled: Bool) { self.enabled = enabled }
 

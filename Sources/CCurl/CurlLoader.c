@@ -41,11 +41,9 @@ static void load(void) {
     }
     struct attache_curl_functions api;
     if (resolve(library, "curl_global_init", &api.global_init) != 0
-        || resolve(library, "curl_version", &api.version) != 0
         || resolve(library, "curl_easy_init", &api.easy_init) != 0
         || resolve(library, "curl_easy_cleanup", &api.easy_cleanup) != 0
         || resolve(library, "curl_easy_reset", &api.easy_reset) != 0
-        || resolve(library, "curl_easy_perform", &api.easy_perform) != 0
         || resolve(library, "curl_easy_setopt", &api.easy_setopt) != 0
         || resolve(library, "curl_easy_getinfo", &api.easy_getinfo) != 0
         || resolve(library, "curl_easy_strerror", &api.easy_strerror) != 0
@@ -53,7 +51,6 @@ static void load(void) {
         || resolve(library, "curl_slist_free_all", &api.slist_free_all) != 0
         || resolve(library, "curl_easy_pause", &api.easy_pause) != 0
         || resolve(library, "curl_multi_init", &api.multi_init) != 0
-        || resolve(library, "curl_multi_cleanup", &api.multi_cleanup) != 0
         || resolve(library, "curl_multi_add_handle", &api.multi_add_handle) != 0
         || resolve(library, "curl_multi_remove_handle", &api.multi_remove_handle) != 0
         || resolve(library, "curl_multi_perform", &api.multi_perform) != 0
@@ -63,8 +60,7 @@ static void load(void) {
         || resolve(library, "curl_multi_setopt", &api.multi_setopt) != 0
         || resolve(library, "curl_multi_strerror", &api.multi_strerror) != 0
         || resolve(library, "curl_share_init", &api.share_init) != 0
-        || resolve(library, "curl_share_setopt", &api.share_setopt) != 0
-        || resolve(library, "curl_share_cleanup", &api.share_cleanup) != 0) {
+        || resolve(library, "curl_share_setopt", &api.share_setopt) != 0) {
         dlclose(library);
         return;
     }

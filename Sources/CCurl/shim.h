@@ -12,11 +12,9 @@
 
 struct attache_curl_functions {
     CURLcode (*global_init)(long flags);
-    char *(*version)(void);
     CURL *(*easy_init)(void);
     void (*easy_cleanup)(CURL *handle);
     void (*easy_reset)(CURL *handle);
-    CURLcode (*easy_perform)(CURL *handle);
     CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
     CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
     const char *(*easy_strerror)(CURLcode code);
@@ -24,7 +22,6 @@ struct attache_curl_functions {
     void (*slist_free_all)(struct curl_slist *list);
     CURLcode (*easy_pause)(CURL *handle, int bitmask);
     CURLM *(*multi_init)(void);
-    CURLMcode (*multi_cleanup)(CURLM *multi);
     CURLMcode (*multi_add_handle)(CURLM *multi, CURL *handle);
     CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *handle);
     CURLMcode (*multi_perform)(CURLM *multi, int *running);
@@ -35,7 +32,6 @@ struct attache_curl_functions {
     const char *(*multi_strerror)(CURLMcode code);
     CURLSH *(*share_init)(void);
     CURLSHcode (*share_setopt)(CURLSH *share, CURLSHoption option, ...);
-    CURLSHcode (*share_cleanup)(CURLSH *share);
 };
 
 /// The loaded functions; valid only after attache_curl_load returned 0.
@@ -65,9 +61,7 @@ const char *attache_curl_library_name(void);
 static inline CURL *attache_curl_easy_init(void) { return attache_curl_api.easy_init(); }
 static inline void attache_curl_easy_cleanup(CURL *h) { attache_curl_api.easy_cleanup(h); }
 static inline void attache_curl_easy_reset(CURL *h) { attache_curl_api.easy_reset(h); }
-static inline CURLcode attache_curl_easy_perform(CURL *h) { return attache_curl_api.easy_perform(h); }
 static inline const char *attache_curl_easy_strerror(CURLcode c) { return attache_curl_api.easy_strerror(c); }
-static inline char *attache_curl_version(void) { return attache_curl_api.version(); }
 static inline struct curl_slist *attache_curl_slist_append(struct curl_slist *l, const char *s) {
     return attache_curl_api.slist_append(l, s);
 }
@@ -77,7 +71,6 @@ static inline CURLcode attache_curl_easy_pause(CURL *h, int bitmask) { return at
 
 // The multi interface: one event loop drives many transfers (Transport/CurlMultiLoop.swift).
 static inline CURLM *attache_curl_multi_init(void) { return attache_curl_api.multi_init(); }
-static inline CURLMcode attache_curl_multi_cleanup(CURLM *m) { return attache_curl_api.multi_cleanup(m); }
 static inline CURLMcode attache_curl_multi_add_handle(CURLM *m, CURL *h) { return attache_curl_api.multi_add_handle(m, h); }
 static inline CURLMcode attache_curl_multi_remove_handle(CURLM *m, CURL *h) {
     return attache_curl_api.multi_remove_handle(m, h);
@@ -107,7 +100,6 @@ static inline CURL *attache_curl_multi_next_done(CURLM *m, CURLcode *result) {
 
 // The share interface: TLS sessions and DNS answers shared by every handle of one loop.
 static inline CURLSH *attache_curl_share_init(void) { return attache_curl_api.share_init(); }
-static inline CURLSHcode attache_curl_share_cleanup(CURLSH *s) { return attache_curl_api.share_cleanup(s); }
 static inline CURLSHcode attache_curl_share_data(CURLSH *s, curl_lock_data what) {
     return attache_curl_api.share_setopt(s, CURLSHOPT_SHARE, what);
 }
@@ -153,9 +145,6 @@ static inline CURLcode attache_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
 static inline CURLcode attache_curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) {
     return attache_curl_api.easy_getinfo(h, i, v);
 }
-static inline CURLcode attache_curl_getinfo_double(CURL *h, CURLINFO i, double *v) {
-    return attache_curl_api.easy_getinfo(h, i, v);
-}
 static inline CURLcode attache_curl_getinfo_string(CURL *h, CURLINFO i, char **v) {
     return attache_curl_api.easy_getinfo(h, i, v);
 }
@@ -163,8 +152,6 @@ static inline CURLcode attache_curl_getinfo_string(CURL *h, CURLINFO i, char **v
 // Macros Swift does not import as constants.
 static inline size_t attache_curl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 static inline size_t attache_curl_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
-static inline size_t attache_curl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
 static inline int attache_curl_pause_cont(void) { return CURLPAUSE_CONT; }
-static inline long attache_curl_version_num(void) { return LIBCURL_VERSION_NUM; }
 
 #endif

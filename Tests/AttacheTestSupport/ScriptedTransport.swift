@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 import Testing
 import Attache
 import AttacheCore
@@ -15,16 +14,16 @@ package final class ScriptedTransport: HTTPTransport {
         case fail(AttacheError, afterStatus: Int? = nil, headers: [HeaderField] = [], body: [UInt8] = [])
     }
 
-    private let steps: Mutex<[Step]>
+    private let steps: LockedValue<[Step]>
     /// Every request sent, in order.
-    package let requests = Mutex<[TransportRequest]>([])
+    package let requests = LockedValue<[TransportRequest]>([])
 
-    package init(_ steps: [Step]) { self.steps = Mutex(steps) }
+    package init(_ steps: [Step]) { self.steps = LockedValue(steps) }
 
     package var sent: [TransportRequest] { requests.withLock { $0 } }
 
-    package func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
-        requests.withLock { $0.append(request) }
+    package func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
+        requests.withLock { $0.append(request.request) }
         let step = steps.withLock { steps -> Step? in steps.isEmpty ? nil : steps.removeFirst() }
         let sink = sink ?? CollectingSink(limit: request.maximumResponseBodySize)
         switch step {
@@ -43,14 +42,15 @@ package final class ScriptedTransport: HTTPTransport {
             if let status, sink.begin(status: status, headers: headers) {
                 _ = body.withUnsafeBytes { sink.receive($0) }
             }
-            throw error
+            // As the real transport: a failure of the exchange carries no stage.
+            throw TransportError(error.code, error.message, isRetryable: error.isRetryable)
         }
     }
 }
 
 /// Records the waits instead of waiting.
 package final class RecordedSleeps: Sendable {
-    private let waits = Mutex<[Duration]>([])
+    private let waits = LockedValue<[Duration]>([])
 
     package init() {}
 

@@ -138,7 +138,7 @@ struct RedirectIntegrationTests {
         let request = TransportRequest(
             method: "POST", url: "http://127.0.0.1:\(server.port)/interim", headers: [HeaderField(name: "Expect", value: "")],
             body: DataSource(Array("part".utf8)), connection: connection)
-        let response = try await CurlTransport.shared.send(request, sink: sink)
+        let response = try await CurlTransport.shared.send(request.prepared(), sink: sink)
         #expect(response.status == 201)
         #expect(String(decoding: response.body, as: UTF8.self) == #"{"id":"u7"}"#)
         let seen = interim.withLock { $0 }

@@ -126,7 +126,7 @@ struct RequestEncodingLiveTests {
         var headers: [HeaderField] = []
         if let type = body?.contentType { headers.append(HeaderField(name: "Content-Type", value: type)) }
         let response = try await CurlTransport.shared.send(
-            TransportRequest(method: method, url: url, headers: headers, body: body?.source))
+            TransportRequest(method: method, url: url, headers: headers, body: body?.source).prepared())
         try #require(response.status == 200, "\(method) \(url): \(response.status)")
         return try JSONValue.parse(response.body)
     }

@@ -47,7 +47,7 @@ struct SealedJSONFormLiveTests {
         var headers: [HeaderField] = []
         if let type = body.contentType { headers.append(HeaderField(name: "Content-Type", value: type)) }
         return try await CurlTransport.shared.send(
-            TransportRequest(method: "POST", url: url, headers: headers, body: body.source))
+            TransportRequest(method: "POST", url: url, headers: headers, body: body.source).prepared())
     }
 
     @Test func theReferenceServerOpensEverySchemeAndLayoutAndAnswersTheSameWay() async throws {

@@ -39,7 +39,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     private(set) var written: Int64 = 0
     private var status = 0
     private var headers: [HeaderField] = []
-    private var descriptor: Int32 = -1
+    private var file = ResponseBodyFile()
     /// Where the body starts in the file: `offset` for a 206, 0 for a 200.
     private(set) var base: Int64 = 0
     private var total: Int64?
@@ -58,10 +58,6 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         self.offset = offset
         self.base = offset
         self.progress = progress
-    }
-
-    deinit {
-        if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
     var failure: AttacheError? { localError }
@@ -84,7 +80,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
-        guard decided, descriptor >= 0 else { return }
+        guard decided, file.isOpen else { return }
         progress(
             DownloadProgress(
                 receivedBytes: base + written, totalBytes: total ?? expectedReceive.map { base + $0 },
@@ -93,11 +89,8 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
 
     /// Closes the file; throws when the last writes failed to reach it.
     func closeFile() throws {
-        guard descriptor >= 0 else { return }
-        let closed = Glibc.close(descriptor)
-        descriptor = -1
-        if closed != 0, localError == nil {
-            localError = AttacheError.system("cannot write the download", .fileUnwritable, stage: .download, file: partialPath)
+        if let code = file.close(), localError == nil {
+            localError = AttacheError.system("cannot write the download", errno: code, .fileUnwritable, stage: .download, file: partialPath)
         }
         if let localError { throw localError }
     }
@@ -134,17 +127,17 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             }
             if !decided {
                 // An empty 200: make (or empty) the file so the rename finds it.
-                let fd = open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                if fd >= 0 { Glibc.close(fd) }
+                var empty = ResponseBodyFile()
+                _ = empty.open(partialPath)
+                _ = empty.close()
             }
             return .complete(total: end, etag: header("ETag"))
-        case 408, 425, 429, 500...599:
+        case _ where RetryClassifier.standard.isRetryable(status: status):
             return .failed(
                 AttacheError(
                     .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url,
                     isRetryable: true),
-                retryAfter: header("Retry-After").flatMap { Int($0.trimmingBlanks) }
-                    .map { .seconds($0) })
+                retryAfter: RetryClassifier.standard.retryAfter(header("Retry-After")))
         default:
             return .failed(
                 AttacheError(.rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url),
@@ -160,10 +153,9 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             // Returning less than was given makes curl stop the transfer; `localError` says why.
             guard decide() else { return 0 }
         }
-        guard descriptor >= 0 else { return collect(bytes) }
-        if let code = FileDescriptor.writeAll(descriptor, bytes) {
-            localError = AttacheError.system(
-                "cannot write the download", errno: code, .fileUnwritable, stage: .download, file: partialPath)
+        guard file.isOpen else { return collect(bytes) }
+        if let code = file.write(bytes) {
+            localError = AttacheError.system("cannot write the download", errno: code, .fileUnwritable, stage: .download, file: partialPath)
             return 0
         }
         do {
@@ -178,6 +170,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
 
     /// Opens the file for the answer now known; false (with `localError` set) when it cannot be used.
     private func decide() -> Bool {
+        var openFailure: Int32?
         switch status {
         case 206:
             guard let range = contentRange(), range.start == offset else {
@@ -190,15 +183,11 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             }
             base = offset
             total = range.total
-            descriptor = open(partialPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-            if descriptor >= 0, lseek(descriptor, off_t(offset), SEEK_SET) < 0 {
-                Glibc.close(descriptor)
-                descriptor = -1
-            }
+            openFailure = file.open(partialPath, at: offset)
         case 200:
             base = 0
             total = header("Content-Length").flatMap { Int64($0) }
-            descriptor = open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            openFailure = file.open(partialPath)
             do {
                 try hash.reset()
             } catch {
@@ -211,11 +200,11 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         validator = Self.validator(etag: header("ETag"), lastModified: header("Last-Modified"))
         hashing =
             (hashAlways || header("ETag").flatMap(DownloadRun.sha256ETag) != nil) && hash.count == base
-        if descriptor >= 0 {
+        if file.isOpen {
             progress(DownloadProgress(receivedBytes: base, totalBytes: total, validator: validator))
         }
-        guard descriptor >= 0 else {
-            localError = AttacheError.system("cannot open \(partialPath)", .fileUnwritable, stage: .download, file: partialPath)
+        if let openFailure {
+            localError = AttacheError.system("cannot open \(partialPath)", errno: openFailure, .fileUnwritable, stage: .download, file: partialPath)
             return false
         }
         return true
@@ -259,13 +248,3 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
         return text.isEmpty ? "" : ": \(text)"
     }
 }
-
-extension AttacheError {
-    /// The same error, attributed to `stage`.
-    func at(_ stage: Stage) -> AttacheError {
-        var copy = self
-        copy.stage = stage
-        return copy
-    }
-}
-

@@ -157,27 +157,31 @@ public struct DownloadProgress: Sendable, Hashable {
 public final class Downloader: Sendable {
     /// Timeouts, retries, TLS, headers and credentials of every download.
     public let configuration: ConnectionConfiguration
-    private let transport: any HTTPTransport
-    private let sleep: @Sendable (Duration) async throws -> Void
+    /// The client whose transport, interceptors and hooks every attempt goes through.
+    let client: AttacheClient
 
     /// - Parameters:
     ///   - configuration: timeouts, TLS trust and pinning, retries, headers and credentials; the same
     ///     settings uploads use.
     ///   - transport: what sends the requests; the shared ``CurlTransport`` when nil.
-    public init(configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)? = nil) {
-        self.configuration = configuration
-        self.transport = transport ?? CurlTransport.shared(for: configuration)
-        self.sleep = { try await Task.sleep(for: $0) }
+    public convenience init(
+        configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)? = nil
+    ) {
+        self.init(client: AttacheClient(connection: configuration, transport: transport))
+    }
+
+    /// Creates the download operation of `client`, with the client's connection settings.
+    public init(client: AttacheClient) {
+        self.configuration = client.connection
+        self.client = client
     }
 
     /// Creates a downloader whose waits between attempts go through `sleep` (tests).
-    init(
+    convenience init(
         configuration: ConnectionConfiguration, transport: any HTTPTransport,
         sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
-        self.configuration = configuration
-        self.transport = transport
-        self.sleep = sleep
+        self.init(client: AttacheClient(connection: configuration, transport: transport, sleep: sleep))
     }
 
     /// Downloads `request.url` to `request.destination`.
@@ -192,288 +196,7 @@ public final class Downloader: Sendable {
         _ request: DownloadRequest, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> DownloadReceipt {
         try await DownloadRun(
-            request: request, configuration: configuration, transport: transport, sleep: sleep,
-            progress: progress ?? { _ in }
+            request: request, configuration: configuration, client: client, progress: progress ?? { _ in }
         ).run()
-    }
-}
-
-/// One `download` call: its attempts, the `.part` file, verification and the final rename.
-struct DownloadRun: Sendable {
-    let request: DownloadRequest
-    let configuration: ConnectionConfiguration
-    let transport: any HTTPTransport
-    let sleep: @Sendable (Duration) async throws -> Void
-    let progress: @Sendable (DownloadProgress) -> Void
-
-    /// What the attempts share: the running hash and where the first one started.
-    private final class Shared: @unchecked Sendable {
-        let hash: RunningHash
-        var transferred: Int64 = 0
-        var restartedAfterMismatch = false
-        /// The `If-Range` validator for the next attempt: the request's, then the last one the
-        /// server sent with the bytes now in the `.part` file.
-        var validator: String?
-        init(validator: String?) throws {
-            hash = try RunningHash()
-            self.validator = validator
-        }
-    }
-
-    func run() async throws -> DownloadReceipt {
-        let part = request.partialPath
-        if !request.resume { unlink(part) }
-        let resumedFrom = Self.size(of: part) ?? 0
-        let shared = try Shared(validator: request.resume ? request.validator : nil)
-        let driver = RetryDriver(
-            policy: configuration.retry, answerStage: .download, transportStage: .download,
-            logger: Logger(label: "attache.download"), sleep: sleep)
-        let outcome: RetryDriver.Outcome<DownloadReceipt>
-        do {
-            outcome = try await driver.run { attempt in
-                try await self.attempt(shared: shared, resumedFrom: resumedFrom)
-            }
-        } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
-            if request.streamsToDestination { unlink(part) }
-            error.file = request.url
-            throw error
-        } catch {
-            // A stream's partial file has a name no later call can find: nothing to resume.
-            if request.streamsToDestination { unlink(part) }
-            throw error
-        }
-        var receipt = outcome.value
-        receipt.attempts = outcome.attempts
-        return receipt
-    }
-
-    /// One GET from the end of the `.part` file; its verdict for the retry driver.
-    private func attempt(shared: Shared, resumedFrom: Int64) async throws -> RetryDriver.Verdict<DownloadReceipt> {
-        let part = request.partialPath
-        let offset = Self.size(of: part) ?? 0
-        // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
-        let hash = shared.hash
-        // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
-        let hashAlways = request.digest == .always || request.expectedSHA256 != nil
-        if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
-        var headers: [HeaderField] = [HeaderField(name: "Accept-Encoding", value: "identity")] + request.headers
-        if offset > 0 {
-            headers.append(HeaderField(name: "Range", value: "bytes=\(offset)-"))
-            if let validator = shared.validator { headers.append(HeaderField(name: "If-Range", value: validator)) }
-        }
-        let sink = DownloadSink(
-            url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
-        let exchange = TransportRequest(
-            method: "GET", url: request.url, headers: headers, connection: configuration,
-            receiveBufferSize: TransportRequest.streamingReceiveBufferSize)
-        progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
-        let response: ServerResponse
-        do {
-            response = try await transport.send(exchange, sink: sink)
-            try sink.closeFile()
-        } catch var error as AttacheError {
-            try? sink.closeFile()
-            shared.transferred += sink.written
-            error.stage = error.stage == .upload ? .download : error.stage
-            if error.code == .connectionLost {
-                error.message = "connection lost after \(sink.base + sink.written) bytes: \((error.cause as? NativeError)?.text ?? error.message)"
-            }
-            if error.file == nil, error.code != .fileUnwritable { error.file = request.url }
-            guard error.isRetryable else { throw error }
-            return .retry(RetryAdvice(reason: error.message), failure: error)
-        }
-        shared.transferred += sink.written
-        if let seen = sink.validator { shared.validator = seen }
-        switch sink.verdict(for: response) {
-        case .complete(let total, let etag):
-            return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
-        case .failed(let error, let retryAfter):
-            guard error.isRetryable else { throw error }
-            return .retry(RetryAdvice(reason: error.message, retryAfter: retryAfter), failure: retryAfter == nil ? error : nil)
-        }
-    }
-
-    /// Verifies the complete `.part` file and moves (or unseals) it into place.
-    private func finish(
-        total: Int64, etag: String?, offset: Int64, resumedFrom: Int64, shared: Shared
-    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
-        let request = request
-        let part = request.partialPath
-        return try await BlockingPool.shared.run { () -> RetryDriver.Verdict<DownloadReceipt> in
-            guard let size = Self.size(of: part), size == total else {
-                throw AttacheError(
-                    .corruptInput, stage: .download,
-                    "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
-            }
-            let checksETag = etag.flatMap(Self.sha256ETag) != nil
-            var digest: String?
-            if request.digest == .always || request.expectedSHA256 != nil || checksETag {
-                try shared.hash.catchUp(toLength: total, ofFile: part)
-                digest = try shared.hash.finishHex()
-            }
-            // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
-            // damaged one) gets one fresh start; a whole download that still differs fails this file.
-            func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
-                unlink(part)
-                if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
-                    shared.restartedAfterMismatch = true
-                    return .retry(RetryAdvice(reason: "the resumed file did not match \(against); starting over"), failure: nil)
-                }
-                throw AttacheError(.corruptInput, stage: .download, message, file: request.url)
-            }
-            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
-                return try mismatch(
-                    "the expected SHA-256",
-                    "the downloaded bytes have SHA-256 \(digest ?? "-"), not the expected \(expected)")
-            }
-            var verified = false
-            if let etag, let expected = Self.sha256ETag(etag) {
-                guard expected == digest else {
-                    return try mismatch("its ETag", "the downloaded bytes do not match the server's SHA-256 ETag")
-                }
-                verified = true
-            }
-            let stored: Int64
-            let output = OutputDestination(path: request.destination, stage: .download)
-            if let unsealing = request.unsealing {
-                let unsealer = Unsealer(
-                    scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
-                    plaintextByteCount: unsealing.plaintextByteCount)
-                if output.kind == .replaced {
-                    try unsealer.unseal(fileAt: part, to: request.destination)
-                    stored = Self.size(of: request.destination) ?? 0
-                } else {
-                    // A stream: each segment is verified before it is written.
-                    let reader = CountingReader(try unsealer.unseal(try FileSource(path: part)))
-                    try output.write(reader)
-                    stored = reader.count
-                }
-                unlink(part)
-            } else if output.kind != .replaced {
-                // A stream is written in place, after the bytes were verified, and never renamed over.
-                try output.write(try FileSource(path: part).makeReader())
-                unlink(part)
-                stored = total
-            } else {
-                guard rename(part, request.destination) == 0 else {
-                    throw AttacheError.system(
-                        "cannot move the download into place", .fileUnwritable, stage: .download, file: request.destination)
-                }
-                stored = total
-            }
-            return .done(
-                DownloadReceipt(
-                    url: request.url, path: request.destination, byteCount: total, storedByteCount: stored,
-                    transferredByteCount: shared.transferred, resumedFrom: resumedFrom, attempts: 0,
-                    sha256: digest, verifiedByETag: verified, unsealed: request.unsealing != nil))
-        }
-    }
-
-    static func size(of path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Int64(info.st_size)
-    }
-
-    /// The hex digest an `ETag` carries when it is a quoted (or bare) SHA-256, lowercased.
-    static func sha256ETag(_ etag: String) -> String? {
-        var text = Substring(etag)
-        if text.hasPrefix("W/") { return nil }  // a weak validator says nothing about the bytes
-        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
-        guard text.utf8.count == 64, text.utf8.allSatisfy({ $0 < 128 && isxdigit(Int32($0)) != 0 }) else { return nil }
-        return text.lowercased()
-    }
-}
-
-/// Counts what passes through a reader.
-private final class CountingReader: ByteReader {
-    private let inner: any ByteReader
-    private(set) var count: Int64 = 0
-
-    init(_ inner: any ByteReader) { self.inner = inner }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let n = try inner.read(into: buffer)
-        count += Int64(n)
-        return n
-    }
-}
-
-/// The SHA-256 of a `.part` file's first ``count`` bytes, kept up to date as a download appends to it, so
-/// a finished download is not read a second time to be checked.
-final class RunningHash: @unchecked Sendable {
-    private let digest: SHA256Digest
-    private var covered: Int64 = 0
-    /// One attempt uses the hash from several threads in turn (a pool job catches it up, the transport's
-    /// thread appends the body); the lock makes each hand-over an ordering a race detector can see too.
-    private let lock = Lock()
-
-    init() throws { digest = try SHA256Digest() }
-
-    /// How many bytes from the start of the file the hash covers.
-    var count: Int64 { lock.withLock { covered } }
-
-    /// Starts over at byte 0 (a 200 answer replaces the file).
-    func reset() throws {
-        try lock.withLock { try resetLocked() }
-    }
-
-    /// Adds bytes just written at offset ``count``.
-    func append(_ bytes: UnsafeRawBufferPointer) throws {
-        try lock.withLock { try appendLocked(bytes) }
-    }
-
-    /// Makes the hash cover exactly the first `length` bytes of the file at `path`, reading only the
-    /// bytes it has not seen (all of them after ``reset()`` or when the file became shorter).
-    func catchUp(toLength length: Int64, ofFile path: String) throws {
-        try lock.withLock {
-            if covered > length { try resetLocked() }
-            guard covered < length else { return }
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw AttacheError(.fileUnreadable, stage: .download, "cannot read the partial file back",
-                                   file: path, cause: NativeError.posix())
-            }
-            defer { close(fd) }
-            var buffer = [UInt8](repeating: 0, count: 1 << 18)
-            while covered < length {
-                let want = Int(min(Int64(buffer.count), length - covered))
-                let offset = covered
-                let n = buffer.withUnsafeMutableBytes {
-                    FileDescriptor.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<want]), at: offset)
-                }
-                guard n > 0 else {
-                    throw AttacheError(.fileUnreadable, stage: .download, "the partial file is shorter than expected",
-                                       file: path, cause: n < 0 ? NativeError.posix() : nil)
-                }
-                try buffer.withUnsafeBytes { try appendLocked(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
-            }
-        }
-    }
-
-    /// The hex digest of what the hash covers; the hash then starts over at byte 0.
-    func finishHex() throws -> String {
-        try lock.withLock {
-            let text = hex(try digest.finish())
-            try resetLocked()
-            return text
-        }
-    }
-
-    private func resetLocked() throws {
-        try digest.restart()
-        covered = 0
-    }
-
-    private func appendLocked(_ bytes: UnsafeRawBufferPointer) throws {
-        try digest.update(bytes)
-        covered += Int64(bytes.count)
-    }
-}
-
-extension Duration {
-    var microseconds: Int64 {
-        let parts = components
-        return parts.seconds * 1_000_000 + parts.attoseconds / 1_000_000_000_000
     }
 }

@@ -7,109 +7,10 @@ import Musl
 import Darwin
 #endif
 
-/// What an answer from the server means for the upload.
-public enum ResponseOutcome: Sendable {
-    /// The server stored the attachment.
-    case success(ServerReceipt)
-    /// The server refused it; sending it again will not help.
-    case rejection(Rejection)
-    /// A temporary failure; the same upload may succeed later.
-    case retry(RetryAdvice)
-}
-
-/// The server's receipt for a stored attachment.
-public struct ServerReceipt: Sendable, Codable, Hashable {
-    /// The HTTP status of the answer.
-    public var status: Int
-    /// The file id the server assigned, when it named one.
-    public var fileId: String?
-    /// Where the server says the file can be fetched, when it said so.
-    public var url: String?
-    /// The server's answer, every field kept: for `errorcode` its `data` member (the whole body when it has
-    /// none), for `telegram` its `result`, for `status` the whole body (JSON as it is, XML converted, other
-    /// text as a string, `null` when empty), for `s3-post` the XML's elements (`Location`, `Bucket`, `Key`,
-    /// `ETag`) or, for an empty answer, its `Location`, `ETag` and `x-amz-version-id` headers.
-    public var data: JSONValue
-    /// True when the server answered an earlier attempt's receipt again (`Idempotent-Replayed`).
-    public var replayed: Bool
-
-    /// Creates a receipt.
-    public init(status: Int, fileId: String?, url: String?, data: JSONValue, replayed: Bool = false) {
-        self.status = status
-        self.fileId = fileId
-        self.url = url
-        self.data = data
-        self.replayed = replayed
-    }
-}
-
-/// Why the server refused an upload.
-public struct Rejection: Sendable, Hashable, CustomStringConvertible {
-    /// The category of refusal.
-    public enum Reason: String, Sendable, Hashable, Codable {
-        /// An HTTP error status (4xx other than the retryable ones, or 3xx).
-        case status
-        /// A 2xx answer whose `errorCode` is not a success code, or an answer carrying the service's own
-        /// error code (S3's XML `Error` on a 2xx, the Bot API's `"ok":false`).
-        case business
-        /// An answer that cannot be understood: HTML, empty, not JSON, over the size cap.
-        case badResponse
-    }
-
-    /// The category.
-    public var reason: Reason
-    /// The HTTP status.
-    public var status: Int
-    /// The server's own error code, as it wrote it: the `errorCode` of `.business`; S3's `Code`
-    /// (`AccessDenied`, `EntityTooLarge`) or the Bot API's `error_code`, also with `.status`.
-    public var businessCode: String?
-    /// The server's message, or a description of what was wrong with the answer.
-    public var message: String
-
-    /// Creates a rejection.
-    public init(reason: Reason, status: Int, businessCode: String? = nil, message: String) {
-        self.reason = reason
-        self.status = status
-        self.businessCode = businessCode
-        self.message = message
-    }
-
-    public var description: String {
-        switch reason {
-        case .status:
-            if let businessCode, businessCode != String(status) {
-                return "HTTP \(status) \(businessCode): \(message)"
-            }
-            return "HTTP \(status): \(message)"
-        case .business: return "error code \(businessCode ?? "?"): \(message)"
-        case .badResponse: return "unusable answer (HTTP \(status)): \(message)"
-        }
-    }
-}
-
-/// Why an attempt should be repeated, and when.
-public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
-    /// What went wrong, in a few words (`HTTP 503`, `connection lost`).
-    public var reason: String
-    /// The HTTP status, when there was an answer.
-    public var status: Int?
-    /// How long the server asked the client to wait (`Retry-After`), if it did.
-    public var retryAfter: Duration?
-
-    /// Creates retry advice.
-    public init(reason: String, status: Int? = nil, retryAfter: Duration? = nil) {
-        self.reason = reason
-        self.status = status
-        self.retryAfter = retryAfter
-    }
-
-    public var description: String { reason }
-}
-
 /// Turns an ``ServerResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
 ///
-/// In every profile 408, 425, 429 and 5xx (and a 409 with `Retry-After`) are retried, honouring
-/// `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
+/// In every profile the statuses of ``RetryClassifier`` (and a 409 with `Retry-After`) are retried,
+/// honouring `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
 /// connection is retried; other 4xx and 3xx are rejections carrying the server's own code and message
 /// when the profile knows where they are (S3's XML `Error`, the Bot API's `error_code` and `description`).
 /// What a 2xx must look like depends on the profile (see ``AnswerProfile``); the default, `errorcode`,
@@ -161,10 +62,8 @@ public struct ResponseInterpreter: Sendable {
         public var fileIdFields = ["fileId", "file_id", "id"]
         /// Members of the payload searched, in order, for the file's URL.
         public var urlFields = ["url", "fileUrl", "file_url"]
-        /// HTTP statuses that are retried.
-        public var retryableStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
-        /// The longest `Retry-After` that is honoured; longer requests are capped to this.
-        public var maximumRetryAfter: Duration = .seconds(300)
+        /// Which statuses are retried and how `Retry-After` is read: the one rule every operation uses.
+        public var retry: RetryClassifier = .standard
 
         /// The old backend's convention (`errorcode`).
         public init() {}
@@ -200,7 +99,7 @@ public struct ResponseInterpreter: Sendable {
     public func interpret(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         let details = errorDetails(of: response)
-        if configuration.retryableStatuses.contains(status)
+        if configuration.retry.isRetryable(status: status)
             || (status == 409 && response.header("Retry-After") != nil)
         {
             return .retry(
@@ -242,19 +141,9 @@ public struct ResponseInterpreter: Sendable {
         }
     }
 
-    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped to the configured maximum.
+    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (``RetryClassifier``).
     public func retryAfter(in response: ServerResponse) -> Duration? {
-        guard let raw = response.header("Retry-After")?.trimmingBlanks,
-            !raw.isEmpty
-        else { return nil }
-        var delay: Duration?
-        if let seconds = Int(raw), seconds >= 0 {
-            delay = .seconds(seconds)
-        } else if let date = ServerResponse.parseHTTPDate(raw) {
-            delay = .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
-        }
-        guard let delay else { return nil }
-        return min(delay, configuration.maximumRetryAfter)
+        configuration.retry.retryAfter(in: response)
     }
 
     // MARK: Profiles
@@ -370,7 +259,7 @@ public struct ResponseInterpreter: Sendable {
             let code = json["error_code"]?.stringValue ?? "?"
             let message = json["description"]?.stringValue.map { String($0.prefix(500)) } ?? "no description"
             let number = json["error_code"]?.intValue ?? 0
-            if number == 429 || number >= 500 || configuration.retryableBusinessCodes.contains(code) {
+            if configuration.retry.isRetryable(status: number) || configuration.retryableBusinessCodes.contains(code) {
                 return .retry(
                     RetryAdvice(
                         reason: "error code \(code): \(message)", status: status, retryAfter: retryDelay(in: response)))
@@ -441,7 +330,7 @@ public struct ResponseInterpreter: Sendable {
         guard configuration.profile == .telegram, let json = try? JSONValue.parse(response.body),
             let seconds = json["parameters"]?["retry_after"]?.intValue, seconds >= 0
         else { return nil }
-        return min(.seconds(seconds), configuration.maximumRetryAfter)
+        return min(.seconds(seconds), configuration.retry.maximumRetryAfter)
     }
 
     private func message(in json: JSONValue) -> String? {
@@ -501,50 +390,4 @@ public struct ResponseInterpreter: Sendable {
         let title = text[open.upperBound..<close.lowerBound].trimmingWhiteSpace
         return title.isEmpty ? nil : String(title.prefix(200))
     }
-}
-
-extension ServerResponse {
-    /// A reason phrase for the common statuses.
-    static func reasonPhrase(_ status: Int) -> String {
-        switch status {
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 409: return "Conflict"
-        case 411: return "Length Required"
-        case 413: return "Content Too Large"
-        case 415: return "Unsupported Media Type"
-        case 422: return "Unprocessable Content"
-        default: return "HTTP status \(status)"
-        }
-    }
-
-    /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form RFC 9110 requires senders to use.
-    static func parseHTTPDate(_ text: String) -> Date? {
-        // `Sun,` `06` `Nov` `1994` `08:49:37` `GMT`
-        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT",
-            let day = Int32(parts[1]), (1...31).contains(day),
-            let month = months.firstIndex(of: String(parts[2])),
-            let year = Int32(parts[3]), year >= 1970
-        else { return nil }
-        let clock = parts[4].split(separator: ":")
-        guard clock.count == 3, let hour = Int32(clock[0]), let minute = Int32(clock[1]), let second = Int32(clock[2]),
-            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
-        else { return nil }
-        var fields = tm()
-        fields.tm_year = year - 1900
-        fields.tm_mon = Int32(month)
-        fields.tm_mday = day
-        fields.tm_hour = hour
-        fields.tm_min = minute
-        fields.tm_sec = second
-        let seconds = timegm(&fields)
-        guard seconds != -1 else { return nil }
-        return Date(timeIntervalSince1970: Double(seconds))
-    }
-
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }

@@ -8,9 +8,9 @@ import Logging
 /// Every request gets the client's defaults (``Configuration``): `User-Agent`, `Accept-Language`,
 /// `Accept-Encoding` with transparent decompression, Basic or Bearer credentials, the connection's
 /// headers and the system parameters; then the adapters run; then the transport sends it, reusing
-/// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on
-/// connection errors, 408, 425, 429, 500, 502, 503 and 504 per the connection's ``RetryPolicy``,
-/// honouring `Retry-After`; retriers can decide otherwise. An HTTP answer, whatever its status, is the
+/// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on what
+/// ``RetryClassifier`` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
+/// can decide otherwise. An HTTP answer, whatever its status, is the
 /// returned value (check it with ``ServerResponse/validate(statusCodes:contentTypes:)``); only failures to
 /// get one throw. Cancelling the calling task stops the transfer.
 ///
@@ -22,26 +22,35 @@ import Logging
 public final class RequestClient: Sendable {
     /// The defaults every request gets.
     public let configuration: Configuration
-    private let transport: any HTTPTransport
-    private let sleep: @Sendable (Duration) async throws -> Void
+    /// The client whose transport, interceptors and hooks every attempt goes through.
+    let client: AttacheClient
 
     /// Creates a client.
     /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for the
     ///   configuration's connection when nil.
-    public init(configuration: Configuration = .init(), transport: (any HTTPTransport)? = nil) {
-        self.configuration = configuration
-        self.transport = transport ?? CurlTransport.shared(for: configuration.connection)
-        self.sleep = { try await Task.sleep(for: $0) }
+    public convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)? = nil) {
+        self.init(client: AttacheClient(connection: configuration.connection, transport: transport), configuration)
+    }
+
+    /// Creates the request layer of `client`: `configuration`'s defaults, adapters and retriers, then
+    /// the client's; the client's connection settings in place of `configuration`'s.
+    public convenience init(client: AttacheClient, configuration: Configuration = .init()) {
+        var configuration = configuration
+        configuration.connection = client.connection
+        self.init(client: client, configuration)
     }
 
     /// Creates a client whose waits between attempts go through `sleep` (tests).
-    init(
+    convenience init(
         configuration: Configuration, transport: any HTTPTransport,
         sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
+        self.init(client: AttacheClient(connection: configuration.connection, transport: transport, sleep: sleep), configuration)
+    }
+
+    private init(client: AttacheClient, _ configuration: Configuration) {
         self.configuration = configuration
-        self.transport = transport
-        self.sleep = sleep
+        self.client = client
     }
 
     // MARK: Verbs
@@ -122,28 +131,28 @@ public final class RequestClient: Sendable {
     ) async throws -> ServerResponse {
         let prepared = prepare(request)
         let configuration = configuration
-        let transport = transport
-        let driver = RetryDriver(
-            policy: configuration.connection.retry, answerStage: .request, transportStage: .request,
-            logger: configuration.logger, sleep: sleep)
+        let client = client
+        client.started(.request, method: prepared.method.rawValue, url: prepared.url)
+        let driver = client.retryDriver(
+            .request, policy: configuration.connection.retry, answerStage: .request, logger: configuration.logger)
         var lastResponse: ServerResponse?
         do {
             let outcome = try await driver.run { attempt -> RetryDriver.Verdict<ServerResponse> in
                 let adapted = try await self.adapt(prepared)
-                var exchange = try self.exchange(for: adapted)
                 // An answer streamed to a file may be large: fewer, larger writes.
-                if destination != nil { exchange.receiveBufferSize = TransportRequest.streamingReceiveBufferSize }
-                let log = RequestLog(configuration: configuration, request: adapted, exchange: exchange, attempt: attempt)
+                let exchange = try self.exchange(
+                    for: adapted,
+                    receiveBufferSize: destination == nil ? nil : TransportRequest.streamingReceiveBufferSize)
+                let log = RequestLog(
+                    configuration: configuration, request: adapted, exchange: exchange.request, attempt: attempt)
                 log.sending()
                 let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
                 let response: ServerResponse
                 do {
-                    response = try await transport.send(exchange, sink: sink)
+                    response = try await client.exchange(exchange, sink: sink, operation: .request, attempt: attempt)
                 } catch let error as AttacheError {
-                    var error = error
-                    if error.stage == .upload { error.stage = .request }
                     log.failed(error)
                     if error.code == .cancelled || Task.isCancelled {
                         throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
@@ -154,7 +163,7 @@ public final class RequestClient: Sendable {
                         return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
                     case .doNotRetry: throw error
                     case .useDefault:
-                        guard error.isRetryable, Self.mayRetry(adapted), error.code != .fileChanged else { throw error }
+                        guard client.retry.isRetryable(error), Self.mayRetry(adapted) else { throw error }
                         return .retry(RetryAdvice(reason: error.message), failure: error)
                     }
                 }
@@ -167,8 +176,10 @@ public final class RequestClient: Sendable {
                         RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
                 case .doNotRetry: return .done(response)
                 case .useDefault:
-                    guard Self.retriedStatuses.contains(response.status), Self.mayRetry(adapted) else { return .done(response) }
-                    let after = ResponseInterpreter(configuration: .init()).retryAfter(in: response)
+                    guard client.retry.isRetryable(status: response.status), Self.mayRetry(adapted) else {
+                        return .done(response)
+                    }
+                    let after = client.retry.retryAfter(in: response)
                     return .retry(
                         RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: after),
                         failure: nil)
@@ -223,8 +234,6 @@ public final class RequestClient: Sendable {
 
     // MARK: Steps
 
-    static let retriedStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
-
     /// Whether the client's own rule may send `request` twice.
     static func mayRetry(_ request: ClientRequest) -> Bool {
         request.method.isIdempotent || request.header("Idempotency-Key") != nil
@@ -256,27 +265,13 @@ public final class RequestClient: Sendable {
     }
 
     private func adapt(_ request: ClientRequest) async throws -> ClientRequest {
-        var request = request
-        for adapter in configuration.adapters {
-            do {
-                request = try await adapter.adapt(request)
-            } catch let error as AttacheError {
-                throw error
-            } catch is CancellationError {
-                throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
-            } catch {
-                throw AttacheError(
-                    .invalidArgument, stage: .request, "the request adapter \(type(of: adapter)) failed: \(error)",
-                    cause: AdapterFailure(description: "\(error)"))
-            }
-        }
-        return request
+        try await request.adapted(by: configuration.adapters, stage: .request)
     }
 
     private func decide(
         _ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int
     ) async -> RetryDecision {
-        for retrier in configuration.retriers {
+        for retrier in configuration.retriers + client.interceptors.retriers {
             let decision = await retrier.retry(request, response: response, error: error, attempt: attempt)
             if decision != .useDefault { return decision }
         }
@@ -285,7 +280,7 @@ public final class RequestClient: Sendable {
 
     /// The transport's request for `request`: the full URL, the headers with the connection's
     /// defaults that the request overrides taken out, and the body.
-    func exchange(for request: ClientRequest) throws -> TransportRequest {
+    func exchange(for request: ClientRequest, receiveBufferSize: Int? = nil) throws -> PreparedRequest {
         var connection = configuration.connection
         var headers = request.headers
         var queryParameters = request.query
@@ -324,19 +319,18 @@ public final class RequestClient: Sendable {
         // Searched as bytes: `firstIndex(of:)` on the String walks grapheme clusters.
         if let hash = url.utf8.firstIndex(of: UInt8(ascii: "#")) { url = String(url[..<hash]) }
         if !query.isEmpty { url += (url.contains("?") ? (url.hasSuffix("?") || url.hasSuffix("&") ? "" : "&") : "?") + query }
-        var exchange = TransportRequest(
+        let exchange = TransportRequest(
             method: request.method.rawValue, url: url, headers: headers, body: source, connection: connection,
             maximumResponseBodySize: request.maximumResponseBodySize ?? configuration.maximumResponseBodySize,
             timeout: request.timeout ?? configuration.timeout,
-            acceptEncoding: configuration.acceptsCompressedResponses ? "" : nil)
+            acceptEncoding: configuration.acceptsCompressedResponses ? "" : nil, receiveBufferSize: receiveBufferSize)
         do {
-            exchange.validatedHost = try exchange.validate()
-        } catch var error as AttacheError {
-            error.stage = .request
+            return try exchange.prepared()
+        } catch let error as TransportError {
+            var error = error.attributed(to: .request)
             error.message = error.message.replacing(TransportRequest.redact(url: url), with: configuration.redaction.url(url))
             throw error
         }
-        return exchange
     }
 }
 

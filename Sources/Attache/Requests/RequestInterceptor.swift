@@ -60,3 +60,25 @@ public protocol RequestRetrier: Sendable {
     /// `response` or, when there was none, with `error`.
     func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision
 }
+
+extension ClientRequest {
+    /// This request as `adapters` leave it, run in order; a failure becomes an ``AttacheError`` of `stage`
+    /// (an adapter's own ``AttacheError`` as it is).
+    func adapted(by adapters: [any RequestAdapter], stage: AttacheError.Stage) async throws -> ClientRequest {
+        var request = self
+        for adapter in adapters {
+            do {
+                request = try await adapter.adapt(request)
+            } catch let error as AttacheError {
+                throw error
+            } catch is CancellationError {
+                throw AttacheError(.cancelled, stage: stage, "the request was cancelled")
+            } catch {
+                throw AttacheError(
+                    .invalidArgument, stage: stage, "the request adapter \(type(of: adapter)) failed: \(error)",
+                    cause: AdapterFailure(description: "\(error)"))
+            }
+        }
+        return request
+    }
+}

@@ -1,5 +1,4 @@
-import FoundationEssentials
-
+internal import AttacheCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,14 +14,14 @@ import Darwin
 /// (``ResponseSink``), and the caller reads it only after the transport has returned, which the
 /// transport's hand-over lock orders after the last call.
 final class RequestSink: ResponseSink, @unchecked Sendable {
-    private let limit: Int
     private let destination: String?
     private let attempt: Int
     private let bytesToSend: Int64
     private let onProgress: (@Sendable (RequestClient.Progress) -> Void)?
-    private var descriptor: Int32 = -1
-    private(set) var collectedBody: [UInt8] = []
-    private(set) var bodyExceededCap = false
+    private var file = ResponseBodyFile()
+    private var body: CappedBody
+    var collectedBody: [UInt8] { body.bytes }
+    var bodyExceededCap: Bool { body.exceededCap }
     private(set) var failure: AttacheError?
     /// Bytes of body delivered to the sink (after decompression), kept or written.
     private(set) var deliveredBytes: Int64 = 0
@@ -31,26 +30,19 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
         limit: Int, destination: String?, attempt: Int, bytesToSend: Int64,
         progress: (@Sendable (RequestClient.Progress) -> Void)?
     ) {
-        self.limit = limit
+        self.body = CappedBody(limit: limit)
         self.destination = destination
         self.attempt = attempt
         self.bytesToSend = bytesToSend
         self.onProgress = progress
     }
 
-    deinit {
-        if descriptor >= 0 { close(descriptor) }
-    }
-
     func begin(status: Int, headers: [HeaderField]) -> Bool {
-        collectedBody.removeAll(keepingCapacity: true)
-        bodyExceededCap = false
+        body.reset()
         deliveredBytes = 0
         guard let destination else { return true }
-        if descriptor >= 0 { close(descriptor) }
-        descriptor = PlatformPath.withCString(destination) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        guard descriptor >= 0 else {
-            failure = AttacheError.system("cannot create the output file", .fileUnwritable, stage: .request, file: destination)
+        if let code = file.open(destination) {
+            failure = AttacheError.system("cannot create the output file", errno: code, .fileUnwritable, stage: .request, file: destination)
             return false
         }
         return true
@@ -58,20 +50,11 @@ final class RequestSink: ResponseSink, @unchecked Sendable {
 
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         deliveredBytes += Int64(bytes.count)
-        if descriptor >= 0 {
-            if let code = FileDescriptor.writeAll(descriptor, bytes) {
-                failure = AttacheError.system(
-                    "cannot write the output file", errno: code, .fileUnwritable, stage: .request, file: destination)
-                return false
-            }
-            return true
-        }
-        if collectedBody.count + bytes.count > limit {
-            collectedBody.append(contentsOf: bytes.prefix(limit - collectedBody.count))
-            bodyExceededCap = true
+        guard file.isOpen else { return body.append(bytes) }
+        if let code = file.write(bytes) {
+            failure = AttacheError.system("cannot write the output file", errno: code, .fileUnwritable, stage: .request, file: destination)
             return false
         }
-        collectedBody.append(contentsOf: bytes)
         return true
     }
 

@@ -14,7 +14,7 @@ public import FoundationEssentials
 /// ```swift
 /// let form = SealedJSONForm(scheme: .legacyCBC, key: try AttachmentKey(passphraseFile: "server.pass"))
 /// let body = try form.body(json: .object(["userId": .number(7), "text": .string("hi")]))
-/// let response = try await transport.send(TransportRequest(method: "POST", url: url, body: body.source))
+/// let response = try await transport.send(TransportRequest(method: "POST", url: url, body: body.source).prepared())
 /// let answer = try form.openJSON(response.body)
 /// ```
 public struct SealedJSONForm: Sendable {

@@ -12,7 +12,7 @@ import Synchronization
 /// Owns one libcurl easy handle: created in `init`, cleaned up in `deinit`.
 ///
 /// Used by one thread at a time (the transport's loop). Every setter checks curl's return code on the next line and throws
-/// an ``AttacheError`` carrying curl's own code and text.
+/// a ``TransportError`` carrying curl's own code and text.
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
     /// Keeps the header list alive for as long as curl may read it.
@@ -26,7 +26,7 @@ final class CurlEasy {
     init() throws {
         try CurlGlobal.ensureInitialized()
         guard let handle = attache_curl_easy_init() else {
-            throw AttacheError(.nativeLibrary, stage: .upload, "curl_easy_init failed")
+            throw TransportError(.nativeLibrary, "curl_easy_init failed")
         }
         self.handle = handle
     }
@@ -71,7 +71,7 @@ final class CurlEasy {
         for line in lines {
             guard let appended = attache_curl_slist_append(list, line) else {
                 if let list { attache_curl_slist_free_all(list) }
-                throw AttacheError(.nativeLibrary, stage: .upload, "curl_slist_append failed")
+                throw TransportError(.nativeLibrary, "curl_slist_append failed")
             }
             list = appended
         }
@@ -144,9 +144,8 @@ final class CurlEasy {
 
     private func check(_ code: CURLcode, _ option: CURLoption) throws {
         guard code == CURLE_OK else {
-            throw AttacheError(
+            throw TransportError(
                 code == CURLE_UNKNOWN_OPTION || code == CURLE_NOT_BUILT_IN ? .invalidArgument : .nativeLibrary,
-                stage: .upload,
                 "curl rejected option \(option.rawValue): \(String(cString: attache_curl_easy_strerror(code)))",
                 cause: NativeError(
                     library: "curl", code: Int(code.rawValue), text: String(cString: attache_curl_easy_strerror(code))))
@@ -168,16 +167,10 @@ enum CurlGlobal {
         guard status == 0 else {
             let text = String(cString: attache_curl_load_error())
             let library = String(cString: attache_curl_library_name())
-            throw AttacheError(
-                .nativeLibrary, stage: .upload,
+            throw TransportError(
+                .nativeLibrary,
                 status < 0 ? "cannot load \(library): \(text)" : "cannot initialise \(library): \(text)",
                 cause: NativeError(library: "curl", code: Int(status), text: text))
         }
-    }
-
-    /// The libcurl version string, for the `User-Agent` and diagnostics; nil when libcurl cannot be loaded.
-    static var version: String? {
-        guard (try? ensureInitialized()) != nil, let text = attache_curl_version() else { return nil }
-        return String(cString: text)
     }
 }

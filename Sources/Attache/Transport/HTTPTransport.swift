@@ -41,10 +41,6 @@ public struct TransportRequest: Sendable {
     /// The ``receiveBufferSize`` Attache's own large answers ask for: downloads, and `RequestClient`
     /// answers written to a file.
     static let streamingReceiveBufferSize = 256 * 1024
-    /// The URL's host, lower-cased, once ``validate()`` passed for this URL and these headers: set by a
-    /// caller that validated the request itself (``RequestClient``), so the transport does not parse the URL
-    /// again. Internal: only code of this module can vouch for it.
-    var validatedHost: String?
 
     /// Creates a request.
     public init(
@@ -103,18 +99,18 @@ extension ResponseSink {
 
 /// The sink used when a caller gives none: keeps the body in memory up to a limit.
 public final class CollectingSink: ResponseSink, @unchecked Sendable {
-    private let limit: Int
+    private var body: CappedBody
     private let onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)?
     private let onInformational: (@Sendable (Int, [HeaderField]) -> Void)?
-    public private(set) var collectedBody: [UInt8] = []
-    public private(set) var bodyExceededCap = false
+    public var collectedBody: [UInt8] { body.bytes }
+    public var bodyExceededCap: Bool { body.exceededCap }
 
     /// Creates a sink keeping at most `limit` bytes of body.
     public init(
         limit: Int, onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil,
         onInformational: (@Sendable (Int, [HeaderField]) -> Void)? = nil
     ) {
-        self.limit = limit
+        self.body = CappedBody(limit: limit)
         self.onProgress = onProgress
         self.onInformational = onInformational
     }
@@ -124,19 +120,12 @@ public final class CollectingSink: ResponseSink, @unchecked Sendable {
     }
 
     public func begin(status: Int, headers: [HeaderField]) -> Bool {
-        collectedBody.removeAll(keepingCapacity: true)
-        bodyExceededCap = false
+        body.reset()
         return true
     }
 
     public func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if collectedBody.count + bytes.count > limit {
-            collectedBody.append(contentsOf: bytes.prefix(limit - collectedBody.count))
-            bodyExceededCap = true
-            return false
-        }
-        collectedBody.append(contentsOf: bytes)
-        return true
+        body.append(bytes)
     }
 
     public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
@@ -156,15 +145,16 @@ public protocol HTTPTransport: Sendable {
     /// - Parameter sink: where the answer goes as it arrives; nil collects it in memory up to
     ///   ``TransportRequest/maximumResponseBodySize``. ``ServerResponse/body`` holds what the sink
     ///   collected.
-    /// - Throws: ``AttacheError`` (stage `.upload`; callers re-attribute it): `.connectionFailed`,
-    ///   `.timedOut`, `.connectionLost`, `.tlsFailure`, `.invalidArgument`, `.cancelled`, or the
-    ///   sink's own ``ResponseSink/failure``, or the body source's error.
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse
+    /// - Throws: ``TransportError`` (no stage: the operation that sent the request attributes it):
+    ///   `.connectionFailed`, `.timedOut`, `.connectionLost`, `.tlsFailure`, `.invalidArgument`,
+    ///   `.rejected`, `.cancelled`, `.nativeLibrary`; or the sink's own ``ResponseSink/failure``, or the
+    ///   body source's error, as they are.
+    func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse
 }
 
 extension HTTPTransport {
     /// Sends `request`, collecting the answer in memory.
-    public func send(_ request: TransportRequest) async throws -> ServerResponse {
+    public func send(_ request: PreparedRequest) async throws -> ServerResponse {
         try await send(request, sink: nil)
     }
 }
@@ -187,46 +177,6 @@ extension TransportRequest {
             }
         }
         return lines
-    }
-
-    /// Checks the URL and every header; throws `.invalidArgument` naming what is wrong (never a
-    /// header's value: it may be a secret). Returns the URL's host, lower-cased, so that a caller
-    /// needs no second parse of the URL.
-    @discardableResult
-    func validate() throws -> String {
-        let host = try Self.validatedHost(of: url)
-        for fields in [connection.headers, headers] {
-            for header in fields {
-                guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
-                    throw AttacheError(.invalidArgument, stage: .upload, "invalid header \"\(header.name)\"")
-                }
-            }
-        }
-        return host
-    }
-
-    /// The URLs validated lately, each with its lower-cased host: a client sending thousands of requests
-    /// to a few URLs parses each once (`URLComponents` was ~4 % of the CPU of many small requests,
-    /// docs/BENCHMARKS.md, requests). Emptied when full; only URLs that passed are kept.
-    private static let validatedURLs = LockedValue<[String: String]>([:])
-
-    /// The lower-cased host of an `http`/`https` URL with a host; throws `invalidArgument` otherwise.
-    static func validatedHost(of url: String) throws -> String {
-        if let host = validatedURLs.withLock({ $0[url] }) { return host }
-        guard let components = URLComponents(string: url),
-            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = components.host, !host.isEmpty
-        else {
-            throw AttacheError(
-                .invalidArgument, stage: .upload,
-                "the URL must be http:// or https:// with a host: \(Self.redact(url: url))")
-        }
-        let lowercased = host.lowercased()
-        validatedURLs.withLock { cache in
-            if cache.count >= 256 { cache.removeAll(keepingCapacity: true) }
-            cache[url] = lowercased
-        }
-        return lowercased
     }
 
     /// The URL without user info or query, for logs and errors.

@@ -33,6 +33,8 @@ struct RetryDriver: Sendable {
     var logger: Logger
     /// Waits between attempts; tests replace it to run without real time passing.
     var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    /// Told of every retry before its wait: the failed attempt's number, why, and the wait.
+    var onRetry: (@Sendable (_ attempt: Int, _ reason: String, _ delay: Duration) -> Void)?
 
     /// Runs `attempt` (given its number, from 1) until it is done or the policy gives up.
     ///
@@ -73,6 +75,7 @@ struct RetryDriver: Sendable {
                 logger.debug(
                     "attempt \(number) failed, retrying",
                     metadata: ["reason": "\(advice.reason)", "delay-ms": "\(delay.milliseconds)"])
+                onRetry?(number, advice.reason, delay)
                 do {
                     try await sleep(delay)
                 } catch {

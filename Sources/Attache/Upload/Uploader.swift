@@ -72,10 +72,10 @@ public struct UploadResult: Sendable {
 }
 
 /// Sends multipart bodies through the transport, streaming them from their sources, retrying what
-/// can be retried.
+/// can be retried: the multipart upload operation of an ``AttacheClient``.
 ///
-/// Attempts go through an ``HTTPTransport`` (``CurlTransport`` unless told otherwise): a transfer
-/// waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
+/// Attempts go through the client's ``HTTPTransport`` (``CurlTransport`` unless told otherwise): a
+/// transfer waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
 /// throws ``AttacheError/Code/cancelled``.
 ///
 /// ```swift
@@ -92,8 +92,8 @@ public struct Uploader: Sendable {
     public var answers: ResponseInterpreter.Configuration
     /// Where request and response summaries are logged (at `.debug`).
     public var logger: Logger
-    private let transport: any HTTPTransport
-    private let sleep: @Sendable (Duration) async throws -> Void
+    /// The client whose transport, interceptors and hooks every attempt goes through.
+    let client: AttacheClient
 
     /// Creates an uploader.
     ///
@@ -105,9 +105,18 @@ public struct Uploader: Sendable {
         logger: Logger = Logger(label: "attache.upload"),
         transport: (any HTTPTransport)? = nil
     ) {
-        self.init(
-            connection: connection, answers: answers, logger: logger,
-            transport: transport ?? CurlTransport.shared(for: connection), sleep: { try await Task.sleep(for: $0) })
+        self.init(client: AttacheClient(connection: connection, transport: transport), answers: answers, logger: logger)
+    }
+
+    /// Creates the upload operation of `client`, with the client's connection settings.
+    public init(
+        client: AttacheClient, answers: ResponseInterpreter.Configuration = .init(),
+        logger: Logger = Logger(label: "attache.upload")
+    ) {
+        self.connection = client.connection
+        self.answers = answers
+        self.logger = logger
+        self.client = client
     }
 
     /// Creates an uploader whose waits between attempts go through `sleep` (tests).
@@ -115,11 +124,9 @@ public struct Uploader: Sendable {
         connection: ConnectionConfiguration, answers: ResponseInterpreter.Configuration, logger: Logger,
         transport: any HTTPTransport, sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
-        self.connection = connection
-        self.answers = answers
-        self.logger = logger
-        self.transport = transport
-        self.sleep = sleep
+        self.init(
+            client: AttacheClient(connection: connection, transport: transport, sleep: sleep), answers: answers,
+            logger: logger)
     }
 
     /// Sends `request`, retrying per the policy, and returns the server's decision.
@@ -139,7 +146,7 @@ public struct Uploader: Sendable {
         var requestLogger = logger
         requestLogger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
         requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: request.url))"
-        let exchange = TransportRequest(
+        let exchange = try TransportRequest(
             method: "POST", url: request.url,
             headers: [
                 HeaderField(name: "Content-Type", value: request.body.contentType),
@@ -149,14 +156,13 @@ public struct Uploader: Sendable {
                 // before every large body.
                 HeaderField(name: "Expect", value: ""),
             ] + request.headers,
-            body: request.body, connection: connection, maximumResponseBodySize: answers.maximumBodySize)
-        try exchange.validate()
+            body: request.body, connection: connection, maximumResponseBodySize: answers.maximumBodySize
+        ).prepared(for: .upload)
         let clock = ContinuousClock()
-        let driver = RetryDriver(
-            policy: connection.retry, answerStage: .interpret, transportStage: .upload, logger: requestLogger,
-            sleep: sleep)
+        let client = client
+        client.started(.upload, exchange)
+        let driver = client.retryDriver(.upload, policy: connection.retry, answerStage: .interpret, logger: requestLogger)
         let logger = requestLogger
-        let transport = transport
         let outcome = try await driver.run { attempt -> RetryDriver.Verdict<UploadResult.Outcome> in
             logger.debug(
                 "POST attempt \(attempt)",
@@ -168,9 +174,15 @@ public struct Uploader: Sendable {
             let attemptStart = clock.now
             let response: ServerResponse
             do {
-                response = try await transport.send(exchange, sink: sink)
+                response = try await client.exchange(exchange, sink: sink, operation: .upload, attempt: attempt)
             } catch let error as AttacheError {
-                guard error.isRetryable, error.code != .fileChanged else { throw error }
+                switch await client.retryDecision(exchange, response: nil, error: error, attempt: attempt) {
+                case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
+                case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
+                case .doNotRetry: throw error
+                case .useDefault: break
+                }
+                guard client.retry.isRetryable(error) else { throw error }
                 logger.debug("attempt \(attempt) failed: \(error.message)")
                 return .retry(RetryAdvice(reason: error.message), failure: error)
             }
@@ -181,6 +193,14 @@ public struct Uploader: Sendable {
                     "content-type": "\(response.mediaType ?? "-")",
                     "ms": "\((clock.now - attemptStart).milliseconds)",
                 ])
+            let decision = await client.retryDecision(exchange, response: response, error: nil, attempt: attempt)
+            switch decision {
+            case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
+            case .retryAfter(let delay):
+                return .retry(
+                    RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
+            case .doNotRetry, .useDefault: break
+            }
             switch interpreter.interpret(response) {
             case .success(let receipt):
                 tracker.finish(attempt: attempt)
@@ -189,6 +209,10 @@ public struct Uploader: Sendable {
                 logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(attempt)"])
                 return .done(.rejected(rejection))
             case .retry(let advice):
+                // A retrier's no is final: the answer is the upload's end.
+                guard decision != .doNotRetry else {
+                    return .done(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
+                }
                 return .retry(advice, failure: nil)
             }
         }

@@ -128,7 +128,7 @@ final class GatedTransport: HTTPTransport {
         return waiting.count
     }
 
-    func send(_ request: TransportRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
+    func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         let host = URL(string: request.url)?.host ?? ""
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             state.withLock { state in

@@ -1,0 +1,100 @@
+internal import AttacheCore
+
+/// Where an ``AttacheClient`` reports what its operations do: the hook point for metrics and traces.
+///
+/// Every operation of the client (multipart and resumable uploads, downloads, the download manager,
+/// the request layer) reports through the same three calls, so one implementation sees all of them.
+/// The calls come from the task running the operation; they must return quickly (count, record a
+/// span event), and must not throw. Each has an empty default, so an implementation takes only what
+/// it needs.
+///
+/// ```swift
+/// struct CountingHooks: ClientInstrumentation {
+///     let attempts: Counter
+///     func attemptFinished(_ attempt: ClientAttempt) { attempts.increment() }
+/// }
+/// let client = AttacheClient(instrumentation: CountingHooks(attempts: counter))
+/// ```
+public protocol ClientInstrumentation: Sendable {
+    /// An operation started (before its first attempt).
+    func requestStarted(_ request: ClientRequestStart)
+    /// One exchange of an operation ended, with an answer or a failure.
+    func attemptFinished(_ attempt: ClientAttempt)
+    /// An operation will try again after a wait.
+    func retrying(_ retry: ClientRetry)
+}
+
+extension ClientInstrumentation {
+    /// Does nothing.
+    public func requestStarted(_ request: ClientRequestStart) {}
+    /// Does nothing.
+    public func attemptFinished(_ attempt: ClientAttempt) {}
+    /// Does nothing.
+    public func retrying(_ retry: ClientRetry) {}
+}
+
+/// The kinds of work a client does.
+public enum ClientOperation: String, Sendable, Hashable, CustomStringConvertible {
+    /// A multipart upload.
+    case upload
+    /// A tus or IETF resumable upload (each of its requests).
+    case resumableUpload = "resumable-upload"
+    /// A download (also of the download manager).
+    case download
+    /// A request of the request layer.
+    case request
+
+    /// The stage an error of this operation is reported in.
+    var stage: AttacheError.Stage {
+        switch self {
+        case .upload, .resumableUpload: .upload
+        case .download: .download
+        case .request: .request
+        }
+    }
+
+    /// The raw value.
+    public var description: String { rawValue }
+}
+
+/// An operation that started.
+public struct ClientRequestStart: Sendable {
+    /// What kind of work it is.
+    public var operation: ClientOperation
+    /// The method of its (first) request.
+    public var method: String
+    /// Its URL without user info or query.
+    public var url: String
+}
+
+/// One exchange that ended.
+public struct ClientAttempt: Sendable {
+    /// What kind of work it belongs to.
+    public var operation: ClientOperation
+    /// The method sent.
+    public var method: String
+    /// The URL without user info or query.
+    public var url: String
+    /// The attempt's number within its operation, from 1.
+    public var attempt: Int
+    /// The answer's status; nil when there was no answer.
+    public var status: Int?
+    /// Why there was no answer; nil when there was one.
+    public var failure: AttacheError.Code?
+    /// From handing the request to the transport to its end.
+    public var duration: Duration
+    /// curl's timings of the exchange, when the transport measured them.
+    public var timings: TransferTimings?
+}
+
+/// A retry about to wait.
+public struct ClientRetry: Sendable {
+    /// What kind of work is retried.
+    public var operation: ClientOperation
+    /// The attempt that failed, from 1.
+    public var attempt: Int
+    /// Why it is retried.
+    public var reason: String
+    /// How long the operation waits before the next attempt.
+    public var delay: Duration
+}

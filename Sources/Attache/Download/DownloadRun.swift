@@ -1,0 +1,239 @@
+internal import AttacheCore
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Logging
+
+/// One `download` call: its attempts, the `.part` file, verification and the final rename.
+struct DownloadRun: Sendable {
+    let request: DownloadRequest
+    let configuration: ConnectionConfiguration
+    let client: AttacheClient
+    let progress: @Sendable (DownloadProgress) -> Void
+
+    /// What the attempts share: the running hash and where the first one started.
+    private final class Shared: @unchecked Sendable {
+        let hash: RunningHash
+        var transferred: Int64 = 0
+        var restartedAfterMismatch = false
+        /// The `If-Range` validator for the next attempt: the request's, then the last one the
+        /// server sent with the bytes now in the `.part` file.
+        var validator: String?
+        init(validator: String?) throws {
+            hash = try RunningHash()
+            self.validator = validator
+        }
+    }
+
+    func run() async throws -> DownloadReceipt {
+        let part = request.partialPath
+        if !request.resume { unlink(part) }
+        let resumedFrom = Self.size(of: part) ?? 0
+        let shared = try Shared(validator: request.resume ? request.validator : nil)
+        let prepared: PreparedRequest
+        do {
+            prepared = try TransportRequest(
+                method: "GET", url: request.url, headers: request.headers, connection: configuration,
+                receiveBufferSize: TransportRequest.streamingReceiveBufferSize
+            ).prepared(for: .download)
+        } catch var error as AttacheError {
+            error.file = request.url
+            throw error
+        }
+        client.started(.download, prepared)
+        let driver = client.retryDriver(
+            .download, policy: configuration.retry, answerStage: .download, logger: Logger(label: "attache.download"))
+        let outcome: RetryDriver.Outcome<DownloadReceipt>
+        do {
+            outcome = try await driver.run { attempt in
+                try await self.attempt(prepared, number: attempt, shared: shared, resumedFrom: resumedFrom)
+            }
+        } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
+            if request.streamsToDestination { unlink(part) }
+            error.file = request.url
+            throw error
+        } catch {
+            // A stream's partial file has a name no later call can find: nothing to resume.
+            if request.streamsToDestination { unlink(part) }
+            throw error
+        }
+        var receipt = outcome.value
+        receipt.attempts = outcome.attempts
+        return receipt
+    }
+
+    /// One GET from the end of the `.part` file; its verdict for the retry driver.
+    private func attempt(
+        _ prepared: PreparedRequest, number: Int, shared: Shared, resumedFrom: Int64
+    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+        let part = request.partialPath
+        let offset = Self.size(of: part) ?? 0
+        // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
+        let hash = shared.hash
+        // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
+        let hashAlways = request.digest == .always || request.expectedSHA256 != nil
+        if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
+        var headers: [HeaderField] = [HeaderField(name: "Accept-Encoding", value: "identity")] + request.headers
+        if offset > 0 {
+            headers.append(HeaderField(name: "Range", value: "bytes=\(offset)-"))
+            if let validator = shared.validator { headers.append(HeaderField(name: "If-Range", value: validator)) }
+        }
+        let sink = DownloadSink(
+            url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
+        let exchange: PreparedRequest
+        do {
+            exchange = try prepared.replacingHeaders(headers)
+        } catch {
+            try? sink.closeFile()
+            throw error.attributed(to: .download, file: request.url)
+        }
+        progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
+        let response: ServerResponse
+        do {
+            response = try await client.exchange(exchange, sink: sink, operation: .download, attempt: number)
+            try sink.closeFile()
+        } catch var error as AttacheError {
+            try? sink.closeFile()
+            shared.transferred += sink.written
+            if error.code == .connectionLost {
+                error.message = "connection lost after \(sink.base + sink.written) bytes: \((error.cause as? NativeError)?.text ?? error.message)"
+            }
+            if error.file == nil, error.code != .fileUnwritable { error.file = request.url }
+            switch await client.retryDecision(exchange, response: nil, error: error, attempt: number) {
+            case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
+            case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
+            case .doNotRetry: throw error
+            case .useDefault: break
+            }
+            guard error.isRetryable else { throw error }
+            return .retry(RetryAdvice(reason: error.message), failure: error)
+        }
+        shared.transferred += sink.written
+        if let seen = sink.validator { shared.validator = seen }
+        switch sink.verdict(for: response) {
+        case .complete(let total, let etag):
+            return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
+        case .failed(let error, let retryAfter):
+            switch await client.retryDecision(exchange, response: response, error: nil, attempt: number) {
+            case .retry: return .retry(RetryAdvice(reason: error.message), failure: nil)
+            case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: nil)
+            case .doNotRetry: throw error
+            case .useDefault: break
+            }
+            guard error.isRetryable else { throw error }
+            return .retry(RetryAdvice(reason: error.message, retryAfter: retryAfter), failure: retryAfter == nil ? error : nil)
+        }
+    }
+
+    /// Verifies the complete `.part` file and moves (or unseals) it into place.
+    private func finish(
+        total: Int64, etag: String?, offset: Int64, resumedFrom: Int64, shared: Shared
+    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+        let request = request
+        let part = request.partialPath
+        return try await BlockingPool.shared.run { () -> RetryDriver.Verdict<DownloadReceipt> in
+            guard let size = Self.size(of: part), size == total else {
+                throw AttacheError(
+                    .corruptInput, stage: .download,
+                    "the server announced \(total) bytes but \(Self.size(of: part) ?? 0) arrived", file: request.url)
+            }
+            let checksETag = etag.flatMap(Self.sha256ETag) != nil
+            var digest: String?
+            if request.digest == .always || request.expectedSHA256 != nil || checksETag {
+                try shared.hash.catchUp(toLength: total, ofFile: part)
+                digest = try shared.hash.finishHex()
+            }
+            // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
+            // damaged one) gets one fresh start; a whole download that still differs fails this file.
+            func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
+                unlink(part)
+                if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
+                    shared.restartedAfterMismatch = true
+                    return .retry(RetryAdvice(reason: "the resumed file did not match \(against); starting over"), failure: nil)
+                }
+                throw AttacheError(.corruptInput, stage: .download, message, file: request.url)
+            }
+            if let expected = request.expectedSHA256?.lowercased(), expected != digest {
+                return try mismatch(
+                    "the expected SHA-256",
+                    "the downloaded bytes have SHA-256 \(digest ?? "-"), not the expected \(expected)")
+            }
+            var verified = false
+            if let etag, let expected = Self.sha256ETag(etag) {
+                guard expected == digest else {
+                    return try mismatch("its ETag", "the downloaded bytes do not match the server's SHA-256 ETag")
+                }
+                verified = true
+            }
+            let stored: Int64
+            let output = OutputDestination(path: request.destination, stage: .download)
+            if let unsealing = request.unsealing {
+                let unsealer = Unsealer(
+                    scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
+                    plaintextByteCount: unsealing.plaintextByteCount)
+                if output.kind == .replaced {
+                    try unsealer.unseal(fileAt: part, to: request.destination)
+                    stored = Self.size(of: request.destination) ?? 0
+                } else {
+                    // A stream: each segment is verified before it is written.
+                    let reader = CountingReader(try unsealer.unseal(try FileSource(path: part)))
+                    try output.write(reader)
+                    stored = reader.count
+                }
+                unlink(part)
+            } else if output.kind != .replaced {
+                // A stream is written in place, after the bytes were verified, and never renamed over.
+                try output.write(try FileSource(path: part).makeReader())
+                unlink(part)
+                stored = total
+            } else {
+                guard rename(part, request.destination) == 0 else {
+                    throw AttacheError(
+                        .fileUnwritable, stage: .download,
+                        "cannot move the download into place: \(String(cString: strerror(errno)))",
+                        file: request.destination, cause: NativeError.posix())
+                }
+                stored = total
+            }
+            return .done(
+                DownloadReceipt(
+                    url: request.url, path: request.destination, byteCount: total, storedByteCount: stored,
+                    transferredByteCount: shared.transferred, resumedFrom: resumedFrom, attempts: 0,
+                    sha256: digest, verifiedByETag: verified, unsealed: request.unsealing != nil))
+        }
+    }
+
+    static func size(of path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
+    /// The hex digest an `ETag` carries when it is a quoted (or bare) SHA-256, lowercased.
+    static func sha256ETag(_ etag: String) -> String? {
+        var text = Substring(etag)
+        if text.hasPrefix("W/") { return nil }  // a weak validator says nothing about the bytes
+        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
+        guard text.utf8.count == 64, text.utf8.allSatisfy({ $0 < 128 && isxdigit(Int32($0)) != 0 }) else { return nil }
+        return text.lowercased()
+    }
+}
+
+/// Counts what passes through a reader.
+private final class CountingReader: ByteReader {
+    private let inner: any ByteReader
+    private(set) var count: Int64 = 0
+
+    init(_ inner: any ByteReader) { self.inner = inner }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try inner.read(into: buffer)
+        count += Int64(n)
+        return n
+    }
+}

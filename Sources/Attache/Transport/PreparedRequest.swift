@@ -1,0 +1,161 @@
+internal import AttacheCore
+
+/// A request checked once and ready to send: its URL parsed, its headers checked.
+///
+/// An operation prepares its request once, before its first attempt; every attempt and every
+/// transport then uses the parsed form, so no URL is parsed twice. Reads the request's members
+/// directly (`prepared.method`, `prepared.url`).
+///
+/// ```swift
+/// let prepared = try TransportRequest(method: "GET", url: "https://example.com/f").prepared()
+/// let response = try await CurlTransport.shared.send(prepared, sink: nil)
+/// ```
+@dynamicMemberLookup
+public struct PreparedRequest: Sendable {
+    /// The request as it was given.
+    public let request: TransportRequest
+    /// Its URL, parsed.
+    let target: HTTPURL
+
+    /// Checks `request`.
+    ///
+    /// - Throws: ``TransportError`` `.invalidArgument` when the URL is not `http://` or `https://` with
+    ///   a host, or a header's name or value cannot be sent (the message names the header, never its
+    ///   value: it may be a secret).
+    public init(_ request: TransportRequest) throws {
+        guard let target = HTTPURL(request.url) else {
+            throw TransportError(
+                .invalidArgument,
+                "the URL must be http:// or https:// with a host: \(TransportRequest.redact(url: request.url))")
+        }
+        try Self.check(request.connection.headers)
+        try Self.check(request.headers)
+        self.init(checked: request, target: target)
+    }
+
+    /// The same request with `headers` as its own headers (an attempt's `Range`, say): only the
+    /// headers are checked, the URL stays parsed.
+    ///
+    /// - Throws: ``TransportError`` `.invalidArgument` naming a header that cannot be sent.
+    public func replacingHeaders(_ headers: [HeaderField]) throws -> PreparedRequest {
+        try Self.check(headers)
+        var request = request
+        request.headers = headers
+        return PreparedRequest(checked: request, target: target)
+    }
+
+    private static func check(_ headers: [HeaderField]) throws {
+        for header in headers {
+            guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
+                throw TransportError(.invalidArgument, "invalid header \"\(header.name)\"")
+            }
+        }
+    }
+
+    /// A request whose headers were checked already (a redirect's next hop), at `target`.
+    init(checked request: TransportRequest, target: HTTPURL) {
+        self.request = request
+        self.target = target
+    }
+
+    /// A member of the request.
+    public subscript<Value>(dynamicMember keyPath: KeyPath<TransportRequest, Value>) -> Value {
+        request[keyPath: keyPath]
+    }
+}
+
+extension TransportRequest {
+    /// The request checked and parsed for sending.
+    ///
+    /// - Throws: ``TransportError`` `.invalidArgument` (see ``PreparedRequest/init(_:)``).
+    public func prepared() throws -> PreparedRequest {
+        try PreparedRequest(self)
+    }
+}
+
+/// An `http` or `https` URL with a host, parsed from its text in one pass over its bytes.
+///
+/// Only what the transport needs is kept: whether it is `https` and its host (lower-cased, without
+/// user info or port), for the redirect rules. curl parses the URL again for the connection.
+struct HTTPURL: Sendable, Hashable {
+    /// The URL as given.
+    let string: String
+    let isHTTPS: Bool
+    /// The host, lower-cased; an IPv6 literal keeps its brackets.
+    let host: String
+
+    /// Parses `string`; nil when it is not an `http`/`https` URL with a host, or holds a byte a URL may
+    /// not hold (a space, a control character, a non-ASCII byte, one of `"<>\^`{|}`).
+    init?(_ string: String) {
+        // On the string's own storage: no copy of the bytes, and a host of up to 15 bytes is a small
+        // string (no allocation at all).
+        let parsed =
+            string.utf8.withContiguousStorageIfAvailable { Self.parse($0) } ?? Self.parse(Array(string.utf8))
+        guard let parsed else { return nil }
+        self.string = string
+        self.isHTTPS = parsed.isHTTPS
+        self.host = parsed.host
+    }
+
+    private static func parse<Bytes: RandomAccessCollection<UInt8>>(
+        _ bytes: Bytes
+    ) -> (isHTTPS: Bool, host: String)? where Bytes.Index == Int {
+        guard bytes.allSatisfy(isURLByte), let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let scheme = bytes[bytes.startIndex..<colon]
+        let isHTTPS: Bool
+        if scheme.count == 4, scheme.elementsEqual("http".utf8, by: { $0 | 0x20 == $1 }) {
+            isHTTPS = false
+        } else if scheme.count == 5, scheme.elementsEqual("https".utf8, by: { $0 | 0x20 == $1 }) {
+            isHTTPS = true
+        } else {
+            return nil
+        }
+        guard bytes[(colon + 1)...].starts(with: "//".utf8) else { return nil }
+        let authorityStart = colon + 3
+        let authorityEnd =
+            bytes[authorityStart...].firstIndex {
+                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+            } ?? bytes.endIndex
+        var authority = bytes[authorityStart..<authorityEnd]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        let hostEnd: Int
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostEnd = close + 1
+        } else {
+            hostEnd = authority.firstIndex(of: UInt8(ascii: ":")) ?? authority.endIndex
+        }
+        let port = authority[hostEnd...]
+        if let first = port.first {
+            guard first == UInt8(ascii: ":"), port.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        }
+        let host = authority[authority.startIndex..<hostEnd]
+        guard !host.isEmpty else { return nil }
+        guard host.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return (isHTTPS, String(decoding: host, as: UTF8.self)) }
+        return (isHTTPS, String(decoding: host.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self))
+    }
+
+    private static func isURLByte(_ byte: UInt8) -> Bool {
+        guard byte > 0x20, byte < 0x7F else { return false }
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), UInt8(ascii: "^"),
+            UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"):
+            return false
+        default:
+            return true
+        }
+    }
+}
+
+extension TransportRequest {
+    /// The request checked and parsed for an operation of `stage`.
+    ///
+    /// - Throws: ``AttacheError`` `.invalidArgument` of `stage`.
+    func prepared(for stage: AttacheError.Stage) throws -> PreparedRequest {
+        do {
+            return try PreparedRequest(self)
+        } catch {
+            throw error.attributed(to: stage)
+        }
+    }
+}
