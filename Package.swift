@@ -11,8 +11,8 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "Attache",
     products: [
+        // AttacheCore has no product of its own (no dependency of its own): `Attache` re-exports it.
         .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
-        .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
         // The shared PostgreSQL work queue (scale-out): its own product, so that a backend embedding the
         // pipeline does not link PostgresNIO unless it runs queue workers.

@@ -33,7 +33,7 @@ public struct BatchConfiguration: Sendable {
     /// 1). Progress events are dropped rather than waited for.
     public var eventBufferLimit = 512
     /// The threads that hash files, walk folders and write the journal.
-    public var pool: BlockingPool = .shared
+    package var pool: BlockingPool = .shared
 
     /// Creates a configuration around an existing pipeline.
     public init(pipeline: AttachmentPipeline, journalPath: String = BatchConfiguration.defaultJournalPath) {
@@ -43,7 +43,7 @@ public struct BatchConfiguration: Sendable {
 
     /// Creates a configuration with a pipeline made from `configuration`.
     /// - Throws: ``AttacheError`` `.invalidArgument` for a pipeline configuration no server could take
-    ///   (``PipelineConfiguration/validate()``).
+    ///   (`PipelineConfiguration.validate()`).
     public init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) throws {
         self.init(pipeline: try AttachmentPipeline(configuration: configuration), journalPath: journalPath)
     }

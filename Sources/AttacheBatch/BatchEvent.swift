@@ -7,7 +7,7 @@ public struct BatchFileID: Hashable, Sendable, Codable, CustomStringConvertible 
     /// The file's number in the order the walk found it, from 1.
     public let rawValue: Int
     /// Creates an id.
-    public init(_ rawValue: Int) { self.rawValue = rawValue }
+    package init(_ rawValue: Int) { self.rawValue = rawValue }
     public var description: String { "#\(rawValue)" }
 }
 
@@ -21,7 +21,7 @@ public struct BatchFile: Sendable, Hashable, Codable {
     public var byteCount: Int64
 
     /// Creates a file description.
-    public init(id: BatchFileID, path: String, byteCount: Int64) {
+    package init(id: BatchFileID, path: String, byteCount: Int64) {
         self.id = id
         self.path = path
         self.byteCount = byteCount
@@ -132,5 +132,5 @@ public struct BatchSummary: Sendable, Codable {
     }
 
     /// Creates an empty summary.
-    public init() {}
+    package init() {}
 }

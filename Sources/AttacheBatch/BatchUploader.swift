@@ -3,7 +3,7 @@ import AttacheCore
 import Foundation
 
 /// Sends many files through an ``AttachmentPipeline`` with bounded concurrency, recording every step in
-/// an ``UploadJournal`` so that a run killed at any point resumes where it stopped and every file reaches
+/// an `UploadJournal` so that a run killed at any point resumes where it stopped and every file reaches
 /// the server exactly once.
 ///
 /// For each file the batch reads its identity (size, modification time, SHA-256), asks the journal what

@@ -1,36 +1,36 @@
-public import Attache
-public import Foundation
+package import Attache
+package import Foundation
 import GRDB
 
 /// One file's row in an ``UploadJournal``.
-public struct JournalEntry: Sendable {
+package struct JournalEntry: Sendable {
     /// The absolute path.
-    public var path: String
+    package var path: String
     /// The size recorded with the file's identity, when it was read.
-    public var byteCount: Int64?
+    package var byteCount: Int64?
     /// The modification time recorded with the identity, in nanoseconds since the epoch.
-    public var modificationTime: Int64?
+    package var modificationTime: Int64?
     /// The SHA-256 of the content (hex), when it was read.
-    public var sha256: String?
+    package var sha256: String?
     /// The state.
-    public var state: UploadJournal.State
+    package var state: UploadJournal.State
     /// The `Idempotency-Key` every attempt of the current upload carries.
-    public var idempotencyKey: String?
+    package var idempotencyKey: String?
     /// How many times a run started sending this file (each may have made several HTTP attempts; the
     /// receipt says how many the successful one made).
-    public var attempts: Int
+    package var attempts: Int
     /// The server's receipt, for `done` files.
-    public var receipt: UploadReceipt?
+    package var receipt: UploadReceipt?
     /// The error code of the last failure (or `skipped`), for `failed` and `skipped` files.
-    public var errorCode: String?
+    package var errorCode: String?
     /// The stage of the last failure.
-    public var errorStage: String?
+    package var errorStage: String?
     /// The message of the last failure or the reason for skipping.
-    public var errorMessage: String?
+    package var errorMessage: String?
     /// When the row last changed.
-    public var updatedAt: Date
+    package var updatedAt: Date
     /// The resumable upload in progress (resource and last confirmed offset), if any.
-    public var resumable: ResumableState?
+    package var resumable: ResumableState?
 
     static func resumable(_ row: Row) -> ResumableState? {
         guard let name: String = row["uploadProtocol"], let protocolName = ResumableProtocol(rawValue: name),

@@ -1,4 +1,4 @@
-public import Attache
+package import Attache
 import AttacheCore
 import Foundation
 import GRDB
@@ -26,9 +26,9 @@ import GRDB
 ///     print(entry.path, entry.errorCode ?? "-", entry.errorMessage ?? "")
 /// }
 /// ```
-public final class UploadJournal: Sendable {
+package final class UploadJournal: Sendable {
     /// The state of one file in the journal.
-    public enum State: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    package enum State: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
         /// Known, has a key, not being sent: interrupted by a cancellation, to be sent by the next run.
         case pending
         /// Being sent, or being sent when the process died; resumed with the same key.
@@ -40,11 +40,11 @@ public final class UploadJournal: Sendable {
         /// Not a file the batch sends (a symlink leaving the tree, a device, a socket); the reason is kept.
         case skipped
 
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// The database file.
-    public let path: String
+    package let path: String
     private let database: DatabaseQueue
 
     /// Opens the journal at `path`, creating it and its schema when missing and migrating an older one.
@@ -53,7 +53,7 @@ public final class UploadJournal: Sendable {
     ///   - readOnly: open without writing (for dry runs); the file must exist.
     ///   - durable: sync every commit to disk, so that not even a power loss forgets a stored key.
     /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
-    public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
+    package init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
         database = try openJournalDatabase(
             at: path, name: "journal", table: "file", stage: .batch, migrations: Self.migrations,
@@ -64,7 +64,7 @@ public final class UploadJournal: Sendable {
 
     /// The row for `path` (made absolute), if the journal has one.
     /// - Throws: ``AttacheError`` `.journal`.
-    public func entry(for path: String) throws -> JournalEntry? {
+    package func entry(for path: String) throws -> JournalEntry? {
         let key = Self.absolute(path)
         return try access("read the journal") {
             try database.read { db in
@@ -78,7 +78,7 @@ public final class UploadJournal: Sendable {
     ///
     /// Loads the rows into memory; for very large journals prefer ``counts()``.
     /// - Throws: ``AttacheError`` `.journal`.
-    public func entries(in state: State? = nil) throws -> [JournalEntry] {
+    package func entries(in state: State? = nil) throws -> [JournalEntry] {
         try access("read the journal") {
             try database.read { db in
                 let rows: [Row]
@@ -95,7 +95,7 @@ public final class UploadJournal: Sendable {
 
     /// How many rows are in each state (states without rows are absent).
     /// - Throws: ``AttacheError`` `.journal`.
-    public func counts() throws -> [State: Int] {
+    package func counts() throws -> [State: Int] {
         try access("read the journal") {
             try database.read { db in
                 var counts: [State: Int] = [:]
@@ -270,7 +270,7 @@ public final class UploadJournal: Sendable {
 
     /// Records the resumable upload of the file at `path` (its resource and the offset the server
     /// confirmed), or forgets it (nil: abandoned, started over).
-    public func recordResumable(path: String, state: ResumableState?) throws {
+    package func recordResumable(path: String, state: ResumableState?) throws {
         let key = Self.absolute(path)
         try access("record a resumable upload in the journal") {
             try database.write { db in
@@ -282,7 +282,7 @@ public final class UploadJournal: Sendable {
     }
 
     /// The resumable upload recorded for the file at `path`, if any.
-    public func resumableState(path: String) throws -> ResumableState? {
+    package func resumableState(path: String) throws -> ResumableState? {
         let key = Self.absolute(path)
         return try access("read the journal") {
             try database.read { db in

@@ -11,11 +11,11 @@ public import FoundationEssentials
 ///
 /// Bytes in memory are sent from memory; they touch the disk only when Transform needs a file (images to
 /// recompress). A stream is read to its end before the upload starts: into memory up to
-/// ``streamMemoryLimit``, into a private spool file (mode 0600, removed after the send) beyond it,
+/// `streamMemoryLimit`, into a private spool file (mode 0600, removed after the send) beyond it,
 /// because every attempt of an upload must send the same bytes and a stream can be read only once.
 public struct Attachment: Sendable {
     /// Where the bytes come from.
-    public enum Content: Sendable {
+    package enum Content: Sendable {
         /// A file on disk (the path of ``Attachment/path``).
         case file
         /// Bytes in memory.
@@ -25,13 +25,13 @@ public struct Attachment: Sendable {
     }
 
     /// Streams up to this size are kept in memory; larger ones are spooled to a private file.
-    public static let streamMemoryLimit = 8 * 1024 * 1024
+    package static let streamMemoryLimit = 8 * 1024 * 1024
 
     /// The file to send, or for bytes and streams the name they go by in receipts and errors (their
     /// filename).
     public var path: String
     /// Where the bytes come from.
-    public var content: Content
+    package var content: Content
     /// The kind the caller says it is; checked against the content, never trusted blindly.
     public var declaredKind: MessageKind?
     /// The filename to send; defaults to the last component of `path`.
@@ -51,13 +51,13 @@ public struct Attachment: Sendable {
     /// True when an earlier process may already have sent this attachment under the same idempotency
     /// key (a resumed batch entry, a key found in a ``SealMaterialStore``). The receipt is then checked
     /// against what is sent now whenever the server reports a digest (a `sha256` member).
-    public var resumesEarlierSend: Bool
+    package var resumesEarlierSend: Bool
     /// A resumable upload an earlier process started for this attachment (the batch journal keeps it):
     /// continued at the server's offset when ``PipelineConfiguration/resumable`` applies.
-    public var resumableState: ResumableState?
+    package var resumableState: ResumableState?
     /// Called with the resumable upload's resource and each offset the server confirms, and with nil
     /// when it is abandoned, so that the caller can make them durable (the batch journal does).
-    public var onResumableState: (@Sendable (ResumableState?) -> Void)?
+    package var onResumableState: (@Sendable (ResumableState?) -> Void)?
     /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
     package var detection: Detection?

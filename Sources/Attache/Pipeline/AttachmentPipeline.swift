@@ -33,7 +33,7 @@ public struct AttachmentPipeline: Sendable {
 
     /// Creates a pipeline, checking the configuration once for combinations no server could take.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`), as
-    ///   ``PipelineConfiguration/validate()`` describes.
+    ///   `PipelineConfiguration.validate()` describes.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) throws {
         try configuration.validate()
         self.configuration = configuration

@@ -12,7 +12,7 @@ public struct MediaReceipt: Sendable, Codable, Hashable {
     public var animation: Bool?
 
     /// Creates a media receipt.
-    public init(plan: MediaConverter.VideoPlan, duration: Double? = nil, supportsStreaming: Bool? = nil,
+    package init(plan: MediaConverter.VideoPlan, duration: Double? = nil, supportsStreaming: Bool? = nil,
                 waveform: String? = nil, animation: Bool? = nil) {
         self.plan = plan
         self.duration = duration

@@ -9,17 +9,17 @@ public struct PipelineConfiguration: Sendable {
     /// "System parameters": form fields sent with every upload, before the attachment's own.
     public var fields: [UploadField] = []
     /// Send the detected type and metadata as form fields (`mimeType`, `kind`, `width`, `height`,
-    /// `duration`, … see ``Detection/uploadFields``). `nil` (the default): yes, except with an answer
+    /// `duration`, … see `Detection.uploadFields`). `nil` (the default): yes, except with an answer
     /// profile whose endpoint checks every field against a signed policy (`s3-post`: S3 refuses a form with
-    /// a field its policy does not list). See ``sendsMetadataFields``.
+    /// a field its policy does not list). See `sendsMetadataFields`.
     public var sendMetadataFields: Bool?
     /// Send how a sealed attachment was sealed as form fields (`scheme`, `encoding`, `plaintextSize`; the
     /// key never). `nil` (the default): yes, except with `s3-post`, for the same reason as
-    /// ``sendMetadataFields``; the receipt carries the same facts either way. See ``sendsSealFields``.
+    /// ``sendMetadataFields``; the receipt carries the same facts either way. See `sendsSealFields`.
     public var sendSealFields: Bool?
     /// Where an image's thumbnails go. `nil` (the default): in the attachment's request (`inline`), except
     /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
-    /// sent (`omitted`). See ``thumbnailPlacement``.
+    /// sent (`omitted`). See `thumbnailPlacement`.
     public var thumbnails: ThumbnailPlacement?
     /// How content is detected and classified.
     public var detection = MIMEDetector.Configuration()
@@ -49,22 +49,22 @@ public struct PipelineConfiguration: Sendable {
     }
 
     /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
-    public var thumbnailPlacement: ThumbnailPlacement {
+    package var thumbnailPlacement: ThumbnailPlacement {
         thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .omitted : .inline)
     }
 
     /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
-    public var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
+    package var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
 
     /// Whether seal fields are sent: ``sendSealFields``, or the answer profile's default.
-    public var sendsSealFields: Bool { sendSealFields ?? !answers.profile.checksFormFields }
+    package var sendsSealFields: Bool { sendSealFields ?? !answers.profile.checksFormFields }
 
     /// Checks the combinations no server could take. ``AttachmentPipeline/init(configuration:logger:)``
     /// calls it once, so a pipeline that exists has a configuration that passed.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): thumbnails inline with a
     ///   profile that takes one file per request; separate thumbnails to a presigned POST whose `key` field
     ///   names one fixed object (each thumbnail would replace the attachment).
-    public func validate() throws {
+    package func validate() throws {
         let profile = answers.profile
         if profile.sendsOneFilePerRequest, thumbnailPlacement == .inline {
             throw AttacheError(

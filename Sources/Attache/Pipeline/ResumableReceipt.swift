@@ -12,7 +12,7 @@ public struct ResumableReceipt: Sendable, Codable, Hashable {
     public var requests: Int
 
     /// Creates a receipt.
-    public init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {
+    package init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {
         self.protocolName = protocolName
         self.uploadURL = uploadURL
         self.resumedBytes = resumedBytes

@@ -84,7 +84,7 @@ public struct SealMaterialStore: Sendable {
     }
 
     /// The resumable upload recorded for `key` in `scope` (``recordResumable(_:forKey:scope:)``), if any.
-    public func resumableState(forKey key: String, scope: String) -> ResumableState? {
+    package func resumableState(forKey key: String, scope: String) -> ResumableState? {
         let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable"
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         return try? JSONDecoder().decode(ResumableState.self, from: data)
@@ -94,7 +94,7 @@ public struct SealMaterialStore: Sendable {
     /// offset the server confirmed), or forgets it (nil), so that `attache upload --idempotency-key` run
     /// again continues it. Written to a temporary file, synced and renamed into place (0600).
     /// - Throws: ``AttacheError`` `.fileUnwritable`.
-    public func recordResumable(_ state: ResumableState?, forKey key: String, scope: String) throws {
+    package func recordResumable(_ state: ResumableState?, forKey key: String, scope: String) throws {
         let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable"
         guard let state else {
             unlink(path)

@@ -17,7 +17,7 @@ public struct SealReceipt: Sendable, Codable, Hashable {
     public var key: AttachmentKey?
 
     /// Creates a seal receipt.
-    public init(
+    package init(
         scheme: SealScheme, transferEncoding: TransferEncoding, plaintextByteCount: Int64, digest: String? = nil,
         key: AttachmentKey? = nil
     ) {

@@ -13,7 +13,7 @@ import FoundationEssentials
 /// ```
 ///
 /// The attachment's own idempotency key and fields are on ``Attachment``; these options apply on top of
-/// the configuration for this send only. Options that change what ``PipelineConfiguration/validate()``
+/// the configuration for this send only. Options that change what `PipelineConfiguration.validate()`
 /// looks at (``fields``, ``answers``) are checked with it when the send starts, and a combination no server
 /// could take fails the send before anything is read.
 public struct SendOptions: Sendable {

@@ -40,7 +40,7 @@ public struct ThumbnailReceipt: Sendable, Codable, Hashable {
     public var server: JSONValue?
 
     /// Creates a thumbnail entry; the request facts are for a thumbnail sent separately.
-    public init(
+    package init(
         name: String, filename: String, mimeType: String, width: Int, height: Int, byteCount: Int64,
         placement: ThumbnailPlacement, fileId: String? = nil, url: String? = nil, sentByteCount: Int64? = nil,
         digest: String? = nil, idempotencyKey: String? = nil, attempts: Int? = nil, replayed: Bool? = nil,

@@ -19,7 +19,7 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     public var media: MediaReceipt?
 
     /// Creates a transform receipt.
-    public init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
+    package init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],
                 skipped: String? = nil, media: MediaReceipt? = nil) {
         self.recompressed = recompressed
         self.byteCount = byteCount

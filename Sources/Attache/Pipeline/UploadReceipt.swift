@@ -46,7 +46,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var resumable: ResumableReceipt? = nil
 
     /// Creates a receipt.
-    public init(
+    package init(
         path: String, filename: String, kind: MessageKind, mimeType: String, fileId: String?, url: String?,
         originalByteCount: Int64, sentByteCount: Int64, bodyByteCount: Int64, idempotencyKey: String,
         attempts: Int, replayed: Bool, seconds: Double, server: JSONValue, seal: SealReceipt,

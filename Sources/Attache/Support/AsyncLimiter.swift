@@ -4,9 +4,9 @@
 /// The pipeline uses one to keep image transforms, which are CPU- and memory-heavy, to about one per
 /// core however many uploads are in flight: more would not finish sooner, and each holds its decoded
 /// planes (about 12 MB for a 12 MP photo) while it waits for a core.
-public final class AsyncLimiter: Sendable {
+package final class AsyncLimiter: Sendable {
     /// The most tasks inside at once.
-    public let limit: Int
+    package let limit: Int
     private let state: LockedValue<State>
 
     private struct State {
@@ -17,7 +17,7 @@ public final class AsyncLimiter: Sendable {
     }
 
     /// Creates a limiter admitting `limit` tasks (at least 1) at a time.
-    public init(limit: Int) {
+    package init(limit: Int) {
         self.limit = max(1, limit)
         self.state = LockedValue(State())
     }
@@ -25,7 +25,7 @@ public final class AsyncLimiter: Sendable {
     /// Runs `body` once fewer than ``limit`` tasks are inside.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while it waits; whatever `body` throws.
-    public func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await enter()
         defer { leave() }
         return try await body()

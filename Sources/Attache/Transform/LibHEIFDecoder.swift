@@ -11,18 +11,18 @@ internal import CHEIF
 /// var transform = Transformer.Configuration()
 /// transform.heifDecoder = LibHEIFDecoder()
 /// ```
-public struct LibHEIFDecoder: HEIFDecoding {
+package struct LibHEIFDecoder: HEIFDecoding {
     /// libheif's decoder to use by its `id_name` (tests compare "libde265" with "attache-avcodec"); nil:
     /// the one libheif prefers.
     let decoderID: String?
 
     /// Creates the decoder (libheif itself is loaded at the first decode).
-    public init() { decoderID = nil }
+    package init() { decoderID = nil }
 
     init(decoderID: String?) { self.decoderID = decoderID }
 
     /// libheif's version, or nil when `libheif.so.1` cannot be loaded.
-    public static var libraryVersion: String? { attache_heif_version().map { String(cString: $0) } }
+    package static var libraryVersion: String? { attache_heif_version().map { String(cString: $0) } }
 
     /// The `id_name` of the HEVC decoder libheif picks: "attache-avcodec" (FFmpeg's libavcodec) or
     /// "libde265"; nil when libheif cannot be loaded.
@@ -36,7 +36,7 @@ public struct LibHEIFDecoder: HEIFDecoding {
     /// - Throws: ``AttacheError`` in stage `.transform`: `.corruptInput`, `.limitExceeded` (over
     ///   `pixelLimit`, or out of memory), `.unsupportedInput` (a variant libheif has no decoder for),
     ///   `.nativeLibrary` (`libheif.so.1` cannot be loaded).
-    public func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8] {
+    package func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8] {
         var message = [CChar](repeating: 0, count: 256)
         var width: Int32 = 0
         var height: Int32 = 0

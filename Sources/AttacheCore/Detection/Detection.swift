@@ -29,7 +29,7 @@ public struct Detection: Sendable, Equatable, Codable {
     public var preferredFilenameExtension: String?
 
     /// Creates a detection result.
-    public init(
+    package init(
         mimeType: String, kind: MessageKind, extensionMIMEType: String? = nil, mismatch: Bool = false,
         declaredKind: MessageKind? = nil, declaredKindAccepted: Bool = true,
         metadata: MediaMetadata = MediaMetadata(), preferredFilenameExtension: String? = nil
@@ -51,7 +51,7 @@ public struct Detection: Sendable, Equatable, Codable {
     /// two decimals, e.g. `3.52`), `audioCodec`, `videoCodec`, `sampleRate`, `channels`,
     /// `textEncoding`. Booleans are `true`/`false`. The names are stable. The values describe the
     /// source file; a transform that resizes an image should replace `width` and `height`.
-    public var uploadFields: [UploadField] {
+    package var uploadFields: [UploadField] {
         var result = [
             UploadField(name: "mimeType", value: mimeType),
             UploadField(name: "kind", value: kind.rawValue),

@@ -51,17 +51,17 @@ public struct MIMEDetector: Sendable {
             "video/x-msvideo", "video/mp2t", "video/x-flv", "video/ogg", "video/mpeg", "video/x-ms-asf",
         ]
         /// The most bytes one detection may read beyond the first 4 KiB.
-        public var readBudget = 8 << 20
+        package var readBudget = 8 << 20
 
         /// The default rules.
         public init() {}
     }
 
     /// How many bytes every detection reads first.
-    public static let headSize = 4096
+    package static let headSize = 4096
 
     /// The rules in use.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// What the rules say about each known type, computed once so that a detection costs one
     /// table lookup here instead of one per rule.
@@ -80,7 +80,7 @@ public struct MIMEDetector: Sendable {
     }
 
     /// Creates a detector.
-    public init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init()) {
         self.configuration = configuration
         var facts: [(key: String, value: TypeFacts)] = []
         var types = Set(MIMETable.byExtension.values).union(MIMETable.preferredExtension.keys).union(MIMETable.parent.keys)
@@ -122,7 +122,7 @@ public struct MIMEDetector: Sendable {
     /// - Throws: ``AttacheError`` at stage `.detect` naming the file: `.fileNotFound`,
     ///   `.fileUnreadable` (also for directories and other non-regular files), or `.kindMismatch`
     ///   when `declaredKind` contradicts the content and the policy is ``DeclaredKindPolicy/reject``.
-    public func detect(fileAt path: String, declaredKind: MessageKind? = nil) throws -> Detection {
+    package func detect(fileAt path: String, declaredKind: MessageKind? = nil) throws -> Detection {
         var scratch: [UInt8] = []
         return try detect(fileAt: path, declaredKind: declaredKind, reusing: &scratch)
     }
@@ -143,7 +143,7 @@ public struct MIMEDetector: Sendable {
     /// }
     /// ```
     /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
-    public func detect(fileAt path: String, declaredKind: MessageKind? = nil, reusing scratch: inout [UInt8]) throws -> Detection {
+    package func detect(fileAt path: String, declaredKind: MessageKind? = nil, reusing scratch: inout [UInt8]) throws -> Detection {
         let descriptor = try FileDescriptor.openForReading(path, stage: .detect)
         defer { close(descriptor) }
         if scratch.count != Self.headSize { scratch = [UInt8](repeating: 0, count: Self.headSize) }
@@ -177,7 +177,7 @@ public struct MIMEDetector: Sendable {
     /// let detection = try await MIMEDetector().detect(fileAt: path, declaredKind: .image, on: .shared)
     /// ```
     /// - Throws: the same errors as ``detect(fileAt:declaredKind:)``.
-    public func detect(fileAt path: String, declaredKind: MessageKind? = nil, on pool: BlockingPool) async throws -> Detection {
+    package func detect(fileAt path: String, declaredKind: MessageKind? = nil, on pool: BlockingPool) async throws -> Detection {
         try await pool.run { try self.detect(fileAt: path, declaredKind: declaredKind) }
     }
 
@@ -188,14 +188,14 @@ public struct MIMEDetector: Sendable {
     /// ```swift
     /// let detection = MIMEDetector().detect(prefix: Array(data.prefix(4096)), filename: "a.png")
     /// ```
-    public func detect(prefix: [UInt8], filename: String?) -> Detection {
+    package func detect(prefix: [UInt8], filename: String?) -> Detection {
         let source = SniffSource(head: prefix, size: nil)
         return classify(Sniffer.sniff(source), source: source, filename: filename)
     }
 
     /// Detects content held whole in memory, exactly as a file with these bytes would be detected.
     /// - Throws: ``AttacheError`` `.kindMismatch` under the ``DeclaredKindPolicy/reject`` policy.
-    public func detect(contents: [UInt8], filename: String?, declaredKind: MessageKind? = nil) throws -> Detection {
+    package func detect(contents: [UInt8], filename: String?, declaredKind: MessageKind? = nil) throws -> Detection {
         let source = SniffSource(head: contents, size: Int64(contents.count))
         return try finish(Sniffer.sniff(source), source: source, filename: filename, declaredKind: declaredKind, file: filename)
     }

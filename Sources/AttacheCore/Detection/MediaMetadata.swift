@@ -38,7 +38,7 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
     public var textEncoding: String?
 
     /// Creates metadata; every field defaults to unknown.
-    public init(
+    package init(
         width: Int? = nil, height: Int? = nil, orientation: Int? = nil, rotation: Int? = nil,
         hasAlpha: Bool? = nil, isAnimated: Bool? = nil, frameCount: Int? = nil,
         duration: Double? = nil, audioCodec: String? = nil, videoCodec: String? = nil,

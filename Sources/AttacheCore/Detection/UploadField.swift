@@ -1,6 +1,6 @@
 /// One form field of an upload: a name and a text value.
 ///
-/// Detection derives these from what it read in the file's headers (see ``Detection/uploadFields``);
+/// Detection derives these from what it read in the file's headers (see `Detection.uploadFields`);
 /// the pipeline adds its own and sends them all as `multipart/form-data` fields.
 ///
 /// ```swift

@@ -5,7 +5,7 @@ import Glibc
 /// a passphrase (`legacy-*`).
 ///
 /// Keys come from a file, an environment variable or the CSPRNG — never from command-line arguments,
-/// which other users of the machine can read. The bytes live in ``SecureBytes`` and are wiped when the
+/// which other users of the machine can read. The bytes live in `SecureBytes` and are wiped when the
 /// last copy of the key is released. `description` never shows them.
 ///
 /// ```swift
@@ -20,12 +20,12 @@ import Glibc
 /// receipt) the key is its text: base64 for raw keys, the passphrase itself for `legacy-*` ones.
 public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The key bytes (for a passphrase: its UTF-8 bytes).
-    public let bytes: SecureBytes
+    package let bytes: SecureBytes
     /// Whether the bytes are a passphrase of the `legacy-*` schemes rather than raw key bytes.
     public let isPassphrase: Bool
 
     /// Wraps raw key bytes (32 or 64) or passphrase bytes.
-    public init(bytes: SecureBytes, isPassphrase: Bool = false) {
+    package init(bytes: SecureBytes, isPassphrase: Bool = false) {
         self.bytes = bytes
         self.isPassphrase = isPassphrase
     }
@@ -58,7 +58,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     /// Reads a key file: exactly 32 or 64 raw bytes, or the base64 (or base64url) text of 32 or 64
     /// bytes, surrounding whitespace ignored.
     /// - Throws: ``AttacheError`` `.fileNotFound`, `.fileUnreadable` or `.invalidKey` (stage `.seal`).
-    public init(contentsOfFile path: String) throws {
+    package init(contentsOfFile path: String) throws {
         let contents = try Self.readSmallFile(path)
         if contents.count == 32 || contents.count == 64 {
             self.init(bytes: SecureBytes(contents.contents))
@@ -74,7 +74,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// Reads a legacy passphrase file: its UTF-8 text without one trailing line break.
     /// - Throws: ``AttacheError`` `.fileNotFound`, `.fileUnreadable` or `.invalidKey`.
-    public init(passphraseFile path: String) throws {
+    package init(passphraseFile path: String) throws {
         let contents = try Self.readSmallFile(path)
         var end = contents.count
         if end > 0, contents.bytes[end - 1] == 0x0A { end -= 1 }
@@ -88,7 +88,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     /// Reads the base64 (or base64url) text of a 32- or 64-byte key from an environment variable; for
     /// a legacy passphrase use ``init(passphraseEnvironmentVariable:)``.
     /// - Throws: ``AttacheError`` `.invalidKey` when the variable is unset or not such text.
-    public init(environmentVariable name: String) throws {
+    package init(environmentVariable name: String) throws {
         guard let value = getenv(name) else {
             throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set")
         }
@@ -103,7 +103,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// Reads a legacy passphrase from an environment variable.
     /// - Throws: ``AttacheError`` `.invalidKey` when the variable is unset or empty.
-    public init(passphraseEnvironmentVariable name: String) throws {
+    package init(passphraseEnvironmentVariable name: String) throws {
         guard let value = getenv(name), strlen(value) > 0 else {
             throw AttacheError(.invalidKey, stage: .seal, "the environment variable \(name) is not set or empty")
         }
@@ -113,7 +113,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     /// Writes the key to a new file with mode 0600: base64 text and a line break (a passphrase as its
     /// text). Never overwrites: an existing file may hold the only copy of another key.
     /// - Throws: ``AttacheError`` `.fileUnwritable` when the file exists or cannot be written.
-    public func write(toNewFile path: String) throws {
+    package func write(toNewFile path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
@@ -152,7 +152,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     public var base64: String { base64EncodedString }
 
     /// The key as base64 text (a passphrase as itself); the same as ``base64``.
-    public var base64EncodedString: String {
+    package var base64EncodedString: String {
         if isPassphrase { return bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         return bytes.withUnsafeBytes { Base64.encode($0, alphabet: .standard) }
     }

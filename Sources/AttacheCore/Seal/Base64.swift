@@ -13,9 +13,9 @@ internal import CBase64
 /// let text = Base64.encode(Array("hi".utf8))          // "aGk="
 /// let bytes = try Base64.decode(text)                  // [0x68, 0x69]
 /// ```
-public enum Base64 {
+package enum Base64 {
     /// A 64-character alphabet with its lookup tables.
-    public struct Alphabet: Sendable {
+    package struct Alphabet: Sendable {
         let characters: [UInt8]
         /// `pairs[i]` holds the characters for the 12-bit value `i`, first character in the low byte.
         let pairs: [UInt16]
@@ -41,33 +41,33 @@ public enum Base64 {
         }
 
         /// RFC 4648 §4: `A–Z a–z 0–9 + /`, padded with `=`.
-        public static let standard = Alphabet(
+        package static let standard = Alphabet(
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", padded: true)
         /// RFC 4648 §5: `A–Z a–z 0–9 - _`, unpadded (the length is known from the byte count).
-        public static let url = Alphabet(
+        package static let url = Alphabet(
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", padded: false)
     }
 
     /// The number of characters `count` bytes encode to.
-    public static func encodedCount(_ count: Int64, padded: Bool) -> Int64 {
+    package static func encodedCount(_ count: Int64, padded: Bool) -> Int64 {
         padded ? (count + 2) / 3 * 4 : (count * 4 + 2) / 3
     }
 
     /// The number of characters `count` bytes encode to.
-    public static func encodedCount(_ count: Int, padded: Bool) -> Int {
+    package static func encodedCount(_ count: Int, padded: Bool) -> Int {
         Int(encodedCount(Int64(count), padded: padded))
     }
 
     /// An upper bound on the bytes `count` characters decode to.
-    public static func maximumDecodedCount(_ count: Int) -> Int { (count + 3) / 4 * 3 }
+    package static func maximumDecodedCount(_ count: Int) -> Int { (count + 3) / 4 * 3 }
 
     /// Encodes `bytes` as text in the alphabet's own padding convention.
-    public static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet = .standard) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>, alphabet: Alphabet = .standard) -> String {
         Array(bytes).withUnsafeBytes { encode($0, alphabet: alphabet) }
     }
 
     /// Encodes raw bytes as text in the alphabet's own padding convention.
-    public static func encode(_ bytes: UnsafeRawBufferPointer, alphabet: Alphabet = .standard) -> String {
+    package static func encode(_ bytes: UnsafeRawBufferPointer, alphabet: Alphabet = .standard) -> String {
         let count = encodedCount(bytes.count, padded: alphabet.padded)
         return String(unsafeUninitializedCapacity: count) { out in
             encode(bytes, into: UnsafeMutableRawBufferPointer(out), alphabet: alphabet, padded: alphabet.padded)
@@ -76,7 +76,7 @@ public enum Base64 {
 
     /// Decodes text strictly.
     /// - Throws: ``AttacheError`` `.base64Invalid` naming the offset of the first bad character.
-    public static func decode(_ text: String, alphabet: Alphabet = .standard) throws -> [UInt8] {
+    package static func decode(_ text: String, alphabet: Alphabet = .standard) throws -> [UInt8] {
         var utf8 = Array(text.utf8)
         return try utf8.withUnsafeMutableBytes { input in
             var out = [UInt8](repeating: 0, count: maximumDecodedCount(input.count))

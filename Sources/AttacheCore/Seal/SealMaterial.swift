@@ -19,14 +19,14 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
     /// The key the attachment is sealed with (returned in the receipt).
     public let key: AttachmentKey
     /// 32 random bytes from which every part's salt, nonce prefix or IV is derived.
-    public let nonceSeed: SecureBytes
+    package let nonceSeed: SecureBytes
 
     static let seedCount = 32
     private static let prefix = "attache-seal-v1:"
 
     /// Wraps a key and a seed of 32 bytes.
     /// - Throws: ``AttacheError`` `.invalidKey` when the seed is not 32 bytes.
-    public init(key: AttachmentKey, nonceSeed: SecureBytes) throws {
+    package init(key: AttachmentKey, nonceSeed: SecureBytes) throws {
         guard nonceSeed.count == Self.seedCount else {
             throw AttacheError(.invalidKey, stage: .seal, "a seal nonce seed must be \(Self.seedCount) bytes")
         }
@@ -69,7 +69,7 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the key is of the kind `scheme` takes (32 bytes, 64 bytes, a passphrase); material made
     /// for one scheme is not reused for another.
-    public func suits(_ scheme: SealScheme) -> Bool {
+    package func suits(_ scheme: SealScheme) -> Bool {
         switch scheme {
         case .streamGCM, .none: !key.isPassphrase && key.bytes.count == 32
         case .signal: !key.isPassphrase && key.bytes.count == 64

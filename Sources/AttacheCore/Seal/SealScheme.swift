@@ -19,10 +19,10 @@ public enum SealScheme: String, Sendable, CaseIterable, Codable, CustomStringCon
     public var description: String { rawValue }
 
     /// Whether the scheme detects modified ciphertext.
-    public var isAuthenticated: Bool { self == .streamGCM || self == .signal }
+    package var isAuthenticated: Bool { self == .streamGCM || self == .signal }
 
     /// Whether keys for this scheme are passphrases (the old `NSData+AES256` string keys).
-    public var usesPassphrase: Bool { self == .legacyCBC || self == .legacyECB }
+    package var usesPassphrase: Bool { self == .legacyCBC || self == .legacyECB }
 }
 
 /// How sealed bytes are represented on the wire.

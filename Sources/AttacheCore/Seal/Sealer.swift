@@ -11,23 +11,23 @@
 /// let payload = try sealer.seal(try FileSource(path: "video.mp4"))
 /// print(payload.byteCount)   // exact, before anything is read
 /// ```
-public struct Sealer: Sendable {
+package struct Sealer: Sendable {
     /// The encryption scheme.
-    public let scheme: SealScheme
+    package let scheme: SealScheme
     /// The key (its size must suit the scheme; checked by ``seal(_:)``).
-    public let key: AttachmentKey
+    package let key: AttachmentKey
     /// How the sealed bytes are represented.
-    public let transferEncoding: TransferEncoding
+    package let transferEncoding: TransferEncoding
 
     /// Creates a sealer; nothing is checked until ``seal(_:)``.
-    public init(scheme: SealScheme, key: AttachmentKey, transferEncoding: TransferEncoding = .binary) {
+    package init(scheme: SealScheme, key: AttachmentKey, transferEncoding: TransferEncoding = .binary) {
         self.scheme = scheme
         self.key = key
         self.transferEncoding = transferEncoding
     }
 
     /// The exact number of bytes a payload of `n` plaintext bytes has, encoding included.
-    public func sealedByteCount(forPlaintextCount n: Int64) -> Int64 {
+    package func sealedByteCount(forPlaintextCount n: Int64) -> Int64 {
         let binary: Int64
         switch scheme {
         case .streamGCM: binary = StreamGCM.sealedCount(forPlaintextCount: n)
@@ -41,7 +41,7 @@ public struct Sealer: Sendable {
     /// Wraps a plaintext source; nothing is read until the returned payload's reader is pulled.
     /// - Throws: ``AttacheError`` `.invalidKey` when the key does not suit the scheme (32 bytes for
     ///   `stream-gcm`, 64 for `signal`, non-empty for `legacy-*`).
-    public func seal(_ plaintext: any ByteSource) throws -> SealedPayload {
+    package func seal(_ plaintext: any ByteSource) throws -> SealedPayload {
         let plan: SealedPayload.Plan
         switch scheme {
         case .streamGCM: plan = .streamGCM(try StreamGCMSealPlan(key: key))
@@ -63,7 +63,7 @@ public struct Sealer: Sendable {
     /// process, which is what a replayed or resumed upload needs. The sealer's own key is used (normally
     /// `material.key`, or a configured fixed key).
     /// - Throws: ``AttacheError`` `.invalidKey` when the key does not suit the scheme.
-    public func seal(_ plaintext: any ByteSource, material: SealMaterial, part: Int) throws -> SealedPayload {
+    package func seal(_ plaintext: any ByteSource, material: SealMaterial, part: Int) throws -> SealedPayload {
         let plan: SealedPayload.Plan
         switch scheme {
         case .streamGCM:
@@ -100,7 +100,7 @@ public struct Sealer: Sendable {
 ///
 /// Re-opening gives identical bytes (same key, salt, nonces, IV), which is what makes a retried upload
 /// the same upload.
-public struct SealedPayload: ByteSource {
+package struct SealedPayload: ByteSource {
     enum Plan: Sendable {
         case streamGCM(StreamGCMSealPlan)
         case signal(iv: [UInt8])
@@ -109,20 +109,20 @@ public struct SealedPayload: ByteSource {
     }
 
     /// The encryption scheme.
-    public var scheme: SealScheme { sealer.scheme }
+    package var scheme: SealScheme { sealer.scheme }
     /// The transfer encoding applied after encryption.
-    public var transferEncoding: TransferEncoding { sealer.transferEncoding }
+    package var transferEncoding: TransferEncoding { sealer.transferEncoding }
     /// The plaintext length, which `signal` receivers need to strip the bucket padding.
-    public var plaintextByteCount: Int64 { plaintext.byteCount }
+    package var plaintextByteCount: Int64 { plaintext.byteCount }
     /// The exact number of bytes every reader produces.
-    public var byteCount: Int64 { sealer.sealedByteCount(forPlaintextCount: plaintext.byteCount) }
+    package var byteCount: Int64 { sealer.sealedByteCount(forPlaintextCount: plaintext.byteCount) }
 
     /// The scheme's digest as lowercase hex, known once a reader has been read to the end, nil before.
     ///
     /// `signal`: SHA-256 of the whole encrypted blob (before any transfer encoding), as Signal puts in
     /// its attachment pointer. Other schemes have no digest (nil): `stream-gcm` authenticates every
     /// segment and a second hash pass would halve its throughput.
-    public var digest: String? { digestBox.digest }
+    package var digest: String? { digestBox.digest }
 
     let sealer: Sealer
     let plaintext: any ByteSource
@@ -137,7 +137,7 @@ public struct SealedPayload: ByteSource {
 
     /// Opens a new reader positioned at the first sealed byte.
     /// - Throws: ``AttacheError`` when the plaintext cannot be opened.
-    public func makeReader() throws -> any ByteReader {
+    package func makeReader() throws -> any ByteReader {
         let binary = BinarySealedSource(payload: self)
         switch transferEncoding {
         case .binary: return try binary.makeReader()
@@ -153,7 +153,7 @@ extension SealedPayload {
     /// schemes and transfer encodings seal from the start and discard the bytes before `offset`
     /// (their output does not split into independent pieces).
     /// - Throws: ``AttacheError`` when the plaintext cannot be opened or read.
-    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+    package func makeReader(startingAt offset: Int64) throws -> any ByteReader {
         guard offset > 0 else { return try makeReader() }
         guard transferEncoding == .binary, case .streamGCM(let plan) = plan,
             // Within the header and the first segment, sealing from the start costs at most one segment.

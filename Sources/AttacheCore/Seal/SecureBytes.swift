@@ -9,19 +9,19 @@ internal import COpenSSL
 /// let bytes = SecureBytes(randomCount: 32)
 /// bytes.withUnsafeBytes { key in /* hand to a cipher */ }
 /// ```
-public final class SecureBytes: Sendable, CustomStringConvertible {
+package final class SecureBytes: Sendable, CustomStringConvertible {
     // Immutable after `init` finishes (the only writers run inside initialisers in this module), so
     // concurrent reads are safe; a raw pointer is not Sendable by itself.
     private nonisolated(unsafe) let storage: UnsafeMutableRawBufferPointer
 
     /// Creates `count` bytes from OpenSSL's CSPRNG.
-    public convenience init(randomCount count: Int) {
+    package convenience init(randomCount count: Int) {
         self.init(zeroedCount: count)
         SecureRandom.fill(storage)
     }
 
     /// Copies `bytes`; the caller remains responsible for wiping its own copy.
-    public convenience init(_ bytes: some Collection<UInt8>) {
+    package convenience init(_ bytes: some Collection<UInt8>) {
         self.init(zeroedCount: bytes.count)
         _ = storage.initializeMemory(as: UInt8.self, from: bytes)
     }
@@ -38,10 +38,10 @@ public final class SecureBytes: Sendable, CustomStringConvertible {
     }
 
     /// The number of bytes.
-    public let count: Int
+    package let count: Int
 
     /// Calls `body` with the bytes; do not let the pointer escape.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(rebasing: storage[..<count]))
     }
 
@@ -49,5 +49,5 @@ public final class SecureBytes: Sendable, CustomStringConvertible {
     var mutableBytes: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(rebasing: storage[..<count]) }
 
     /// Never the bytes themselves.
-    public var description: String { "SecureBytes(\(count) bytes)" }
+    package var description: String { "SecureBytes(\(count) bytes)" }
 }

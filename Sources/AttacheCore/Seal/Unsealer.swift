@@ -12,18 +12,18 @@ import Glibc
 /// let unsealer = Unsealer(scheme: .streamGCM, key: try AttachmentKey(contentsOfFile: "photo.key"))
 /// try unsealer.unseal(fileAt: "photo.sealed", to: "photo.jpg")
 /// ```
-public struct Unsealer: Sendable {
+package struct Unsealer: Sendable {
     /// The encryption scheme.
-    public let scheme: SealScheme
+    package let scheme: SealScheme
     /// The key.
-    public let key: AttachmentKey
+    package let key: AttachmentKey
     /// How the sealed bytes are represented.
-    public let transferEncoding: TransferEncoding
+    package let transferEncoding: TransferEncoding
     /// For `signal`: the real plaintext length from the receipt. When nil the bucket padding is kept.
-    public let plaintextByteCount: Int64?
+    package let plaintextByteCount: Int64?
 
     /// Creates an unsealer; `plaintextByteCount` matters only for `signal`.
-    public init(
+    package init(
         scheme: SealScheme, key: AttachmentKey, transferEncoding: TransferEncoding = .binary,
         plaintextByteCount: Int64? = nil
     ) {
@@ -37,7 +37,7 @@ public struct Unsealer: Sendable {
     ///
     /// `signal` reads `sealed` twice (MAC first), which is why this takes a re-openable source.
     /// - Throws: ``AttacheError`` — here for a bad key size, otherwise from the reader's `read`.
-    public func unseal(_ sealed: any ByteSource) throws -> any ByteReader {
+    package func unseal(_ sealed: any ByteSource) throws -> any ByteReader {
         let encoding = transferEncoding
         let openBinary: @Sendable () throws -> any ByteReader = {
             let raw = try sealed.makeReader()
@@ -66,7 +66,7 @@ public struct Unsealer: Sendable {
     /// link to one) are written in place as a stream (``OutputDestination``): each `stream-gcm` segment
     /// is verified before it is written, but a failure later leaves the verified part written.
     /// - Throws: ``AttacheError`` naming `input` (sealed-data and key errors) or `output` (write errors).
-    public func unseal(fileAt input: String, to output: String) throws {
+    package func unseal(fileAt input: String, to output: String) throws {
         do {
             let source = try FileSource(path: input)
             let destination = OutputDestination(path: output, stage: .seal)
@@ -109,7 +109,7 @@ extension ByteSource {
     /// try await BlockingPool.shared.run { try payload.write(toFile: "video.sealed") }
     /// ```
     /// - Throws: ``AttacheError`` from reading the source, or `.fileUnwritable` naming `path`.
-    public func write(toFile path: String) throws {
+    package func write(toFile path: String) throws {
         try OutputDestination(path: path, stage: .seal).write(try makeReader())
     }
 }
@@ -126,7 +126,7 @@ extension SealedPayload {
     /// ```
     /// - Throws: ``AttacheError`` from reading the plaintext (`.fileChanged` when the file is not what
     ///   its ``FileSource`` recorded), or `.fileUnwritable` naming `path`.
-    public func write(toFile path: String) throws {
+    package func write(toFile path: String) throws {
         let destination = OutputDestination(path: path, stage: .seal)
         guard case .streamGCM(let plan) = plan, transferEncoding == .binary, let file = plaintext as? FileSource,
             destination.allowsPositionedWrites

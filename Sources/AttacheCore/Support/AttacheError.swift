@@ -203,7 +203,7 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
     }
 
     /// Returns a copy that names `file`, unless a file is already named.
-    public func concerning(_ file: String) -> AttacheError {
+    package func concerning(_ file: String) -> AttacheError {
         var copy = self
         if copy.file == nil { copy.file = file }
         return copy

@@ -51,26 +51,26 @@ extension ByteReader {
 /// The bytes `offset ..< offset + count` of another source: one chunk of a resumable upload. Opening
 /// it opens the base at `offset` (see ``ByteSource/makeReader(startingAt:)``), so a chunk sent again
 /// costs only its own bytes.
-public struct ByteSourceSlice: ByteSource {
+package struct ByteSourceSlice: ByteSource {
     /// The whole source.
-    public let base: any ByteSource
+    package let base: any ByteSource
     /// Where the slice starts in `base`.
-    public let offset: Int64
+    package let offset: Int64
     /// The slice's length.
-    public let byteCount: Int64
+    package let byteCount: Int64
 
     /// Creates the slice `offset ..< offset + count` of `base` (clamped to its end).
-    public init(_ base: any ByteSource, offset: Int64, count: Int64) {
+    package init(_ base: any ByteSource, offset: Int64, count: Int64) {
         self.base = base
         self.offset = max(0, min(offset, base.byteCount))
         self.byteCount = max(0, min(count, base.byteCount - self.offset))
     }
 
-    public func makeReader() throws -> any ByteReader {
+    package func makeReader() throws -> any ByteReader {
         LimitedReader(base: try base.makeReader(startingAt: offset), limit: byteCount)
     }
 
-    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+    package func makeReader(startingAt offset: Int64) throws -> any ByteReader {
         let start = max(0, min(offset, byteCount))
         return LimitedReader(base: try base.makeReader(startingAt: self.offset + start), limit: byteCount - start)
     }
@@ -133,7 +133,7 @@ extension ByteReader {
 /// Bytes held in memory: form fields, small parts, tests.
 public struct DataSource: ByteSource {
     /// The bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Creates a source over `bytes`.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -180,9 +180,9 @@ public struct FileSource: ByteSource {
     /// The size seen when the source was created.
     public let byteCount: Int64
     /// The modification time seen when the source was created, in nanoseconds since the epoch.
-    public let modificationTime: Int64
+    package let modificationTime: Int64
     /// Whether readers check the content itself before handing out the last byte.
-    public let verifiesContent: Bool
+    package let verifiesContent: Bool
 
     /// Creates a source for the file at `path`, recording its size and modification time.
     /// - Parameter verifiesContent: fingerprint the bytes as they are read and compare them with a
@@ -216,7 +216,7 @@ public struct FileSource: ByteSource {
     /// A fingerprint of the file's whole content as it is now (a fast non-cryptographic hash), to tell
     /// whether the bytes changed between two moments.
     /// - Throws: ``AttacheError`` from opening or reading, `.fileChanged` when the size changed.
-    public func contentFingerprint() throws -> UInt64 {
+    package func contentFingerprint() throws -> UInt64 {
         let reader = try Reader(source: FileSource(copying: self, verifiesContent: false))
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
         defer { buffer.deallocate() }
@@ -340,16 +340,16 @@ public struct FileSource: ByteSource {
 }
 
 /// Several sources one after the other, as one source.
-public struct ConcatenatedSource: ByteSource {
+package struct ConcatenatedSource: ByteSource {
     /// The parts, in order.
-    public let parts: [any ByteSource]
+    package let parts: [any ByteSource]
 
     /// Creates a source that yields every part in order.
-    public init(_ parts: [any ByteSource]) { self.parts = parts }
+    package init(_ parts: [any ByteSource]) { self.parts = parts }
 
-    public var byteCount: Int64 { parts.reduce(0) { $0 + $1.byteCount } }
+    package var byteCount: Int64 { parts.reduce(0) { $0 + $1.byteCount } }
 
-    public func makeReader() throws -> any ByteReader { Reader(parts: parts) }
+    package func makeReader() throws -> any ByteReader { Reader(parts: parts) }
 
     private final class Reader: ByteReader {
         let parts: [any ByteSource]

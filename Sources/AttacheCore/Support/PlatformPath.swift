@@ -13,12 +13,12 @@ import Glibc
 ///
 /// The name sent to a server is never one of these escapes: ``displayName(_:)`` replaces each raw byte
 /// with U+FFFD, the standard replacement character.
-public enum PlatformPath {
+package enum PlatformPath {
     private static let base: UInt32 = 0x10_FF00
     private static let first: UInt32 = 0x10_FF80
 
     /// The string that stands for the path bytes `bytes` (no NUL).
-    public static func string(fromBytes bytes: some Collection<UInt8>) -> String {
+    package static func string(fromBytes bytes: some Collection<UInt8>) -> String {
         let bytes = Array(bytes)
         var scalars = String.UnicodeScalarView()
         var index = 0
@@ -45,20 +45,20 @@ public enum PlatformPath {
     }
 
     /// The string for a NUL-terminated C path.
-    public static func string(cString: UnsafePointer<CChar>) -> String {
+    package static func string(cString: UnsafePointer<CChar>) -> String {
         string(fromBytes: UnsafeBufferPointer(start: cString, count: strlen(cString)).lazy.map { UInt8(bitPattern: $0) })
     }
 
     /// The process's arguments with their exact bytes (`CommandLine.arguments` replaces bytes that are
     /// not UTF-8, so a file named that way could not be found again), the program name first.
-    public static var commandLineArguments: [String] {
+    package static var commandLineArguments: [String] {
         (0..<Int(CommandLine.argc)).compactMap { index in
             CommandLine.unsafeArgv[index].map { string(cString: $0) }
         }
     }
 
     /// The exact bytes `path` stands for.
-    public static func bytes(of path: String) -> [UInt8] {
+    package static func bytes(of path: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(path.utf8.count)
         for scalar in path.unicodeScalars {
@@ -72,12 +72,12 @@ public enum PlatformPath {
     }
 
     /// Whether `path` holds bytes that are not valid UTF-8 (or escaped reserved code points).
-    public static func hasRawBytes(_ path: String) -> Bool {
+    package static func hasRawBytes(_ path: String) -> Bool {
         path.unicodeScalars.contains { $0.value >= first }
     }
 
     /// Calls `body` with the NUL-terminated bytes of `path`, for system calls.
-    public static func withCString<R>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+    package static func withCString<R>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
         if !hasRawBytes(path) { return try path.withCString(body) }
         var bytes = bytes(of: path).map { CChar(bitPattern: $0) }
         bytes.append(0)
@@ -85,7 +85,7 @@ public enum PlatformPath {
     }
 
     /// `path` as text for people and servers: each raw byte becomes U+FFFD.
-    public static func displayName(_ path: String) -> String {
+    package static func displayName(_ path: String) -> String {
         guard hasRawBytes(path) else { return path }
         var scalars = String.UnicodeScalarView()
         var previousRaw = false
@@ -117,7 +117,7 @@ public enum PlatformPath {
     }
 
     /// `path` for a terminal or a log line: each raw byte as `\xNN`.
-    public static func escapedName(_ path: String) -> String {
+    package static func escapedName(_ path: String) -> String {
         guard hasRawBytes(path) else { return path }
         var text = ""
         for scalar in path.unicodeScalars {

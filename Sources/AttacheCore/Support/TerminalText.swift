@@ -20,10 +20,10 @@
 /// ```swift
 /// let line = "attache: " + TerminalText.escaping(name)
 /// ```
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with the characters of the rule above replaced by their escapes; `text` itself when it
     /// has none (the common case costs one scan of its bytes).
-    public static func escaping(_ text: String) -> String {
+    package static func escaping(_ text: String) -> String {
         guard needsEscaping(text) else { return text }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count + 16)
@@ -32,7 +32,7 @@ public enum TerminalText {
     }
 
     /// Whether `text` holds a character that ``escaping(_:)`` replaces.
-    public static func needsEscaping(_ text: String) -> Bool {
+    package static func needsEscaping(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
             var index = 0
@@ -53,7 +53,7 @@ public enum TerminalText {
     }
 
     /// Appends the UTF-8 of `text` to `bytes`, escaped by the rule above.
-    public static func append(_ text: String, to bytes: inout [UInt8]) {
+    package static func append(_ text: String, to bytes: inout [UInt8]) {
         var text = text
         text.withUTF8 { source in
             var index = 0
@@ -100,7 +100,7 @@ public enum TerminalText {
     ///
     /// Only valid where every such character is inside a string (always true of valid JSON, whose
     /// structure is ASCII and has no controls). C0 controls are escaped by every JSON encoder already.
-    public static func escapingJSONControls(_ json: [UInt8]) -> [UInt8] {
+    package static func escapingJSONControls(_ json: [UInt8]) -> [UInt8] {
         guard json.contains(where: { $0 == 0x7F || $0 == 0xC2 }) else { return json }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(json.count + 12)

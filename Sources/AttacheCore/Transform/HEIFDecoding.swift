@@ -4,7 +4,7 @@
 /// The decoder (libheif, in the `Attache` library: ``Transformer/Configuration/heifDecoder``) lives outside
 /// this module because libheif is a shared library only and the `attache` front executable is linked fully
 /// statically.
-public protocol HEIFDecoding: Sendable {
+package protocol HEIFDecoding: Sendable {
     /// Decodes the primary image of the HEIF or AVIF file `data` with its orientation (`irot`, `imir`)
     /// applied and any alpha composited on white, as an uncompressed top-down 24-bit BMP: lossless and
     /// metadata-free, ready for the photo path.

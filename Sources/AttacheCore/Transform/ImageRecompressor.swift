@@ -48,9 +48,9 @@ public struct ImageRecompressor: Sendable {
         public var pixelLimit = 100_000_000
         /// The most scans a progressive JPEG may have; each scan is a full pass over the coefficients,
         /// so a crafted file with thousands of tiny scans costs minutes of CPU.
-        public var maxProgressiveScans = 64
+        package var maxProgressiveScans = 64
         /// Whether a JPEG that is already small enough is sent as it is (metadata stripped).
-        public var passThroughSmallJPEG = true
+        package var passThroughSmallJPEG = true
         /// How much larger than the output a JPEG's DCT-scaled decode must be, at least.
         ///
         /// libjpeg-turbo's 1/2, 1/4 and 1/8 reductions are 2×2, 4×4 and 8×8 box averages: they fold
@@ -59,7 +59,7 @@ public struct ImageRecompressor: Sendable {
         /// still has a factor of two to filter that detail out properly: a 12 MP photo bound for
         /// 1280 px is decoded at 3/4 scale, and comes out as sharp as from a full decode. 1 is cheaper
         /// (1/2 scale for that photo, about 15 % less CPU) at a measurable loss on detailed pictures.
-        public var decodeOversampling = 2.0
+        package var decodeOversampling = 2.0
         /// The largest input file read, in bytes.
         public var maxInputByteCount = 200 << 20
         /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
@@ -68,7 +68,7 @@ public struct ImageRecompressor: Sendable {
         /// decoded a few rows at a time and needs no such bound; a non-interlaced PNG whose image data,
         /// inflated plus compressed, fits in it is inflated in one piece for speed, and otherwise
         /// streams (never refused for it).
-        public var wholeImageByteLimit = 64 << 20
+        package var wholeImageByteLimit = 64 << 20
         /// The side of a sticker (the longer side is made exactly this long).
         public var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
@@ -89,10 +89,10 @@ public struct ImageRecompressor: Sendable {
     }
 
     /// The options this recompressor applies.
-    public let options: Options
+    package let options: Options
 
     /// Creates a recompressor.
-    public init(options: Options = .standard) {
+    package init(options: Options = .standard) {
         self.options = options
     }
 
@@ -111,7 +111,7 @@ public struct ImageRecompressor: Sendable {
     /// ```swift
     /// let result = try ImageRecompressor().recompress(fileAt: "photo.jpg", to: "photo-small.jpg")
     /// ```
-    public func recompress(fileAt input: String, to output: String) throws -> RecompressionResult {
+    package func recompress(fileAt input: String, to output: String) throws -> RecompressionResult {
         do {
             let data = try ImageFile.read(input, limit: options.maxInputByteCount)
             let outcome = try recompress(data, thumbnailSides: [])
@@ -131,7 +131,7 @@ public struct ImageRecompressor: Sendable {
     /// ```swift
     /// try ImageRecompressor().makeSticker(fileAt: "cat.png", to: "cat.webp")
     /// ```
-    public func makeSticker(fileAt input: String, to output: String) throws -> RecompressionResult {
+    package func makeSticker(fileAt input: String, to output: String) throws -> RecompressionResult {
         do {
             let data = try ImageFile.read(input, limit: options.maxInputByteCount)
             let outcome = try makeSticker(data, thumbnailSides: [])
@@ -145,16 +145,16 @@ public struct ImageRecompressor: Sendable {
     // MARK: - In memory
 
     /// The result of one image held in memory.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// The new bytes; nil when the input is sent as it is (``bytes(of:)`` picks).
-        public var bytes: [UInt8]?
+        package var bytes: [UInt8]?
         /// What was done: format, dimensions, sizes.
-        public var result: RecompressionResult
+        package var result: RecompressionResult
         /// The thumbnails asked for, largest side as given, in order.
-        public var thumbnails: [Thumbnail]
+        package var thumbnails: [Thumbnail]
 
         /// The bytes to send: ``bytes``, or `input` when it passes through unchanged.
-        public func bytes(of input: [UInt8]) -> [UInt8] { bytes ?? input }
+        package func bytes(of input: [UInt8]) -> [UInt8] { bytes ?? input }
     }
 
     /// Recompresses a photo held in memory, as ``recompress(fileAt:to:)`` does a file, and makes
@@ -167,7 +167,7 @@ public struct ImageRecompressor: Sendable {
     /// let toSend = outcome.bytes(of: jpegBytes)
     /// ```
     /// - Throws: ``AttacheError`` in stage `.transform` as ``recompress(fileAt:to:)`` does, without a file.
-    public func recompress(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
+    package func recompress(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
                                               wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
@@ -214,7 +214,7 @@ public struct ImageRecompressor: Sendable {
 
     /// Makes a sticker from an image held in memory, as ``makeSticker(fileAt:to:)`` does from a file.
     /// - Throws: ``AttacheError`` as ``makeSticker(fileAt:to:)`` does, without a file.
-    public func makeSticker(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
+    package func makeSticker(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
                                               wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
@@ -326,26 +326,26 @@ public struct ImageRecompressor: Sendable {
 }
 
 /// What recompressing one image did.
-public struct RecompressionResult: Sendable, Codable, Equatable {
+package struct RecompressionResult: Sendable, Codable, Equatable {
     /// The input's width as displayed (after EXIF orientation).
-    public var inputWidth: Int
+    package var inputWidth: Int
     /// The input's height as displayed.
-    public var inputHeight: Int
+    package var inputHeight: Int
     /// The output's width.
-    public var outputWidth: Int
+    package var outputWidth: Int
     /// The output's height.
-    public var outputHeight: Int
+    package var outputHeight: Int
     /// The input file's size.
-    public var inputByteCount: Int64
+    package var inputByteCount: Int64
     /// The output file's size.
-    public var outputByteCount: Int64
+    package var outputByteCount: Int64
     /// Whether the input's compressed data was kept (byte for byte, or with only metadata removed).
-    public var passedThrough: Bool
+    package var passedThrough: Bool
     /// The output's media type.
-    public var mimeType: String
+    package var mimeType: String
 
     /// Creates a result.
-    public init(inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int,
+    package init(inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int,
                 inputByteCount: Int64, outputByteCount: Int64, passedThrough: Bool, mimeType: String) {
         self.inputWidth = inputWidth
         self.inputHeight = inputHeight

@@ -1,20 +1,20 @@
 /// A small JPEG preview of an image or sticker, sent as its own multipart part.
-public struct Thumbnail: Sendable {
+package struct Thumbnail: Sendable {
     /// The part name: `thumbnail` (≤ 320 px) or `thumbnailTiny` (≈ 40 px).
-    public var name: String
+    package var name: String
     /// The part's filename.
-    public var filename: String
+    package var filename: String
     /// Always `image/jpeg`.
-    public var mimeType: String
+    package var mimeType: String
     /// The JPEG bytes.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
     /// The preview's width.
-    public var width: Int
+    package var width: Int
     /// The preview's height.
-    public var height: Int
+    package var height: Int
 
     /// Creates a thumbnail.
-    public init(name: String, filename: String, mimeType: String, bytes: [UInt8], width: Int, height: Int) {
+    package init(name: String, filename: String, mimeType: String, bytes: [UInt8], width: Int, height: Int) {
         self.name = name
         self.filename = filename
         self.mimeType = mimeType

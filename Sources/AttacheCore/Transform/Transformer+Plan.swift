@@ -1,6 +1,6 @@
 extension Transformer.Configuration {
     /// What the Transform stage does with a file.
-    public enum Action: String, Sendable, Hashable {
+    package enum Action: String, Sendable, Hashable {
         /// Nothing: it goes as it is.
         case none
         /// Recompressed as a photo (HEIC/AVIF decoded first).
@@ -17,7 +17,7 @@ extension Transformer.Configuration {
 
     /// What happens to a file of this type and kind: the one rule set behind `upload`, `batch` and
     /// `recompress`.
-    public func action(mimeType: String, kind: MessageKind, isAnimated: Bool = false) -> Action {
+    package func action(mimeType: String, kind: MessageKind, isAnimated: Bool = false) -> Action {
         let type = mimeType.lowercased()
         switch kind {
         case .image:
@@ -38,7 +38,7 @@ extension Transformer.Configuration {
 
     /// Whether a file of this type and kind is transformed (and so needs a work directory); every other
     /// file passes through untouched.
-    public func transforms(mimeType: String, kind: MessageKind, isAnimated: Bool = false) -> Bool {
+    package func transforms(mimeType: String, kind: MessageKind, isAnimated: Bool = false) -> Bool {
         action(mimeType: mimeType, kind: kind, isAnimated: isAnimated) != .none
     }
 }

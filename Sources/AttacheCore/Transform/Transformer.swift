@@ -41,17 +41,17 @@ public struct Transformer: Sendable {
         /// What decodes HEIC/HEIF and AVIF photos; nil sends them as they are (the receipt says why).
         /// The `Attache` library sets libheif's (``HEIFDecoding``); the static `attache` executable has
         /// none and hands such files to the full tool.
-        public var heifDecoder: (any HEIFDecoding)?
+        package var heifDecoder: (any HEIFDecoding)?
 
         /// Creates the default configuration.
         public init() {}
     }
 
     /// The stage's configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// Creates the stage.
-    public init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init()) {
         self.configuration = configuration
     }
 
@@ -71,7 +71,7 @@ public struct Transformer: Sendable {
     /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: under `.fail`, `.corruptInput` for a
     ///   broken image, `.limitExceeded` for one over the pixel, scan or memory limit, `.nativeLibrary`;
     ///   always `.fileNotFound`/`.fileUnreadable`, `.fileUnwritable` for the work directory.
-    public func transform(fileAt path: String, mimeType: String, kind: MessageKind, isAnimated: Bool = false,
+    package func transform(fileAt path: String, mimeType: String, kind: MessageKind, isAnimated: Bool = false,
                           workDirectory: String) async throws -> TransformOutput {
         let configuration = configuration
         return try await BlockingPool.shared.run {
@@ -241,42 +241,42 @@ public struct Transformer: Sendable {
 }
 
 /// What the Transform stage hands to the next stage.
-public struct TransformOutput: Sendable {
+package struct TransformOutput: Sendable {
     /// The file to send: the input path when it passed through unchanged.
-    public var path: String
+    package var path: String
     /// The media type of what is sent.
-    public var mimeType: String
+    package var mimeType: String
     /// `"jpg"` or `"webp"` when the format changed, so the upload can rename the file; otherwise nil.
-    public var filenameExtension: String?
+    package var filenameExtension: String?
     /// Whether a new file was made.
-    public var didTransform: Bool
+    package var didTransform: Bool
     /// The input file's size.
-    public var originalByteCount: Int64
+    package var originalByteCount: Int64
     /// The size of the file at ``path``.
-    public var outputByteCount: Int64
+    package var outputByteCount: Int64
     /// The output's width, for images and stickers.
-    public var width: Int?
+    package var width: Int?
     /// The output's height, for images and stickers.
-    public var height: Int?
+    package var height: Int?
     /// JPEG previews, sent as extra multipart parts.
-    public var thumbnails: [Thumbnail]
+    package var thumbnails: [Thumbnail]
     /// Why an image went as it is instead of recompressed (its Transform error, under
     /// ``TransformErrorPolicy/sendOriginal``), or a video or voice note unconverted (`ffmpeg-missing: …`);
     /// nil when it was transformed or was never meant to be.
-    public var skipReason: String?
+    package var skipReason: String?
     /// Seconds, for video, voice and animations.
-    public var duration: Double?
+    package var duration: Double?
     /// For video and animations: whether the MP4 has its index first, so a player can start early.
-    public var supportsStreaming: Bool?
+    package var supportsStreaming: Bool?
     /// For voice: Telegram's 63-byte waveform (``VoiceWaveform``).
-    public var waveform: [UInt8]?
+    package var waveform: [UInt8]?
     /// True for a GIF or APNG sent as a silent MP4.
-    public var isAnimation = false
+    package var isAnimation = false
     /// For video, voice and animations: whether the file was kept, remuxed or encoded.
-    public var mediaPlan: MediaConverter.VideoPlan?
+    package var mediaPlan: MediaConverter.VideoPlan?
 
     /// Creates an output.
-    public init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,
+    package init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,
                 originalByteCount: Int64, outputByteCount: Int64, width: Int?, height: Int?,
                 thumbnails: [Thumbnail]) {
         self.path = path
@@ -302,7 +302,7 @@ public enum TransformErrorPolicy: String, Sendable, Codable, CaseIterable {
 
     /// Whether `error` is about the picture itself (broken, truncated, over a limit, refused by a codec)
     /// rather than about the file system or a bug: only those fall back to the original.
-    public static func recoverable(_ error: AttacheError) -> Bool {
+    package static func recoverable(_ error: AttacheError) -> Bool {
         error.stage == .transform && [.corruptInput, .limitExceeded, .nativeLibrary].contains(error.code)
     }
 }

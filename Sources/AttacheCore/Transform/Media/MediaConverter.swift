@@ -8,13 +8,13 @@ import Glibc
 ///   when its index is at the end or it carries a location (remuxing drops the metadata). A poster frame
 ///   becomes the thumbnails.
 /// - Voice: anything but Ogg/Opus becomes mono Ogg/Opus; every voice note gets Telegram's waveform
-///   (``VoiceWaveform``).
+///   (`VoiceWaveform`).
 /// - Animation: an animated GIF or APNG becomes a silent H.264 MP4; its first frame is the thumbnail.
 ///
 /// Outputs are deterministic for a given ffmpeg (`-fflags +bitexact`: no random Ogg serial numbers, no
 /// version strings), so a retried or resumed upload, which transforms the file again, sends the same bytes
 /// under its idempotency key. Every run reads local files only (`-protocol_whitelist file,pipe`), under
-/// ``ProcessLimits``, after a
+/// `ProcessLimits`, after a
 /// probe has checked the input against ``MediaOptions/maxDuration``, ``MediaOptions/maxPixels`` and
 /// ``MediaOptions/maxStreams``. Blocking: call it from a pool thread.
 ///
@@ -24,14 +24,14 @@ import Glibc
 /// ```
 public struct MediaConverter: Sendable {
     /// The options in use.
-    public let options: MediaOptions
+    package let options: MediaOptions
     /// The `ffmpeg` executable.
-    public let ffmpeg: String
+    package let ffmpeg: String
     /// The `ffprobe` executable.
-    public let ffprobe: String
+    package let ffprobe: String
 
     /// Creates a converter that runs the given executables.
-    public init(options: MediaOptions, ffmpeg: String, ffprobe: String) {
+    package init(options: MediaOptions, ffmpeg: String, ffprobe: String) {
         self.options = options
         self.ffmpeg = ffmpeg
         self.ffprobe = ffprobe
@@ -39,7 +39,7 @@ public struct MediaConverter: Sendable {
 
     /// A converter using `ffmpeg` and `ffprobe` from ``MediaOptions/ffmpegPath``/``MediaOptions/ffprobePath``
     /// or `PATH`; nil when either is missing.
-    public static func locate(options: MediaOptions) -> MediaConverter? {
+    package static func locate(options: MediaOptions) -> MediaConverter? {
         guard let ffmpeg = ProcessRunner.find(options.ffmpegPath ?? "ffmpeg"),
               let ffprobe = ProcessRunner.find(options.ffprobePath ?? "ffprobe")
         else { return nil }
@@ -52,7 +52,7 @@ public struct MediaConverter: Sendable {
     ///
     /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput` (unreadable, no
     ///   streams of the kind wanted), `.limitExceeded` (duration, pixels, streams, or the probe's limits).
-    public func probe(_ path: String, requiring type: String? = nil) throws -> MediaProbe {
+    package func probe(_ path: String, requiring type: String? = nil) throws -> MediaProbe {
         let probe = try MediaProbe.probe(path, ffprobe: ffprobe, limits: options.probeLimits)
         if probe.streams.count > options.maxStreams {
             throw AttacheError(.limitExceeded, stage: .transform,
@@ -138,7 +138,7 @@ public struct MediaConverter: Sendable {
     ///
     /// - Throws: ``AttacheError`` in stage `.transform` naming `path`: `.corruptInput`, `.limitExceeded`
     ///   (caps, CPU time, memory, wall clock), `.nativeLibrary` (ffmpeg could not start).
-    public func convertVideo(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
+    package func convertVideo(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
         let probe = try probe(path, requiring: "video")
         let fastStart = probe.isMP4Family ? MP4Layout.isFastStart(path) : nil
         // A location in the metadata, or a QuickTime brand, is reason enough to remux a compliant file.
@@ -204,7 +204,7 @@ public struct MediaConverter: Sendable {
     /// Converts an animated GIF or APNG into a silent H.264 MP4, its first frame the thumbnail.
     ///
     /// - Throws: as ``convertVideo(_:workDirectory:thumbnailSides:)``.
-    public func convertAnimation(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
+    package func convertAnimation(_ path: String, workDirectory: String, thumbnailSides: [Int]) throws -> MediaResult {
         let probe = try probe(path, requiring: "video")
         guard let video = probe.video, let width = video.displayedWidth, let height = video.displayedHeight else {
             throw AttacheError(.corruptInput, stage: .transform, "the animation has no size", file: path)
@@ -235,7 +235,7 @@ public struct MediaConverter: Sendable {
     ///
     /// - Throws: as ``convertVideo(_:workDirectory:thumbnailSides:)``; `.corruptInput` also when the file
     ///   has no audio stream.
-    public func convertVoice(_ path: String, workDirectory: String) throws -> MediaResult {
+    package func convertVoice(_ path: String, workDirectory: String) throws -> MediaResult {
         let keep = Self.isOggOpus(path)
         let voice = options.voice
         let pcm = Self.workPath(for: path, in: workDirectory, extension: "pcm")
@@ -348,32 +348,32 @@ public struct MediaConverter: Sendable {
 }
 
 /// What ``MediaConverter`` made of one file.
-public struct MediaResult: Sendable {
+package struct MediaResult: Sendable {
     /// The new file in the work directory; nil when the input goes as it is.
-    public var path: String?
+    package var path: String?
     /// The media type of what is sent.
-    public var mimeType: String
+    package var mimeType: String
     /// The filename extension of a new file (`mp4`, `ogg`); nil when the input goes as it is.
-    public var filenameExtension: String?
+    package var filenameExtension: String?
     /// What was done.
-    public var plan: MediaConverter.VideoPlan
+    package var plan: MediaConverter.VideoPlan
     /// The picture's width as sent, for video.
-    public var width: Int?
+    package var width: Int?
     /// The picture's height as sent, for video.
-    public var height: Int?
+    package var height: Int?
     /// Seconds.
-    public var duration: Double?
+    package var duration: Double?
     /// Whether a player can start before the whole file arrived (MP4 with `moov` first).
-    public var supportsStreaming: Bool
+    package var supportsStreaming: Bool
     /// A GIF or APNG sent as a silent MP4.
-    public var isAnimation = false
+    package var isAnimation = false
     /// Telegram's 63-byte waveform, for voice.
-    public var waveform: [UInt8]?
+    package var waveform: [UInt8]?
     /// The poster frame's JPEG previews, for video and animations.
-    public var thumbnails: [Thumbnail] = []
+    package var thumbnails: [Thumbnail] = []
 
     /// Creates a result.
-    public init(path: String?, mimeType: String, filenameExtension: String?, plan: MediaConverter.VideoPlan,
+    package init(path: String?, mimeType: String, filenameExtension: String?, plan: MediaConverter.VideoPlan,
                 width: Int?, height: Int?, duration: Double?, supportsStreaming: Bool) {
         self.path = path
         self.mimeType = mimeType
@@ -397,13 +397,13 @@ public struct MediaOptions: Sendable, Hashable, Codable {
     /// Voice settings.
     public var voice = VoiceOptions.telegram
     /// Limits of every conversion run (raised for long files: ``secondsPerMediaSecond``).
-    public var limits = ProcessLimits.conversion
+    package var limits = ProcessLimits.conversion
     /// CPU and wall-clock seconds a video or animation conversion may take per second of media, when that
     /// is more than ``limits`` gives (a 30 s 1080p clip took 13 CPU seconds here): a two-hour film gets
     /// its time, a short file that makes the decoder loop does not.
-    public var secondsPerMediaSecond = 4.0
+    package var secondsPerMediaSecond = 4.0
     /// Limits of every probe.
-    public var probeLimits = ProcessLimits.probe
+    package var probeLimits = ProcessLimits.probe
     /// The longest input accepted, in seconds (3 hours).
     public var maxDuration = 3.0 * 3600
     /// The most pixels a video frame may have (8K UHD).
@@ -439,7 +439,7 @@ public struct VideoOptions: Sendable, Hashable, Codable {
     public static let hd = VideoOptions(maxSide: 1920)
 
     /// Telegram's video bit-rate cap for a short side: ≥ 1080: 6.8 Mbps, ≥ 720: 2.6, ≥ 480: 1.0, else 0.75.
-    public static func bitRateCap(shortSide: Int) -> Int {
+    package static func bitRateCap(shortSide: Int) -> Int {
         switch shortSide {
         case 1080...: 6_800_000
         case 720...: 2_600_000

@@ -1,35 +1,35 @@
 import Glibc
 
 /// What `ffprobe` says about a media file: its container, streams, size, rotation and duration.
-public struct MediaProbe: Sendable, Hashable, Codable {
+package struct MediaProbe: Sendable, Hashable, Codable {
     /// One stream of the file.
-    public struct Stream: Sendable, Hashable, Codable {
+    package struct Stream: Sendable, Hashable, Codable {
         /// `video`, `audio`, `subtitle`, `data`, `attachment`.
-        public var type: String
+        package var type: String
         /// FFmpeg's codec name: `h264`, `hevc`, `aac`, `opus`, `gif`, …
-        public var codec: String
+        package var codec: String
         /// The codec profile (`High`, `LC`), when it has one.
-        public var profile: String?
+        package var profile: String?
         /// The pixel format (`yuv420p`), for video.
-        public var pixelFormat: String?
+        package var pixelFormat: String?
         /// The coded width, for video (before rotation).
-        public var width: Int?
+        package var width: Int?
         /// The coded height, for video (before rotation).
-        public var height: Int?
+        package var height: Int?
         /// The average frame rate, for video.
-        public var frameRate: Double?
+        package var frameRate: Double?
         /// The stream's bit rate in bits per second, when the container says.
-        public var bitRate: Int?
+        package var bitRate: Int?
         /// Audio channels.
-        public var channels: Int?
+        package var channels: Int?
         /// Audio sample rate.
-        public var sampleRate: Int?
+        package var sampleRate: Int?
         /// The display rotation in degrees clockwise (0, 90, 180, 270), from the display matrix or the
         /// `rotate` tag.
-        public var rotation: Int
+        package var rotation: Int
 
         /// Creates a stream description.
-        public init(type: String, codec: String, profile: String? = nil, pixelFormat: String? = nil, width: Int? = nil,
+        package init(type: String, codec: String, profile: String? = nil, pixelFormat: String? = nil, width: Int? = nil,
                     height: Int? = nil, frameRate: Double? = nil, bitRate: Int? = nil, channels: Int? = nil,
                     sampleRate: Int? = nil, rotation: Int = 0) {
             self.type = type
@@ -46,22 +46,22 @@ public struct MediaProbe: Sendable, Hashable, Codable {
         }
 
         /// The width as displayed (after rotation).
-        public var displayedWidth: Int? { rotation % 180 == 0 ? width : height }
+        package var displayedWidth: Int? { rotation % 180 == 0 ? width : height }
         /// The height as displayed (after rotation).
-        public var displayedHeight: Int? { rotation % 180 == 0 ? height : width }
+        package var displayedHeight: Int? { rotation % 180 == 0 ? height : width }
     }
 
     /// FFmpeg's demuxer names (`mov,mp4,m4a,3gp,3g2,mj2`, `ogg`, `gif`).
-    public var formatName: String
+    package var formatName: String
     /// Seconds, when known.
-    public var duration: Double?
+    package var duration: Double?
     /// The whole file's bit rate, when known.
-    public var bitRate: Int?
+    package var bitRate: Int?
     /// Every stream, in file order.
-    public var streams: [Stream]
+    package var streams: [Stream]
 
     /// Creates a probe result.
-    public init(formatName: String, duration: Double?, bitRate: Int?, streams: [Stream]) {
+    package init(formatName: String, duration: Double?, bitRate: Int?, streams: [Stream]) {
         self.formatName = formatName
         self.duration = duration
         self.bitRate = bitRate
@@ -69,12 +69,12 @@ public struct MediaProbe: Sendable, Hashable, Codable {
     }
 
     /// The first video stream (attached cover pictures included: check the codec).
-    public var video: Stream? { streams.first { $0.type == "video" } }
+    package var video: Stream? { streams.first { $0.type == "video" } }
     /// The first audio stream.
-    public var audio: Stream? { streams.first { $0.type == "audio" } }
+    package var audio: Stream? { streams.first { $0.type == "audio" } }
 
     /// Whether the container is MP4/QuickTime (the family FFmpeg's `mov` demuxer reads).
-    public var isMP4Family: Bool { formatName.split(separator: ",").contains("mp4") }
+    package var isMP4Family: Bool { formatName.split(separator: ",").contains("mp4") }
 
     /// The entries `ffprobe` is asked for, no more: a probe of a hostile file reads headers only.
     static let entries =

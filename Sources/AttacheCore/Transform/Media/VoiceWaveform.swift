@@ -13,14 +13,14 @@ import Glibc
 /// let peaks = try VoiceWaveform.peaks(ofPCMFileAt: "voice.s16le")
 /// let packed = VoiceWaveform.pack(VoiceWaveform.levels(fromPeaks: peaks))  // 63 bytes, sent base64
 /// ```
-public enum VoiceWaveform {
+package enum VoiceWaveform {
     /// Runs in a waveform.
-    public static let levelCount = 100
+    package static let levelCount = 100
     /// Bytes in a packed waveform: ⌈100 × 5 / 8⌉.
-    public static let packedByteCount = 63
+    package static let packedByteCount = 63
 
     /// The 100 run peaks of `samples` (step 1).
-    public static func peaks(of samples: some Collection<Int16>) -> [Int] {
+    package static func peaks(of samples: some Collection<Int16>) -> [Int] {
         var peaks = [Int](repeating: 0, count: levelCount)
         let total = samples.count
         guard total > 0 else { return peaks }
@@ -41,7 +41,7 @@ public enum VoiceWaveform {
     /// `s16le`), read in blocks, never held whole.
     ///
     /// - Throws: ``AttacheError`` `.fileUnreadable` in stage `.transform`.
-    public static func peaks(ofPCMFileAt path: String) throws -> [Int] {
+    package static func peaks(ofPCMFileAt path: String) throws -> [Int] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw AttacheError(.fileUnreadable, stage: .transform, "cannot read the decoded audio",
@@ -92,7 +92,7 @@ public enum VoiceWaveform {
     }
 
     /// The five-bit levels of `peaks` (step 2).
-    public static func levels(fromPeaks peaks: [Int]) -> [UInt8] {
+    package static func levels(fromPeaks peaks: [Int]) -> [UInt8] {
         guard !peaks.isEmpty else { return [] }
         let mean = Double(peaks.reduce(0, +)) / Double(peaks.count)
         let scale = max(2500.0, 1.8 * mean)
@@ -100,7 +100,7 @@ public enum VoiceWaveform {
     }
 
     /// `levels` packed five bits each, least significant bit first (step 3).
-    public static func pack(_ levels: [UInt8]) -> [UInt8] {
+    package static func pack(_ levels: [UInt8]) -> [UInt8] {
         var packed = [UInt8](repeating: 0, count: (levels.count * 5 + 7) / 8)
         for (index, level) in levels.enumerated() {
             let value = Int(level & 31)
