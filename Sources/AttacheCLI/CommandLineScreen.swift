@@ -1,12 +1,6 @@
 package import ArgumentParser
 import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The checks every command line passes before ArgumentParser sees it, and the way its errors are
 /// printed.

@@ -1,12 +1,6 @@
 package import ArgumentParser
 import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `attache detect FILE... [--json]`: prints what each file is, one line per file.
 package struct DetectCommand: AsyncParsableCommand {

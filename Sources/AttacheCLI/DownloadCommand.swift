@@ -2,13 +2,7 @@ import AttacheCore
 package import ArgumentParser
 package import Attache
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `attache download URL -o OUT [--resume] [--key-file K]`
 package struct DownloadCommand: AsyncParsableCommand {

@@ -1,12 +1,6 @@
 package import ArgumentParser
 package import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `attache encrypt IN -o OUT --key-file K [--new-key] [--scheme S] [--base64]`
 package struct EncryptCommand: AsyncParsableCommand {

@@ -1,12 +1,6 @@
 import Attache
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import TOMLKit
 
 /// The config file of endpoints: TOML, one `[endpoints.NAME]` table per endpoint.

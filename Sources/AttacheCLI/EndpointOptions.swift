@@ -1,13 +1,7 @@
 package import ArgumentParser
 import Attache
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `--endpoint NAME` and `--config FILE`: which endpoint of the config file a command starts from.
 package struct EndpointOptions: ParsableArguments {

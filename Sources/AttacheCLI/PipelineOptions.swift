@@ -1,13 +1,7 @@
 package import ArgumentParser
 package import Attache
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The options that shape the pipeline, shared by `upload`, `batch` and `worker`.
 ///

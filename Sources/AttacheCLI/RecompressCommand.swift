@@ -3,11 +3,7 @@ import Attache
 import AttacheCore
 // JSONEncoder without the rest of Foundation: ArgumentParser links FoundationEssentials already.
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `attache recompress`: one file through the Transform stage, exactly as an upload would treat it.
 ///

@@ -1,13 +1,7 @@
 package import ArgumentParser
 import Attache
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
 
 /// `attache request [METHOD] URL`: one HTTP request in the manner of httpie and curl, through the

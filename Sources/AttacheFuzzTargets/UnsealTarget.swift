@@ -1,11 +1,5 @@
 public import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `Unsealer` over sealed data from an attacker, with keys the attacker knows (so that the seeds can
 /// carry valid headers, key checks and tags, and mutations reach the segment and padding code).

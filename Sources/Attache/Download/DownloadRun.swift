@@ -1,12 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
 
 /// One `download` call: its attempts, the `.part` file, verification and the final rename.

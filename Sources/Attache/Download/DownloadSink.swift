@@ -1,12 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where one download attempt's answer goes: appended to the `.part` file, hashed as it is written.
 /// A ``ResponseSink``, called on the transport's thread.

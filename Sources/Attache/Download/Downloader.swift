@@ -1,12 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Logging
 
 /// What to fetch and where to put it.

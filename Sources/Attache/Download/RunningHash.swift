@@ -1,11 +1,5 @@
 internal import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The SHA-256 of a `.part` file's first ``count`` bytes, kept up to date as a download appends to it, so
 /// a finished download is not read a second time to be checked.

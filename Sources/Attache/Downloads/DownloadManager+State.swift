@@ -1,11 +1,5 @@
 internal import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension DownloadManager {
     // MARK: State

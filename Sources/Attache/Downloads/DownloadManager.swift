@@ -1,12 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Holds many downloads and runs a bounded number of them at a time (overall and per host), each one
 /// a ``Downloader`` transfer: streamed into `DEST.part`, resumed with `Range` + `If-Range`, verified

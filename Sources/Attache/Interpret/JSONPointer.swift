@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A JSON Pointer (RFC 6901): the path to one value inside a JSON document, such as
 /// `/result/document/file_id` or `/files/0/id`.

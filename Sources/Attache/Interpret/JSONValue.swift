@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A JSON value as the server sent it, kept whole so that no field of a receipt is lost.
 public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Turns an ``ServerResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
 ///

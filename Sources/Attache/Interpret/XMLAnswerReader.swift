@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Reads the small XML documents object stores answer with (S3's `PostResponse` and `Error`, MinIO's and
 /// GCS's of the same shape) into a ``JSONValue``, so that a receipt keeps every element.

@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The transform stage's hand-off: the payload to seal (recompressed, converted, or the original), its
 /// filename, and the thumbnails made. ``remove()`` deletes the private work directory once the send is

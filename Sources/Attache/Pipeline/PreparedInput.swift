@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An attachment's bytes made ready for the stages: a file on disk, or bytes in memory. A stream is read
 /// to its end here, into memory up to ``Attachment/streamMemoryLimit`` and into a spool file in a

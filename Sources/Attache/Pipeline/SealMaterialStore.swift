@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Seal material kept on disk per idempotency key, so that an upload sent again under the same key (by
 /// a later process, after a crash or a lost answer) seals to the same bytes.

@@ -1,11 +1,5 @@
 internal import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where ``RequestClient`` puts one attempt's answer: in memory up to a cap, or streamed into a file;
 /// progress forwarded to the caller.

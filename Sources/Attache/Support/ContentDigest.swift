@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// SHA-256 of a source's bytes: the hash in a journal row's identity, and the digest a replayed receipt
 /// is checked against.

@@ -1,12 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
 /// loop never waits for a disk or a cipher.

@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// How Attache talks to a server: timeouts, retries, TLS trust and pinning, proxy, headers and
 /// credentials. Uploads, downloads and plain requests all take one.

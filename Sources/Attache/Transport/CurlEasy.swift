@@ -1,12 +1,6 @@
 internal import CCurl
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
 /// Owns one libcurl easy handle: created in `init`, cleaned up in `deinit`.

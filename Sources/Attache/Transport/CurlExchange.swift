@@ -1,12 +1,6 @@
 internal import AttacheCore
 internal import CCurl
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 ///
 /// Everything but ``continuation`` is touched only on the loop's thread, once the exchange is submitted.

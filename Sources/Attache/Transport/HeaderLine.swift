@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension Duration {
     /// The duration in whole milliseconds, rounded down.

@@ -1,11 +1,5 @@
 internal import AttacheCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The file an answer's body is streamed into, from the transport's thread: the one place that opens
 /// it, writes every byte (through `EINTR`) and closes it, for every sink that writes to disk (a

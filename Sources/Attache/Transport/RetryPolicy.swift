@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// When and how often a failed upload is tried again.
 ///

@@ -1,11 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A `multipart/form-data` body (RFC 7578) whose exact length is known before it is sent.
 ///
