@@ -35,7 +35,23 @@ if [[ -z "$sanitizer" ]]; then
     # tests now start `attache-server` as a process of its own (Tests/AttacheTestSupport), and no test
     # waits on a wall-clock deadline shorter than 30 s (docs/RELIABILITY.md).
     echo "==> swift test"
-    swift test --skip-build ${test_args[@]+"${test_args[@]}"}
+    if ((${#test_args[@]} > 0)); then
+        swift test --skip-build "${test_args[@]}"
+    else
+        # A test that fails in the parallel run is run once more, alone with the others that failed, and
+        # must pass then; each is named above the second run, so a flaky test is visible, not hidden.
+        # More than a few failures, or a failure the xUnit report cannot name (a crash), fail at once.
+        results=$(mktemp -d)
+        trap 'rm -rf "$results"' EXIT
+        if ! swift test --skip-build --xunit-output "$results/tests.xml"; then
+            if ! again=$(python3 Scripts/failed-tests.py 8 "$results/tests.xml" "$results/tests-swift-testing.xml"); then
+                echo "test.sh: the parallel run failed (see above); nothing to run again" >&2
+                exit 1
+            fi
+            echo "==> swift test: the tests that failed in the parallel run, once more: ${again}"
+            swift test --skip-build --filter "$again"
+        fi
+    fi
 
     # The whole run (no --filter) also builds the DocC site and checks that every public symbol of the
     # library has a doc comment.
