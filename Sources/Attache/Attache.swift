@@ -7,7 +7,7 @@ public enum AttacheLibrary {
     public static let version = "0.1.0"
 }
 
-// The Foundation-free stages (detection, sealing, base64) and the shared error and source types live
-// in AttacheCore so that the small `attache` front executable can use them without Foundation; users
-// of the library see them through `import Attache`.
+// The stages that need no network (detection, transform, sealing, base64) and the shared error and
+// source types live in AttacheCore, which has no Foundation and no libcurl; users of the library see
+// them through `import Attache`.
 @_exported import AttacheCore

@@ -294,7 +294,7 @@ struct RequestCommandTests {
         }
     }
 
-    @Test("the front executable runs `attache request` and lists it")
+    @Test("the `attache` executable runs `attache request` and lists it")
     func frontExecutable() async throws {
         let help = try await runCommand(try attacheBinary(), ["--help"])
         #expect(help.standardOutput.contains("Send one HTTP request and print the answer's body."))

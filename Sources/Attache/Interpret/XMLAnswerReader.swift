@@ -10,7 +10,7 @@ import Glibc
 /// prolog, comments and processing instructions are skipped; a document type declaration makes the answer
 /// unreadable (nil), so no entity is ever expanded. Nesting deeper than 64 elements is unreadable too.
 ///
-/// This reads answers, not XML at large: it needs no XML library, so `attache-pipeline` links none.
+/// This reads answers, not XML at large: it needs no XML library, so the package links none.
 enum XMLAnswerReader {
     /// A document: its root element's name and its content.
     struct Document: Equatable {

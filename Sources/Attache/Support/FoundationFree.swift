@@ -3,7 +3,8 @@ import Glibc
 
 // The few string and path helpers the module needs that FoundationEssentials leaves to Foundation
 // (NSString's path methods, `caseInsensitiveCompare`); the trim is AttacheCore's. The module links
-// FoundationEssentials only, so that `attache-transfer` carries neither CoreFoundation nor ICU.
+// FoundationEssentials only: an embedding backend that does not use Foundation loads neither
+// CoreFoundation nor ICU's data for it.
 
 extension StringProtocol {
     /// True when both are equal after ASCII letters are folded to lower case (header names, tokens).

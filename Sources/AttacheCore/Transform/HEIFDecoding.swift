@@ -2,8 +2,8 @@
 /// Decodes HEIC/HEIF and AVIF photos for the Transform stage.
 ///
 /// The decoder (libheif, in the `Attache` library: ``Transformer/Configuration/heifDecoder``) lives outside
-/// this module because libheif is a shared library only and the `attache` front executable is linked fully
-/// statically.
+/// this module, which links no shared codec library: libheif is loaded on first use (`dlopen`), so
+/// nothing that never meets a HEIF photo maps it and its decoders.
 package protocol HEIFDecoding: Sendable {
     /// Decodes the primary image of the HEIF or AVIF file `data` with its orientation (`irot`, `imir`)
     /// applied and any alpha composited on white, as an uncompressed top-down 24-bit BMP: lossless and

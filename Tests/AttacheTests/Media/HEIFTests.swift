@@ -95,7 +95,7 @@ import Testing
             path: cut, mimeType: "image/heic", kind: .image, workDirectory: dir, configuration: Self.configuration())
         #expect(!output.didTransform && output.path == cut && output.skipReason?.hasPrefix("corrupt-input") == true)
 
-        // Without a decoder (the static front executable), a HEIC photo goes as it is.
+        // Without a decoder (libheif not installed), a HEIC photo goes as it is.
         let none = try Transformer.transformBlocking(
             path: input, mimeType: "image/heic", kind: .image, workDirectory: dir, configuration: .init())
         #expect(!none.didTransform && none.skipReason?.contains("no HEIF decoder") == true)
