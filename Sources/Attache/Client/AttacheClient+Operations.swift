@@ -22,7 +22,7 @@ extension AttacheClient {
     }
 
     /// The resumable upload operation (tus 1.0, the IETF draft).
-    public func resumableUploader(
+    package func resumableUploader(
         answers: ResponseInterpreter.Configuration = .init(), configuration: ResumableConfiguration = .init(mode: .auto)
     ) -> ResumableUploader {
         ResumableUploader(client: self, answers: answers, configuration: configuration)

@@ -5,7 +5,8 @@ import Logging
 /// interceptors and the instrumentation hooks, and every way Attache talks HTTP is an operation on it.
 ///
 /// - ``upload(_:answers:progress:)``: a multipart `POST` (``Uploader``);
-/// - ``resumableUploader(answers:configuration:)``: tus 1.0 and the IETF resumable upload draft;
+/// - resumable uploads (tus 1.0, the IETF resumable upload draft), which a pipeline uses through
+///   ``PipelineConfiguration/resumable``;
 /// - ``download(_:progress:)`` and ``downloadManager(configuration:journal:)``: downloads;
 /// - ``requests(_:)``: the request layer (``RequestClient``).
 ///
@@ -22,15 +23,15 @@ import Logging
 /// ```
 public final class AttacheClient: Sendable {
     /// Timeouts, retries, TLS, proxy, credentials and headers of every request.
-    public let connection: ConnectionConfiguration
+    package let connection: ConnectionConfiguration
     /// What sends the requests.
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
     /// Which answers and failures are tried again, and how `Retry-After` is read.
-    public let retry: RetryClassifier
+    package let retry: RetryClassifier
     /// Adapters, retriers and logging for every request.
-    public let interceptors: ClientInterceptors
+    package let interceptors: ClientInterceptors
     /// Where operations report their requests, attempts and retries.
-    public let instrumentation: (any ClientInstrumentation)?
+    package let instrumentation: (any ClientInstrumentation)?
     /// Waits between attempts; tests replace it so that no real time passes.
     let sleep: @Sendable (Duration) async throws -> Void
 

@@ -84,7 +84,7 @@ public struct ClientAttempt: Sendable {
     /// From handing the request to the transport to its end.
     public var duration: Duration
     /// curl's timings of the exchange, when the transport measured them.
-    public var timings: TransferTimings?
+    package var timings: TransferTimings?
 }
 
 /// A retry about to wait.

@@ -31,9 +31,10 @@ public struct DownloadRequest: Sendable {
     /// The `http://` or `https://` URL to GET.
     public var url: String
     /// Where the download goes. A regular file (or a new name) appears only when the download is
-    /// complete (and, when unsealing, verified); until then the bytes collect in ``partialPath``. `-`
-    /// (standard output) or an existing file that is not a regular file (a FIFO, a device, a link to
-    /// one) is written in place once the download is verified, never replaced.
+    /// complete (and, when unsealing, verified); until then the bytes collect in a partial file
+    /// (`destination` + `.part` for a regular file, a temporary file otherwise). `-` (standard output)
+    /// or an existing file that is not a regular file (a FIFO, a device, a link to one) is written in
+    /// place once the download is verified, never replaced.
     public var destination: String
     /// Continue from an existing `.part` file with a `Range` request. Without it an old `.part` is
     /// discarded. Within one call, retries always continue where the previous attempt stopped.
@@ -80,7 +81,7 @@ public struct DownloadRequest: Sendable {
     /// Where the bytes collect until the download is complete: `destination + ".part"` for a regular
     /// file; for a stream destination, a file in the temporary directory that is removed afterwards
     /// (such a download cannot be resumed by a later call).
-    public var partialPath: String {
+    package var partialPath: String {
         get { partialPathOverride ?? (streamsToDestination ? streamPartialPath : destination + ".part") }
         set { partialPathOverride = newValue }
     }
@@ -130,7 +131,7 @@ public struct DownloadProgress: Sendable, Hashable {
     public var validator: String?
 
     /// Creates a progress value.
-    public init(receivedBytes: Int64, totalBytes: Int64? = nil, validator: String? = nil) {
+    package init(receivedBytes: Int64, totalBytes: Int64? = nil, validator: String? = nil) {
         self.receivedBytes = receivedBytes
         self.totalBytes = totalBytes
         self.validator = validator

@@ -6,7 +6,7 @@ public struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
     public let path: String
 
     /// Names the transfer whose destination is `path` (made absolute against the working directory).
-    public init(path: String) { self.path = DownloadID.absolute(path) }
+    package init(path: String) { self.path = DownloadID.absolute(path) }
 
     /// The absolute destination path.
     public var description: String { path }
@@ -64,7 +64,7 @@ public struct DownloadFigures: Sendable, Hashable, Codable {
     public var secondsRemaining: Double?
 
     /// Creates figures.
-    public init(receivedBytes: Int64, totalBytes: Int64?, bytesPerSecond: Double) {
+    package init(receivedBytes: Int64, totalBytes: Int64?, bytesPerSecond: Double) {
         self.receivedBytes = receivedBytes
         self.totalBytes = totalBytes
         self.bytesPerSecond = bytesPerSecond
@@ -111,5 +111,5 @@ public struct DownloadSummary: Sendable, Hashable, Codable {
     public var transferredBytes: Int64 = 0
 
     /// Creates an empty summary.
-    public init() {}
+    package init() {}
 }

@@ -46,7 +46,7 @@ public struct DownloadRecord: Sendable, Hashable, Codable {
     public var errorMessage: String?
 
     /// Creates a record.
-    public init(
+    package init(
         destination: String, url: String, group: String, state: State, validator: String? = nil,
         expectedSHA256: String? = nil, totalBytes: Int64? = nil, sha256: String? = nil,
         errorCode: String? = nil, errorMessage: String? = nil

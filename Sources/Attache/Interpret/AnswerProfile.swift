@@ -37,17 +37,17 @@ public enum AnswerProfile: String, Sendable, Hashable, Codable, CaseIterable, Cu
     case telegram
 
     /// The profile named `name` (`errorcode`, `status`, `s3-post`, `telegram`), or nil.
-    public init?(name: String) {
+    package init?(name: String) {
         self.init(rawValue: name.lowercased())
     }
 
     /// True when the endpoint takes exactly one file part per request (`s3-post`): thumbnails cannot go
     /// inline, and nothing may follow the file part.
-    public var sendsOneFilePerRequest: Bool { self == .s3Post }
+    package var sendsOneFilePerRequest: Bool { self == .s3Post }
 
     /// True when the endpoint checks every form field against a signed policy (`s3-post`), so the
     /// pipeline adds no fields of its own (metadata, seal description) unless asked to.
-    public var checksFormFields: Bool { self == .s3Post }
+    package var checksFormFields: Bool { self == .s3Post }
 
     /// The name used on the command line and in configuration files.
     public var description: String { rawValue }

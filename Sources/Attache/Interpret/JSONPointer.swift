@@ -14,7 +14,7 @@ import Glibc
 /// ```
 public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     /// The reference tokens, unescaped, in order.
-    public let tokens: [String]
+    package let tokens: [String]
 
     /// Parses the string form of a pointer.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when the text is not empty and does
@@ -61,13 +61,13 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Creates a pointer from unescaped tokens.
-    public init(tokens: [String]) {
+    package init(tokens: [String]) {
         self.tokens = tokens
     }
 
     /// The value the pointer selects in `document`, or nil when there is none (a missing member, an index
     /// past the end or not a valid index, a token applied to a string or number).
-    public func resolve(in document: JSONValue) -> JSONValue? {
+    package func resolve(in document: JSONValue) -> JSONValue? {
         var value = document
         for token in tokens {
             switch value {

@@ -24,7 +24,7 @@ public struct Rejection: Sendable, Hashable, CustomStringConvertible {
     public var message: String
 
     /// Creates a rejection.
-    public init(reason: Reason, status: Int, businessCode: String? = nil, message: String) {
+    package init(reason: Reason, status: Int, businessCode: String? = nil, message: String) {
         self.reason = reason
         self.status = status
         self.businessCode = businessCode

@@ -1,7 +1,8 @@
 import FoundationEssentials
 import Glibc
 
-/// Turns an ``ServerResponse`` into a ``ResponseOutcome``, as the configured ``AnswerProfile`` reads answers.
+/// Turns a ``ServerResponse`` into a receipt (``ServerReceipt``), a retry or a ``Rejection``, as the
+/// configured ``AnswerProfile`` reads answers.
 ///
 /// In every profile the statuses of ``RetryClassifier`` (and a 409 with `Retry-After`) are retried,
 /// honouring `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
@@ -82,15 +83,15 @@ public struct ResponseInterpreter: Sendable {
     }
 
     /// The configuration in use.
-    public var configuration: Configuration
+    package var configuration: Configuration
 
     /// Creates an interpreter.
-    public init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init()) {
         self.configuration = configuration
     }
 
     /// Decides what `response` means.
-    public func interpret(_ response: ServerResponse) -> ResponseOutcome {
+    package func interpret(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         let details = errorDetails(of: response)
         if configuration.retry.isRetryable(status: status)
@@ -136,7 +137,7 @@ public struct ResponseInterpreter: Sendable {
     }
 
     /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (``RetryClassifier``).
-    public func retryAfter(in response: ServerResponse) -> Duration? {
+    package func retryAfter(in response: ServerResponse) -> Duration? {
         configuration.retry.retryAfter(in: response)
     }
 

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// What an answer from the server means for the upload.
-public enum ResponseOutcome: Sendable {
+package enum ResponseOutcome: Sendable {
     /// The server stored the attachment.
     case success(ServerReceipt)
     /// The server refused it; sending it again will not help.

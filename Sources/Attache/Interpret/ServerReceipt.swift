@@ -17,7 +17,7 @@ public struct ServerReceipt: Sendable, Codable, Hashable {
     public var replayed: Bool
 
     /// Creates a receipt.
-    public init(status: Int, fileId: String?, url: String?, data: JSONValue, replayed: Bool = false) {
+    package init(status: Int, fileId: String?, url: String?, data: JSONValue, replayed: Bool = false) {
         self.status = status
         self.fileId = fileId
         self.url = url

@@ -15,12 +15,22 @@ public struct ServerResponse: Sendable {
     public var bodyIncomplete: Bool
     /// Where the time of the exchange went (DNS, connect, TLS, first byte, total) and how many bytes
     /// moved, as the transport measured them; nil when the transport measures none (tests' transports).
-    public var timings: TransferTimings?
+    package var timings: TransferTimings?
 
-    /// Creates a response.
+    /// Creates a response, as a transport that answers from memory returns it.
     public init(
         status: Int, headers: [HeaderField] = [], body: [UInt8] = [],
-        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false, timings: TransferTimings? = nil
+        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false
+    ) {
+        self.init(
+            status: status, headers: headers, body: body, bodyExceededCap: bodyExceededCap,
+            bodyIncomplete: bodyIncomplete, timings: nil)
+    }
+
+    /// Creates a response with the transport's measured timings.
+    package init(
+        status: Int, headers: [HeaderField] = [], body: [UInt8] = [],
+        bodyExceededCap: Bool = false, bodyIncomplete: Bool = false, timings: TransferTimings?
     ) {
         self.status = status
         self.headers = headers

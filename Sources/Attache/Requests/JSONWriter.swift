@@ -81,7 +81,7 @@ extension JSONValue {
     /// Compact JSON with sorted keys (see the rules of the writer in `JSONWriter.swift`): the bytes a
     /// ``RequestBody/json(_:)`` body carries.
     /// - Throws: ``AttacheError`` `.invalidArgument` for a NaN or infinite number.
-    public func jsonBytes() throws -> [UInt8] {
+    package func jsonBytes() throws -> [UInt8] {
         try JSONWriter.bytes(self)
     }
 }

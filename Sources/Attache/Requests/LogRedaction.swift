@@ -11,7 +11,7 @@ import FoundationEssentials
 /// values shorter than 4 characters are not masked that way.
 public struct LogRedaction: Sendable, Hashable {
     /// The text that replaces a secret.
-    public static let mask = "<redacted>"
+    package static let mask = "<redacted>"
 
     /// Header names whose values are never shown, lower case. Default: `authorization`,
     /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`.
@@ -44,22 +44,22 @@ public struct LogRedaction: Sendable, Hashable {
     ]
 
     /// Whether a header's value is hidden.
-    public func isSecret(header name: String) -> Bool { headerNames.contains(name.lowercased()) }
+    package func isSecret(header name: String) -> Bool { headerNames.contains(name.lowercased()) }
 
     /// Whether a (possibly nested, possibly percent-encoded) field name is secret.
-    public func isSecret(field name: String) -> Bool {
+    package func isSecret(field name: String) -> Bool {
         let decoded = Self.percentDecoded(name, plusAsSpace: true).lowercased()
         if fieldNames.contains(decoded) { return true }
         return decoded.split(whereSeparator: { $0 == "[" || $0 == "]" }).contains { fieldNames.contains(String($0)) }
     }
 
     /// `Name: value` with the value masked when the header is secret.
-    public func headerLine(name: String, value: String) -> String {
+    package func headerLine(name: String, value: String) -> String {
         scrub("\(name): \(isSecret(header: name) ? Self.mask : value)")
     }
 
     /// The URL with user info masked and secret query values masked; the rest is kept for reading.
-    public func url(_ url: String) -> String {
+    package func url(_ url: String) -> String {
         var rest = Substring(url)
         var fragment = ""
         if let hash = rest.firstIndex(of: "#") {
@@ -84,7 +84,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 
     /// `application/x-www-form-urlencoded` text (a query or a form body) with secret values masked.
-    public func form(_ text: String) -> String {
+    package func form(_ text: String) -> String {
         let pairs = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
             let name = pair[..<equals]
@@ -94,7 +94,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 
     /// A JSON value with the members of secret names masked, at any depth.
-    public func json(_ value: JSONValue) -> JSONValue {
+    package func json(_ value: JSONValue) -> JSONValue {
         switch value {
         case .object(let members):
             var copy: [String: JSONValue] = [:]
@@ -109,7 +109,7 @@ public struct LogRedaction: Sendable, Hashable {
 
     /// The values of secret fields in form text (a query or a form body), as sent and decoded: a
     /// server that echoes them back must not get them into the log through its answer.
-    public func secretValues(inForm text: String) -> [String] {
+    package func secretValues(inForm text: String) -> [String] {
         text.split(separator: "&").flatMap { pair -> [String] in
             guard let equals = pair.firstIndex(of: "="), isSecret(field: String(pair[..<equals])) else { return [] }
             let raw = String(pair[equals...].dropFirst())
@@ -118,7 +118,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 
     /// The values of secret members of a JSON value, at any depth (strings and numbers as text).
-    public func secretValues(inJSON value: JSONValue) -> [String] {
+    package func secretValues(inJSON value: JSONValue) -> [String] {
         switch value {
         case .object(let members):
             return members.flatMap { name, member -> [String] in
@@ -132,7 +132,7 @@ public struct LogRedaction: Sendable, Hashable {
 
     /// The secret parts of a header's value: the whole value, the credential after a scheme
     /// (`Bearer X`, `Basic X` and the password inside X), and each cookie's value.
-    public func secretValues(inHeader name: String, value: String) -> [String] {
+    package func secretValues(inHeader name: String, value: String) -> [String] {
         guard isSecret(header: name) else { return [] }
         var values = [value]
         if let credential = value.split(separator: " ").last.map(String.init) {
@@ -160,7 +160,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 
     /// `text` with every literal secret value masked.
-    public func scrub(_ text: String) -> String {
+    package func scrub(_ text: String) -> String {
         var text = text
         // Longest first, so that a value containing another is masked whole.
         for secret in secretValues.sorted(by: { $0.count > $1.count }) where secret.count >= 4 {

@@ -16,7 +16,7 @@ public import FoundationEssentials
 /// // "families[]=father&name=bang&nums=1&nums=2&phone[mobile]=xx"
 /// ```
 ///
-/// A value can also come from any `Encodable` (``init(encoding:)``) or from a ``JSONValue``.
+/// A value can also come from a ``JSONValue``.
 public enum ParameterValue: Sendable, Hashable {
     /// Text, sent as its UTF-8 bytes.
     case string(String)
@@ -109,14 +109,14 @@ extension ParameterValue {
     /// ```
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.upload`) when the value's `encode(to:)`
     ///   throws or encodes nothing.
-    public init(encoding value: some Encodable) throws {
+    package init(encoding value: some Encodable) throws {
         self = try ParameterValueEncoder.encode(value)
     }
 
     /// Top-level parameters from an `Encodable` that encodes as a keyed container (a struct, a class,
     /// a `[String: ...]` dictionary).
     /// - Throws: ``AttacheError`` `.invalidArgument` when the value is not a dictionary at the top.
-    public static func parameters(encoding value: some Encodable) throws -> Parameters {
+    package static func parameters(encoding value: some Encodable) throws -> Parameters {
         guard case .dictionary(let members) = try ParameterValue(encoding: value) else {
             throw AttacheError(
                 .invalidArgument, stage: .upload,
@@ -128,7 +128,7 @@ extension ParameterValue {
     /// The value as JSON, for parameters that go into a JSON body (system parameters merged into one):
     /// integers and numbers as numbers, a date as seconds since 1970, a set as an array in the order
     /// ``URLFormEncoder`` writes it.
-    public var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         switch self {
         case .string(let text): .string(text)
         case .integer(let number): .number(Double(number))

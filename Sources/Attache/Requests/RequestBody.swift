@@ -21,7 +21,7 @@ public struct RequestBody: Sendable {
     public let source: any ByteSource
     /// The whole body when it is held in memory (forms, JSON, property lists, raw bytes, sealed forms),
     /// nil for files and multipart bodies: for logging a bounded preview.
-    public let inMemoryBytes: [UInt8]?
+    package let inMemoryBytes: [UInt8]?
     /// Whether the content is secret (a sealed body): logs show its length, never its bytes.
     public var isSensitive: Bool
 
@@ -66,7 +66,7 @@ public struct RequestBody: Sendable {
         .form(try ParameterValue.parameters(encoding: value), encoder: encoder)
     }
 
-    /// An `application/json` body: compact, keys sorted (see ``JSONValue/jsonBytes()``).
+    /// An `application/json` body: compact, keys sorted (`JSONValue.jsonBytes()`).
     /// - Throws: ``AttacheError`` `.invalidArgument` for a NaN or infinite number.
     public static func json(_ value: JSONValue) throws -> RequestBody {
         RequestBody(bytes: try value.jsonBytes(), contentType: jsonContentType)

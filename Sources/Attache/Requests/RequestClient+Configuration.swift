@@ -17,7 +17,7 @@ extension RequestClient {
         /// every request and Basic/Bearer credentials (``ConnectionConfiguration/authorization``).
         public var connection: ConnectionConfiguration
         /// The `Accept-Language` header; nil sends none. Default: from the process's locale
-        /// (``AcceptLanguage/fromEnvironment(_:)``).
+        /// (the `LANGUAGE`, `LC_ALL`, `LC_MESSAGES` and `LANG` variables).
         public var acceptLanguage: String?
         /// Offer `Accept-Encoding` for every encoding libcurl decodes (gzip, deflate, br, zstd) and
         /// decode the answer transparently, as `curl --compressed` does. Default: true.

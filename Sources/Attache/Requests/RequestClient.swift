@@ -206,7 +206,7 @@ public final class RequestClient: Sendable {
     /// ```
     /// - Throws: ``AttacheError`` `.invalidArgument` when called from an async task; otherwise as
     ///   ``send(_:writingBodyTo:progress:)``.
-    public func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> ServerResponse {
+    package func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> ServerResponse {
         let inTask = withUnsafeCurrentTask { $0 != nil }
         guard !inTask else {
             throw AttacheError(

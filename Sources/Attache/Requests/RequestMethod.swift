@@ -36,9 +36,9 @@ public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleBy
     /// Whether sending the request twice has the effect of sending it once (RFC 9110, 9.2.2): `GET`,
     /// `HEAD`, `PUT`, `DELETE`, `OPTIONS`, `TRACE`. Only these are retried on their own; a `POST` or
     /// `PATCH` is retried when it carries an `Idempotency-Key` header.
-    public var isIdempotent: Bool { ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(rawValue) }
+    package var isIdempotent: Bool { ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(rawValue) }
 
     /// Whether parameters of a request with this method go into the query (`GET`, `HEAD`, `DELETE`)
     /// rather than into a body, as AFNetworking and Alamofire place them.
-    public var encodesParametersInQuery: Bool { ["GET", "HEAD", "DELETE"].contains(rawValue) }
+    package var encodesParametersInQuery: Bool { ["GET", "HEAD", "DELETE"].contains(rawValue) }
 }

@@ -43,7 +43,7 @@ public struct SealedJSONForm: Sendable {
         self.material = material
     }
 
-    /// The body for a JSON value (written compact with sorted keys, ``JSONValue/jsonBytes()``).
+    /// The body for a JSON value (written compact with sorted keys, `JSONValue.jsonBytes()`).
     /// - Throws: ``AttacheError`` (stage `.seal`) `.invalidArgument` for a scheme this form does not
     ///   use, `.invalidKey` for a key that does not suit the scheme; `.invalidArgument` (stage
     ///   `.upload`) for a number JSON cannot express.

@@ -149,7 +149,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// The UTF-8 bytes of ``encode(_:)-(Parameters)``, for a body without a detour through `String`.
-    public func encodedBytes(_ parameters: Parameters) -> [UInt8] {
+    package func encodedBytes(_ parameters: Parameters) -> [UInt8] {
         var sink = EscapingSink(
             nameMask: nameMask, valueMask: valueMask, spaceAsPlus: spaceEncoding == .plus)
         sink.output.reserveCapacity(64 + parameters.count * 24)
@@ -177,7 +177,7 @@ public struct URLFormEncoder: Sendable {
     /// A name is the full bracketed name (`phone[mobile]`); a value written without `=`
     /// (``NilEncoding/keyOnly``) comes as the empty string. This is what a multipart body built from the
     /// same parameters needs.
-    public func pairs(_ parameters: Parameters) -> [UploadField] {
+    package func pairs(_ parameters: Parameters) -> [UploadField] {
         var sink = PairCollector()
         walkTopLevel(parameters, into: &sink)
         return sink.pairs.map {
@@ -187,7 +187,7 @@ public struct URLFormEncoder: Sendable {
 
     /// `url` with the encoded parameters added to its query (after `?`, or `&` when it has a query),
     /// before any `#fragment`; `url` unchanged when the parameters encode to nothing.
-    public func url(_ url: String, appending parameters: Parameters) -> String {
+    package func url(_ url: String, appending parameters: Parameters) -> String {
         let query = encode(parameters)
         guard !query.isEmpty else { return url }
         var base = Substring(url)

@@ -71,23 +71,23 @@ public struct ResumableConfiguration: Sendable, Hashable {
     }
 
     /// Whether a sealed body of `byteCount` bytes is sent resumable.
-    public func applies(toByteCount byteCount: Int64) -> Bool {
+    package func applies(toByteCount byteCount: Int64) -> Bool {
         mode != .off && byteCount >= threshold
     }
 }
 
 /// Where a resumable upload stands: enough to continue it from another process (the batch journal
 /// keeps it per file).
-public struct ResumableState: Sendable, Hashable, Codable {
+package struct ResumableState: Sendable, Hashable, Codable {
     /// The protocol the upload was created with.
-    public var protocolName: ResumableProtocol
+    package var protocolName: ResumableProtocol
     /// The upload resource, absolute.
-    public var uploadURL: String
+    package var uploadURL: String
     /// The last offset the server confirmed.
-    public var offset: Int64
+    package var offset: Int64
 
     /// Creates a state.
-    public init(protocolName: ResumableProtocol, uploadURL: String, offset: Int64) {
+    package init(protocolName: ResumableProtocol, uploadURL: String, offset: Int64) {
         self.protocolName = protocolName
         self.uploadURL = uploadURL
         self.offset = offset

@@ -1,26 +1,26 @@
 import FoundationEssentials
 
 /// One body to send as a resumable upload.
-public struct ResumableUploadRequest: Sendable {
+package struct ResumableUploadRequest: Sendable {
     /// The creation endpoint (the multipart endpoint of the same server, for the reference server).
-    public var url: String
+    package var url: String
     /// The bytes: the sealed payload. Chunks are opened with ``ByteSource/makeReader(startingAt:)``.
-    public var body: any ByteSource
+    package var body: any ByteSource
     /// The body's content type (tus `filetype`, the IETF creation request's `Content-Type`).
-    public var contentType: String
+    package var contentType: String
     /// The filename (tus `filename`).
-    public var filename: String
+    package var filename: String
     /// Form fields, sent as `Upload-Metadata` (`key base64(value)`, comma-separated). Names must be
     /// tokens without spaces or commas.
-    public var fields: [UploadField]
+    package var fields: [UploadField]
     /// Sent as `Idempotency-Key` with the creation request.
-    public var idempotencyKey: String
+    package var idempotencyKey: String
     /// An upload an earlier process started (the batch journal's): continued from the server's
     /// offset when the server still has it, started over when not.
-    public var resumeFrom: ResumableState?
+    package var resumeFrom: ResumableState?
 
     /// Creates a request.
-    public init(
+    package init(
         url: String, body: any ByteSource, contentType: String = "application/octet-stream", filename: String,
         fields: [UploadField] = [], idempotencyKey: String? = nil, resumeFrom: ResumableState? = nil
     ) {

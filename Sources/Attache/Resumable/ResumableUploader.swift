@@ -1,5 +1,5 @@
 import FoundationEssentials
-public import Logging
+package import Logging
 
 /// Sends bodies with tus 1.0 or the IETF resumable upload draft through the transport: an upload
 /// that loses its connection, or whose process dies, continues at the server's offset.
@@ -20,21 +20,21 @@ public import Logging
 ///     print(result.uploadURL, result.bytesSent)
 /// }
 /// ```
-public struct ResumableUploader: Sendable {
+package struct ResumableUploader: Sendable {
     /// Timeouts, retries, TLS, headers and credentials.
-    public var connection: ConnectionConfiguration
+    package var connection: ConnectionConfiguration
     /// How the server's final answers are read.
-    public var answers: ResponseInterpreter.Configuration
+    package var answers: ResponseInterpreter.Configuration
     /// Protocol and append sizes.
-    public var configuration: ResumableConfiguration
+    package var configuration: ResumableConfiguration
     /// Where requests are logged (at `.debug`).
-    public var logger: Logger
+    package var logger: Logger
     /// The client whose transport, interceptors and hooks every request goes through.
     let client: AttacheClient
 
     /// Creates an uploader.
     /// - Parameter transport: the shared ``CurlTransport`` for `connection` when nil.
-    public init(
+    package init(
         connection: ConnectionConfiguration = .init(), answers: ResponseInterpreter.Configuration = .init(),
         configuration: ResumableConfiguration = .init(mode: .auto), logger: Logger = Logger(label: "attache.resumable"),
         transport: (any HTTPTransport)? = nil
@@ -45,7 +45,7 @@ public struct ResumableUploader: Sendable {
     }
 
     /// Creates the resumable upload operation of `client`, with the client's connection settings.
-    public init(
+    package init(
         client: AttacheClient, answers: ResponseInterpreter.Configuration = .init(),
         configuration: ResumableConfiguration = .init(mode: .auto), logger: Logger = Logger(label: "attache.resumable")
     ) {
@@ -70,7 +70,7 @@ public struct ResumableUploader: Sendable {
     /// - Throws: ``AttacheError`` — `.cancelled`; `.retriesExhausted` or `.connectionFailed` when appends
     ///   kept failing without progress (per ``ConnectionConfiguration/retry``); `.invalidArgument` for a
     ///   field name that cannot go in `Upload-Metadata`; source errors.
-    public func upload(
+    package func upload(
         _ request: ResumableUploadRequest,
         onState: (@Sendable (ResumableState?) -> Void)? = nil,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
@@ -88,7 +88,7 @@ extension ResumableUploader {
     /// Deletes an unfinished upload on the server (tus termination, IETF cancellation): `DELETE` on its
     /// resource. Returns true when the server removed it (2xx) or no longer had it (404, 410).
     /// - Throws: ``AttacheError`` from the transport.
-    public func terminate(_ state: ResumableState) async throws -> Bool {
+    package func terminate(_ state: ResumableState) async throws -> Bool {
         var headers: [HeaderField] = []
         if state.protocolName == .tus { headers.append(HeaderField(name: "Tus-Resumable", value: "1.0.0")) }
         let exchange = try TransportRequest(

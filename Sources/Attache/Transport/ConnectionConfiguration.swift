@@ -44,7 +44,7 @@ public struct ConnectionConfiguration: Sendable {
     /// Which redirects are followed.
     public var redirects: RedirectPolicy = .safe
     /// The size of curl's upload buffer, which is the size of the chunks a body is read in.
-    public var uploadBufferSize = 512 * 1024
+    package var uploadBufferSize = 512 * 1024
 
     /// The defaults: 10 s connect, 30 s stall, standard retries, system CAs, proxy from the environment.
     public init() {}
@@ -58,13 +58,13 @@ public enum HTTPAuthorization: Sendable, Hashable, CustomStringConvertible {
     case basic(user: String, password: String)
 
     /// Reads `user:password` (Basic) as curl's `--user` takes it; the password may contain colons.
-    public init?(userColonPassword text: String) {
+    package init?(userColonPassword text: String) {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         self = .basic(user: String(text[..<colon]), password: String(text[text.index(after: colon)...]))
     }
 
     /// The header value.
-    public var headerValue: String {
+    package var headerValue: String {
         switch self {
         case .bearer(let token): return "Bearer \(token)"
         case .basic(let user, let password): return "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()

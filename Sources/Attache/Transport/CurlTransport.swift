@@ -25,7 +25,7 @@ public final class CurlTransport: HTTPTransport {
     private static let registry = LockedValue<[Int: CurlTransport]>([:])
 
     /// The shared transport for `connection`: one per distinct ``ConnectionConfiguration/maximumConnectionsPerHost``.
-    public static func shared(for connection: ConnectionConfiguration) -> CurlTransport {
+    package static func shared(for connection: ConnectionConfiguration) -> CurlTransport {
         guard let limit = connection.maximumConnectionsPerHost else { return shared }
         return registry.withLock { transports in
             if let transport = transports[limit] { return transport }
@@ -48,7 +48,7 @@ public final class CurlTransport: HTTPTransport {
     /// of `main`): glibc's `dlopen` holds a lock that every `pthread_create` waits on, so a thread
     /// started during the load, the concurrency runtime's first worker included, starts only after it.
     /// Set any environment variables libcurl's libraries read at load time before calling this.
-    public static func preloadLibrary() {
+    package static func preloadLibrary() {
         attache_curl_preload()
     }
 
@@ -62,13 +62,13 @@ public final class CurlTransport: HTTPTransport {
     ///     curl's queue for one to be free. nil: no limit.
     ///   - pool: where request bodies are read and sealed ahead of the network; by default a pool of
     ///     one thread per core.
-    public init(maximumConnectionsPerHost: Int? = nil, pool: BlockingPool? = nil) {
+    package init(maximumConnectionsPerHost: Int? = nil, pool: BlockingPool? = nil) {
         self.loop = CurlMultiLoop(maximumConnectionsPerHost: maximumConnectionsPerHost)
         self.pool = pool ?? BodyPump.readers
     }
 
     /// Transfers on this transport's loop right now (started and not yet finished).
-    public var activeTransfers: Int { loop.activeCount }
+    package var activeTransfers: Int { loop.activeCount }
 
     public func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         try CurlGlobal.ensureInitialized()

@@ -31,7 +31,7 @@ public struct TransportRequest: Sendable {
     /// The size of curl's receive buffer (`CURLOPT_BUFFERSIZE`) for a large answer streamed to a sink: fewer,
     /// larger writes to it. nil (the default) keeps curl's 16 KiB, right for answers of a few kilobytes,
     /// and lets the transport reuse a curl handle from an earlier request instead of making one.
-    public var receiveBufferSize: Int?
+    package var receiveBufferSize: Int?
     /// The ``receiveBufferSize`` Attache's own large answers ask for: downloads, and `RequestClient`
     /// answers written to a file.
     static let streamingReceiveBufferSize = 256 * 1024
@@ -92,15 +92,15 @@ extension ResponseSink {
 }
 
 /// The sink used when a caller gives none: keeps the body in memory up to a limit.
-public final class CollectingSink: ResponseSink, @unchecked Sendable {
+package final class CollectingSink: ResponseSink, @unchecked Sendable {
     private var body: CappedBody
     private let onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)?
     private let onInformational: (@Sendable (Int, [HeaderField]) -> Void)?
-    public var collectedBody: [UInt8] { body.bytes }
-    public var bodyExceededCap: Bool { body.exceededCap }
+    package var collectedBody: [UInt8] { body.bytes }
+    package var bodyExceededCap: Bool { body.exceededCap }
 
     /// Creates a sink keeping at most `limit` bytes of body.
-    public init(
+    package init(
         limit: Int, onProgress: (@Sendable (_ sent: Int64, _ received: Int64) -> Void)? = nil,
         onInformational: (@Sendable (Int, [HeaderField]) -> Void)? = nil
     ) {
@@ -109,24 +109,24 @@ public final class CollectingSink: ResponseSink, @unchecked Sendable {
         self.onInformational = onInformational
     }
 
-    public func informational(status: Int, headers: [HeaderField]) {
+    package func informational(status: Int, headers: [HeaderField]) {
         onInformational?(status, headers)
     }
 
-    public func begin(status: Int, headers: [HeaderField]) -> Bool {
+    package func begin(status: Int, headers: [HeaderField]) -> Bool {
         body.reset()
         return true
     }
 
-    public func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         body.append(bytes)
     }
 
-    public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
+    package func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {
         onProgress?(sent, received)
     }
 
-    public var wantsProgress: Bool { onProgress != nil }
+    package var wantsProgress: Bool { onProgress != nil }
 }
 
 /// Sends one exchange and returns the final answer: the seam between the request logic (retries,
@@ -148,7 +148,7 @@ public protocol HTTPTransport: Sendable {
 
 extension HTTPTransport {
     /// Sends `request`, collecting the answer in memory.
-    public func send(_ request: PreparedRequest) async throws -> ServerResponse {
+    package func send(_ request: PreparedRequest) async throws -> ServerResponse {
         try await send(request, sink: nil)
     }
 }
@@ -187,9 +187,9 @@ extension TransportRequest {
 
 /// The one rule for header fields, used by the transport before sending and by the command line and
 /// the config file when they read headers.
-public enum HeaderFieldSyntax {
+package enum HeaderFieldSyntax {
     /// An RFC 9110 field name: a token of ASCII letters, digits and ``!#$%&'*+-.^_`|~``.
-    public static func isValidName(_ name: some StringProtocol) -> Bool {
+    package static func isValidName(_ name: some StringProtocol) -> Bool {
         !name.isEmpty
             && name.utf8.allSatisfy { byte in
                 (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
@@ -199,7 +199,7 @@ public enum HeaderFieldSyntax {
 
     /// A field value Attache sends: no control character but tab (so no CR or LF that could end the
     /// field early).
-    public static func isValidValue(_ value: some StringProtocol) -> Bool {
+    package static func isValidValue(_ value: some StringProtocol) -> Bool {
         !value.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }
     }
 }

@@ -37,7 +37,7 @@ public struct PreparedRequest: Sendable {
     /// headers are checked, the URL stays parsed.
     ///
     /// - Throws: ``TransportError`` `.invalidArgument` naming a header that cannot be sent.
-    public func replacingHeaders(_ headers: [HeaderField]) throws -> PreparedRequest {
+    package func replacingHeaders(_ headers: [HeaderField]) throws -> PreparedRequest {
         try Self.check(headers)
         var request = request
         request.headers = headers

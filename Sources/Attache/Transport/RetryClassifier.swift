@@ -1,5 +1,5 @@
 internal import AttacheCore
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// The one rule for what is tried again, for every operation: multipart and resumable uploads,
 /// downloads and the request layer.
@@ -44,23 +44,23 @@ public struct RetryClassifier: Sendable, Hashable {
     }
 
     /// Whether an answer with `status` is tried again.
-    public func isRetryable(status: Int) -> Bool {
+    package func isRetryable(status: Int) -> Bool {
         statuses.contains(status)
     }
 
     /// Whether a failure without an answer is tried again.
-    public func isRetryable(_ error: AttacheError) -> Bool {
+    package func isRetryable(_ error: AttacheError) -> Bool {
         error.isRetryable && error.code != .fileChanged
     }
 
     /// The wait `response`'s `Retry-After` asks for, capped; nil when it has none or it cannot be read.
-    public func retryAfter(in response: ServerResponse) -> Duration? {
+    package func retryAfter(in response: ServerResponse) -> Duration? {
         retryAfter(response.header("Retry-After"))
     }
 
     /// The wait a `Retry-After` value asks for (delta-seconds or an HTTP-date, measured from `now`),
     /// capped at ``maximumRetryAfter``; nil for nil or a value that is neither.
-    public func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
+    package func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let raw = value?.trimmingBlanks, !raw.isEmpty else { return nil }
         let delay: Duration
         if let seconds = Int(raw), seconds >= 0 {

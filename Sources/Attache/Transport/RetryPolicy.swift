@@ -47,13 +47,13 @@ public struct RetryPolicy: Sendable, Hashable {
     public static let never = RetryPolicy(maximumAttempts: 1)
 
     /// The delay after failed attempt number `attempt` (1-based), given the server's `Retry-After`.
-    public func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
+    package func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
         var generator = SystemRandomNumberGenerator()
         return delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
     }
 
     /// The delay after failed attempt number `attempt`, drawing jitter from `generator`.
-    public func delay(
+    package func delay(
         afterAttempt attempt: Int, retryAfter: Duration?, using generator: inout some RandomNumberGenerator
     ) -> Duration {
         if let retryAfter {

@@ -7,24 +7,24 @@ import FoundationEssentials
 /// ``nameLookup`` ≤ ``connect`` ≤ ``tlsHandshake`` ≤ ``firstByte`` ≤ ``total``. A reused connection
 /// shows zero (or near zero) DNS, connect and TLS times; plain `http` has no TLS time (zero). With
 /// redirects followed, the figures are those of the last hop.
-public struct TransferTimings: Sendable, Hashable, Codable {
+package struct TransferTimings: Sendable, Hashable, Codable {
     /// Until the host name was resolved.
-    public var nameLookup: Duration
+    package var nameLookup: Duration
     /// Until the TCP connection was established.
-    public var connect: Duration
+    package var connect: Duration
     /// Until the TLS handshake was done (zero over plain `http`).
-    public var tlsHandshake: Duration
+    package var tlsHandshake: Duration
     /// Until the first byte of the answer arrived (curl's "start transfer").
-    public var firstByte: Duration
+    package var firstByte: Duration
     /// The whole exchange.
-    public var total: Duration
+    package var total: Duration
     /// Request body bytes sent.
-    public var bytesSent: Int64
+    package var bytesSent: Int64
     /// Answer body bytes received, as libcurl counts them.
-    public var bytesReceived: Int64
+    package var bytesReceived: Int64
 
     /// Creates timings.
-    public init(
+    package init(
         nameLookup: Duration = .zero, connect: Duration = .zero, tlsHandshake: Duration = .zero,
         firstByte: Duration = .zero, total: Duration = .zero, bytesSent: Int64 = 0, bytesReceived: Int64 = 0
     ) {
@@ -38,7 +38,7 @@ public struct TransferTimings: Sendable, Hashable, Codable {
     }
 
     /// `dns 0.1ms connect 0.3ms tls 0.0ms first-byte 2.4ms total 2.6ms`, for log lines.
-    public var summary: String {
+    package var summary: String {
         "dns \(Self.format(nameLookup)) connect \(Self.format(connect)) tls \(Self.format(tlsHandshake)) "
             + "first-byte \(Self.format(firstByte)) total \(Self.format(total))"
     }

@@ -5,7 +5,7 @@ internal import CCurl
 ///
 /// It says what failed and whether another attempt may help, but not which stage of Attache's work
 /// it belongs to: only the operation that sent the request knows whether it was uploading, downloading
-/// or requesting, and it turns the failure into an ``AttacheError`` with ``attributed(to:file:)``.
+/// or requesting, and it turns the failure into an ``AttacheError`` with `attributed(to:file:)`.
 /// Errors of a request body's source or of a sink are already ``AttacheError``s and pass through a
 /// transport as they are.
 public struct TransportError: Error, Sendable, CustomStringConvertible {
@@ -29,7 +29,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The failure as the error of the operation that met it.
-    public func attributed(to stage: AttacheError.Stage, file: String? = nil) -> AttacheError {
+    package func attributed(to stage: AttacheError.Stage, file: String? = nil) -> AttacheError {
         AttacheError(code, stage: stage, message, file: file, isRetryable: isRetryable, cause: cause)
     }
 

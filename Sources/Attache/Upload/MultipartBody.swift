@@ -139,7 +139,7 @@ public struct MultipartBody: ByteSource {
     /// ```
     /// - Throws: ``AttacheError/Code/invalidArgument`` when `value` is empty (PHP reads an empty
     ///   filename as "no file"); the message names `what`.
-    public static func escape(_ value: String, what: String = "name") throws -> String {
+    package static func escape(_ value: String, what: String = "name") throws -> String {
         let scalars = Array(value.unicodeScalars)
         guard !scalars.isEmpty else {
             throw AttacheError(.invalidArgument, stage: .upload, "the \(what) is empty")

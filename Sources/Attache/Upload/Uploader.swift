@@ -216,7 +216,7 @@ public struct Uploader: Sendable {
     }
 
     /// A fresh idempotency key: 32 random hex digits.
-    public static func makeIdempotencyKey() -> String {
+    package static func makeIdempotencyKey() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
     }
