@@ -61,10 +61,12 @@ package struct LiveServer: Sendable {
         return (data, response as! HTTPURLResponse)
     }
 
-    /// A pipeline for this server that retries quickly.
+    /// A pipeline for this server that retries quickly. The stall timeout (120 s unless given) only
+    /// catches a transfer that hangs: a loaded machine can hold a live one for tens of seconds, and a
+    /// test that injects a stall passes a timeout of its own, far below the stall.
     package func pipeline(
         headers: [HeaderField] = [], attempts: Int = 4,
-        stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
+        stallTimeout: Duration = .seconds(120), configure: (inout PipelineConfiguration) -> Void = { _ in }
     ) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: uploadURL)
         configuration.connection.headers = headers
