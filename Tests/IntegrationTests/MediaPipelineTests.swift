@@ -34,7 +34,7 @@ struct MediaPipelineTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wav = dir + "/memo.wav"
         try await Self.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=16000:duration=2.5", "-ac", "1",
-                         "-c:a", "pcm_s16le", wav])
+                               "-c:a", "pcm_s16le", wav])
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: wav))
             #expect(receipt.kind == .voice && receipt.mimeType == "audio/ogg" && receipt.filename == "memo.ogg")
@@ -56,8 +56,8 @@ struct MediaPipelineTests {
         let plain = dir + "/plain.mp4"
         let clip = dir + "/clip.mp4"
         try await Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=1.5", "-f", "lavfi", "-i",
-                         "sine=duration=1.5", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p",
-                         "-c:a", "aac", plain])
+                               "sine=duration=1.5", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p",
+                               "-c:a", "aac", plain])
         try await Self.ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", clip])
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: clip))
@@ -108,7 +108,7 @@ struct MediaPipelineTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let whole = dir + "/whole.mp4"
         try await Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:duration=1", "-c:v", "libx264", "-preset",
-                         "ultrafast", whole])
+                               "ultrafast", whole])
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         let cut = dir + "/cut.mp4"
         try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: cut))
@@ -164,7 +164,7 @@ struct RecompressRulesTests {
         // an odd size, which heif-enc stores as a grid of one tile, cropped.
         let alpha = dir + "/alpha.heic", odd = dir + "/odd.heic"
         try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120", "-frames:v", "1", "-vf",
-                                       "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'", dir + "/alpha.png"])
+                                             "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'", dir + "/alpha.png"])
         try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=97x61", "-frames:v", "1", dir + "/odd.png"])
         _ = try await run("/usr/bin/heif-enc", ["-q", "60", "-o", alpha, dir + "/alpha.png"])
         _ = try await run("/usr/bin/heif-enc", ["-q", "60", "-o", odd, dir + "/odd.png"])

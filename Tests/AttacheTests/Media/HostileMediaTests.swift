@@ -9,7 +9,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let whole = dir + "/whole.mp4"
         try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=2", "-c:v", "libx264",
-                               "-preset", "ultrafast", whole])
+                                     "-preset", "ultrafast", whole])
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         let cut = dir + "/cut.mp4"
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
@@ -65,7 +65,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let input = dir + "/heavy.mkv"
         try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30:duration=6", "-c:v", "libx264",
-                               "-preset", "ultrafast", "-qp", "0", input])
+                                     "-preset", "ultrafast", "-qp", "0", input])
         let converter = MediaTools.converter {
             $0.limits.cpuSeconds = 1
             $0.secondsPerMediaSecond = 0

@@ -70,7 +70,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let input = dir + "/small.mkv"
         try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=641x361:rate=50:duration=1", "-c:v", "libx264",
-                               "-preset", "ultrafast", "-qp", "0", input])
+                                     "-preset", "ultrafast", "-qp", "0", input])
         let result = try await MediaTools.converter().convertVideo(input, workDirectory: dir, thumbnailSides: [])
         let probe = try await MediaTools.probe(try #require(result.path))
         let video = try #require(probe.streams.first)
@@ -110,7 +110,7 @@ import Testing
         // (ffmpeg writes `©xyz` for QuickTime files, as phones do.)
         let located = dir + "/located.mov"
         try await MediaTools.ffmpeg(["-i", output, "-c", "copy", "-metadata", "location=+48.8584+002.2945/",
-                               "-movflags", "+faststart", located])
+                                     "-movflags", "+faststart", located])
         let locatedBytes = try Data(contentsOf: URL(fileURLWithPath: located))
         #expect(locatedBytes.range(of: Data([0xA9] + Array("xyz".utf8))) != nil, "made with a location")
         let stripped = try await converter.convertVideo(located, workDirectory: dir, thumbnailSides: [])
@@ -143,7 +143,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let video = dir + "/v.mkv"
         try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1", "-f", "lavfi", "-i",
-                               "sine=duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "flac", video])
+                                     "sine=duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "flac", video])
         let voice = dir + "/a.wav"
         try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=200:duration=1.5", "-ac", "1", voice])
         let converter = MediaTools.converter()
