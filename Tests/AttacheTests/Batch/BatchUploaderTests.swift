@@ -157,7 +157,8 @@ struct BatchUploaderTests {
         }.run([folder.path])
 
         // Nobody reads: the run must come to a stop with the buffer full, not run through every file.
-        let deadline = ContinuousClock.now + .seconds(30)
+        // The deadline only ends a run that never stops; a loaded machine took over 30 s to fill it.
+        let deadline = ContinuousClock.now + .seconds(180)
         while run.buffer.outstanding < limit || run.buffer.waitingProducers == 0 {
             try #require(ContinuousClock.now < deadline, "the run never waited for its consumer")
             try await Task.sleep(for: .milliseconds(5))
