@@ -31,7 +31,7 @@ struct FileRouteTests {
 
     @Test func aMatchingIfRangeGetsTheRangeAndAnotherGetsTheWholeFile() async throws {
         try await withFile { client, fileId, bytes in
-            let etag = "\"\(try sha256Hex(bytes))\""
+            let etag = "\"\(try await sha256Hex(bytes))\""
             var lastModified = ""
             try await client.execute(uri: "/files/\(fileId)", method: .head) { response in
                 #expect(response.headers[.eTag] == etag)
@@ -62,7 +62,7 @@ struct FileRouteTests {
                 #expect(Array(response.body.readableBytesView) == bytes)
             }
             let changed = bytes.map { $0 ^ 0xFF }
-            let changedETag = "\"\(try sha256Hex(changed))\""
+            let changedETag = "\"\(try await sha256Hex(changed))\""
             try await client.execute(uri: "/files/\(fileId)", method: .get) { response in
                 #expect(Array(response.body.readableBytesView) == changed)
                 #expect(response.headers[.eTag] == changedETag)

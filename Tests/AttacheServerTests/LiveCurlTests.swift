@@ -22,7 +22,7 @@ struct LiveCurlTests {
         let store = try TemporaryStore()
         let bytes = sampleBytes(count: 200_000)
         let path = try sampleFile(store, bytes)
-        let digest = try sha256Hex(bytes)
+        let digest = try await sha256Hex(bytes)
         let configuration = store.configuration()
         let storePath = store.path
         try await withReferenceServer(configuration: configuration) { port in
@@ -162,7 +162,7 @@ struct LiveCurlTests {
             let written = try #require(partial, "no part file appeared in tmp/ during the upload")
             #expect(written < size)
             let data = try #require(try jsonObject(Array(result.stdout.utf8))["data"] as? [String: Any])
-            #expect(data["sha256"] as? String == (try sha256Hex(bytes)))
+            #expect(data["sha256"] as? String == (try await sha256Hex(bytes)))
         }
         #expect(store.entries("tmp").isEmpty)
     }

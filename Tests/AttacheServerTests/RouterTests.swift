@@ -53,7 +53,7 @@ struct RouterTests {
             #expect(fileId.count == 26)
             #expect(data["url"] as? String == "/files/\(fileId)")
             #expect(data["size"] as? Int == photo.count)
-            #expect(data["sha256"] as? String == (try sha256Hex(photo)))
+            #expect(data["sha256"] as? String == (try await sha256Hex(photo)))
             #expect(data["filename"] as? String == "photo%22x%22.jpg")
             #expect(data["contentType"] as? String == "image/jpeg")
             let fields = try #require(data["fields"] as? [String: Any])
@@ -63,14 +63,14 @@ struct RouterTests {
             let parts = try #require(data["parts"] as? [[String: Any]])
             #expect(parts.map { $0["name"] as? String } == ["thumbnail", "file"])
             let thumbnailId = try #require(parts.first?["fileId"] as? String)
-            #expect(parts.first?["sha256"] as? String == (try sha256Hex(thumbnail)))
+            #expect(parts.first?["sha256"] as? String == (try await sha256Hex(thumbnail)))
 
+            let digest = try await sha256Hex(photo)
             try await client.execute(uri: "/files/\(fileId)", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(Array(response.body.readableBytesView) == photo)
                 #expect(response.headers[.contentType] == "image/jpeg")
                 #expect(response.headers[.acceptRanges] == "bytes")
-                let digest = try sha256Hex(photo)
                 #expect(response.headers[.eTag] == "\"\(digest)\"")
             }
             try await client.execute(uri: "/files/\(thumbnailId)", method: .get) { response in

@@ -42,3 +42,12 @@ package func sha256Hex(_ bytes: [UInt8]) throws -> String {
     guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
     return String(text.prefix(64))
 }
+
+/// `sha256Hex` for async code: `sha256sum` runs and is waited for on a thread of its own, not on the
+/// cooperative pool.
+package func sha256Hex(_ bytes: [UInt8]) async throws -> String {
+    let output = try await run("sha256sum", [], input: Data(bytes))
+    let text = String(decoding: output, as: UTF8.self)
+    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
+    return String(text.prefix(64))
+}

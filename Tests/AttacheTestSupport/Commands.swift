@@ -5,6 +5,14 @@ import Testing
 /// Runs a command and returns its standard output; fails the test when it exits non-zero.
 @discardableResult
 package func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> Data {
+    let (data, status, message) = try runToExit(executable, arguments, input: input)
+    try #require(status == 0, "\(executable) failed: \(message)")
+    return data
+}
+
+/// `run`'s work: starts the command, feeds `input`, reads both pipes and waits for the exit; returns
+/// the standard output, the exit status and the standard error.
+private func runToExit(_ executable: String, _ arguments: [String], input: Data?) throws -> (Data, Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
@@ -20,7 +28,18 @@ package func run(_ executable: String, _ arguments: [String], input: Data? = nil
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "\(executable) failed: \(message)")
+    return (data, process.terminationStatus, message)
+}
+
+/// Runs a command on a thread of its own and returns its standard output; fails the test when it exits
+/// non-zero. The form for async code: the synchronous one blocks its caller for the whole run, and a
+/// test body that blocks a thread of the cooperative pool (two on a two-core machine) starves the
+/// transfers of every test running beside it.
+@discardableResult
+package func run(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> Data {
+    // The check runs here, in the test's task, so that a failure is recorded against the test.
+    let (data, status, message) = try await onOwnThread { try runToExit(executable, arguments, input: input) }
+    try #require(status == 0, "\(executable) failed: \(message)")
     return data
 }
 

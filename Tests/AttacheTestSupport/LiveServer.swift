@@ -61,16 +61,19 @@ package struct LiveServer: Sendable {
         return (data, response as! HTTPURLResponse)
     }
 
-    /// A pipeline for this server that retries quickly.
+    /// A pipeline for this server that retries quickly. The stall timeout (120 s unless given) only
+    /// catches a transfer that hangs: a loaded machine can hold a live one for tens of seconds, and a
+    /// test that injects a stall passes a timeout of its own, far below the stall. The retry budget
+    /// outlasts two stalled attempts, so that one that stalls leaves time for the retry.
     package func pipeline(
         headers: [HeaderField] = [], attempts: Int = 4,
-        stallTimeout: Duration = .seconds(30), configure: (inout PipelineConfiguration) -> Void = { _ in }
+        stallTimeout: Duration = .seconds(120), configure: (inout PipelineConfiguration) -> Void = { _ in }
     ) throws -> AttachmentPipeline {
         var configuration = PipelineConfiguration(url: uploadURL)
         configuration.connection.headers = headers
         configuration.connection.retry = RetryPolicy(
             maximumAttempts: attempts, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200),
-            budget: .seconds(60))
+            budget: .seconds(60) + stallTimeout * 2)
         configuration.connection.stallTimeout = stallTimeout
         // Transport tests compare the server's bytes with the file's; sealing has its own tests.
         configuration.seal = .none

@@ -45,7 +45,7 @@ struct BotAPIEndpointTests {
             let result = try await upload([file.path], bot: bot, token: Self.token)
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
-            let digest = try sha256Hex(bytes)
+            let digest = try await sha256Hex(bytes)
             #expect(receipt["fileId"] as? String == "BQACAgQAAx0" + digest.prefix(24))
             #expect(receipt["attempts"] as? Int == 2)
             let server = try #require(receipt["server"] as? [String: Any])

@@ -47,7 +47,7 @@ struct DownloadIntegrationTests {
             #expect(receipt.byteCount == 300_000 && receipt.transferredByteCount == 300_000)
             #expect(receipt.resumedFrom == 0 && receipt.attempts == 1)
             #expect(receipt.verifiedByETag)
-            #expect(receipt.sha256 == (try sha256Hex(bytes)))
+            #expect(receipt.sha256 == (try await sha256Hex(bytes)))
             #expect(!FileManager.default.fileExists(atPath: directory + "/out.bin.part"))
             #expect(progress.withLock { $0.last?.receivedBytes } == 300_000)
         }

@@ -213,7 +213,7 @@ struct DownloadManagerTests {
                 for await event in events { if case .failed(_, let error) = event { failures.append(error) } }
                 return failures
             }
-            try manager.add(DownloadItem(url: urls[0], destination: setup.folder + "/0.bin", expectedSHA256: try sha256Hex(contents[0])))
+            try await manager.add(DownloadItem(url: urls[0], destination: setup.folder + "/0.bin", expectedSHA256: try await sha256Hex(contents[0])))
             try manager.add(DownloadItem(url: urls[1], destination: setup.folder + "/1.bin", expectedSHA256: String(repeating: "ab", count: 32)))
             try manager.add(DownloadItem(url: urls[2], destination: setup.folder + "/2.bin"))
             let summary = try await manager.waitUntilSettled()
@@ -264,7 +264,7 @@ struct DownloadManagerTests {
                 let bytes = randomBytes(Int.random(in: 20_000...60_000))
                 let url = try await setup.store(bytes)
                 let name = String(format: "file-%03d.bin", index)
-                lines.append("\(url) \(name)" + (index % 2 == 0 ? " sha256=\(try sha256Hex(bytes))" : ""))
+                lines.append("\(url) \(name)" + (index % 2 == 0 ? " sha256=\(try await sha256Hex(bytes))" : ""))
                 expected[name] = bytes
                 total += Int64(bytes.count)
             }
@@ -301,7 +301,7 @@ struct DownloadManagerTests {
             let badURL = try await setup.store(bad)
             let list = setup.folder + "/../list.jsonl"
             try """
-                {"url":"\(goodURL)","output":"good.bin","sha256":"\(try sha256Hex(good))"}
+                {"url":"\(goodURL)","output":"good.bin","sha256":"\(try await sha256Hex(good))"}
                 # a comment
                 \(badURL) bad.bin sha256=\(String(repeating: "0", count: 64))
                 """.write(toFile: list, atomically: true, encoding: .utf8)

@@ -73,7 +73,7 @@ struct HostileFilenameTests {
                     let content = randomBytes(700 + index)
                     let path = folder + "/payload-\(index).bin"
                     try Data(content).write(to: URL(fileURLWithPath: path))
-                    let digest = try sha256Hex(content)
+                    let digest = try await sha256Hex(content)
                     for target in targets {
                         var configuration = PipelineConfiguration(url: target.url)
                         configuration.fileFieldName = field.sent

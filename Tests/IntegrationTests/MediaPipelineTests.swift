@@ -6,8 +6,8 @@ import Testing
 /// Video, voice and animations through the whole pipeline, the form read back by PHP's own parser.
 @Suite("media through the pipeline", .serialized)
 struct MediaPipelineTests {
-    static func ffmpeg(_ arguments: [String]) throws {
-        _ = try run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
+    static func ffmpeg(_ arguments: [String]) async throws {
+        _ = try await run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
     }
 
     static func pipeline(_ url: String, _ configure: (inout PipelineConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
@@ -33,8 +33,8 @@ struct MediaPipelineTests {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wav = dir + "/memo.wav"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=16000:duration=2.5", "-ac", "1",
-                         "-c:a", "pcm_s16le", wav])
+        try await Self.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=300:sample_rate=16000:duration=2.5", "-ac", "1",
+                               "-c:a", "pcm_s16le", wav])
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: wav))
             #expect(receipt.kind == .voice && receipt.mimeType == "audio/ogg" && receipt.filename == "memo.ogg")
@@ -55,10 +55,10 @@ struct MediaPipelineTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let plain = dir + "/plain.mp4"
         let clip = dir + "/clip.mp4"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=1.5", "-f", "lavfi", "-i",
-                         "sine=duration=1.5", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p",
-                         "-c:a", "aac", plain])
-        try Self.ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", clip])
+        try await Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=1.5", "-f", "lavfi", "-i",
+                               "sine=duration=1.5", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p",
+                               "-c:a", "aac", plain])
+        try await Self.ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", clip])
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: clip))
             #expect(receipt.kind == .video && receipt.mimeType == "video/mp4")
@@ -76,7 +76,7 @@ struct MediaPipelineTests {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let gif = dir + "/wave.gif"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1", gif])
+        try await Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1", gif])
         try await ReceiverProcess.withPHPEcho { url in
             let receipt = try await Self.pipeline(url).send(Attachment(path: gif))
             #expect(receipt.mimeType == "video/mp4" && receipt.filename == "wave.mp4")
@@ -91,7 +91,7 @@ struct MediaPipelineTests {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wav = dir + "/memo.wav"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
+        try await Self.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
         try await ReceiverProcess.withPHPEcho { url in
             let pipeline = try Self.pipeline(url) { $0.transform.media.ffmpegPath = dir + "/no-ffmpeg-here" }
             let receipt = try await pipeline.send(Attachment(path: wav))
@@ -107,8 +107,8 @@ struct MediaPipelineTests {
         let dir = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let whole = dir + "/whole.mp4"
-        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:duration=1", "-c:v", "libx264", "-preset",
-                         "ultrafast", whole])
+        try await Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:duration=1", "-c:v", "libx264", "-preset",
+                               "ultrafast", whole])
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         let cut = dir + "/cut.mp4"
         try bytes.prefix(bytes.count / 3).write(to: URL(fileURLWithPath: cut))
@@ -146,9 +146,9 @@ struct RecompressRulesTests {
 
         // `attache recompress` decodes HEIC through libheif.
         let jpeg = dir + "/source.jpg"
-        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "color=c=green:s=120x80", "-frames:v", "1", jpeg])
+        try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "color=c=green:s=120x80", "-frames:v", "1", jpeg])
         let heic = dir + "/photo.heic"
-        _ = try run("/usr/bin/heif-enc", ["-q", "80", "-o", heic, jpeg])
+        _ = try await run("/usr/bin/heif-enc", ["-q", "80", "-o", heic, jpeg])
         let (heicStatus, heicOutput, heicError) = try await Self.recompress(heic, dir + "/photo.jpg")
         #expect(heicStatus == 0, "\(heicError)")
         #expect(heicOutput.contains("\"mimeType\":\"image/jpeg\"") && heicOutput.contains("\"outputWidth\":120"))
@@ -163,11 +163,11 @@ struct RecompressRulesTests {
         // The sample photo (one picture, irot), a picture with an alpha plane (a second HEVC picture) and
         // an odd size, which heif-enc stores as a grid of one tile, cropped.
         let alpha = dir + "/alpha.heic", odd = dir + "/odd.heic"
-        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120", "-frames:v", "1", "-vf",
-                                       "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'", dir + "/alpha.png"])
-        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=97x61", "-frames:v", "1", dir + "/odd.png"])
-        _ = try run("/usr/bin/heif-enc", ["-q", "60", "-o", alpha, dir + "/alpha.png"])
-        _ = try run("/usr/bin/heif-enc", ["-q", "60", "-o", odd, dir + "/odd.png"])
+        try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=160x120", "-frames:v", "1", "-vf",
+                                             "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'", dir + "/alpha.png"])
+        try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=97x61", "-frames:v", "1", dir + "/odd.png"])
+        _ = try await run("/usr/bin/heif-enc", ["-q", "60", "-o", alpha, dir + "/alpha.png"])
+        _ = try await run("/usr/bin/heif-enc", ["-q", "60", "-o", odd, dir + "/odd.png"])
         let inputs = [ExitStatusTests.packageRoot.path + "/Samples/photo.heic", alpha, odd]
 
         func initialised(_ library: String, _ log: String) -> Bool {
@@ -237,7 +237,7 @@ struct MediaPresetTests {
         let dir = try MediaPipelineTests.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wav = dir + "/memo.wav"
-        try MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
+        try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
         try await LiveServer.with { server in
             let process = try ChildProcess(executable: try attacheBinary(), arguments: [
                 "upload", wav, "--url", server.uploadURL, "--scheme", "none", "--voice-preset", "high", "--json",
@@ -249,7 +249,7 @@ struct MediaPresetTests {
             let (stored, _) = try await server.get("/files/\(fileId)")
             let ogg = dir + "/stored.ogg"
             try stored.write(to: URL(fileURLWithPath: ogg))
-            let rate = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=sample_rate", "-of", "csv=p=0", ogg])
+            let rate = try await run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=sample_rate", "-of", "csv=p=0", ogg])
             #expect(String(decoding: rate, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "48000")
         }
         let bad = try ChildProcess(executable: try attacheBinary(), arguments: [

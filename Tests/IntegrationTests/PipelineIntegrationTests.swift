@@ -133,7 +133,7 @@ struct PipelineIntegrationTests {
             #expect(receipt.transform.thumbnails.count == 2)
             let original = try Data(contentsOf: URL(fileURLWithPath: Self.sample("sticker.webp")))
             #expect(receipt.sentByteCount == Int64(original.count))
-            #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(Array(original))))
+            #expect(receipt.server["sha256"]?.stringValue == (try await sha256Hex(Array(original))))
         }
     }
 

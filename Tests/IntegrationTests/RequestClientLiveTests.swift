@@ -57,7 +57,7 @@ struct RequestClientLiveTests {
         #expect(up.status == 200)
         let count = try up.json
         #expect(count["bytes"]?.intValue == size)
-        #expect(count["sha256"]?.stringValue == (try sha256Hex(bytes)))
+        #expect(count["sha256"]?.stringValue == (try await sha256Hex(bytes)))
         let sentCounts = sent.withLock { $0 }
         #expect(sentCounts.last == Int64(size))
         #expect(sentCounts.count > 2)

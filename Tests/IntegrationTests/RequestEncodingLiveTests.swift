@@ -65,7 +65,7 @@ struct RequestEncodingLiveTests {
         await php.stop()
     }
 
-    @Test func pythonReadsJSONBodiesAsTheValueWas() throws {
+    @Test func pythonReadsJSONBodiesAsTheValueWas() async throws {
         let value = JSONValue.object([
             "text": .string("quote \" backslash \\ newline \n control \u{1} slash / 漢字 😀"),
             "numbers": .array([.number(0), .number(-1), .number(1.5), .number(1e-7), .number(123_456_789_012)]),
@@ -74,11 +74,11 @@ struct RequestEncodingLiveTests {
         ])
         let body = try RequestBody.json(value)
         let script = "import json, sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))"
-        let output = try run("python3", ["-c", script], input: Data(body.inMemoryBytes ?? []))
+        let output = try await run("python3", ["-c", script], input: Data(body.inMemoryBytes ?? []))
         #expect(try JSONValue.parse(Array(output)) == value)
     }
 
-    @Test func pythonsPlistlibReadsPropertyListBodiesAndWeReadItsOutput() throws {
+    @Test func pythonsPlistlibReadsPropertyListBodiesAndWeReadItsOutput() async throws {
         let value = PropertyListValue.dictionary([
             "name": .string("bang & <co> 漢字"),
             "count": .integer(-3),
@@ -104,7 +104,7 @@ struct RequestEncodingLiveTests {
                 return v
             print(json.dumps(plain(plistlib.loads(sys.stdin.buffer.read()))))
             """
-        let output = try run("python3", ["-c", script], input: Data(body.inMemoryBytes ?? []))
+        let output = try await run("python3", ["-c", script], input: Data(body.inMemoryBytes ?? []))
         #expect(try JSONValue.parse(Array(output)) == value.jsonValue)
 
         // And the other way: plistlib writes, we read.
@@ -115,7 +115,7 @@ struct RequestEncodingLiveTests {
                 'when': datetime.datetime(2023, 11, 14, 22, 13, 20), 'blob': bytes(range(200)),
                 'list': ['a', [], {}, 1]}))
             """
-        let written = try run("python3", ["-c", writer])
+        let written = try await run("python3", ["-c", writer])
         #expect(try PropertyListValue(xml: Array(written)) == value)
     }
 

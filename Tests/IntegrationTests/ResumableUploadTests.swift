@@ -82,8 +82,8 @@ struct ResumableUploadTests {
         return path
     }
 
-    static func sha256(ofFile path: String) throws -> String {
-        let output = try run("sha256sum", [path])
+    static func sha256(ofFile path: String) async throws -> String {
+        let output = try await run("sha256sum", [path])
         return String(String(decoding: output, as: UTF8.self).prefix(64))
     }
 
@@ -109,7 +109,7 @@ struct ResumableUploadTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let size = 300_000_000
         let source = try Self.makeFile(size, in: directory)
-        let sourceDigest = try Self.sha256(ofFile: source)
+        let sourceDigest = try await Self.sha256(ofFile: source)
         let chunk: Int64 = 64 << 20
         try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "drop@1-3:after=30000000") }) { server in
             var seal = SealConfiguration()
@@ -136,7 +136,8 @@ struct ResumableUploadTests {
             let key = try #require(receipt.seal.key)
             let output = directory + "/opened.bin"
             try Unsealer(scheme: .streamGCM, key: key).unseal(fileAt: server.store + "/store/files/" + fileId, to: output)
-            #expect(try Self.sha256(ofFile: output) == sourceDigest)
+            let fileDigest = try await Self.sha256(ofFile: output)
+            #expect(fileDigest == sourceDigest)
         }
     }
 
@@ -147,7 +148,8 @@ struct ResumableUploadTests {
         try await Server.with({ $0.appendFaults = try AppendFaultPlan(parsing: "460@2") }) { server in
             let receipt = try await Self.pipeline(server.uploadURL, mode: .tus, initialAppend: chunk).send(
                 Attachment(path: file.path))
-            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.server["sha256"]?.stringValue == fileDigest)
             let appends = try server.appends()
             let failed = try #require(appends.first { $0["status"] as? Int == 460 })
             let failedIndex = try #require(appends.firstIndex { $0["status"] as? Int == 460 })
@@ -169,7 +171,8 @@ struct ResumableUploadTests {
             let receipt = try await Self.pipeline(
                 server.uploadURL, mode: .tus, initialAppend: 4 << 20, attempts: 60, stallTimeout: .seconds(30)
             ).send(Attachment(path: file.path))
-            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.server["sha256"]?.stringValue == fileDigest)
             let appends = try server.appends()
             #expect(appends.first?["status"] as? String == "stalled")
             // The bytes before the stall were kept; the next accepted append starts after them.
@@ -212,7 +215,8 @@ struct ResumableUploadTests {
                 Issue.record("not stored: \(result.upload.outcome)")
                 return
             }
-            #expect(receipt.data["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.data["sha256"]?.stringValue == fileDigest)
             #expect(result.uploadURL != earlier.uploadURL)
             #expect(result.resumedFrom == 0)
             let events = try server.events()
@@ -232,7 +236,8 @@ struct ResumableUploadTests {
             let receipt = try await Self.pipeline(server.uploadURL, mode: .ietf, initialAppend: 64 << 20).send(
                 Attachment(path: file.path))
             #expect(receipt.resumable?.protocolName == .ietf)
-            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.server["sha256"]?.stringValue == fileDigest)
             let appends = try server.appends()
             #expect(appends.first?["status"] as? String == "dropped")
             #expect(appends.first?["received"] as? Int == 12_000_000)
@@ -248,7 +253,8 @@ struct ResumableUploadTests {
         try await Server.with({ $0.maxAppendSize = limit }) { server in
             let receipt = try await Self.pipeline(server.uploadURL, mode: .ietf, initialAppend: 64 << 20).send(
                 Attachment(path: file.path))
-            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.server["sha256"]?.stringValue == fileDigest)
             let appends = try server.appends()
             #expect(appends.first?["status"] as? Int == 413)
             let accepted = appends.dropFirst()
@@ -275,7 +281,8 @@ struct ResumableUploadTests {
                 return
             }
             #expect(sealed["verified"] == .bool(true))
-            #expect(sealed["plaintextSha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(sealed["plaintextSha256"]?.stringValue == fileDigest)
         }
     }
 
@@ -286,7 +293,8 @@ struct ResumableUploadTests {
         try await Server.with({ $0.resumable = false }) { server in
             let receipt = try await Self.pipeline(server.uploadURL, mode: mode).send(Attachment(path: file.path))
             #expect(receipt.resumable == nil)
-            #expect(receipt.server["sha256"]?.stringValue == (try Self.sha256(ofFile: file.path)))
+            let fileDigest = try await Self.sha256(ofFile: file.path)
+            #expect(receipt.server["sha256"]?.stringValue == fileDigest)
             #expect(receipt.server["filename"]?.stringValue == "file.bin")
         }
     }
@@ -322,7 +330,7 @@ struct ResumableUploadTests {
         try FileManager.default.createDirectory(atPath: directory + "/files", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let source = try Self.makeFile(1_000_000_000, in: directory + "/files")
-        let sourceDigest = try Self.sha256(ofFile: source)
+        let sourceDigest = try await Self.sha256(ofFile: source)
         let journal = directory + "/journal.sqlite"
         try await Server.with { server in
             let arguments = [
@@ -361,7 +369,8 @@ struct ResumableUploadTests {
             let output = directory + "/opened.bin"
             try Unsealer(scheme: .streamGCM, key: key).unseal(
                 fileAt: server.store + "/store/files/" + (try #require(receipt.fileId)), to: output)
-            #expect(try Self.sha256(ofFile: output) == sourceDigest)
+            let fileDigest = try await Self.sha256(ofFile: output)
+            #expect(fileDigest == sourceDigest)
         }
     }
 

@@ -130,9 +130,9 @@ struct SealedJSONFormLiveTests {
             let largeBody = try Self.form(scheme, field: field).body(json: large)
             var arguments = ["-n", script, scheme.rawValue, keyFile]
             if let field { arguments.append(field) }
-            let opened = try run("php", arguments, input: Data(body.inMemoryBytes ?? []))
+            let opened = try await run("php", arguments, input: Data(body.inMemoryBytes ?? []))
             #expect(Array(opened) == plaintext, "\(scheme), \(field ?? "bare")")
-            let openedLarge = try run("php", arguments, input: Data(largeBody.inMemoryBytes ?? []))
+            let openedLarge = try await run("php", arguments, input: Data(largeBody.inMemoryBytes ?? []))
             #expect(Array(openedLarge) == (try large.jsonBytes()), "\(scheme), \(field ?? "bare"), large")
         }
 
@@ -150,7 +150,7 @@ struct SealedJSONFormLiveTests {
             ),
         ]
         for (scheme, key, body) in vectors {
-            let opened = try run("php", ["-n", script, scheme, key], input: Data(body.utf8))
+            let opened = try await run("php", ["-n", script, scheme, key], input: Data(body.utf8))
             #expect(String(decoding: opened, as: UTF8.self) == #"{"text":"hi","userId":7}"#, "\(scheme)")
         }
 

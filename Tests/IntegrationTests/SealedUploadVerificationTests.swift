@@ -37,7 +37,7 @@ import Testing
             #expect(check["verified"] == .bool(true))
             #expect(check["scheme"]?.stringValue == testCase.scheme.rawValue)
             #expect(check["plaintextSize"]?.intValue == plaintext.count)
-            #expect(check["plaintextSha256"]?.stringValue == (try sha256Hex(plaintext)))
+            #expect(check["plaintextSha256"]?.stringValue == (try await sha256Hex(plaintext)))
             if testCase.scheme == .signal {
                 #expect(check["digest"]?.stringValue == receipt.seal.digest)
             }

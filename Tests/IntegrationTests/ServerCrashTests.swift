@@ -34,7 +34,7 @@ struct ServerCrashTests {
         defer { server.kill() }
         let pipeline = try scratch.pipeline(port: server.port, attempts: 1)
         let retry = try await pipeline.send(Attachment(path: file, idempotencyKey: key))
-        let digest = try sha256Hex(content)
+        let digest = try await sha256Hex(content)
         #expect(retry.server["sha256"]?.stringValue == digest)
         // A crash after the commit point leaves a committed upload: the retry is its replay.
         #expect(retry.replayed == (point == .afterKey))
@@ -44,7 +44,7 @@ struct ServerCrashTests {
         #expect(replay.fileId == retry.fileId)
         #expect(replay.server == retry.server, "a replay answers the same receipt")
 
-        let stored = try scratch.storedFiles()
+        let stored = try await scratch.storedFiles()
         #expect(stored.count == 1, "stored copies: \(stored)")
         #expect(stored.first?.sha256 == digest)
         #expect(stored.first?.fileId == retry.fileId)
@@ -63,7 +63,7 @@ struct ServerCrashTests {
         #expect(try scratch.pendingRecords() == 1)
         server = try await ServerProcess.start(store: scratch.store, port: server.port)
         defer { server.kill() }
-        #expect(try scratch.storedFiles().isEmpty)
+        #expect(try await scratch.storedFiles().isEmpty)
         #expect(try scratch.pendingRecords() == 0)
         #expect(try scratch.keyRecords() == 0)
     }
@@ -78,7 +78,7 @@ struct ServerCrashTests {
             for index in 0..<perRound {
                 let content = randomBytes(Int.random(in: 200...20_000))
                 let path = try scratch.file("r\(round)-\(index).bin", content)
-                uploads.append((path, "kill-test-\(round)-\(index)-\(UUID().uuidString)", try sha256Hex(content)))
+                uploads.append((path, "kill-test-\(round)-\(index)-\(UUID().uuidString)", try await sha256Hex(content)))
             }
         }
         var server = try await ServerProcess.start(store: scratch.store)
@@ -119,7 +119,7 @@ struct ServerCrashTests {
             #expect(again.server["sha256"]?.stringValue == upload.digest)
         }
 
-        let stored = try scratch.storedFiles()
+        let stored = try await scratch.storedFiles()
         let copies = Dictionary(grouping: stored, by: \.sha256).mapValues(\.count)
         let duplicates = copies.filter { $0.value > 1 }
         #expect(duplicates.isEmpty, "\(duplicates.count) uploads were stored more than once")
@@ -192,14 +192,15 @@ struct ServerCrashTests {
         }
 
         /// Every stored file part with the SHA-256 of its bytes (read from disk, not from a receipt).
-        func storedFiles() throws -> [(fileId: String, sha256: String)] {
+        func storedFiles() async throws -> [(fileId: String, sha256: String)] {
             let folder = store + "/files"
-            return try FileManager.default.contentsOfDirectory(atPath: folder)
-                .filter { !$0.hasSuffix(".json") && !$0.hasPrefix(".") }
-                .map { name in
-                    let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))
-                    return (name, try sha256Hex(Array(bytes)))
-                }
+            var files: [(fileId: String, sha256: String)] = []
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder)
+            where !name.hasSuffix(".json") && !name.hasPrefix(".") {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))
+                files.append((name, try await sha256Hex(Array(bytes))))
+            }
+            return files
         }
 
         func keyRecords() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: store + "/keys").count }

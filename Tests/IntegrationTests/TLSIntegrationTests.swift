@@ -15,20 +15,20 @@ struct TLSIntegrationTests {
         let files: ReferenceServerConfiguration.TLSFiles
         let pin: String
 
-        init() throws {
+        init() async throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-tls-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let cert = directory + "/cert.pem"
             let key = directory + "/key.pem"
-            try run("openssl", [
+            try await run("openssl", [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                 "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                 "-keyout", key, "-out", cert,
             ])
             files = .init(certificateChain: cert, privateKey: key)
-            let publicKey = try run("openssl", ["x509", "-in", cert, "-pubkey", "-noout"])
-            let der = try run("openssl", ["pkey", "-pubin", "-outform", "DER"], input: publicKey)
-            let digest = try run("openssl", ["dgst", "-sha256", "-binary"], input: der)
+            let publicKey = try await run("openssl", ["x509", "-in", cert, "-pubkey", "-noout"])
+            let der = try await run("openssl", ["pkey", "-pubin", "-outform", "DER"], input: publicKey)
+            let digest = try await run("openssl", ["dgst", "-sha256", "-binary"], input: der)
             pin = "sha256//" + digest.base64EncodedString()
         }
 
@@ -37,7 +37,7 @@ struct TLSIntegrationTests {
 
     @Test("an untrusted certificate fails at once, without retries")
     func untrustedCertificateIsRefused() async throws {
-        let certificate = try Certificate()
+        let certificate = try await Certificate()
         let file = try TemporaryFile(bytes: [1, 2, 3])
         defer { certificate.remove(); file.remove() }
         try await LiveServer.with(tls: certificate.files) { server in
@@ -51,7 +51,7 @@ struct TLSIntegrationTests {
 
     @Test("a private CA given as caFile is trusted")
     func caFileIsTrusted() async throws {
-        let certificate = try Certificate()
+        let certificate = try await Certificate()
         let content = randomBytes(200_000)
         let file = try TemporaryFile(bytes: content)
         defer { certificate.remove(); file.remove() }
@@ -59,14 +59,14 @@ struct TLSIntegrationTests {
             #expect(server.uploadURL.hasPrefix("https://"))
             let receipt = try await server.pipeline { $0.connection.caFile = certificate.files.certificateChain }
                 .send(Attachment(path: file.path))
-            #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(content)))
+            #expect(receipt.server["sha256"]?.stringValue == (try await sha256Hex(content)))
         }
     }
 
     @Test("a matching public-key pin passes and a wrong one fails")
     func publicKeyPinning() async throws {
-        let certificate = try Certificate()
-        let other = try Certificate()
+        let certificate = try await Certificate()
+        let other = try await Certificate()
         let file = try TemporaryFile(bytes: [9])
         defer { certificate.remove(); other.remove(); file.remove() }
         try await LiveServer.with(tls: certificate.files) { server in

@@ -19,7 +19,7 @@ struct UploadIntegrationTests {
             #expect(receipt.attempts == 1)
             #expect(receipt.originalByteCount == Int64(size))
             #expect(receipt.server["size"]?.intValue == size)
-            #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(content)))
+            #expect(receipt.server["sha256"]?.stringValue == (try await sha256Hex(content)))
             #expect(receipt.server["fields"]?["chatId"]?.stringValue == "42")
             let (data, response) = try await server.get("/files/\(fileId)")
             #expect(response.statusCode == 200)
@@ -196,7 +196,7 @@ struct UploadIntegrationTests {
             let pipeline = try server.pipeline(headers: [HeaderField(name: "X-Attache-Fault", value: "drop@1:after=100000")])
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
-            #expect(receipt.server["sha256"]?.stringValue == (try sha256Hex(content)))
+            #expect(receipt.server["sha256"]?.stringValue == (try await sha256Hex(content)))
             let stats = try await server.stats()
             #expect(stats.files == 1)
             #expect(stats.requests == 2)
@@ -208,10 +208,10 @@ struct UploadIntegrationTests {
         let file = try TemporaryFile(bytes: randomBytes(10_000))
         defer { file.remove() }
         try await LiveServer.with { server in
-            // A stall far longer than the stall timeout, and the timeout long enough (30 s) that the
-            // second attempt does not trip it on a loaded machine.
+            // A stall far longer than the stall timeout (600 s against 60 s), and the timeout long
+            // enough that the second, live attempt does not trip it on a loaded machine.
             let pipeline = try server.pipeline(
-                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=120")], stallTimeout: .seconds(30))
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall@1:seconds=600")], stallTimeout: .seconds(60))
             let receipt = try await pipeline.send(Attachment(path: file.path))
             #expect(receipt.attempts == 2)
             let statsFiles = try await server.stats().files
@@ -241,7 +241,7 @@ struct UploadIntegrationTests {
         defer { file.remove() }
         try await LiveServer.with { server in
             let pipeline = try server.pipeline(
-                headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=120")], stallTimeout: .seconds(120))
+                headers: [HeaderField(name: "X-Attache-Fault", value: "stall:seconds=300")], stallTimeout: .seconds(300))
             let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
             let task = Task {
                 try await pipeline.send(Attachment(path: file.path)) { event in
@@ -259,8 +259,9 @@ struct UploadIntegrationTests {
                 return
             }
             #expect(error.code == .cancelled)
-            // Without cancellation the stall, and the stall timeout, would last 120 s.
-            #expect(clock.now - cancelledAt < .seconds(30))
+            // Without cancellation the stall, and the stall timeout, would last 300 s: a minute's margin
+            // for a loaded machine still tells the two apart.
+            #expect(clock.now - cancelledAt < .seconds(60))
             let statsFiles = try await server.stats().files
             #expect(statsFiles == 0)
         }

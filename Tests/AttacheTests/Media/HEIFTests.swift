@@ -10,9 +10,9 @@ import Testing
 
     /// A 96 × 64 photo, red on top and blue below, made by heif-enc from a JPEG that carries GPS EXIF
     /// (which heif-enc copies), then given `irot` and `imir` by Scripts/heif-orient.py.
-    static func photo(in dir: String, rotate: Int = 0, mirrorAxis: Int? = nil) throws -> String {
+    static func photo(in dir: String, rotate: Int = 0, mirrorAxis: Int? = nil) async throws -> String {
         let jpeg = dir + "/source.jpg"
-        try MediaTools.ffmpeg([
+        try await MediaTools.ffmpeg([
             "-f", "lavfi", "-i", "color=c=red:s=96x32", "-f", "lavfi", "-i", "color=c=blue:s=96x32",
             "-filter_complex", "vstack", "-frames:v", "1", "-q:v", "2", jpeg,
         ])
@@ -20,11 +20,11 @@ import Testing
         bytes.insert(contentsOf: JPEGMarkers.exifSegment(orientation: 1), at: 2)
         try Data(bytes).write(to: URL(fileURLWithPath: jpeg))
         let plain = dir + "/plain.heic"
-        try MediaTools.run("/usr/bin/heif-enc", ["-q", "90", "-o", plain, jpeg])
+        try await MediaTools.run("/usr/bin/heif-enc", ["-q", "90", "-o", plain, jpeg])
         let output = dir + "/photo.heic"
         var arguments = [root + "/Scripts/heif-orient.py", plain, output, "--rotate", String(rotate)]
         if let mirrorAxis { arguments += ["--mirror-axis", String(mirrorAxis)] }
-        try MediaTools.run("/usr/bin/python3", arguments)
+        try await MediaTools.run("/usr/bin/python3", arguments)
         return output
     }
 
@@ -44,10 +44,10 @@ import Testing
         return p[p.startIndex] < 60 && p[p.startIndex + 2] > 200
     }
 
-    @Test func rotatedHEICIsSentAsAnUprightJPEGWithoutMetadata() throws {
+    @Test func rotatedHEICIsSentAsAnUprightJPEGWithoutMetadata() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let input = try Self.photo(in: dir, rotate: 90)
+        let input = try await Self.photo(in: dir, rotate: 90)
         let output = try Transformer.transformBlocking(
             path: input, mimeType: "image/heic", kind: .image, workDirectory: dir, configuration: Self.configuration())
         #expect(output.didTransform && output.mimeType == "image/jpeg" && output.filenameExtension == "jpg")
@@ -62,11 +62,11 @@ import Testing
         #expect(output.thumbnails.map(\.name) == ["thumbnail", "thumbnailTiny"])
     }
 
-    @Test func mirroredAndRotatedHEICIsUpright() throws {
+    @Test func mirroredAndRotatedHEICIsUpright() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // irot 180 (red below), then libheif 1.15's imir axis 0 (top and bottom swap): red on top again.
-        let input = try Self.photo(in: dir, rotate: 180, mirrorAxis: 0)
+        let input = try await Self.photo(in: dir, rotate: 180, mirrorAxis: 0)
         let output = try Transformer.transformBlocking(
             path: input, mimeType: "image/heic", kind: .image, workDirectory: dir, configuration: Self.configuration())
         let image = try TestImages.decodeJPEG(try TestImages.read(output.path))
@@ -74,10 +74,10 @@ import Testing
         #expect(Self.isRed(image, 48, 8) && Self.isBlue(image, 48, 56))
     }
 
-    @Test func hostileHEIFIsRefusedOrSentAsItIs() throws {
+    @Test func hostileHEIFIsRefusedOrSentAsItIs() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let input = try Self.photo(in: dir)
+        let input = try await Self.photo(in: dir)
         let decoder = LibHEIFDecoder()
         let data = Array(try Data(contentsOf: URL(fileURLWithPath: input)))
         let overLimit = #expect(throws: AttacheError.self) { try decoder.decodeToBMP(data, pixelLimit: 96 * 64 - 1) }
@@ -112,7 +112,7 @@ import Testing
         zip(a, b).reduce(0) { max($0, abs(Int($1.0) - Int($1.1))) }
     }
 
-    @Test func libavcodecDecodesHEVCWithLibde265sPixels() throws {
+    @Test func libavcodecDecodesHEVCWithLibde265sPixels() async throws {
         // Scripts/bootstrap.sh installs ffmpeg, hence libavcodec.so.59: the plugin is registered.
         #expect(LibHEIFDecoder.hevcDecoderID == "attache-avcodec")
         let data = try Self.sample()
@@ -135,16 +135,16 @@ import Testing
         ("10 bits", ["-b", "10"], "rgb48be"), ("12 bits", ["-b", "12"], "rgb48be"),
         ("monochrome", [], "gray"), ("alpha", [], "rgba"), ("odd size", [], "rgb24"),
     ])
-    func variantsDecodeAlikeWithBothDecoders(name: String, options: [String], pixelFormat: String) throws {
+    func variantsDecodeAlikeWithBothDecoders(name: String, options: [String], pixelFormat: String) async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let png = dir + "/source.png"
         let size = name == "odd size" ? "97x61" : "160x120"
         // Alpha: a horizontal ramp, so that compositing on white is visible.
         let filter = pixelFormat == "rgba" ? "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*255/W'" : "format=\(pixelFormat)"
-        try MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=\(size)", "-frames:v", "1", "-vf", filter, png])
+        try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=\(size)", "-frames:v", "1", "-vf", filter, png])
         let heic = dir + "/variant.heic"
-        try MediaTools.run("/usr/bin/heif-enc", ["-q", "60"] + options + ["-o", heic, png])
+        try await MediaTools.run("/usr/bin/heif-enc", ["-q", "60"] + options + ["-o", heic, png])
         let data = Array(try Data(contentsOf: URL(fileURLWithPath: heic)))
         let before = LibHEIFDecoder.avcodecPicturesOnThisThread
         let preferred = try LibHEIFDecoder().decodeToBMP(data, pixelLimit: 1 << 20)
@@ -161,7 +161,7 @@ import Testing
         #expect(Self.largestDifference(preferred, libde265) <= 1, "\(name)")
     }
 
-    @Test func damagedHEVCDataIsATypedErrorOrConcealedNeverACrash() throws {
+    @Test func damagedHEVCDataIsATypedErrorOrConcealedNeverACrash() async throws {
         let data = try Self.sample()
         let decoder = LibHEIFDecoder()
         #expect(LibHEIFDecoder.hevcDecoderID == "attache-avcodec")

@@ -28,6 +28,13 @@ enum MediaTools {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// `run` for async code: the tool runs and is waited for on a thread of its own, never on the
+    /// cooperative pool that the transfers of tests running beside this one need.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) async throws -> String {
+        try await onOwnThread { () throws -> String in try run(executable, arguments) }
+    }
+
     struct ToolFailure: Error, CustomStringConvertible {
         let message: String
         var description: String { message }
@@ -36,6 +43,11 @@ enum MediaTools {
     /// ffmpeg with quiet options and `arguments`.
     static func ffmpeg(_ arguments: [String]) throws {
         try run(ffmpeg, ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
+    }
+
+    /// `ffmpeg` for async code, on a thread of its own.
+    static func ffmpeg(_ arguments: [String]) async throws {
+        try await run(ffmpeg, ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
     }
 
     /// `ffprobe -show_streams -show_format` as key → value maps, one per stream, plus the format's.
@@ -57,6 +69,11 @@ enum MediaTools {
         }
         let streams = (json["streams"] as? [Any] ?? []).map(strings)
         return (streams, strings(json["format"]))
+    }
+
+    /// `probe` for async code, on a thread of its own.
+    static func probe(_ path: String) async throws -> (streams: [[String: String]], format: [String: String]) {
+        try await onOwnThread { () throws -> (streams: [[String: String]], format: [String: String]) in try probe(path) }
     }
 
     /// The top-level box types of an MP4, read by hand.
@@ -82,6 +99,11 @@ enum MediaTools {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// `packetMD5` for async code, on a thread of its own.
+    static func packetMD5(_ path: String, stream: String = "0:v:0") async throws -> String {
+        try await onOwnThread { () throws -> String in try packetMD5(path, stream: stream) }
+    }
+
     /// A converter over the system's ffmpeg.
     static func converter(_ configure: (inout MediaOptions) -> Void = { _ in }) -> MediaConverter {
         var options = MediaOptions()
@@ -100,5 +122,33 @@ enum MediaTools {
         data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
         for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
         return data
+    }
+}
+
+/// The converter's runs for async tests: ffmpeg runs and is waited for on a thread of its own, never on
+/// the cooperative pool that the transfers of tests running beside these need.
+extension MediaConverter {
+    func convertVideo(_ path: String, workDirectory: String, thumbnailSides: [Int]) async throws -> MediaResult {
+        try await onOwnThread { () throws -> MediaResult in
+            try convertVideo(path, workDirectory: workDirectory, thumbnailSides: thumbnailSides)
+        }
+    }
+
+    func convertAnimation(_ path: String, workDirectory: String, thumbnailSides: [Int]) async throws -> MediaResult {
+        try await onOwnThread { () throws -> MediaResult in
+            try convertAnimation(path, workDirectory: workDirectory, thumbnailSides: thumbnailSides)
+        }
+    }
+
+    func convertVoice(_ path: String, workDirectory: String) async throws -> MediaResult {
+        try await onOwnThread { () throws -> MediaResult in try convertVoice(path, workDirectory: workDirectory) }
+    }
+}
+
+extension ProcessRunner {
+    /// `run` for async tests, on a thread of its own: a child that runs to a limit (a wall-clock
+    /// second, a CPU second) would otherwise hold a thread of the cooperative pool all that time.
+    static func run(_ executable: String, _ arguments: [String], limits: ProcessLimits) async throws -> ProcessOutcome {
+        try await onOwnThread { () throws -> ProcessOutcome in try run(executable, arguments, limits: limits) }
     }
 }

@@ -41,14 +41,14 @@ import Testing
     }
 
     @Test(arguments: ["silence", "tone", "burst", "quiet"])
-    func waveformMatchesAnIndependentComputation(name: String) throws {
+    func waveformMatchesAnIndependentComputation(name: String) async throws {
         let samples = Self.signal(name)
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let wav = dir + "/\(name).wav"
         try MediaTools.wav(samples, rate: 16_000).write(to: URL(fileURLWithPath: wav))
 
-        let result = try MediaTools.converter().convertVoice(wav, workDirectory: dir)
+        let result = try await MediaTools.converter().convertVoice(wav, workDirectory: dir)
         let waveform = try #require(result.waveform)
         #expect(waveform.count == 63)
         #expect(waveform == Self.expectedWaveform(samples))
@@ -59,7 +59,7 @@ import Testing
         }
 
         let output = try #require(result.path)
-        let probe = try MediaTools.probe(output)
+        let probe = try await MediaTools.probe(output)
         #expect(probe.format["format_name"] == "ogg")
         #expect(probe.streams.count == 1 && probe.streams[0]["codec_name"] == "opus" && probe.streams[0]["channels"] == "1")
         let duration = try #require(Double(probe.format["duration"] ?? ""))
@@ -69,16 +69,16 @@ import Testing
                 "the decoded samples are removed")
     }
 
-    @Test func oggOpusIsLeftAsItIsAndStillGetsAWaveform() throws {
+    @Test func oggOpusIsLeftAsItIsAndStillGetsAWaveform() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let samples = Self.tone(seconds: 2, amplitude: 8000, during: 0.5...1.5)
         let wav = dir + "/note.wav"
         try MediaTools.wav(samples, rate: 16_000).write(to: URL(fileURLWithPath: wav))
         let opus = dir + "/note.ogg"
-        try MediaTools.ffmpeg(["-i", wav, "-c:a", "libopus", "-b:a", "24k", opus])
+        try await MediaTools.ffmpeg(["-i", wav, "-c:a", "libopus", "-b:a", "24k", opus])
 
-        let result = try MediaTools.converter().convertVoice(opus, workDirectory: dir)
+        let result = try await MediaTools.converter().convertVoice(opus, workDirectory: dir)
         #expect(result.path == nil && result.plan == .keep)
         let waveform = try #require(result.waveform)
         func level(_ k: Int) -> Int {
@@ -95,13 +95,13 @@ import Testing
         #expect(levels[50] > 20, "the tone in the middle")
     }
 
-    @Test func highPresetMakes48kHz() throws {
+    @Test func highPresetMakes48kHz() async throws {
         let dir = try TestImages.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let mp3 = dir + "/memo.mp3"
-        try MediaTools.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=200:sample_rate=44100:duration=1.5", "-ac", "2", mp3])
-        let result = try MediaTools.converter { $0.voice = .high }.convertVoice(mp3, workDirectory: dir)
-        let probe = try MediaTools.probe(try #require(result.path))
+        try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=200:sample_rate=44100:duration=1.5", "-ac", "2", mp3])
+        let result = try await MediaTools.converter { $0.voice = .high }.convertVoice(mp3, workDirectory: dir)
+        let probe = try await MediaTools.probe(try #require(result.path))
         #expect(probe.streams[0]["sample_rate"] == "48000" && probe.streams[0]["channels"] == "1")
         #expect(try #require(Int(probe.format["bit_rate"] ?? "")) < 48_000)
     }

@@ -42,13 +42,13 @@ struct MultipartBodyTests {
     }
 
     @Test("Werkzeug reads fields, repeated names and files back", arguments: payloads)
-    func werkzeugRoundTrip(payload: [UInt8]) throws {
+    func werkzeugRoundTrip(payload: [UInt8]) async throws {
         let body = try sampleBody(file: payload)
-        let parsed = try parseWithWerkzeug(try readAll(body), contentType: body.contentType)
+        let parsed = try await parseWithWerkzeug(try readAll(body), contentType: body.contentType)
         #expect(parsed.fields["chatId"] == ["42"])
         #expect(parsed.fields["tags[]"] == ["a", "b é"])
         try #require(parsed.files.count == 2)
-        let digest = try sha256Hex(payload)
+        let digest = try await sha256Hex(payload)
         #expect(parsed.files[0] == ParsedPart(
             name: "file", filename: "photo.jpg", contentType: "image/jpeg", size: payload.count,
             sha256: digest))
@@ -71,7 +71,7 @@ struct MultipartBodyTests {
         ("100%22.txt", "100%2522.txt"),
         ("50% off %2F.txt", "50% off %2F.txt"),
     ])
-    func escaping(filename: String, expected: String) throws {
+    func escaping(filename: String, expected: String) async throws {
         var body = MultipartBody()
         try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
         let bytes = try readAll(body)
@@ -80,7 +80,7 @@ struct MultipartBodyTests {
         try #require(parts.count == 1)
         #expect(parts[0].headers["content-disposition"] == "form-data; name=\"file\"; filename=\"\(expected)\"")
         // Werkzeug must see exactly one file part with that name.
-        let parsed = try parseWithWerkzeug(bytes, contentType: body.contentType)
+        let parsed = try await parseWithWerkzeug(bytes, contentType: body.contentType)
         try #require(parsed.files.count == 1)
         #expect(parsed.files[0].filename == expected)
         #expect(parsed.files[0].size == 1)

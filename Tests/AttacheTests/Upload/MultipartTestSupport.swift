@@ -6,7 +6,7 @@ import Testing
 @testable import AttacheCore
 
 /// A part as a parser other than ours saw it.
-struct ParsedPart: Equatable, Decodable {
+struct ParsedPart: Equatable, Decodable, Sendable {
     var name: String
     var filename: String?
     var contentType: String?
@@ -51,6 +51,13 @@ func parseWithMultipartKit(_ body: [UInt8], boundary: String) throws -> [(header
 
 /// Parses `body` with Werkzeug's form parser in the system Python, a parser that is neither ours nor
 /// MultipartKit's. Returns text fields (repeated names kept in order) and file parts.
+func parseWithWerkzeug(_ body: [UInt8], contentType: String) async throws -> (fields: [String: [String]], files: [ParsedPart]) {
+    try await onOwnThread { () throws -> (fields: [String: [String]], files: [ParsedPart]) in
+        try parseWithWerkzeug(body, contentType: contentType)
+    }
+}
+
+/// `parseWithWerkzeug`'s work, blocking its thread while python3 runs.
 func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: [String: [String]], files: [ParsedPart]) {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-wz-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -82,7 +89,7 @@ func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: 
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "python3/werkzeug failed: \(errorText)")
+    guard process.terminationStatus == 0 else { throw TestFailure("python3/werkzeug failed: \(errorText)") }
     struct Output: Decodable {
         var fields: [String: [String]]
         var files: [ParsedPart]
