@@ -1,7 +1,6 @@
 #include "shim.h"
 
 #include <dlfcn.h>
-#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,45 +80,6 @@ int attache_curl_load(void) {
     pthread_once(&load_once, load);
     return load_status;
 }
-
-static void *preload_thread(void *unused) {
-    (void)unused;
-    attache_curl_load();
-    return NULL;
-}
-
-// Runs at exit: a process that exits (a usage error, say) while the preload is still loading waits for
-// it, so that no library is finalised while another thread is still initialising it.
-// Without a preload thread (pthread_create failed) there is nothing to wait for, and nothing to load.
-static volatile int preload_started = 0;
-static void wait_for_preload(void) {
-    if (preload_started) (void)attache_curl_load();
-}
-
-static void start_preload(void) {
-    // OpenSSL registers its own cleanup with atexit while curl_global_init initialises it, that is,
-    // after wait_for_preload below, so it would run first at exit, possibly under a load still in
-    // progress. Initialised here first without that handler, OpenSSL never registers it (a process
-    // needs no cleanup at exit); later initialisations only add what they ask for.
-    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
-    if (atexit(wait_for_preload) != 0) return;  // no preload without the wait: loaded on first use
-    pthread_attr_t attributes;
-    if (pthread_attr_init(&attributes) != 0) return;
-    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    // Library constructors and OpenSSL's config loading need little stack; 1 MiB rather than 8 MiB.
-    pthread_attr_setstacksize(&attributes, 1024 * 1024);
-    pthread_t thread;
-    // Nothing to report on failure: the first transfer then loads libcurl itself, as without a preload.
-    // preload_started is set before the thread exists and only read at exit, after this returned.
-    preload_started = 1;
-    if (pthread_create(&thread, &attributes, preload_thread, NULL) != 0) preload_started = 0;
-    pthread_attr_destroy(&attributes);
-}
-
-// Once per process: a second call (a library user calling it again) starts no second thread.
-static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
-
-void attache_curl_preload(void) { pthread_once(&preload_once, start_preload); }
 
 const char *attache_curl_load_error(void) {
     attache_curl_load();

@@ -42,11 +42,6 @@ extern struct attache_curl_functions attache_curl_api;
 /// failed; attache_curl_load_error() then says why. Thread-safe.
 int attache_curl_load(void);
 
-/// Starts attache_curl_load on a detached thread of its own and returns at once, so that a command
-/// that will transfer loads libcurl and its ~30 libraries while it parses its arguments and builds its
-/// request. Later attache_curl_load calls wait for that load (pthread_once) and report its outcome.
-/// Only the first call does anything.
-void attache_curl_preload(void);
 
 /// Why attache_curl_load failed (the dynamic loader's or curl_global_init's text); "" after success.
 /// Loads libcurl first if nobody has tried yet.

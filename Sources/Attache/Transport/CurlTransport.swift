@@ -37,21 +37,6 @@ public final class CurlTransport: HTTPTransport {
 
     /// Starts loading libcurl (and running `curl_global_init`) on a thread of its own, and returns at once.
     ///
-    /// libcurl is loaded on first use; loading it maps some thirty libraries, which costs a
-    /// command-line process about as long as parsing its arguments and building its request. A process
-    /// that knows it will transfer can call this early, so the two overlap on a second core. The first
-    /// transfer then waits for the load to finish, and reports its failure if it failed, exactly as
-    /// without this call. Only the first call does anything. Optional: an embedding backend has no
-    /// need for it.
-    ///
-    /// Call it once the threads the process needs soon exist (from a task, say, rather than at the top
-    /// of `main`): glibc's `dlopen` holds a lock that every `pthread_create` waits on, so a thread
-    /// started during the load, the concurrency runtime's first worker included, starts only after it.
-    /// Set any environment variables libcurl's libraries read at load time before calling this.
-    package static func preloadLibrary() {
-        attache_curl_preload()
-    }
-
     let loop: CurlMultiLoop
     private let pool: BlockingPool
 
