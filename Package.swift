@@ -189,7 +189,7 @@ let package = Package(
         .target(
             name: "AttacheTestSupport",
             dependencies: [
-                "Attache", "AttacheCore", "AttacheServer",
+                "Attache", "AttacheCLI", "AttacheCore", "AttacheServer",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/AttacheTestSupport",

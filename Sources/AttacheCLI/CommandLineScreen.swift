@@ -27,13 +27,13 @@ package enum CommandLineScreen {
         return nil
     }
 
-    /// Exits with 64 and ArgumentParser's kind of usage message when `arguments` holds a word that
-    /// ``misreadHelpWord(in:)`` finds; returns otherwise.
+    /// ArgumentParser's kind of usage message for a command line that holds a word that
+    /// ``misreadHelpWord(in:)`` finds; nil when it holds none.
     ///
     /// - Parameter root: the command the arguments are for; the usage shown is that of the subcommand
     ///   named by `arguments[1]`, else the root's.
-    package static func rejectMisreadHelp(_ arguments: [String], root: any ParsableCommand.Type) {
-        guard let word = misreadHelpWord(in: arguments) else { return }
+    package static func misreadHelpMessage(_ arguments: [String], root: any ParsableCommand.Type) -> String? {
+        guard let word = misreadHelpWord(in: arguments) else { return nil }
         let subcommand = arguments.count > 1
             ? root.configuration.subcommands.first { $0.configuration.commandName == arguments[1] } : nil
         let usage = subcommand.map { root.usageString(for: $0) } ?? root.usageString(for: root)
@@ -43,14 +43,13 @@ package enum CommandLineScreen {
         message += "Help:  a file name that starts with '-' can be given as ./\(TerminalText.escaping(word)) or after '--'\n"
         message += "Usage: \(usage)\n"
         message += "  See '\(name) --help' for more information.\n"
-        writeToStandardError(message)
-        exit(ExitStatus.usage)
+        return message
     }
 
     /// Prints what ArgumentParser would print for `error` (help and version on stdout as they are,
     /// errors on stderr with control characters escaped, since they quote the arguments given) and
-    /// exits with its status, as `exit(withError:)` does.
-    package static func finish(_ root: any ParsableCommand.Type, withError error: any Error) -> Never {
+    /// returns its exit status, as `exit(withError:)` would exit with.
+    package static func report(_ root: any ParsableCommand.Type, error: any Error) -> Int32 {
         let status = root.exitCode(for: error).rawValue
         let text = root.fullMessage(for: error)
         if status == 0 {
@@ -59,14 +58,16 @@ package enum CommandLineScreen {
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
             writeToStandardError(lines.map { TerminalText.escaping(String($0)) }.joined(separator: "\n") + "\n")
         }
-        exit(status)
+        return status
     }
 
-    /// Parses `arguments` (without the program name) as `root` and runs the chosen command, after
-    /// ``rejectMisreadHelp(_:root:)``; every error is printed by ``finish(_:withError:)``. Returns when
-    /// the command succeeded.
-    package static func run(_ root: any AsyncParsableCommand.Type, _ arguments: [String]) async {
-        rejectMisreadHelp(arguments, root: root)
+    /// Parses `arguments` (program name first) as `root`, runs the chosen command and returns its exit
+    /// status: ``misreadHelpMessage(_:root:)`` first, and every error printed by ``report(_:error:)``.
+    package static func status(_ root: any AsyncParsableCommand.Type, _ arguments: [String]) async -> Int32 {
+        if let message = misreadHelpMessage(arguments, root: root) {
+            writeToStandardError(message)
+            return ExitStatus.usage
+        }
         do {
             var command = try root.parseAsRoot(Array(arguments.dropFirst()))
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -74,8 +75,16 @@ package enum CommandLineScreen {
             } else {
                 try command.run()
             }
+            return ExitStatus.success
         } catch {
-            finish(root, withError: error)
+            return report(root, error: error)
         }
+    }
+
+    /// ``status(_:_:)``, for the process: returns when the command succeeded and exits with its status
+    /// otherwise.
+    package static func run(_ root: any AsyncParsableCommand.Type, _ arguments: [String]) async {
+        let status = await status(root, arguments)
+        if status != ExitStatus.success { exit(status) }
     }
 }

@@ -14,14 +14,12 @@ package struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
     package var logLevel: Logger.Level?
 
-    /// Sets up swift-log once, writing to stderr.
+    /// Sets up swift-log (once per process), writing to stderr at this command's level, and returns the
+    /// command's logger.
     package func bootstrapLogging() -> Logger {
         let level = logLevel ?? (verbose ? .debug : .warning)
-        LoggingSystem.bootstrap { label in
-            var handler = TerminalLogHandler(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        TerminalLogHandler.setLevel(level)
+        _ = TerminalLogHandler.bootstrapped
         return Logger(label: "attache")
     }
 }
@@ -70,33 +68,57 @@ package enum Console {
     }
 }
 
-/// swift-log's stderr handler with the message and metadata values escaped (``TerminalText``): a
-/// verbose log line quotes server answers and file names.
+/// swift-log's handler for the tool: one line per event on standard error (``CommandIO``), with the
+/// message and metadata values escaped (``TerminalText``), since a verbose log line quotes server answers
+/// and file names.
 package struct TerminalLogHandler: LogHandler {
-    private var inner: StreamLogHandler
+    /// The level of the process's command; a command run in-process keeps its own in its capture.
+    private static let processLevel = LockedValue(Logger.Level.warning)
 
-    package init(label: String) { inner = StreamLogHandler.standardError(label: label) }
+    /// Bootstraps swift-log with this handler, the first time it is read.
+    static let bootstrapped: Void = LoggingSystem.bootstrap { TerminalLogHandler(label: $0) }
 
-    package var logLevel: Logger.Level {
-        get { inner.logLevel }
-        set { inner.logLevel = newValue }
+    /// Sets the level of the loggers the running command makes from now on.
+    static func setLevel(_ level: Logger.Level) {
+        if let capture = CommandIO.capture {
+            capture.logLevel = level
+        } else {
+            processLevel.withLock { $0 = level }
+        }
     }
 
-    package var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = newValue }
+    private let label: String
+    package var logLevel: Logger.Level
+    package var metadata: Logger.Metadata = [:]
+
+    package init(label: String) {
+        self.label = label
+        logLevel = CommandIO.capture?.logLevel ?? Self.processLevel.withLock { $0 }
     }
 
     package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue.map { .string(TerminalText.escaping("\($0)")) } }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     package func log(event: LogEvent) {
-        var event = event
-        event.message = "\(TerminalText.escaping(event.message.description))"
-        event.metadata = event.metadata?.mapValues { .string(TerminalText.escaping("\($0)")) }
-        inner.log(event: event)
+        var line = "\(Self.timestamp()) \(event.level) \(label) :"
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+            line += " \(key)=\(value)"
+        }
+        line += " [\(event.source)] \(event.message)"
+        writeToStandardError(TerminalText.escaping(line) + "\n")
+    }
+
+    /// The local time as ISO 8601 with the offset, as swift-log's stream handler writes it.
+    private static func timestamp() -> String {
+        var now = time(nil)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        var buffer = [Int8](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

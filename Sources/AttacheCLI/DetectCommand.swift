@@ -235,24 +235,7 @@ struct OutputBuffer {
 
     /// Writes everything gathered; a failed write (a closed pipe) drops the output, as `print` would.
     mutating func flush() {
-        var written = 0
-        bytes.withUnsafeBytes { raw in
-            while written < raw.count {
-                let n = write(descriptor, raw.baseAddress! + written, raw.count - written)
-                if n > 0 {
-                    written += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
-        }
+        bytes.withUnsafeBytes { CommandIO.write($0, to: descriptor) }
         bytes.removeAll(keepingCapacity: true)
     }
-}
-
-/// Ends the process; outside `DetectCommand`, where `exit` names ArgumentParser's method.
-private func terminate(_ status: Int32) -> Never {
-    exit(status)
 }

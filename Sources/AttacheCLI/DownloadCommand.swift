@@ -67,7 +67,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
             let endpoint = try endpointSelection.load()
             var configuration = ConnectionConfiguration()
-            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: CommandIO.environment)
 
             // A stream (-, a FIFO, a device) is never renamed over: the Downloader writes it in place
             // once the download is verified.

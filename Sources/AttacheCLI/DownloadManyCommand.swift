@@ -105,7 +105,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         var configuration = ConnectionConfiguration()
         do {
             endpoint = try endpointSelection.load()
-            try connection.apply(to: &configuration, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
+            try connection.apply(to: &configuration, endpoint: endpoint, environment: CommandIO.environment)
             items = try makeItems(folder: folder, endpoint: endpoint)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")

@@ -132,7 +132,10 @@ package struct SealKeyOptions: ParsableArguments {
     package static func loadKey(file keyFile: String?, environmentVariable keyEnv: String?, for scheme: SealScheme) throws
         -> AttachmentKey
     {
-        switch (keyFile, scheme.usesPassphrase) {
+        if keyFile == nil, let capture = CommandIO.capture {
+            return try loadKey(file: nil, environmentVariable: keyEnv, for: scheme, environment: capture.environment)
+        }
+        return switch (keyFile, scheme.usesPassphrase) {
         case (let path?, false): try AttachmentKey(contentsOfFile: path)
         case (let path?, true): try AttachmentKey(passphraseFile: path)
         case (nil, false): try AttachmentKey(environmentVariable: keyEnv ?? "")
@@ -198,13 +201,5 @@ package func writeToStandardOutput(_ text: String) {
 
 private func writeText(_ text: String, to descriptor: Int32) {
     var text = text
-    text.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return }
-            offset += written
-        }
-    }
+    text.withUTF8 { CommandIO.write(UnsafeRawBufferPointer($0), to: descriptor) }
 }

@@ -23,7 +23,7 @@ package struct EndpointOptions: ParsableArguments {
 
     /// The chosen endpoint, or ``Endpoint/none`` without `--endpoint` (the file is not read then).
     /// - Throws: `ExitCode` 78 after printing one line when the file or the endpoint cannot be used.
-    package func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Endpoint {
+    package func load(environment: [String: String] = CommandIO.environment) throws -> Endpoint {
         guard let endpoint else { return .none }
         do {
             return try EndpointConfigFile.endpoint(named: endpoint, explicit: config, environment: environment)

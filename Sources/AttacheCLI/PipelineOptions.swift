@@ -210,7 +210,7 @@ extension PipelineOptions {
         let endpoint = try endpointSelection.load()
         do {
             return try configuration(
-                endpoint: endpoint, environment: ProcessInfo.processInfo.environment, retry: retry, url: fallbackURL)
+                endpoint: endpoint, environment: CommandIO.environment, retry: retry, url: fallbackURL)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")
             throw ExitCode(ExitStatus.forError(error))

@@ -22,7 +22,7 @@ struct QueueOptions: ParsableArguments {
     var queue: String?
 
     func validate() throws {
-        if queue == nil, ProcessInfo.processInfo.environment["ATTACHE_QUEUE_URL"]?.isEmpty ?? true {
+        if queue == nil, CommandIO.environment["ATTACHE_QUEUE_URL"]?.isEmpty ?? true {
             throw ValidationError("missing --queue (or set ATTACHE_QUEUE_URL)")
         }
         if let queue {
@@ -36,7 +36,7 @@ struct QueueOptions: ParsableArguments {
 
     /// The connection, its password resolved from the environment or the passfile.
     func connection() throws -> QueueConnection {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = CommandIO.environment
         var connection: QueueConnection
         do {
             if let queue {

@@ -151,7 +151,7 @@ package struct RequestCommand: AsyncParsableCommand {
             // An endpoint of the config file gives its headers, credentials, TLS and timeouts (not its
             // URL: the URL is the argument); flags given as well win.
             let endpoint = try endpointSelection.load()
-            try connection.apply(to: &configuration.connection, endpoint: endpoint, environment: ProcessInfo.processInfo.environment)
+            try connection.apply(to: &configuration.connection, endpoint: endpoint, environment: CommandIO.environment)
             configuration.acceptsCompressedResponses = compressed
             configuration.maximumResponseBodySize = maxResponseSize
             configuration.systemParameters = try ParameterNames.parameters(from: systemParameters, option: "--system-param")
@@ -235,7 +235,7 @@ package struct RequestCommand: AsyncParsableCommand {
     }
 
     private func secretValues() throws -> [String] {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = CommandIO.environment
         var values: [String] = []
         if let name = connection.bearerEnv, let token = environment[name] { values.append(token) }
         if let name = connection.userEnv, let text = environment[name] {
@@ -247,15 +247,7 @@ package struct RequestCommand: AsyncParsableCommand {
 
     /// Writes bytes to standard output as they are (a body need not be text).
     static func writeToStandardOutput(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
+        bytes.withUnsafeBytes { CommandIO.write($0, to: STDOUT_FILENO) }
     }
 
     private func report(_ response: ServerResponse, destination: String?) throws {

@@ -36,4 +36,16 @@ package struct RootCommand: AsyncParsableCommand {
     package static func runMain() async {
         await CommandLineScreen.run(RootCommand.self, PlatformPath.commandLineArguments)
     }
+
+    /// Runs `attache` with `arguments` (without the program name) in this process, its output captured
+    /// and `environment` as its environment (``CommandIO``), and returns its exit status with what it
+    /// printed: how the command tests run the tool, many at once.
+    package static func run(
+        arguments: [String], environment: [String: String]
+    ) async -> (status: Int32, standardOutput: [UInt8], standardError: [UInt8]) {
+        let (status, capture) = await CommandIO.capturing(environment: environment) {
+            await CommandLineScreen.status(RootCommand.self, ["attache"] + arguments)
+        }
+        return (status, capture.standardOutput, capture.standardError)
+    }
 }

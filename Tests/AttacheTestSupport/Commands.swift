@@ -1,3 +1,4 @@
+import AttacheCLI
 import AttacheCore
 import Foundation
 import Testing
@@ -49,6 +50,17 @@ package struct CommandResult: Sendable {
     package var standardOutput: String
     package var standardError: String
     package var all: String { standardOutput + standardError }
+}
+
+/// Runs `attache` with `arguments` in this process (``RootCommand/run(arguments:environment:)``), with
+/// extra environment variables (how secrets reach the CLI: never argv) over the process's, and returns its
+/// status and what it printed. Many such runs go at once, each with its own output and environment.
+package func attache(_ arguments: [String], environment: [String: String] = [:]) async -> CommandResult {
+    let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let result = await RootCommand.run(arguments: arguments, environment: merged)
+    return CommandResult(
+        status: result.status, standardOutput: String(decoding: result.standardOutput, as: UTF8.self),
+        standardError: String(decoding: result.standardError, as: UTF8.self))
 }
 
 /// Runs `executable` with `arguments` and extra environment variables (how secrets reach the CLI: never

@@ -305,10 +305,9 @@ struct DownloadManagerTests {
                 # a comment
                 \(badURL) bad.bin sha256=\(String(repeating: "0", count: 64))
                 """.write(toFile: list, atomically: true, encoding: .utf8)
-            let process = try ChildProcess(
-                executable: try attacheBinary(),
-                arguments: ["download", "--from", list, "-d", setup.folder, "--journal", setup.folder + "/../j.sqlite"])
-            #expect(try await process.wait(upTo: 60) == 3)
+            let process = await attache(
+                ["download", "--from", list, "-d", setup.folder, "--journal", setup.folder + "/../j.sqlite"])
+            #expect(process.status == 3)
             #expect(process.standardOutput.contains("downloaded \(setup.folder)/good.bin"))
             #expect(process.standardOutput.contains("failed \(setup.folder)/bad.bin: download:"))
             #expect(process.standardOutput.contains("not the expected"))
@@ -375,11 +374,10 @@ struct DownloadManagerTests {
             let plainURL = try await setup.store(randomBytes(10_000))
             let list = setup.folder + "/../list.txt"
             try "\(url) secret.bin key-env=DM_TEST_KEY\n\(plainURL) plain.bin\n".write(toFile: list, atomically: true, encoding: .utf8)
-            let process = try ChildProcess(
-                executable: try attacheBinary(),
-                arguments: ["download", "--from", list, "-d", setup.folder, "--journal", setup.folder + "/../j.sqlite"],
+            let process = await attache(
+                ["download", "--from", list, "-d", setup.folder, "--journal", setup.folder + "/../j.sqlite"],
                 environment: ["DM_TEST_KEY": key.base64EncodedString])
-            #expect(try await process.wait(upTo: 60) == 0, "\(process.standardError)")
+            #expect(process.status == 0, "\(process.standardError)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: setup.folder + "/secret.bin")) == Data(plaintext))
             #expect(FileManager.default.fileExists(atPath: setup.folder + "/plain.bin"))
             // Both first requests were cut: the sealed bytes came in two requests and were decrypted once whole.

@@ -97,7 +97,7 @@ struct ExitStatusTests {
         Scenario(code: "config-invalid", status: 78),
     ]
 
-    @Test("the built attache exits with the row's status", arguments: scenarios)
+    @Test("attache exits with the row's status", arguments: scenarios)
     func endToEnd(_ scenario: Scenario) async throws {
         let folder = try Folder()
         defer { folder.remove() }
@@ -144,9 +144,15 @@ struct ExitStatusTests {
         var standardOutput: String
         var standardError: String
 
-        /// Runs `executable` (the built `attache` by default) with `arguments` and waits for it.
+        /// Runs `attache` with `arguments` in this process, or `executable` as a process of its own, and
+        /// waits for it.
         init(_ arguments: [String], executable: String? = nil) async throws {
-            let child = try ChildProcess(executable: try executable ?? attacheBinary(), arguments: arguments)
+            guard let executable else {
+                let result = await attache(arguments)
+                (status, standardOutput, standardError) = (result.status, result.standardOutput, result.standardError)
+                return
+            }
+            let child = try ChildProcess(executable: executable, arguments: arguments)
             status = try await child.wait(upTo: 60)
             standardOutput = child.standardOutput
             standardError = child.standardError
@@ -240,19 +246,17 @@ struct Folder: Sendable {
     /// A fresh key file made by `attache encrypt --new-key`; its path.
     func newKey(name: String = "key") async throws -> String {
         try write("key-seed", [0])
-        let child = try ChildProcess(
-            executable: try attacheBinary(),
-            arguments: ["encrypt", path("key-seed"), "-o", path("key-seed.sealed"), "--key-file", path(name), "--new-key"])
-        try #require(try await child.wait(upTo: 30) == 0, "\(child.standardError)")
+        let result = await attache(
+            ["encrypt", path("key-seed"), "-o", path("key-seed.sealed"), "--key-file", path(name), "--new-key"])
+        try #require(result.status == 0, "\(result.standardError)")
         return path(name)
     }
 
     /// `plain.bin` sealed with stream-gcm under a new key: the sealed bytes and the key file.
     func sealed() async throws -> ([UInt8], String) {
         let key = try await newKey(name: "sealing-key")
-        let child = try ChildProcess(
-            executable: try attacheBinary(), arguments: ["encrypt", path("plain.bin"), "-o", path("plain.sealed"), "--key-file", key])
-        try #require(try await child.wait(upTo: 30) == 0, "\(child.standardError)")
+        let result = await attache(["encrypt", path("plain.bin"), "-o", path("plain.sealed"), "--key-file", key])
+        try #require(result.status == 0, "\(result.standardError)")
         return (try read("plain.sealed"), key)
     }
 

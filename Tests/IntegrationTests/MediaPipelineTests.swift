@@ -128,9 +128,8 @@ struct MediaPipelineTests {
 @Suite("recompress applies the upload rules")
 struct RecompressRulesTests {
     static func recompress(_ input: String, _ output: String, _ extra: [String] = []) async throws -> (Int32?, String, String) {
-        let process = try ChildProcess(executable: try attacheBinary(), arguments: ["recompress", input, "-o", output, "--json"] + extra)
-        let status = try await process.wait(upTo: 120)
-        return (status, process.standardOutput, process.standardError)
+        let result = await attache(["recompress", input, "-o", output, "--json"] + extra)
+        return (result.status, result.standardOutput, result.standardError)
     }
 
     @Test("an opaque screenshot stays a PNG, as upload sends it; a HEIC photo becomes a JPEG in the full tool")
@@ -239,11 +238,10 @@ struct MediaPresetTests {
         let wav = dir + "/memo.wav"
         try await MediaPipelineTests.ffmpeg(["-f", "lavfi", "-i", "sine=duration=1", "-ac", "1", wav])
         try await LiveServer.with { server in
-            let process = try ChildProcess(executable: try attacheBinary(), arguments: [
+            let process = await attache([
                 "upload", wav, "--url", server.uploadURL, "--scheme", "none", "--voice-preset", "high", "--json",
             ])
-            let status = try await process.wait(upTo: 120)
-            #expect(status == 0, "\(process.standardError)")
+            #expect(process.status == 0, "\(process.standardError)")
             let receipt = try JSONDecoder().decode(UploadReceipt.self, from: Data(process.standardOutput.utf8))
             let fileId = try #require(receipt.fileId)
             let (stored, _) = try await server.get("/files/\(fileId)")
@@ -252,9 +250,7 @@ struct MediaPresetTests {
             let rate = try await run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=sample_rate", "-of", "csv=p=0", ogg])
             #expect(String(decoding: rate, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "48000")
         }
-        let bad = try ChildProcess(executable: try attacheBinary(), arguments: [
-            "upload", wav, "--url", "http://127.0.0.1:9/upload", "--video-preset", "4k",
-        ])
-        #expect(try await bad.wait(upTo: 60) == 64)
+        let bad = await attache(["upload", wav, "--url", "http://127.0.0.1:9/upload", "--video-preset", "4k"])
+        #expect(bad.status == 64)
     }
 }

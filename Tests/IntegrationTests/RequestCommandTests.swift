@@ -14,8 +14,14 @@ struct RequestCommandTests {
         try await ReceiverProcess.withPHPEcho(body)
     }
 
+    /// Runs `attache request` in this process; with `-v` or a trace level as the built binary, since log
+    /// lines written on the transport's own threads reach only the process's standard error, and a test of
+    /// what the log shows must see every one.
     func attache(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandResult {
-        try await runCommand(try attacheBinary(), ["request"] + arguments, environment: environment)
+        if arguments.contains("-v") || arguments.contains("--log-level") {
+            return try await runCommand(try attacheBinary(), ["request"] + arguments, environment: environment)
+        }
+        return await AttacheTestSupport.attache(["request"] + arguments, environment: environment)
     }
 
     func json(_ text: String) throws -> [String: Any] {
@@ -296,9 +302,9 @@ struct RequestCommandTests {
 
     @Test("the `attache` executable runs `attache request` and lists it")
     func frontExecutable() async throws {
-        let help = try await runCommand(try attacheBinary(), ["--help"])
+        let help = await AttacheTestSupport.attache(["--help"])
         #expect(help.standardOutput.contains("Send one HTTP request and print the answer's body."))
-        let requestHelp = try await runCommand(try attacheBinary(), ["request", "--help"])
+        let requestHelp = await AttacheTestSupport.attache(["request", "--help"])
         #expect(requestHelp.status == 0)
         #expect(requestHelp.standardOutput.contains("--json-field"))
         #expect(requestHelp.standardOutput.contains("Examples"))

@@ -87,8 +87,7 @@ struct S3PresignedPostTests {
             #expect(stored.count == sent)
             #expect(stored != original)
             try Data(key.utf8).write(to: URL(fileURLWithPath: file.directory + "/key"))
-            let opened = try await runCommand(
-                try attacheBinary(),
+            let opened = await attache(
                 ["decrypt", file.directory + "/stored", "-o", file.directory + "/opened", "--key-file", file.directory + "/key"])
             #expect(opened.status == 0, "\(opened.all)")
             let plain = Array(try Data(contentsOf: URL(fileURLWithPath: file.directory + "/opened")))
