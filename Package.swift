@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttacheCore", "CCurl", "COpenSSL", "CHEIF",
+                "AttacheCore", "CCurl", "COpenSSL", "CHEIF", "CLibc",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
