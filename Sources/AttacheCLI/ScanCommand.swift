@@ -71,10 +71,13 @@ package struct ScanCommand: AsyncParsableCommand {
         defer { scanner.closeIdleSessions() }
         let start = ContinuousClock.now
         var tally = Tally()
-        var paths = Self.expand(files).makeIterator()
+        let paths = Self.expand(files)
         await withTaskGroup(of: (String, Result<ScanVerdict, AttacheError>).self) { group in
+            var next = 0
             func startNext() -> Bool {
-                guard let path = paths.next() else { return false }
+                guard next < paths.count else { return false }
+                let path = paths[next]
+                next += 1
                 group.addTask {
                     do {
                         let verdict = try await scanner.scan(try FileSource(path: path), file: path)
@@ -151,9 +154,9 @@ package struct ScanCommand: AsyncParsableCommand {
         }
     }
 
-    /// The files named, and every regular file under the folders named (sorted), lazily.
-    static func expand(_ arguments: [String]) -> some Sequence<String> {
-        arguments.lazy.flatMap { argument -> [String] in
+    /// The files named, and every regular file under the folders named (sorted).
+    static func expand(_ arguments: [String]) -> [String] {
+        arguments.flatMap { argument -> [String] in
             var isFolder = false
             guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder), isFolder,
                 let entries = try? FileManager.default.subpathsOfDirectory(atPath: argument)

@@ -14,8 +14,8 @@ extension AttachmentPipeline {
     /// too, when Transform changed them and ``ScanConfiguration/scansOriginal`` says so) go to the
     /// scanner; an infected one fails with `.infected` naming the signature, and nothing is sent. When
     /// the scanner gives no verdict, ``ScanConfiguration/failurePolicy`` decides: fail (the default), or
-    /// send with the receipt saying `unscanned`. A scanner that cannot be reached is waited for up to
-    /// ``ScanConfiguration/unreachableWait``.
+    /// send with the receipt saying `unscanned`. Under `refuse`, a scanner that cannot be reached is
+    /// waited for up to ``ScanConfiguration/unreachableWait``.
     func scan(_ transformed: TransformedAttachment) async throws -> ScannedAttachment {
         let settings = configuration.scan
         guard let scanner = settings.scanner else { return ScannedAttachment(transformed: transformed, receipt: nil) }
@@ -79,7 +79,8 @@ extension AttachmentPipeline {
     private func waitingForScanner<T>(
         _ settings: ScanConfiguration, _ body: () async throws -> T
     ) async throws -> T {
-        guard let wait = settings.unreachableWait else { return try await body() }
+        // With `send`, an unreachable scanner sends the file unscanned at once: nothing to wait for.
+        guard let wait = settings.unreachableWait, settings.failurePolicy == .refuse else { return try await body() }
         let deadline = ContinuousClock.now + wait
         var pause = Duration.milliseconds(250)
         while true {

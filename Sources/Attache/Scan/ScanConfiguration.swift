@@ -16,7 +16,8 @@ public struct ScanConfiguration: Sendable {
     /// Verdicts already known, by content digest and signature version; nil: every file is scanned.
     public var cache: ScanCache?
     /// How long a file waits for a scanner that cannot be reached (refused, or it went away while
-    /// scanning) before it fails, trying again with backoff; nil (the default): it fails at once.
+    /// scanning) before it fails, trying again with backoff; nil (the default): it fails at once. Only
+    /// under ``ScanFailurePolicy/refuse``: with `send` the file goes out unscanned at once.
     /// `attache batch` and `worker` set it, so that a restarted clamd lets the waiting files go on.
     public var unreachableWait: Duration?
 
