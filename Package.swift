@@ -178,7 +178,7 @@ let package = Package(
         .executableTarget(
             name: "attache-server",
             dependencies: [
-                "AttacheServer",
+                "AttacheServer", "Attache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import Attache
+import AttacheServer
 import AttacheTestSupport
 import Foundation
 import Testing
@@ -168,6 +169,39 @@ struct ScanIntegrationTests {
             #expect(unscanned.status == 0, "\(unscanned.all)")
             #expect(unscanned.standardOutput.contains("\"verdict\":\"unscanned\""), "\(unscanned.standardOutput)")
             #expect(try await server.stats().uploads == 2)
+        }
+    }
+}
+
+/// The reference server's own `--clamd`: a file refused on both sides.
+@Suite("reference server with a live clamd")
+struct ReferenceServerScanTests {
+    /// A client that does not scan sends EICAR and the server refuses it (422, `infected: …`, nothing
+    /// stored); a client that scans refuses it before sending, so the server sees no request at all.
+    @Test func refusedOnBothSides() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-it")
+        defer { folder.remove() }
+        let eicar = try folder.write("eicar.txt", ClamdProcess.eicar)
+        let notes = try folder.write("notes.txt", "nothing to see\n")
+        var configuration = ReferenceServerConfiguration(storeDirectory: folder.path + "/store")
+        configuration.port = 0
+        configuration.logLevel = .critical
+        configuration.clamd = try ClamdAddress(parsing: clamd.tcpAddress)
+        try await withReferenceServerProcess(configuration: configuration) { port in
+            let server = LiveServer(port: port, store: folder.path + "/store")
+            let plain = try server.pipeline(attempts: 1)
+            let error = await #expect(throws: AttacheError.self) { try await plain.send(Attachment(path: eicar)) }
+            #expect(error?.code == .rejected)
+            #expect(error?.rejection?.message == "infected: Attache.Test.EICAR.UNOFFICIAL", "\(String(describing: error))")
+            #expect(try await plain.send(Attachment(path: notes)).fileId != nil)
+            let before = try await server.stats()
+            #expect(before.uploads == 1)
+            let scanning = try server.pipeline { $0.scan.scanner = try? ScanIntegrationTests.scanner(clamd.unixAddress) }
+            let refused = await #expect(throws: AttacheError.self) { try await scanning.send(Attachment(path: eicar)) }
+            #expect(refused?.code == .infected)
+            let after = try await server.stats()
+            #expect(after.requests == before.requests, "the scanning client sent a request")
         }
     }
 }
