@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Attache",
             dependencies: [
-                "AttacheCore", "CCurl", "COpenSSL", "CHEIF",
+                "AttacheCore", "CCurl", "COpenSSL", "CHEIF", "CLibc",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -178,7 +178,7 @@ let package = Package(
         .executableTarget(
             name: "attache-server",
             dependencies: [
-                "AttacheServer",
+                "AttacheServer", "Attache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

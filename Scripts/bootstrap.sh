@@ -96,6 +96,10 @@ required=(
     libheif-dev               # Transform: HEIC/HEIF/AVIF photos (CHEIF headers; libheif.so.1 is loaded at run time)
     libavcodec-dev            # Transform: HEIC's HEVC pictures decoded by FFmpeg inside libheif (CHEIF headers; libavcodec.so.59 is loaded at run time, and is optional)
     libheif-examples          # tests and samples make HEIC files with heif-enc
+    # Scan stage: the tests start a clamd of their own (private socket, a database they write, no freshclam)
+    clamav-daemon             # clamd, the scanner the Scan stage talks to
+    clamav-testfiles          # files that carry clamav's test signature (clam.exe and archives of it)
+    clamdscan                 # the anchor the scan benchmark compares `attache scan` with
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(

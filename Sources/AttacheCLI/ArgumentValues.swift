@@ -29,6 +29,19 @@ extension ResumableMode: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
+extension ScanFailurePolicy: ExpressibleByArgument {
+    /// `--scan-failure`: refuse or send, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
+extension ClamAVScanner.Transfer: ExpressibleByArgument {
+    /// `--clamd-transfer`: auto, stream or descriptor, in any case.
+    public init?(argument: String) {
+        let name = argument.lowercased()
+        self.init(rawValue: name == "auto" ? "automatic" : name)
+    }
+}
+
 extension MessageKind: ExpressibleByArgument {
     /// `--kind`: image, voice, video, sticker or file, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

@@ -80,7 +80,8 @@ struct BatchCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.bootstrapLogging()
         // A dry run sends nothing, so it needs no URL.
-        let pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch, url: dryRun ? "http://127.0.0.1/" : nil)
+        let pipelineConfiguration = try pipeline.resolvedConfiguration(
+            retry: .batch, url: dryRun ? "http://127.0.0.1/" : nil, scanWait: 600)
 
         var configuration = BatchConfiguration(
             pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger), journalPath: journal)

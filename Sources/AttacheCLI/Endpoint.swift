@@ -56,6 +56,10 @@ package struct Endpoint: Sendable, Equatable {
     package var pinnedPublicKey: String?
     package var thumbnails: ThumbnailPlacement?
     package var seal = Seal()
+    /// clamd's address (`clamd = "unix:/run/clamav/clamd.ctl"`): every file is scanned before it is sealed.
+    package var clamd: ClamdAddress?
+    /// `scan-failure = "refuse" | "send"`.
+    package var scanFailure: ScanFailurePolicy?
     /// Seconds.
     package var connectTimeout: Double?
     /// Seconds.

@@ -133,7 +133,7 @@ package struct EndpointConfigFile: Sendable {
         static let endpointKeys: Set<String> = [
             "url", "answer-profile", "id-pointer", "file-field", "fields", "headers", "header-env", "bearer-env",
             "user-env", "user-agent", "ca-file", "pinned-public-key", "thumbnails", "seal", "connect-timeout",
-            "stall-timeout", "attempts", "retry-budget",
+            "stall-timeout", "attempts", "retry-budget", "clamd", "scan-failure",
         ]
 
         static let sealKeys: Set<String> = ["scheme", "key-env", "key-file", "base64"]
@@ -233,6 +233,12 @@ package struct EndpointConfigFile: Sendable {
                 case "pinned-public-key": endpoint.pinnedPublicKey = try string(value, at)
                 case "thumbnails": endpoint.thumbnails = ThumbnailPlacement(rawValue: try oneOf(value, at, EndpointConfigFile.thumbnailPlacements))
                 case "seal": endpoint.seal = try seal(try self.table(value, at), at)
+                case "clamd":
+                    do { endpoint.clamd = try ClamdAddress(parsing: try string(value, at)) } catch let error as AttacheError {
+                        throw problem(at, error.message)
+                    }
+                case "scan-failure":
+                    endpoint.scanFailure = ScanFailurePolicy(rawValue: try oneOf(value, at, ScanFailurePolicy.allCases.map(\.rawValue)))
                 case "connect-timeout": endpoint.connectTimeout = try seconds(value, at)
                 case "stall-timeout": endpoint.stallTimeout = try seconds(value, at)
                 case "retry-budget": endpoint.retryBudget = try seconds(value, at)

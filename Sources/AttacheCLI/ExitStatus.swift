@@ -26,6 +26,9 @@ package enum ExitStatus {
     package static let rejected: Int32 = 77
     /// EX_CONFIG: the config file of endpoints is wrong (syntax, a key, a value, a missing endpoint).
     package static let configError: Int32 = 78
+    /// The Scan stage found malware: the file was refused and nothing of it was sent (beyond
+    /// sysexits(3), which has no such case).
+    package static let infected: Int32 = 79
     /// 128 + SIGINT.
     package static let cancelled: Int32 = 130
 
@@ -61,6 +64,8 @@ package enum ExitStatus {
         (.replayMismatch, badResponse),
         (.rejected, rejected),
         (.configInvalid, configError),
+        (.infected, infected),
+        (.scanFailed, unavailable),
         (.cancelled, cancelled),
     ]
 

@@ -27,6 +27,8 @@ package struct PipelineOptions: ParsableArguments {
 
     @OptionGroup package var connection: ConnectionOptions
 
+    @OptionGroup package var scanning: ScanOptions
+
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
         valueName: "scheme"))
@@ -144,12 +146,13 @@ package struct PipelineOptions: ParsableArguments {
     /// passed in; the files named (`--key-file`, `--header @FILE`, the CA file) are read as given.
     ///
     /// - Parameter url: what to use when no URL is given anywhere (a dry run); nil makes that an error.
+    /// - Parameter scanWait: the `--scan-wait` default in seconds (batch and worker: 600).
     /// - Throws: `ValidationError` (exit 64) when no URL is given, or when merged settings do not fit
     ///   together; ``AttacheError`` for a key that cannot be read (`.invalidKey`, `.fileNotFound`, ...),
     ///   or `.configInvalid` (78) for a variable the endpoint names that is not set.
     package func configuration(
         endpoint: Endpoint = .none, environment: [String: String], retry: RetryPolicy = .standard,
-        url fallbackURL: String? = nil
+        url fallbackURL: String? = nil, scanWait: Double = 0
     ) throws -> PipelineConfiguration {
         guard let url = url ?? endpoint.url ?? environment["ATTACHE_URL"] ?? fallbackURL else {
             if endpoint.name.isEmpty { throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)") }
@@ -194,6 +197,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.resumable.mode = resumable ?? .off
         configuration.resumable.threshold = resumableThreshold?.bytes ?? 16 << 20
         configuration.resumable.checksums = !noResumableChecksums
+        try scanning.apply(to: &configuration.scan, endpoint: endpoint, defaultWait: scanWait)
         // The check the pipeline makes when it is made, as a usage error (64) naming what to change.
         do { try configuration.validate() } catch let error as AttacheError { throw ValidationError(error.message) }
         return configuration
@@ -204,13 +208,14 @@ extension PipelineOptions {
     /// ``configuration(endpoint:environment:retry:url:)`` as a command runs it: with the endpoint of
     /// `--endpoint` read and the process's environment; an ``AttacheError`` is printed as one line and
     /// becomes its exit status (docs/EXIT-STATUS.md).
-    package func resolvedConfiguration(retry: RetryPolicy = .standard, url fallbackURL: String? = nil) throws
-        -> PipelineConfiguration
-    {
+    package func resolvedConfiguration(
+        retry: RetryPolicy = .standard, url fallbackURL: String? = nil, scanWait: Double = 0
+    ) throws -> PipelineConfiguration {
         let endpoint = try endpointSelection.load()
         do {
             return try configuration(
-                endpoint: endpoint, environment: CommandIO.environment, retry: retry, url: fallbackURL)
+                endpoint: endpoint, environment: CommandIO.environment, retry: retry, url: fallbackURL,
+                scanWait: scanWait)
         } catch let error as AttacheError {
             Console.err("attache: \(error) [\(error.code)]")
             throw ExitCode(ExitStatus.forError(error))

@@ -209,7 +209,7 @@ struct WorkerCommand: AsyncParsableCommand {
         if stubUploads {
             sender = StubQueueSender()
         } else {
-            var pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch)
+            var pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch, scanWait: 600)
             pipelineConfiguration.transformConcurrency = min(pipelineConfiguration.transformConcurrency, concurrency)
             sender = PipelineQueueSender(
                 pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),

@@ -20,6 +20,7 @@ package struct RootCommand: AsyncParsableCommand {
             WorkerCommand.self,
             QueueCommand.self,
             DetectCommand.self,
+            ScanCommand.self,
             RecompressCommand.self,
             DownloadManyCommand.self,
             RequestCommand.self,

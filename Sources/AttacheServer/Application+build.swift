@@ -137,7 +137,8 @@ func makeRouter(
     router.add(middleware: LogRequestsMiddleware(.info))
     let uploads = UploadController(
         configuration: configuration, store: store, verifier: verifier,
-        log: configuration.uploadLogPath.map(UploadRequestLog.init(path:)))
+        log: configuration.uploadLogPath.map(UploadRequestLog.init(path:)),
+        scanner: configuration.clamd.map(ClamAVScanner.init(address:)))
     let files = FileController(store: store, faults: configuration.fileFaults, logPath: configuration.fileLogPath)
     if configuration.resumable {
         let resumable = ResumableController(

@@ -1,3 +1,4 @@
+public import Attache
 public import Logging
 
 /// How to run the reference server: where it listens, where it stores uploads, and which faults it
@@ -70,6 +71,12 @@ public struct ReferenceServerConfiguration: Sendable {
     /// The same key opens the encrypted JSON forms posted to `POST /echo-sealed` (as a passphrase for
     /// `legacy-*`, as a 32-byte key for `stream-gcm`); without a key that route answers 501.
     public var keyFile: String? = nil
+    /// clamd's address (`--clamd unix:PATH|tcp:HOST:PORT`): every file part received is scanned before
+    /// it is stored, as it was received (sealed bytes stay sealed: scan them with `--scheme none` sent).
+    /// An infected part is answered 422 `{"errorCode":422,"message":"infected: SIGNATURE"}` and nothing
+    /// of the upload is stored; when clamd gives no verdict the answer is 503 with `Retry-After: 5`, so
+    /// the server fails closed and the client tries again.
+    public var clamd: ClamdAddress? = nil
     /// A PEM certificate chain and private key: when both are set the server speaks HTTPS only. Tests
     /// use a throwaway self-signed certificate to check the client's TLS verification and pinning.
     public var tls: TLSFiles? = nil

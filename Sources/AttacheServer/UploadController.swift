@@ -18,6 +18,8 @@ struct UploadController: Sendable {
     var verifier: SealVerifier? = nil
     /// Set with `--upload-log`: every keyed upload's outcome, for tests that count stores per key.
     var log: UploadRequestLog? = nil
+    /// Set with `--clamd`: file parts are scanned before they are stored.
+    var scanner: ClamAVScanner? = nil
 
     /// Bodies are handed to the spool in batches of about this size, so a pool hop is paid per
     /// quarter megabyte rather than per socket read.
@@ -97,6 +99,13 @@ struct UploadController: Sendable {
                         .unprocessableContent, "the sealed upload did not verify (\(failure.code)): \(failure.message)")
                 }
             }
+            if let scanner, let refusal = await scan(parts, with: scanner, context: context) {
+                await discard(spool)
+                if let key { log?.record(key: key, outcome: refusal.status == .unprocessableContent ? "infected" : "unscanned") }
+                return errorResponse(
+                    refusal.status, refusal.message,
+                    headers: refusal.status == .serviceUnavailable ? [.retryAfter: "5"] : [:])
+            }
             let store = self.store
             let verified = checks
             let crashPoint = crash
@@ -129,6 +138,28 @@ struct UploadController: Sendable {
     }
 
     private struct BodyTooLarge: Error { let limit: Int64 }
+
+    /// Scans every spooled file part; the answer that refuses the upload (422 infected, 503 no verdict),
+    /// or nil when all are clean.
+    private func scan(
+        _ parts: [SpooledPart], with scanner: ClamAVScanner, context: ServerRequestContext
+    ) async -> (status: HTTPResponse.Status, message: String)? {
+        for part in parts {
+            guard let path = part.temporaryPath else { continue }
+            do {
+                let verdict = try await scanner.scan(try FileSource(path: path), file: part.filename ?? part.name)
+                if verdict.outcome == .infected {
+                    let signature = verdict.signature ?? "unnamed signature"
+                    context.logger.notice("refused an infected upload", metadata: ["signature": "\(signature)"])
+                    return (.unprocessableContent, "infected: \(signature)")
+                }
+            } catch {
+                context.logger.warning("no scan verdict", metadata: ["error": "\(error)"])
+                return (.serviceUnavailable, "the upload could not be scanned; try again later")
+            }
+        }
+        return nil
+    }
 
     /// Streams the body through the spool, a batch at a time, off the cooperative pool.
     private func receive(_ body: RequestBody, into spool: MultipartSpool) async throws -> [SpooledPart] {

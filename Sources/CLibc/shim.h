@@ -62,4 +62,29 @@ static inline int attache_probe_no_writers(int fd) {
     return 1;
 }
 
+#include <string.h>
+#include <sys/socket.h>
+
+/// Sends one byte with the open descriptor `fd` attached as SCM_RIGHTS ancillary data over the UNIX
+/// socket `socket` (clamd's FILDES), with MSG_NOSIGNAL. Swift cannot use the CMSG_* macros that lay
+/// out the control message. Returns what sendmsg(2) returns: 1, or -1 with errno.
+static inline long attache_send_descriptor(int socket, int fd) {
+    char byte = 0;
+    struct iovec vector = { .iov_base = &byte, .iov_len = 1 };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.space;
+    message.msg_controllen = sizeof control.space;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    return (long)sendmsg(socket, &message, MSG_NOSIGNAL);
+}
+
 #endif

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Attache
 import AttacheServer
 import Foundation
 import Logging
@@ -66,6 +67,10 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("resumable-log"), help: "Append one JSON line per resumable upload event (create, append with its offset and bytes received, complete, delete, expired) to this file.")
     var resumableLog: String?
 
+    @Option(
+        help: "Scan every file part with clamd (unix:PATH or tcp:HOST:PORT) before storing it: 422 'infected: SIGNATURE' when clamd finds something, 503 when it gives no verdict.")
+    var clamd: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -124,6 +129,11 @@ struct AttacheServerCommand: AsyncParsableCommand {
         configuration.fileFaults = try fileFaultPlan()
         configuration.fileLogPath = fileLog
         configuration.uploadLogPath = uploadLog
+        if let clamd {
+            do { configuration.clamd = try ClamdAddress(parsing: clamd) } catch let error as AttacheError {
+                throw ValidationError("--clamd: \(error.message)")
+            }
+        }
         configuration.resumable = !noResumable
         configuration.resumableLifetime = .seconds(resumableExpiry)
         configuration.maxAppendSize = maxAppend

@@ -8,7 +8,7 @@ import Testing
     @Test func everyCommandIsASubcommandOfTheOneRoot() {
         let names = RootCommand.configuration.subcommands.compactMap { $0.configuration.commandName }
         #expect(names == [
-            "upload", "batch", "enqueue", "worker", "queue", "detect", "recompress", "download", "request", "encrypt",
+            "upload", "batch", "enqueue", "worker", "queue", "detect", "scan", "recompress", "download", "request", "encrypt",
             "decrypt",
         ])
     }

@@ -65,6 +65,7 @@ package struct ServerProcess {
         guard lifetime.attoseconds == 0 else { throw TestFailure("--resumable-expiry takes whole seconds") }
         arguments += ["--resumable-expiry", String(lifetime.seconds)]
         if let keyFile = configuration.keyFile { arguments += ["--key-file", keyFile] }
+        if let clamd = configuration.clamd { arguments += ["--clamd", clamd.description] }
         if let tls = configuration.tls { arguments += ["--tls-cert", tls.certificateChain, "--tls-key", tls.privateKey] }
         return arguments
     }

@@ -26,6 +26,7 @@ extension AttachmentPipeline {
                 height: output.height, thumbnails: placement == .inline ? output.thumbnails.map(\.name) : [],
                 skipped: output.skipReason, media: MediaReceipt(output)),
             thumbnails: thumbnailReceipts(sent, placement: placement))
+        receipt.scan = sealed.scan
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

@@ -27,12 +27,21 @@ struct SealedAttachment: Sendable {
     let receiptKey: AttachmentKey?
     /// True when the key was drawn for this send, so no earlier send can have used it.
     let isFreshMaterial: Bool
+    /// What the Scan stage found, when a scanner is configured.
+    var scan: ScanReceipt? = nil
 
     /// The bytes as prepared.
     var prepared: PreparedAttachment { transformed.prepared }
 }
 
 extension AttachmentPipeline {
+    /// seal: ScannedAttachment → SealedAttachment, carrying the scan's receipt on.
+    func seal(_ scanned: ScannedAttachment) throws -> SealedAttachment {
+        var sealed = try seal(scanned.transformed)
+        sealed.scan = scanned.receipt
+        return sealed
+    }
+
     /// seal: TransformedAttachment → SealedAttachment. Part 0 of the seal material is the attachment,
     /// 1, 2, … its thumbnails: each has header values of its own from the one seed, so a replay
     /// regenerates every part byte for byte.

@@ -1,7 +1,7 @@
 import FoundationEssentials
 public import Logging
 
-/// Sends attachments through prepare → detect → transform → seal → form → send → receipt.
+/// Sends attachments through prepare → detect → transform → scan → seal → form → send → receipt.
 ///
 /// `run(_:progress:)` in this file is the whole data path: one function per stage, each taking the
 /// previous stage's typed hand-off (`PreparedAttachment`, `DetectedAttachment`, …) and returning its
@@ -135,8 +135,7 @@ public struct AttachmentPipeline: Sendable {
     }
 
     /// The whole data path of one attachment: each stage a function from one typed hand-off to the
-    /// next. A new stage (a virus scan between transform and seal) is one more line here and one more
-    /// function with its own input and output.
+    /// next. A new stage is one more line here and one more function with its own input and output.
     private func run(
         _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
@@ -147,10 +146,10 @@ public struct AttachmentPipeline: Sendable {
         progress?(.stage(.transform))
         let transformed = try await transform(detected)  // → TransformedAttachment (payload, thumbnails)
         defer { transformed.remove() }
-        // A stage between these two (a virus scan) takes the TransformedAttachment and hands its own
-        // value to seal.
+        progress?(.stage(.scan))
+        let scanned = try await scan(transformed)  // → ScannedAttachment (clean, or unscanned by policy)
         progress?(.stage(.seal))
-        let sealed = try seal(transformed)  // → SealedAttachment (streamed; nothing read yet)
+        let sealed = try seal(scanned)  // → SealedAttachment (streamed; nothing read yet)
         progress?(.stage(.upload))
         let forms = form(sealed)  // → AttachmentForms (the one form specification)
         let sent = try await send(forms, progress: progress)  // → SentAttachment (the server's answers)

@@ -32,6 +32,8 @@ public struct PipelineConfiguration: Sendable {
     /// default): no limit beyond the transforms' and the transport's own. A send waiting for a slot holds
     /// no thread; its ``SendOptions/timeLimit`` counts from the call.
     public var maximumConcurrentSends: Int?
+    /// Malware scanning before the seal (no scanner, no Scan stage: the default).
+    public var scan = ScanConfiguration()
     /// How attachments are encrypted on their way to the server.
     public var seal = SealConfiguration()
     /// How to talk to the server: timeouts, retries, TLS, headers, credentials.

@@ -85,6 +85,11 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         /// The shared work queue's database cannot be reached, refused the credentials, or failed a
         /// statement (`attache enqueue`, `worker`, `queue`).
         public static let queue = Code("queue")
+        /// The Scan stage found malware in the file (the signature is in the message): nothing of it was
+        /// sent, and trying again will not help.
+        public static let infected = Code("infected")
+        /// The malware scanner answered that it could not scan the file (its own error).
+        public static let scanFailed = Code("scan-failed")
         /// An internal invariant failed; a bug.
         public static let internalError = Code("internal")
     }
@@ -99,6 +104,8 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         case detect
         /// Recompressing, making thumbnails.
         case transform
+        /// Scanning for malware, before anything is sealed.
+        case scan
         /// Encrypting and encoding (and opening, for downloads).
         case seal
         /// Sending the upload.

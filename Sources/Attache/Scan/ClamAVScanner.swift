@@ -1,0 +1,155 @@
+/// Scans with ClamAV's daemon, clamd, over its socket protocol (clamd(8)).
+///
+/// Each connection is a session (`zIDSESSION`) that reads the engine and signature versions once
+/// (`zVERSION`) and then serves many scans; idle sessions are kept for the next scan (see
+/// ``Configuration/idleSessions``). A file goes as an open descriptor (`zFILDES`, over a UNIX socket,
+/// when the bytes are a file: clamd reads it itself, nothing is copied) or as a stream (`zINSTREAM`:
+/// chunks of ``Configuration/chunkSize`` bytes, each after its length), so memory never depends on the
+/// file's size.
+///
+/// ```swift
+/// let scanner = ClamAVScanner(address: try ClamdAddress(parsing: "unix:/run/clamav/clamd.ctl"))
+/// let verdict = try await scanner.scan(try FileSource(path: "upload.bin"), file: "upload.bin")
+/// if verdict.outcome == .infected { print(verdict.signature ?? "") }
+/// ```
+public struct ClamAVScanner: MalwareScanner {
+    /// How bytes reach clamd.
+    public enum Transfer: String, Sendable, Hashable, CaseIterable {
+        /// Pass files as open descriptors over a UNIX socket, stream everything else (the default).
+        case automatic
+        /// Always stream (`zINSTREAM`), also files over a UNIX socket.
+        case stream
+        /// Always pass the descriptor (`zFILDES`): only files, only over a UNIX socket.
+        case descriptor
+    }
+
+    /// The client's settings.
+    public struct Configuration: Sendable {
+        /// Where clamd listens.
+        public var address: ClamdAddress
+        /// How bytes reach clamd.
+        public var transfer = Transfer.automatic
+        /// The size of a stream's chunks (and of the one buffer a stream uses).
+        public var chunkSize = 256 * 1024
+        /// How long to wait for clamd to accept a connection.
+        public var connectTimeout = Duration.seconds(10)
+        /// How long clamd may take to read the next chunk or the version: past it a clamd that stopped
+        /// answering fails the scan (`.timedOut`).
+        public var stallTimeout = Duration.seconds(30)
+        /// How long clamd may take to scan once it has everything.
+        public var replyTimeout = Duration.seconds(300)
+        /// Idle sessions kept for the next scans.
+        public var idleSessions = 16
+
+        /// The defaults for clamd at `address`.
+        public init(address: ClamdAddress) {
+            self.address = address
+        }
+    }
+
+    /// The settings.
+    public let configuration: Configuration
+    private let sessions: ClamdSessionPool
+
+    /// Creates a scanner for clamd as `configuration` says.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.sessions = ClamdSessionPool(capacity: max(0, configuration.idleSessions))
+    }
+
+    /// Creates a scanner for clamd at `address`, with the default settings.
+    public init(address: ClamdAddress) {
+        self.init(configuration: Configuration(address: address))
+    }
+
+    /// Scans `source`: its file by descriptor when it is a file and the transfer allows, else as a
+    /// stream.
+    /// - Throws: ``AttacheError`` (stage `scan`): `.connectionFailed` and `.connectionLost`
+    ///   (retryable), `.timedOut` (clamd stopped answering), `.limitExceeded` (over clamd's
+    ///   `StreamMaxLength`), `.scanFailed` (clamd's own error), `.invalidArgument` (a descriptor
+    ///   transfer that cannot be made); reading the source's own errors.
+    public func scan(_ source: any ByteSource, file: String) async throws -> ScanVerdict {
+        let path = try descriptorPath(of: source, file: file)
+        let configuration = configuration
+        let sessions = sessions
+        return try await BlockingPool.shared.run {
+            let (reply, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) {
+                connection in
+                let reply =
+                    if let path {
+                        try connection.scanDescriptor(path: path, file: file)
+                    } else {
+                        try connection.scanStream(source, chunkSize: configuration.chunkSize, file: file)
+                    }
+                return (reply, connection.version)
+            }
+            return try Self.verdict(reply, version: version, address: configuration.address, file: file)
+        }
+    }
+
+    /// The versions clamd reports (read when a session begins; a kept session answers at once).
+    /// - Throws: ``AttacheError`` (stage `scan`) when clamd cannot be reached.
+    public func engineVersion() async throws -> ScanEngineVersion {
+        let configuration = configuration
+        let sessions = sessions
+        return try await BlockingPool.shared.run {
+            try sessions.withSession(connect: { try Self.connect(configuration) }) { $0.version }
+        }
+    }
+
+    /// Sessions opened so far: each began with `IDSESSION` and one `VERSION`.
+    package var sessionsOpened: Int { sessions.opened }
+
+    /// Ends the idle sessions now (they end by themselves when the process does).
+    public func closeIdleSessions() {
+        sessions.closeAll()
+    }
+
+    private static func connect(_ configuration: Configuration) throws -> ClamdConnection {
+        try ClamdConnection(
+            address: configuration.address,
+            timeouts: ClamdConnection.Timeouts(
+                connect: configuration.connectTimeout, stall: configuration.stallTimeout,
+                reply: configuration.replyTimeout))
+    }
+
+    /// The file to pass by descriptor, or nil to stream.
+    private func descriptorPath(of source: any ByteSource, file: String) throws -> String? {
+        let isLocal = if case .unix = configuration.address { true } else { false }
+        let path = (source as? FileSource)?.path
+        switch configuration.transfer {
+        case .stream: return nil
+        case .automatic: return isLocal ? path : nil
+        case .descriptor:
+            guard isLocal, let path else {
+                throw AttacheError(
+                    .invalidArgument, stage: .scan,
+                    isLocal
+                        ? "only files can be passed to clamd by descriptor, and these bytes are not in a file"
+                        : "clamd at \(configuration.address) is reached over TCP: descriptors pass only over a UNIX socket",
+                    file: file)
+            }
+            return path
+        }
+    }
+
+    private static func verdict(
+        _ reply: ClamdReply, version: ScanEngineVersion, address: ClamdAddress, file: String
+    ) throws -> ScanVerdict {
+        switch reply {
+        case .clean:
+            return ScanVerdict(outcome: .clean, version: version)
+        case .infected(let signature):
+            return ScanVerdict(outcome: .infected, signature: signature, version: version)
+        case .error(let message) where message.contains("size limit exceeded"):
+            throw AttacheError(
+                .limitExceeded, stage: .scan,
+                "the file is larger than clamd's StreamMaxLength (clamd at \(address): \(ClamdConnection.excerpt(message)))",
+                file: file)
+        case .error(let message):
+            throw AttacheError(
+                .scanFailed, stage: .scan, "clamd at \(address) could not scan it: \(ClamdConnection.excerpt(message))",
+                file: file)
+        }
+    }
+}

@@ -1,0 +1,360 @@
+import Glibc
+internal import CLibc
+
+/// One connection to clamd, in a session (`zIDSESSION`) from the start: its engine and signature
+/// versions are read once (`zVERSION`), then any number of `zINSTREAM` or `zFILDES` scans follow, one
+/// at a time, each answered `N: …` with the number of the request (clamd(8), "IDSESSION").
+///
+/// Blocking, on a non-blocking socket: every wait is a `poll(2)` with a timeout, so a clamd that stops
+/// reading or answering fails the scan with `.timedOut` instead of hanging it. Used by one thread at
+/// a time (``ClamdSessionPool`` hands it out).
+final class ClamdConnection {
+    /// How long to wait, each.
+    struct Timeouts: Sendable {
+        /// For the connection to be accepted.
+        var connect: Duration
+        /// For clamd to take the next chunk of a stream (a stalled clamd).
+        var stall: Duration
+        /// For the verdict once everything was sent (the scan itself).
+        var reply: Duration
+    }
+
+    /// Where it is connected.
+    let address: ClamdAddress
+    /// The engine and signature versions, read when the session began.
+    private(set) var version = ScanEngineVersion(engine: "ClamAV")
+    /// When it was last used; idle sessions are closed before clamd's `IdleTimeout` would.
+    var lastUsed = ContinuousClock.now
+    /// False once anything failed: the session's state is unknown and it is not reused.
+    private(set) var isReusable = true
+    /// Scans answered on this connection.
+    private(set) var scans = 0
+
+    private let descriptor: Int32
+    private let timeouts: Timeouts
+    private var nextRequest = 1
+    private var pending: [UInt8] = []
+
+    /// Connects, begins a session and reads the version.
+    /// - Throws: ``AttacheError`` (stage `scan`): `.connectionFailed` (retryable) when clamd is not
+    ///   there, `.timedOut`, `.connectionLost`, `.badResponse` for an answer that is not clamd's.
+    init(address: ClamdAddress, timeouts: Timeouts) throws {
+        self.address = address
+        self.timeouts = timeouts
+        self.descriptor = try Self.connect(address, timeout: timeouts.connect)
+        do {
+            try write(command: "zIDSESSION")
+            let answer = try request("zVERSION", timeout: timeouts.stall)
+            version = Self.parseVersion(answer)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+
+    /// Ends the session (`zEND`, best effort) and closes the socket.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if isReusable { _ = "zEND\0".utf8CString.withUnsafeBytes { send(descriptor, $0.baseAddress, 5, Int32(MSG_NOSIGNAL)) } }
+        shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    private var closed = false
+
+    /// Streams `source` as `zINSTREAM`: chunks of at most `chunkSize` bytes, each after its length as a
+    /// 4-byte big-endian number, then a zero length; one buffer of `chunkSize` bytes whatever the size.
+    /// - Throws: ``AttacheError`` as ``ClamAVScanner``'s scans; reading the source's own errors.
+    func scanStream(_ source: any ByteSource, chunkSize: Int, file: String) throws -> ClamdReply {
+        let id = try begin("zINSTREAM")
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize + 4, alignment: 16)
+        defer { buffer.deallocate() }
+        do {
+            let reader = try source.makeReader()
+            while true {
+                let count = try reader.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[4...]))
+                Self.putLength(UInt32(count), into: buffer)
+                try write(UnsafeRawBufferPointer(rebasing: buffer[..<(4 + count)]), timeout: timeouts.stall)
+                if count == 0 { break }
+            }
+        } catch let error as AttacheError where error.stage == .scan && error.code == .connectionLost {
+            // clamd closes the stream when it is over StreamMaxLength, after saying so: read what it said.
+            if let answer = try? readAnswer(timeout: .seconds(2)) { return try finish(answer, id: id) }
+            throw error
+        } catch {
+            isReusable = false
+            throw error
+        }
+        return try finish(try readAnswer(timeout: timeouts.reply), id: id)
+    }
+
+    /// Sends the open file `path` as `zFILDES` (UNIX sockets only): clamd reads the file itself through
+    /// the descriptor, and no byte is copied through the socket.
+    /// - Throws: ``AttacheError``: opening the file (`.fileNotFound`, `.fileUnreadable`), and as
+    ///   ``scanStream(_:chunkSize:file:)``.
+    func scanDescriptor(path: String, file: String) throws -> ClamdReply {
+        let fileDescriptor = try FileDescriptor.openForReading(path, stage: .scan)
+        defer { Glibc.close(fileDescriptor) }
+        let id = try begin("zFILDES")
+        while true {
+            let sent = attache_send_descriptor(descriptor, fileDescriptor)
+            if sent == 1 { break }
+            if sent < 0, errno == EINTR { continue }
+            if sent < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                try wait(for: Int16(POLLOUT), timeout: timeouts.stall, doing: "take the file descriptor")
+                continue
+            }
+            throw lost(errno, "passing the file descriptor")
+        }
+        return try finish(try readAnswer(timeout: timeouts.reply), id: id)
+    }
+
+    // MARK: - Requests and answers
+
+    /// Sends `command` and returns the request's number.
+    private func begin(_ command: String) throws -> Int {
+        let id = nextRequest
+        nextRequest += 1
+        try write(command: command)
+        return id
+    }
+
+    /// Sends `command` and reads its answer, without the `N: ` prefix.
+    private func request(_ command: String, timeout: Duration) throws -> String {
+        let id = try begin(command)
+        return try strip(try readAnswer(timeout: timeout), id: id)
+    }
+
+    /// The answer's text after its `N: ` prefix, checked against the request's number.
+    private func strip(_ answer: String, id: Int) throws -> String {
+        let prefix = "\(id): "
+        guard answer.hasPrefix(prefix) else {
+            isReusable = false
+            throw AttacheError(
+                .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(answer))")
+        }
+        return String(answer.dropFirst(prefix.count))
+    }
+
+    /// The reply to scan `id`; the connection stays reusable only after a verdict.
+    private func finish(_ answer: String, id: Int) throws -> ClamdReply {
+        let reply = ClamdReply(parsing: try strip(answer, id: id))
+        if case .error = reply { isReusable = false }
+        scans += 1
+        lastUsed = .now
+        return reply
+    }
+
+    /// Reads up to the next NUL (the `z` commands' delimiter).
+    private func readAnswer(timeout: Duration) throws -> String {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { buffer.deallocate() }
+        while true {
+            if let end = pending.firstIndex(of: 0) {
+                let answer = String(decoding: pending[..<end], as: UTF8.self)
+                pending.removeSubrange(...end)
+                return answer
+            }
+            guard pending.count < 64 * 1024 else {
+                isReusable = false
+                throw AttacheError(.badResponse, stage: .scan, "clamd at \(address) sent an answer without an end")
+            }
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            if count > 0 {
+                pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            } else if count == 0 {
+                isReusable = false
+                throw AttacheError(
+                    .connectionLost, stage: .scan, "clamd at \(address) closed the connection before answering",
+                    isRetryable: true)
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                try wait(for: Int16(POLLIN), timeout: timeout, doing: "answer")
+            } else if errno != EINTR {
+                throw lost(errno, "reading the answer")
+            }
+        }
+    }
+
+    // MARK: - Socket
+
+    private func write(command: String) throws {
+        try Array(command.utf8CString).withUnsafeBytes { bytes in
+            // The `z` form: the command ends with its NUL.
+            try write(UnsafeRawBufferPointer(rebasing: bytes[..<(command.utf8.count + 1)]), timeout: timeouts.stall)
+        }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, timeout: Duration) throws {
+        var done = 0
+        while done < bytes.count {
+            let count = send(descriptor, bytes.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL))
+            if count > 0 {
+                done += count
+            } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                try wait(for: Int16(POLLOUT), timeout: timeout, doing: "take more of the file")
+            } else if count < 0, errno == EINTR {
+                continue
+            } else {
+                throw lost(count < 0 ? errno : EPIPE, "sending")
+            }
+        }
+    }
+
+    /// Waits until the socket is ready for `events`; past `timeout`, the scan fails.
+    private func wait(for events: Int16, timeout: Duration, doing what: String) throws {
+        var entry = pollfd(fd: descriptor, events: events, revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = FileDescriptor.retryingInterrupts { poll(&entry, 1, milliseconds) }
+        if ready == 0 {
+            isReusable = false
+            throw AttacheError(
+                .timedOut, stage: .scan,
+                "clamd at \(address) did not \(what) within \(Self.seconds(timeout)) s: it stopped answering",
+                isRetryable: true)
+        }
+        if ready < 0 { throw lost(errno, "waiting") }
+    }
+
+    private func lost(_ code: Int32, _ doing: String) -> AttacheError {
+        isReusable = false
+        return AttacheError(
+            .connectionLost, stage: .scan,
+            "the connection to clamd at \(address) broke while \(doing): \(String(cString: strerror(code)))",
+            isRetryable: true, cause: NativeError.posix(code))
+    }
+
+    /// A connected, non-blocking socket.
+    private static func connect(_ address: ClamdAddress, timeout: Duration) throws -> Int32 {
+        switch address {
+        case .unix(let path):
+            let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard socket >= 0 else { throw unreachable(address, errno) }
+            var name = sockaddr_un()
+            name.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &name.sun_path) { target in
+                for (index, byte) in path.utf8.prefix(target.count - 1).enumerated() { target[index] = byte }
+            }
+            let result = withUnsafePointer(to: &name) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard result == 0 else {
+                let code = errno
+                Glibc.close(socket)
+                throw unreachable(address, code)
+            }
+            _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK)
+            return socket
+        case .tcp(let host, let port):
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_flags = AI_ADDRCONFIG
+            var list: UnsafeMutablePointer<addrinfo>?
+            let status = getaddrinfo(host, String(port), &hints, &list)
+            guard status == 0, let first = list else {
+                throw AttacheError(
+                    .connectionFailed, stage: .scan,
+                    "cannot resolve clamd's host \(host): \(String(cString: gai_strerror(status)))", isRetryable: true)
+            }
+            defer { freeaddrinfo(list) }
+            var lastError = ECONNREFUSED
+            var entry: UnsafeMutablePointer<addrinfo>? = first
+            while let current = entry {
+                entry = current.pointee.ai_next
+                let socket = Glibc.socket(
+                    current.pointee.ai_family,
+                    Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+                guard socket >= 0 else {
+                    lastError = errno
+                    continue
+                }
+                if Glibc.connect(socket, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0
+                    || (errno == EINPROGRESS && awaitConnection(socket, timeout: timeout, error: &lastError))
+                {
+                    var yes: Int32 = 1
+                    setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+                    return socket
+                }
+                if errno != EINPROGRESS { lastError = errno }
+                Glibc.close(socket)
+            }
+            throw unreachable(address, lastError)
+        }
+    }
+
+    /// Waits for a non-blocking `connect` to finish; false with `error` set when it failed.
+    private static func awaitConnection(_ socket: Int32, timeout: Duration, error: inout Int32) -> Bool {
+        var entry = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
+        guard FileDescriptor.retryingInterrupts({ poll(&entry, 1, milliseconds) }) == 1 else {
+            error = ETIMEDOUT
+            return false
+        }
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(socket, SOL_SOCKET, SO_ERROR, &code, &length)
+        error = code
+        return code == 0
+    }
+
+    private static func unreachable(_ address: ClamdAddress, _ code: Int32) -> AttacheError {
+        AttacheError(
+            .connectionFailed, stage: .scan, "clamd at \(address) is not reachable: \(String(cString: strerror(code)))",
+            isRetryable: true, cause: NativeError.posix(code))
+    }
+
+    // MARK: - Text
+
+    /// `ClamAV 1.4.6/27470/Thu Nov 26 09:29:01 2026` → engine `ClamAV 1.4.6`, signatures `27470`.
+    static func parseVersion(_ text: String) -> ScanEngineVersion {
+        let parts = text.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        let engine = parts.first.map(String.init) ?? text
+        let signatures = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil
+        return ScanEngineVersion(engine: engine.isEmpty ? "ClamAV" : engine, signatures: signatures)
+    }
+
+    private static func putLength(_ length: UInt32, into buffer: UnsafeMutableRawBufferPointer) {
+        buffer[0] = UInt8(truncatingIfNeeded: length >> 24)
+        buffer[1] = UInt8(truncatingIfNeeded: length >> 16)
+        buffer[2] = UInt8(truncatingIfNeeded: length >> 8)
+        buffer[3] = UInt8(truncatingIfNeeded: length)
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
+    static func excerpt(_ text: String) -> String {
+        TerminalText.escaping(String(text.prefix(120)))
+    }
+}
+
+/// One answer of clamd to a scan, without the request number.
+enum ClamdReply: Sendable, Equatable {
+    /// `stream: OK`
+    case clean
+    /// `stream: Eicar-Signature FOUND`
+    case infected(signature: String)
+    /// `INSTREAM size limit exceeded. ERROR`, `… ERROR`, or anything else.
+    case error(String)
+
+    /// Reads clamd's text (`stream: OK`, `fd[12]: NAME FOUND`, `MESSAGE ERROR`).
+    init(parsing text: String) {
+        if text.hasSuffix(" FOUND") {
+            let body = text.dropLast(" FOUND".count)
+            // The signature follows the scanned name (`stream`, `fd[12]`, a path) and ": ".
+            let signature = body.firstRange(of: ": ").map { String(body[$0.upperBound...]) } ?? String(body)
+            self = .infected(signature: signature)
+        } else if text.hasSuffix(": OK") {
+            self = .clean
+        } else if text.hasSuffix(" ERROR") {
+            self = .error(String(text.dropLast(" ERROR".count)))
+        } else {
+            self = .error(text)
+        }
+    }
+}

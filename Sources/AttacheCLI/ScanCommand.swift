@@ -1,0 +1,171 @@
+package import ArgumentParser
+import Attache
+import AttacheCore
+import FoundationEssentials
+
+/// `attache scan FILE... --clamd ADDRESS [--json]`: scans files with clamd, as the Scan stage of
+/// `upload` would, and prints a verdict per file like `clamdscan`.
+package struct ScanCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Scan files for malware with clamd, as upload's Scan stage does.",
+        discussion: """
+            Prints `path: OK`, `path: SIGNATURE FOUND` or `path: MESSAGE ERROR` per file as clamdscan \
+            does, in the order the verdicts arrive, then a summary (--no-summary leaves it out). Folders \
+            are scanned with everything under them. With --json, prints one JSON object per line: path, \
+            verdict (clean, infected or error), signature, engine, signatures, and code and error for a \
+            file that was not scanned. Files go to clamd by descriptor over a UNIX socket and as streams \
+            over TCP (--clamd-transfer), several at once (--concurrency), each connection a session that \
+            serves many files. Exit status: 0 when every file is clean, 79 (infected) when any file is \
+            infected, else the status of the first failure (docs/EXIT-STATUS.md).
+            """)
+
+    @Argument(help: "The files and folders to scan.")
+    var files: [String]
+
+    @Option(
+        help: ArgumentHelp("clamd's address: unix:PATH or tcp:HOST:PORT (default: $ATTACHE_CLAMD).", valueName: "address"),
+        transform: ScanOptions.parseAddress)
+    var clamd: ClamdAddress?
+
+    @Option(help: ArgumentHelp("How bytes reach clamd: auto (the default), stream or descriptor.", valueName: "mode"))
+    var clamdTransfer = ClamAVScanner.Transfer.automatic
+
+    @Option(help: ArgumentHelp("Files scanned at once (default: 8).", valueName: "n"))
+    var concurrency = 8
+
+    @Option(help: ArgumentHelp("Seconds clamd may take to scan one file once it has it all (default: 300).", valueName: "seconds"))
+    var scanTimeout: Double = 300
+
+    @Flag(name: .long, help: "Print one JSON object per line.")
+    var json = false
+
+    @Flag(name: .long, help: "Print only infected files (and errors).")
+    var infected = false
+
+    @Flag(name: .long, help: "Leave out the summary.")
+    var noSummary = false
+
+    package func validate() throws {
+        if files.isEmpty { throw ValidationError("give at least one file") }
+        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1...256") }
+        guard scanTimeout > 0 else { throw ValidationError("--scan-timeout must be positive") }
+    }
+
+    package func run() async throws {
+        let address: ClamdAddress
+        if let clamd {
+            address = clamd
+        } else if let text = ProcessInfo.processInfo.environment["ATTACHE_CLAMD"], !text.isEmpty {
+            address = try ScanOptions.parseAddress(text)
+        } else {
+            throw ValidationError("missing --clamd (or set ATTACHE_CLAMD)")
+        }
+        var client = ClamAVScanner.Configuration(address: address)
+        client.transfer = clamdTransfer
+        client.replyTimeout = .milliseconds(Int64(scanTimeout * 1000))
+        client.idleSessions = concurrency
+        let scanner = ClamAVScanner(configuration: client)
+        defer { scanner.closeIdleSessions() }
+        let start = ContinuousClock.now
+        var tally = Tally()
+        let paths = Self.expand(files)
+        await withTaskGroup(of: (String, Result<ScanVerdict, AttacheError>).self) { group in
+            var next = 0
+            func startNext() -> Bool {
+                guard next < paths.count else { return false }
+                let path = paths[next]
+                next += 1
+                group.addTask {
+                    do {
+                        let verdict = try await scanner.scan(try FileSource(path: path), file: path)
+                        return (path, .success(verdict))
+                    } catch let error as AttacheError {
+                        return (path, .failure(error.concerning(path)))
+                    } catch {
+                        return (path, .failure(AttacheError(.internalError, stage: .scan, "\(error)", file: path)))
+                    }
+                }
+                return true
+            }
+            for _ in 0..<concurrency where !startNext() { break }
+            while let (path, result) = await group.next() {
+                report(path, result, into: &tally)
+                _ = startNext()
+            }
+        }
+        if !json && !noSummary {
+            let seconds = (ContinuousClock.now - start).seconds
+            Console.out("")
+            Console.out("----------- SCAN SUMMARY -----------")
+            Console.out("Scanned files: \(tally.scanned)")
+            Console.out("Infected files: \(tally.infected)")
+            if tally.errors > 0 { Console.out("Total errors: \(tally.errors)") }
+            Console.out("Time: \(String(Double(Int(seconds * 1000)) / 1000)) sec")
+        }
+        if tally.infected > 0 { throw ExitCode(ExitStatus.infected) }
+        if let status = tally.firstFailure { throw ExitCode(status) }
+    }
+
+    private struct Tally {
+        var scanned = 0
+        var infected = 0
+        var errors = 0
+        var firstFailure: Int32?
+    }
+
+    /// One JSON line of `--json`.
+    private struct Line: Encodable {
+        var path: String
+        var verdict: String
+        var signature: String?
+        var engine: String?
+        var signatures: String?
+        var code: String?
+        var error: String?
+    }
+
+    private func report(_ path: String, _ result: Result<ScanVerdict, AttacheError>, into tally: inout Tally) {
+        switch result {
+        case .success(let verdict):
+            tally.scanned += 1
+            let isInfected = verdict.outcome == .infected
+            if isInfected { tally.infected += 1 }
+            if json {
+                Console.outJSON(
+                    Line(
+                        path: path, verdict: verdict.outcome.rawValue, signature: verdict.signature,
+                        engine: verdict.version.engine, signatures: verdict.version.signatures))
+            } else if isInfected {
+                Console.out("\(path): \(verdict.signature ?? "unnamed") FOUND")
+            } else if !infected {
+                Console.out("\(path): OK")
+            }
+        case .failure(let error):
+            tally.errors += 1
+            if tally.firstFailure == nil { tally.firstFailure = ExitStatus.forError(error) }
+            if json {
+                Console.outJSON(Line(path: path, verdict: "error", code: error.code.rawValue, error: error.message))
+            } else {
+                Console.out("\(path): \(error.message) ERROR")
+            }
+        }
+    }
+
+    /// The files named, and every regular file under the folders named (sorted).
+    static func expand(_ arguments: [String]) -> [String] {
+        arguments.flatMap { argument -> [String] in
+            var isFolder = false
+            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder), isFolder,
+                let entries = try? FileManager.default.subpathsOfDirectory(atPath: argument)
+            else { return [argument] }
+            let base = argument.hasSuffix("/") ? argument : argument + "/"
+            return entries.sorted().map { base + $0 }.filter {
+                var isSubfolder = false
+                return FileManager.default.fileExists(atPath: $0, isDirectory: &isSubfolder) && !isSubfolder
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import AttacheTestSupport
+import Foundation
+import Testing
+@testable import Attache
+@testable import AttacheCore
+
+/// ``ClamAVScanner`` against a real clamd on a private socket and port, with a database the test makes.
+@Suite("ClamAV scanner, live clamd")
+struct ClamAVScannerTests {
+    /// Every sample over every transfer (descriptor and stream over the UNIX socket, stream over TCP):
+    /// the same verdicts, the signatures named, one session per transfer for the whole set.
+    @Test func verdictsAreTheSameOverEveryTransfer() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan")
+        defer { folder.remove() }
+        let samples = try ScanSample.make(in: folder, clean: 12)
+        let transfers: [(String, ClamAVScanner.Transfer)] = [
+            (clamd.unixAddress, .descriptor), (clamd.unixAddress, .stream), (clamd.tcpAddress, .stream),
+        ]
+        for (address, transfer) in transfers {
+            var configuration = ClamAVScanner.Configuration(address: try ClamdAddress(parsing: address))
+            configuration.transfer = transfer
+            let scanner = ClamAVScanner(configuration: configuration)
+            for sample in samples {
+                let verdict = try await scanner.scan(try FileSource(path: sample.path), file: sample.path)
+                #expect(verdict.signature == sample.signature, "\(address) \(transfer): \(sample.path)")
+                #expect(verdict.outcome == (sample.signature == nil ? .clean : .infected))
+                #expect(verdict.version.engine.hasPrefix("ClamAV 1."))
+            }
+            // IDSESSION: one connection, one VERSION, for all the files.
+            #expect(scanner.sessionsOpened == 1, "\(address) \(transfer)")
+            scanner.closeIdleSessions()
+        }
+    }
+
+    /// Bytes in memory are streamed, even where files would go by descriptor; concurrent scans each
+    /// take a session of their own.
+    @Test func bytesInMemoryAndConcurrentScans() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        let verdicts = try await withThrowingTaskGroup(of: ScanVerdict.self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    let bytes = index % 3 == 0 ? ClamdProcess.eicar : Array("clean \(index)".utf8)
+                    return try await scanner.scan(DataSource(bytes), file: "memory-\(index)")
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(verdicts.filter { $0.outcome == .infected }.count == 8)
+        #expect(verdicts.allSatisfy { $0.outcome == .clean || $0.signature == "Attache.Test.EICAR.UNOFFICIAL" })
+        #expect(scanner.sessionsOpened <= 24)
+    }
+
+    /// A stream over clamd's StreamMaxLength is answered with clamd's own words, as `.limitExceeded`.
+    @Test func overStreamMaxLength() async throws {
+        let clamd = try await ClamdProcess(streamMaxLength: "1M")
+        defer { clamd.stop() }
+        let folder = try ScratchFolder(prefix: "attache-scan")
+        defer { folder.remove() }
+        let big = try folder.write("big.bin", [UInt8](repeating: 0x41, count: 3 << 20))
+        var configuration = ClamAVScanner.Configuration(address: try ClamdAddress(parsing: clamd.unixAddress))
+        configuration.transfer = .stream
+        let scanner = ClamAVScanner(configuration: configuration)
+        let error = await #expect(throws: AttacheError.self) {
+            try await scanner.scan(try FileSource(path: big), file: big)
+        }
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.stage == .scan)
+        #expect(error?.message.contains("StreamMaxLength") == true)
+        // Under the limit the same scanner goes on (a new session).
+        let small = try folder.write("small.bin", ClamdProcess.eicar)
+        #expect(try await scanner.scan(try FileSource(path: small), file: small).outcome == .infected)
+    }
+
+    /// A clamd that stops reading in the middle of a stream (SIGSTOP) fails the scan after the stall
+    /// timeout with a clear error, instead of hanging it.
+    @Test func stalledClamdTimesOut() async throws {
+        let clamd = try await ClamdProcess()
+        defer { clamd.stop() }
+        let folder = try ScratchFolder(prefix: "attache-scan")
+        defer { folder.remove() }
+        let big = try folder.write("big.bin", [UInt8](repeating: 0x42, count: 48 << 20))
+        var configuration = ClamAVScanner.Configuration(address: try ClamdAddress(parsing: clamd.tcpAddress))
+        configuration.stallTimeout = .seconds(1)
+        configuration.replyTimeout = .seconds(1)
+        let scanner = ClamAVScanner(configuration: configuration)
+        // A session first, so the pause hits the stream and not the connect.
+        _ = try await scanner.engineVersion()
+        clamd.pause()
+        defer { clamd.resume() }
+        let error = await #expect(throws: AttacheError.self) {
+            try await scanner.scan(try FileSource(path: big), file: big)
+        }
+        #expect(error?.code == .timedOut)
+        #expect(error?.stage == .scan)
+        #expect(error?.message.contains("stopped answering") == true)
+    }
+
+    /// Nobody at the address: `.connectionFailed`, retryable, naming the address.
+    @Test func unreachable() async throws {
+        let folder = try ScratchFolder(prefix: "attache-scan")
+        defer { folder.remove() }
+        for address in ["unix:\(folder.path)/none.sock", "tcp:127.0.0.1:\(try refusedPort())"] {
+            let scanner = ClamAVScanner(address: try ClamdAddress(parsing: address))
+            let error = await #expect(throws: AttacheError.self) {
+                try await scanner.scan(DataSource(Array("x".utf8)), file: "x")
+            }
+            #expect(error?.code == .connectionFailed)
+            #expect(error?.isRetryable == true)
+            #expect(error?.message.contains(address) == true)
+        }
+    }
+
+    /// A kept session that clamd closed meanwhile (a restart) is replaced without failing the scan.
+    @Test func sessionClosedByARestartIsReplaced() async throws {
+        let clamd = try await ClamdProcess()
+        defer { clamd.stop() }
+        let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        #expect(try await scanner.scan(DataSource(ClamdProcess.eicar), file: "a").outcome == .infected)
+        clamd.kill()
+        try await clamd.start()
+        #expect(try await scanner.scan(DataSource(ClamdProcess.eicar), file: "b").outcome == .infected)
+        #expect(scanner.sessionsOpened == 2)
+    }
+
+    /// The verdict cache: a duplicate is found by its digest and not scanned again; a cache file is
+    /// read back by the next cache made from it.
+    @Test func scanCacheFile() async throws {
+        let folder = try ScratchFolder(prefix: "attache-scan")
+        defer { folder.remove() }
+        let path = folder.path + "/verdicts"
+        let cache = try ScanCache(path: path)
+        let version = ScanEngineVersion(engine: "ClamAV 1.4.6", signatures: "27470")
+        let digest = ContentDigest.sha256Hex(of: ClamdProcess.eicar)
+        cache.store(ScanVerdict(outcome: .infected, signature: "Sig", version: version), digest: digest)
+        let reread = try ScanCache(path: path)
+        #expect(reread.verdict(digest: digest, version: version)?.signature == "Sig")
+        #expect(reread.verdict(digest: digest, version: ScanEngineVersion(engine: "ClamAV 1.4.6", signatures: "27471")) == nil)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+}
