@@ -19,13 +19,17 @@ extension AttachmentPipeline {
             seal: SealReceipt(
                 scheme: sealed.seal.scheme, transferEncoding: sealed.seal.transferEncoding,
                 plaintextByteCount: sealed.payload.plaintextByteCount, digest: sealed.payload.digest,
-                key: sealed.receiptKey),
+                key: sealed.receiptKey,
+                encryptedFile: sealed.payload.matrixFile(
+                    url: sent.stored.data["content_uri"]?.stringValue ?? absoluteURL(sent.stored.url),
+                    key: sealed.receiptKey)),
             detection: transformed.detected.detection,
             transform: TransformReceipt(
                 recompressed: output.didTransform, byteCount: output.outputByteCount, width: output.width,
                 height: output.height, thumbnails: placement == .inline ? output.thumbnails.map(\.name) : [],
                 skipped: output.skipReason, media: MediaReceipt(output)),
             thumbnails: thumbnailReceipts(sent, placement: placement))
+        receipt.placeholders = output.placeholders
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

@@ -44,6 +44,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var thumbnails: [ThumbnailReceipt]?
     /// How the attachment went as a resumable upload; nil for a multipart POST.
     public var resumable: ResumableReceipt? = nil
+    /// What a chat client draws before the attachment arrives (BlurHash, ThumbHash, Telegram's stripped
+    /// thumbnail), for images, stickers, videos and animations; nil for other kinds or with placeholders off.
+    public var placeholders: Placeholders? = nil
 
     /// Creates a receipt.
     package init(
@@ -83,7 +86,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable
+        case thumbnailUploads, thumbnails, resumable, placeholders
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -108,6 +111,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         detection = try container.decode(Detection.self, forKey: .detection)
         transform = try container.decode(TransformReceipt.self, forKey: .transform)
         resumable = try container.decodeIfPresent(ResumableReceipt.self, forKey: .resumable)
+        placeholders = try container.decodeIfPresent(Placeholders.self, forKey: .placeholders)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -144,5 +148,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(thumbnailUploads, forKey: .thumbnailUploads)
         try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
         try container.encodeIfPresent(resumable, forKey: .resumable)
+        try container.encodeIfPresent(placeholders, forKey: .placeholders)
     }
 }
