@@ -100,6 +100,7 @@ required=(
     clamav-daemon             # clamd, the scanner the Scan stage talks to
     clamav-testfiles          # files that carry clamav's test signature (clam.exe and archives of it)
     clamdscan                 # the anchor the scan benchmark compares `attache scan` with
+    imagemagick               # placeholder tests decode Telegram's stripped thumbnail, rebuilt, with identify and convert
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(
@@ -273,6 +274,32 @@ elif ((!dry_run)); then
     fi
 else
     say "dry run: would make sure ${s3_packages[*]} can be imported (venv: $s3_venv)"
+fi
+
+# The placeholder and Matrix tests check our output with reference implementations from PyPI: blurhash and
+# thumbhash (the algorithms' Python ports) and matrix-nio (a Matrix client library: decrypt_attachment,
+# encrypt_attachment). Pinned, into the same venv as the S3 and tus tools (where the tests look first).
+chat_packages=(blurhash==1.1.5 thumbhash==0.1.2 matrix-nio==0.26.0)
+chat_check='import importlib.metadata as m, blurhash, thumbhash, nio.crypto.attachments; assert m.version("blurhash") == "1.1.5"; assert m.version("thumbhash") == "0.1.2"; assert m.version("matrix-nio") == "0.26.0"'
+if ((library_only)); then
+    :
+elif ((!dry_run)); then
+    if "$s3_venv/bin/python3" -c "$chat_check" 2>/dev/null; then
+        say "python: blurhash, thumbhash and matrix-nio in $s3_venv"
+    else
+        say "python: installing ${chat_packages[*]} into $s3_venv"
+        [[ -x "$s3_venv/bin/python3" ]] || /usr/bin/python3 -m venv "$s3_venv" \
+            || die "cannot create a venv at $s3_venv (package python3-venv)"
+        log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
+        if ! "$s3_venv/bin/python3" -m pip install -q "${chat_packages[@]}" >"$log" 2>&1; then
+            tail -n 20 "$log" >&2
+            die "pip could not install ${chat_packages[*]} into $s3_venv (full log: $log)"
+        fi
+        rm -f "$log"
+        "$s3_venv/bin/python3" -c "$chat_check" || die "$s3_venv cannot import ${chat_packages[*]}"
+    fi
+else
+    say "dry run: would make sure ${chat_packages[*]} can be imported (venv: $s3_venv)"
 fi
 
 if command -v swift >/dev/null 2>&1; then

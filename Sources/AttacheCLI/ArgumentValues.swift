@@ -47,6 +47,23 @@ extension MessageKind: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
+/// `--blurhash-components`: `XxY`, each 1–9 (`4x3`, `4x4`).
+package struct BlurHashComponents: ExpressibleByArgument, Sendable, Equatable {
+    /// Components across and down.
+    package var x: Int, y: Int
+
+    /// `XxY` with both in 1…9; nil otherwise.
+    package init?(argument: String) {
+        let parts = argument.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let x = Int(parts[0]), let y = Int(parts[1]), (1...9).contains(x), (1...9).contains(y)
+        else { return nil }
+        (self.x, self.y) = (x, y)
+    }
+
+    /// The placeholder options with these components.
+    package var options: PlaceholderOptions { PlaceholderOptions(componentsX: x, componentsY: y) }
+}
+
 /// `--video-preset`: how far videos are scaled down.
 package enum VideoPreset: String, CaseIterable, ExpressibleByArgument, Sendable {
     /// Long side 1280, 720p.

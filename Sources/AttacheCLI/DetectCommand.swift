@@ -16,6 +16,12 @@ package struct DetectCommand: AsyncParsableCommand {
             headers, and error (with code) for files that could not be read. When some file could not \
             be read, the others are still printed and the exit status is the first failure's (66 for \
             a missing or unreadable file; docs/EXIT-STATUS.md).
+
+            With --placeholders, images and stickers (and, with ffmpeg, videos and animations: their \
+            first frame) also get the placeholders a chat client draws before the file arrives: \
+            BlurHash, ThumbHash (base64) and Telegram's stripped thumbnail (base64), from the same \
+            40 px downscale as upload's receipt. Text: ` blurhash=… thumbhash=… stripped=…`; JSON: \
+            "placeholders": {"blurhash","thumbhash","stripped"}.
             """)
 
     @Argument(help: "The files to detect.")
@@ -24,18 +30,24 @@ package struct DetectCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object per line.")
     var json = false
 
+    @Flag(help: "Also compute the placeholders (BlurHash, ThumbHash, Telegram's stripped thumbnail) of pictures.")
+    var placeholders = false
+
+    @Option(help: ArgumentHelp("With --placeholders: BlurHash components across x down, each 1-9.", valueName: "XxY"))
+    var blurhashComponents = BlurHashComponents(argument: "4x3")!
+
     package func validate() throws {
         if files.isEmpty { throw ValidationError("give at least one file") }
     }
 
     package func run() async throws {
-        let status = Self.detect(files, json: json)
+        let status = Self.detect(files, json: json, placeholders: placeholders ? blurhashComponents.options : nil)
         if status != ExitStatus.success { throw ExitCode(status) }
     }
 
     /// Detects `files` in order and prints one line per file; returns 0, or the status
     /// (``ExitStatus/table``) of the first file that could not be read.
-    static func detect(_ files: [String], json: Bool) -> Int32 {
+    static func detect(_ files: [String], json: Bool, placeholders: PlaceholderOptions? = nil) -> Int32 {
         let detector = MIMEDetector()
         var output = OutputBuffer(descriptor: STDOUT_FILENO)
         var scratch: [UInt8] = []
@@ -43,10 +55,11 @@ package struct DetectCommand: AsyncParsableCommand {
         for path in files {
             do {
                 let detection = try detector.detect(fileAt: path, reusing: &scratch)
+                let made = try placeholders.flatMap { try Self.placeholders(of: path, detection: detection, options: $0) }
                 if json {
-                    output.appendJSONLine(path, detection)
+                    output.appendJSONLine(path, detection, placeholders: made)
                 } else {
-                    output.appendTextLine(path, detection)
+                    output.appendTextLine(path, detection, placeholders: made)
                 }
             } catch let error as AttacheError {
                 if status == ExitStatus.success { status = ExitStatus.forError(error) }
@@ -72,6 +85,41 @@ package struct DetectCommand: AsyncParsableCommand {
         }
         output.flush()
         return status
+    }
+}
+
+extension DetectCommand {
+    /// The placeholders of a picture: an image or sticker decoded here, a video or animation's first frame
+    /// through ffmpeg (nil when ffmpeg is missing); nil for other kinds.
+    /// - Throws: ``AttacheError`` when the picture cannot be decoded.
+    static func placeholders(of path: String, detection: Detection, options: PlaceholderOptions) throws -> Placeholders? {
+        var imageOptions = ImageRecompressor.Options.standard
+        imageOptions.placeholders = options
+        let sides = [StrippedThumbnail.side]
+        switch detection.kind {
+        case .image, .sticker:
+            guard detection.mimeType.hasPrefix("image/") else { return nil }
+            if detection.metadata.isAnimated == true, detection.kind == .image {
+                return try mediaPlaceholders(path, options: options)
+            }
+            let bytes = try EncryptCommand.readWholeFile(path)
+            do {
+                return try ImageRecompressor(options: imageOptions).previews(ofImage: bytes, sides: sides).placeholders
+            } catch let error as AttacheError where error.code == .unsupportedInput {
+                return nil
+            }
+        case .video:
+            return try mediaPlaceholders(path, options: options)
+        default:
+            return nil
+        }
+    }
+
+    private static func mediaPlaceholders(_ path: String, options: PlaceholderOptions) throws -> Placeholders? {
+        var media = MediaOptions()
+        media.placeholders = options
+        guard let converter = MediaConverter.locate(options: media) else { return nil }
+        return try converter.posterPreviews(of: path, sides: [StrippedThumbnail.side]).placeholders
     }
 }
 
@@ -182,7 +230,7 @@ struct OutputBuffer {
     }
 
     /// `path: mime (kind)`, and ` [mismatch: extension says TYPE]` when the extension lies.
-    mutating func appendTextLine(_ path: String, _ detection: Detection) {
+    mutating func appendTextLine(_ path: String, _ detection: Detection, placeholders: Placeholders? = nil) {
         appendEscaped(path)
         append(": ")
         appendEscaped(detection.mimeType)
@@ -194,13 +242,23 @@ struct OutputBuffer {
             appendEscaped(claimed)
             append("]")
         }
+        if let placeholders {
+            append(" blurhash=")
+            appendEscaped(placeholders.blurhash)
+            append(" thumbhash=")
+            append(placeholders.thumbhash)
+            if let stripped = placeholders.stripped {
+                append(" stripped=")
+                append(stripped)
+            }
+        }
         append("\n")
         flushIfFull()
     }
 
     /// `{"path","mime","kind","mismatch","extensionMime", …metadata}` with the metadata keys of the
     /// upload fields, in their order; numbers and booleans bare.
-    mutating func appendJSONLine(_ path: String, _ detection: Detection) {
+    mutating func appendJSONLine(_ path: String, _ detection: Detection, placeholders: Placeholders? = nil) {
         append("{\"path\":")
         appendQuoted(path)
         append(",\"mime\":")
@@ -225,6 +283,15 @@ struct OutputBuffer {
         if let sampleRate = metadata.sampleRate { append(",\"sampleRate\":"); append(sampleRate) }
         if let channels = metadata.channels { append(",\"channels\":"); append(channels) }
         if let encoding = metadata.textEncoding { append(",\"textEncoding\":"); appendQuoted(encoding) }
+        if let placeholders {
+            append(",\"placeholders\":{\"blurhash\":")
+            appendQuoted(placeholders.blurhash)
+            append(",\"thumbhash\":")
+            appendQuoted(placeholders.thumbhash)
+            append(",\"stripped\":")
+            if let stripped = placeholders.stripped { appendQuoted(stripped) } else { append("null") }
+            append("}")
+        }
         append("}\n")
         flushIfFull()
     }

@@ -1,5 +1,6 @@
 package import ArgumentParser
 package import AttacheCore
+import FoundationEssentials
 import Glibc
 
 /// `attache encrypt IN -o OUT --key-file K [--new-key] [--scheme S] [--base64]`
@@ -11,7 +12,8 @@ package struct EncryptCommand: AsyncParsableCommand {
         abstract: "Encrypt a file of any size, streaming, with a per-attachment key.",
         discussion: """
             Schemes: stream-gcm (default; chunked AES-256-GCM, authenticated, see docs/FORMAT.md), \
-            signal (Signal's attachment format; 64-byte key), none, and the INSECURE legacy-cbc and \
+            signal (Signal's attachment format; 64-byte key), matrix (Matrix's AES-256-CTR attachments; \
+            --file-info writes the EncryptedFile object), none, and the INSECURE legacy-cbc and \
             legacy-ecb (unauthenticated AES of the old NSData+AES256 code, for old servers only; their \
             key file holds a passphrase). Keys are read from a file or an environment variable, never \
             from the command line. Prints the sizes (and, for signal, the digest) on standard output,             or on standard error when -o - sends the sealed bytes there.
@@ -30,8 +32,13 @@ package struct EncryptCommand: AsyncParsableCommand {
     @Flag(help: "Create --key-file with a fresh random key (mode 0600; refuses to overwrite).")
     var newKey = false
 
-    @Option(help: "stream-gcm | signal | legacy-cbc (insecure) | legacy-ecb (insecure) | none.")
+    @Option(help: "stream-gcm | signal | matrix | legacy-cbc (insecure) | legacy-ecb (insecure) | none.")
     var scheme = SealScheme.streamGCM
+
+    @Option(help: ArgumentHelp(
+        "matrix only: write the EncryptedFile object (it holds the key) to this new file, mode 0600.",
+        valueName: "path"))
+    var fileInfo: String?
 
     @Flag(help: "Write base64 text (RFC 4648, no line breaks) instead of binary.")
     var base64 = false
@@ -43,6 +50,7 @@ package struct EncryptCommand: AsyncParsableCommand {
 
     package func validate() throws {
         try key.validate(creating: newKey)
+        if fileInfo != nil, scheme != .matrix { throw ValidationError("--file-info is for --scheme matrix") }
     }
 
     package func run() async throws {
@@ -60,6 +68,9 @@ package struct EncryptCommand: AsyncParsableCommand {
             try await BlockingPool.shared.run { try payload.write(toFile: output) }
             var line = "\(scheme) \(input) -> \(output): plaintext \(payload.plaintextByteCount) bytes, sealed \(payload.byteCount) bytes"
             if let digest = payload.digest { line += ", sha256 \(digest)" }
+            if let fileInfo, let file = payload.matrixFile(url: nil, key: attachmentKey) {
+                try Self.writeFileInfo(file, to: fileInfo)
+            }
             if output == "-" { writeErrorLine(line) } else { writeOutputLine(line) }
             if let repeatInMemory, repeatInMemory > 0 {
                 let perSeal = try measureInMemorySeals(scheme: scheme, count: repeatInMemory)
@@ -70,6 +81,36 @@ package struct EncryptCommand: AsyncParsableCommand {
 }
 
 extension EncryptCommand {
+    /// Writes a Matrix `EncryptedFile` as JSON to a new file with mode 0600 (it holds the key).
+    /// - Throws: ``AttacheError`` `.fileUnwritable` naming `path` (an existing file is never replaced).
+    static func writeFileInfo(_ file: MatrixEncryptedFile, to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let json = try? encoder.encode(file) else {
+            throw AttacheError(.internalError, stage: .seal, "cannot encode the EncryptedFile", file: path)
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw AttacheError(.fileUnwritable, stage: .seal, "cannot create the file info (it must not exist)", file: path)
+        }
+        defer { close(fd) }
+        var bytes = Array(json) + [0x0A]
+        let failed = bytes.withUnsafeMutableBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return true }
+                offset += n
+            }
+            return false
+        }
+        guard !failed else {
+            unlink(path)
+            throw AttacheError(.fileUnwritable, stage: .seal, "cannot write the file info", file: path)
+        }
+    }
+
     /// Seals the input's bytes `count` times from memory, as the pipeline does for small attachments:
     /// a fresh key, a sealer, one reader read to the end. Returns microseconds per seal.
     func measureInMemorySeals(scheme: SealScheme, count: Int) throws -> String {

@@ -30,7 +30,7 @@ package struct PipelineOptions: ParsableArguments {
     @OptionGroup package var scanning: ScanOptions
 
     @Option(help: ArgumentHelp(
-        "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
+        "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, matrix (the receipt carries the EncryptedFile object), legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
         valueName: "scheme"))
     package var scheme: SealScheme?
 
@@ -64,6 +64,15 @@ package struct PipelineOptions: ParsableArguments {
 
     @Flag(help: "Do not send thumbnails with images and stickers.")
     package var noThumbnails = false
+
+    @Flag(help: "Make no placeholders (BlurHash, ThumbHash, Telegram's stripped thumbnail) for the receipt.")
+    package var noPlaceholders = false
+
+    @Flag(help: "Also send the placeholders as the form fields blurhash, thumbhash and stripped (base64).")
+    package var placeholderFields = false
+
+    @Option(help: ArgumentHelp("BlurHash components across x down, each 1-9.", valueName: "XxY"))
+    package var blurhashComponents = BlurHashComponents(argument: "4x3")!
 
     @Option(help: ArgumentHelp(
         "An image that cannot be recompressed (broken, over a limit): send-original (default; the receipt says why) or fail.",
@@ -189,6 +198,8 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.convertVoice = !noTransform
         configuration.transform.convertAnimations = !noTransform
         configuration.transform.makeThumbnails = !noTransform && !noThumbnails
+        configuration.transform.image.placeholders = noPlaceholders ? nil : blurhashComponents.options
+        configuration.sendPlaceholderFields = placeholderFields && !noPlaceholders
         configuration.transform.media.video = videoPreset.options
         configuration.transform.media.voice = voicePreset.options
         configuration.transform.image.maxSide = maxSide

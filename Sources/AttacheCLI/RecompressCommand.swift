@@ -51,6 +51,11 @@ package struct RecompressCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the result as one JSON object.")
     var json = false
 
+    @Option(help: ArgumentHelp(
+        "Benchmark: time a photo's recompress, its thumbnails and its placeholders N times each in process (thread CPU).",
+        visibility: .hidden))
+    var measurePlaceholders: Int?
+
     package func validate() throws {
         if let maxSide, !(16...16384).contains(maxSide) {
             throw ValidationError("--max-side must be between 16 and 16384")
@@ -78,6 +83,10 @@ package struct RecompressCommand: AsyncParsableCommand {
     }
 
     package func run() async throws {
+        if let measurePlaceholders {
+            try await reportingErrors { try measurePlaceholderCost(repeats: measurePlaceholders) }
+            return
+        }
         let configuration = transformConfiguration()
         let (input, output, sticker) = (input, output, sticker)
         do {

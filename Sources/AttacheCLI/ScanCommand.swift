@@ -58,7 +58,7 @@ package struct ScanCommand: AsyncParsableCommand {
         let address: ClamdAddress
         if let clamd {
             address = clamd
-        } else if let text = ProcessInfo.processInfo.environment["ATTACHE_CLAMD"], !text.isEmpty {
+        } else if let text = CommandIO.environment["ATTACHE_CLAMD"], !text.isEmpty {
             address = try ScanOptions.parseAddress(text)
         } else {
             throw ValidationError("missing --clamd (or set ATTACHE_CLAMD)")

@@ -36,7 +36,7 @@ public enum UnsealTarget {
     /// The key the target uses for `scheme`.
     public static func key(for scheme: SealScheme) -> AttachmentKey {
         switch scheme {
-        case .streamGCM, .none: streamGCMKey
+        case .streamGCM, .matrix, .none: streamGCMKey
         case .signal: signalKey
         case .legacyCBC, .legacyECB: passphrase
         }

@@ -64,6 +64,8 @@ struct SealVerifier: Sendable {
             plaintextSize = value
         }
         if scheme == .none, encoding == .binary { return nil }
+        // A matrix upload's IV and hash travel in the chat message, not in the form: nothing to check here.
+        if scheme == .matrix { return nil }
         return (scheme, encoding, plaintextSize, field("digest")?.lowercased())
     }
 

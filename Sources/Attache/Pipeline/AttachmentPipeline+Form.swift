@@ -18,7 +18,8 @@ extension AttachmentPipeline {
         let inline = placement == .inline ? sealed.thumbnails : []
         let form = UploadForm(
             configuration: configuration, attachmentFields: attachment.fields,
-            metadata: Self.metadataFields(detection: transformed.detected.detection, transformed: transformed.output),
+            metadata: Self.metadataFields(detection: transformed.detected.detection, transformed: transformed.output)
+                + (configuration.sendPlaceholderFields ? Self.placeholderFields(transformed.output.placeholders) : []),
             seal: .init(configuration: sealed.seal, plaintextByteCount: sealed.payload.plaintextByteCount, isPlain: sealed.isPlain),
             file: .init(
                 name: configuration.fileFieldName, filename: transformed.filename, contentType: sealed.contentType,
@@ -50,6 +51,17 @@ extension AttachmentPipeline {
             return (thumbnail: sealedThumbnail, form: form)
         }
         return AttachmentForms(sealed: sealed, attachment: form, separateThumbnails: thumbnailForms)
+    }
+
+    /// The placeholders as the form fields `blurhash`, `thumbhash` and `stripped` (the last two base64).
+    static func placeholderFields(_ placeholders: Placeholders?) -> [UploadField] {
+        guard let placeholders else { return [] }
+        var fields = [
+            UploadField(name: "blurhash", value: placeholders.blurhash),
+            UploadField(name: "thumbhash", value: placeholders.thumbhash),
+        ]
+        if let stripped = placeholders.stripped { fields.append(UploadField(name: "stripped", value: stripped)) }
+        return fields
     }
 
     /// The detected metadata as form fields, with what Transform changed (type, size, orientation).

@@ -19,7 +19,10 @@ extension AttachmentPipeline {
             seal: SealReceipt(
                 scheme: sealed.seal.scheme, transferEncoding: sealed.seal.transferEncoding,
                 plaintextByteCount: sealed.payload.plaintextByteCount, digest: sealed.payload.digest,
-                key: sealed.receiptKey),
+                key: sealed.receiptKey,
+                encryptedFile: sealed.payload.matrixFile(
+                    url: sent.stored.data["content_uri"]?.stringValue ?? absoluteURL(sent.stored.url),
+                    key: sealed.receiptKey)),
             detection: transformed.detected.detection,
             transform: TransformReceipt(
                 recompressed: output.didTransform, byteCount: output.outputByteCount, width: output.width,
@@ -27,6 +30,7 @@ extension AttachmentPipeline {
                 skipped: output.skipReason, media: MediaReceipt(output)),
             thumbnails: thumbnailReceipts(sent, placement: placement))
         receipt.scan = sealed.scan
+        receipt.placeholders = output.placeholders
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

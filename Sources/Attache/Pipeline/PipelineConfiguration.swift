@@ -21,6 +21,9 @@ public struct PipelineConfiguration: Sendable {
     /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
     /// sent (`omitted`). See `thumbnailPlacement`.
     public var thumbnails: ThumbnailPlacement?
+    /// Send the placeholders (``Placeholders``) as the form fields `blurhash`, `thumbhash` and `stripped`.
+    /// Off by default: the receipt carries them either way.
+    public var sendPlaceholderFields = false
     /// How content is detected and classified.
     public var detection = MIMEDetector.Configuration()
     /// What is recompressed, and how; thumbnails.

@@ -15,21 +15,25 @@ public struct SealReceipt: Sendable, Codable, Hashable {
     /// The attachment's fresh key, when the pipeline made one (no fixed key configured).
     /// It belongs in the message that carries the attachment; it is never sent to the upload server.
     public var key: AttachmentKey?
+    /// `matrix`: the whole `EncryptedFile` object for the `m.room.message` (key as a JWK, IV, SHA-256 of
+    /// the ciphertext, `v2`, and the URL the server answered); its `key.k` is present when ``key`` is.
+    public var encryptedFile: MatrixEncryptedFile?
 
     /// Creates a seal receipt.
     package init(
         scheme: SealScheme, transferEncoding: TransferEncoding, plaintextByteCount: Int64, digest: String? = nil,
-        key: AttachmentKey? = nil
+        key: AttachmentKey? = nil, encryptedFile: MatrixEncryptedFile? = nil
     ) {
         self.scheme = scheme
         self.transferEncoding = transferEncoding
         self.plaintextByteCount = plaintextByteCount
         self.digest = digest
         self.key = key
+        self.encryptedFile = encryptedFile
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scheme, transferEncoding, plaintextByteCount, digest, key
+        case scheme, transferEncoding, plaintextByteCount, digest, key, encryptedFile
     }
 
     /// Reads a receipt; the key's text is read the way ``scheme`` uses keys (a `legacy-*` passphrase as
@@ -40,6 +44,7 @@ public struct SealReceipt: Sendable, Codable, Hashable {
         transferEncoding = try container.decode(TransferEncoding.self, forKey: .transferEncoding)
         plaintextByteCount = try container.decode(Int64.self, forKey: .plaintextByteCount)
         digest = try container.decodeIfPresent(String.self, forKey: .digest)
+        encryptedFile = try container.decodeIfPresent(MatrixEncryptedFile.self, forKey: .encryptedFile)
         if let text = try container.decodeIfPresent(String.self, forKey: .key) {
             if scheme.usesPassphrase {
                 key = AttachmentKey(passphrase: text)
@@ -62,5 +67,6 @@ public struct SealReceipt: Sendable, Codable, Hashable {
         try container.encode(plaintextByteCount, forKey: .plaintextByteCount)
         try container.encodeIfPresent(digest, forKey: .digest)
         try container.encodeIfPresent(key?.base64, forKey: .key)
+        try container.encodeIfPresent(encryptedFile, forKey: .encryptedFile)
     }
 }

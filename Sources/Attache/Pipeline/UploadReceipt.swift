@@ -46,6 +46,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var resumable: ResumableReceipt? = nil
     /// What the Scan stage found; nil when no scanner is configured.
     public var scan: ScanReceipt? = nil
+    /// What a chat client draws before the attachment arrives (BlurHash, ThumbHash, Telegram's stripped
+    /// thumbnail), for images, stickers, videos and animations; nil for other kinds or with placeholders off.
+    public var placeholders: Placeholders? = nil
 
     /// Creates a receipt.
     package init(
@@ -85,7 +88,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable, scan
+        case thumbnailUploads, thumbnails, resumable, scan, placeholders
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -111,6 +114,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         transform = try container.decode(TransformReceipt.self, forKey: .transform)
         resumable = try container.decodeIfPresent(ResumableReceipt.self, forKey: .resumable)
         scan = try container.decodeIfPresent(ScanReceipt.self, forKey: .scan)
+        placeholders = try container.decodeIfPresent(Placeholders.self, forKey: .placeholders)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -148,5 +152,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
         try container.encodeIfPresent(resumable, forKey: .resumable)
         try container.encodeIfPresent(scan, forKey: .scan)
+        try container.encodeIfPresent(placeholders, forKey: .placeholders)
     }
 }

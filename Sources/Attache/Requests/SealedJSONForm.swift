@@ -193,7 +193,7 @@ public struct SealedJSONForm: Sendable {
     private func checkScheme() throws {
         switch scheme {
         case .legacyCBC, .legacyECB, .streamGCM: return
-        case .signal, .none:
+        case .signal, .matrix, .none:
             throw AttacheError(
                 .invalidArgument, stage: .seal,
                 "the sealed JSON form uses legacy-cbc, legacy-ecb or stream-gcm, not \(scheme)")

@@ -1,7 +1,7 @@
 internal import COpenSSL
 import Glibc
 
-/// The secret for one attachment: 32 bytes (`stream-gcm`), 64 bytes (`signal`: AES key ‖ HMAC key), or
+/// The secret for one attachment: 32 bytes (`stream-gcm`, `matrix`), 64 bytes (`signal`: AES key ‖ HMAC key), or
 /// a passphrase (`legacy-*`).
 ///
 /// Keys come from a file, an environment variable or the CSPRNG — never from command-line arguments,
@@ -50,7 +50,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
                 _ = Base64.encode(source, into: text.mutableBytes, alphabet: .url, padded: false)
             }
             return AttachmentKey(bytes: text, isPassphrase: true)
-        case .streamGCM, .none:
+        case .streamGCM, .matrix, .none:
             return AttachmentKey(bytes: SecureBytes(randomCount: 32))
         }
     }

@@ -1,5 +1,6 @@
 /// Everything random about sealing one upload, drawn once and kept: the key and a seed for the header
-/// values (salt and nonce prefix of `stream-gcm`, the IV of `signal`).
+/// values (salt and nonce prefix of `stream-gcm`, the IV of `signal`, the counter block's random half of
+/// `matrix`).
 ///
 /// Sealing the same plaintext with the same material gives the same bytes, in any process. That is what
 /// makes an upload that may be replayed safe: a server that deduplicates by the idempotency key keeps the
@@ -71,7 +72,7 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
     /// for one scheme is not reused for another.
     package func suits(_ scheme: SealScheme) -> Bool {
         switch scheme {
-        case .streamGCM, .none: !key.isPassphrase && key.bytes.count == 32
+        case .streamGCM, .matrix, .none: !key.isPassphrase && key.bytes.count == 32
         case .signal: !key.isPassphrase && key.bytes.count == 64
         case .legacyCBC, .legacyECB: key.isPassphrase && key.bytes.count > 0
         }

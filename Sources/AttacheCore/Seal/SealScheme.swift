@@ -9,6 +9,9 @@ public enum SealScheme: String, Sendable, CaseIterable, Codable, CustomStringCon
     case streamGCM = "stream-gcm"
     /// Signal's attachment layout: IV ‖ AES-256-CBC/PKCS#7 of the bucket-padded plaintext ‖ HMAC-SHA256.
     case signal
+    /// Matrix's encrypted attachments: AES-256-CTR, the ciphertext's SHA-256 and the key in an
+    /// `EncryptedFile` object (``MatrixEncryptedFile``) for the message.
+    case matrix
     /// INSECURE: AES-256-CBC, zero IV, PKCS#7, key = passphrase bytes zero-padded or cut to 32.
     case legacyCBC = "legacy-cbc"
     /// INSECURE: AES-128-ECB on the first 16 passphrase bytes, PKCS#7.
@@ -18,8 +21,8 @@ public enum SealScheme: String, Sendable, CaseIterable, Codable, CustomStringCon
 
     public var description: String { rawValue }
 
-    /// Whether the scheme detects modified ciphertext.
-    package var isAuthenticated: Bool { self == .streamGCM || self == .signal }
+    /// Whether the scheme detects modified ciphertext (`matrix`: by the SHA-256 the message carries).
+    package var isAuthenticated: Bool { self == .streamGCM || self == .signal || self == .matrix }
 
     /// Whether keys for this scheme are passphrases (the old `NSData+AES256` string keys).
     package var usesPassphrase: Bool { self == .legacyCBC || self == .legacyECB }

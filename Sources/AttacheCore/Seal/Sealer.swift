@@ -32,6 +32,7 @@ package struct Sealer: Sendable {
         switch scheme {
         case .streamGCM: binary = StreamGCM.sealedCount(forPlaintextCount: n)
         case .signal: binary = SignalAttachment.sealedCount(forPlaintextCount: n)
+        case .matrix: binary = n
         case .legacyCBC, .legacyECB: binary = LegacyAES.sealedCount(forPlaintextCount: n)
         case .none: binary = n
         }
@@ -48,6 +49,9 @@ package struct Sealer: Sendable {
         case .signal:
             try SignalAttachment.checkKey(key)
             plan = .signal(iv: SecureRandom.bytes(SignalAttachment.ivCount))
+        case .matrix:
+            try MatrixAttachment.checkKey(key)
+            plan = .matrix(iv: MatrixAttachment.counterBlock(SecureRandom.bytes(MatrixAttachment.ivRandomCount)))
         case .legacyCBC, .legacyECB:
             guard key.bytes.count > 0 else {
                 throw AttacheError(.invalidKey, stage: .seal, "the legacy passphrase is empty")
@@ -76,6 +80,11 @@ package struct Sealer: Sendable {
         case .signal:
             try SignalAttachment.checkKey(key)
             plan = .signal(iv: try material.headerValues(part: part, count: SignalAttachment.ivCount))
+        case .matrix:
+            try MatrixAttachment.checkKey(key)
+            plan = .matrix(
+                iv: MatrixAttachment.counterBlock(
+                    try material.headerValues(part: part, count: MatrixAttachment.ivRandomCount)))
         case .legacyCBC, .legacyECB, .none:
             // No random header values: the key alone fixes the bytes.
             return try seal(plaintext)
@@ -88,6 +97,11 @@ package struct Sealer: Sendable {
         SealedPayload(
             sealer: self, plaintext: plaintext,
             plan: .streamGCM(try StreamGCMSealPlan(key: key, salt: salt, noncePrefix: noncePrefix)))
+    }
+
+    func seal(_ plaintext: any ByteSource, matrixIV: [UInt8]) throws -> SealedPayload {
+        try MatrixAttachment.checkKey(key)
+        return SealedPayload(sealer: self, plaintext: plaintext, plan: .matrix(iv: matrixIV))
     }
 
     func seal(_ plaintext: any ByteSource, signalIV: [UInt8]) throws -> SealedPayload {
@@ -104,6 +118,7 @@ package struct SealedPayload: ByteSource {
     enum Plan: Sendable {
         case streamGCM(StreamGCMSealPlan)
         case signal(iv: [UInt8])
+        case matrix(iv: [UInt8])
         case legacy
         case none
     }
@@ -120,9 +135,24 @@ package struct SealedPayload: ByteSource {
     /// The scheme's digest as lowercase hex, known once a reader has been read to the end, nil before.
     ///
     /// `signal`: SHA-256 of the whole encrypted blob (before any transfer encoding), as Signal puts in
-    /// its attachment pointer. Other schemes have no digest (nil): `stream-gcm` authenticates every
+    /// its attachment pointer. `matrix`: SHA-256 of the ciphertext (``matrixFile(url:key:)`` carries it
+    /// as Matrix writes it). Other schemes have no digest (nil): `stream-gcm` authenticates every
     /// segment and a second hash pass would halve its throughput.
     package var digest: String? { digestBox.digest }
+
+    /// `matrix`: the counter block this payload starts from; nil for other schemes.
+    package var matrixIV: [UInt8]? {
+        if case .matrix(let iv) = plan { return iv }
+        return nil
+    }
+
+    /// `matrix`, once a reader has been read to the end: the message's `EncryptedFile` object, with
+    /// `key` as its JWK (nil: `k` left out) and `url` where the ciphertext was stored. Nil for other
+    /// schemes and before the digest is known.
+    package func matrixFile(url: String?, key: AttachmentKey?) -> MatrixEncryptedFile? {
+        guard let iv = matrixIV, let digest, let bytes = unhex(digest) else { return nil }
+        return MatrixEncryptedFile(url: url, key: key, iv: iv, sha256: bytes)
+    }
 
     let sealer: Sealer
     let plaintext: any ByteSource
@@ -193,6 +223,10 @@ private struct BinarySealedSource: ByteSource {
         case .signal(let iv):
             return ProducingReader(
                 try SignalSealProducer(
+                    key: sealer.key, iv: iv, plaintext: plaintext, plaintextCount: count, digestBox: payload.digestBox))
+        case .matrix(let iv):
+            return ProducingReader(
+                try MatrixSealProducer(
                     key: sealer.key, iv: iv, plaintext: plaintext, plaintextCount: count, digestBox: payload.digestBox))
         case .legacy:
             return ProducingReader(

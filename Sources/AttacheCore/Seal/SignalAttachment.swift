@@ -246,6 +246,29 @@ extension ByteReader {
     }
 }
 
+/// The bytes of lowercase or uppercase hex text; nil for anything else.
+package func unhex(_ text: String) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+    var out = [UInt8]()
+    out.reserveCapacity(digits.count / 2)
+    var index = 0
+    while index < digits.count {
+        guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+        out.append(high << 4 | low)
+        index += 2
+    }
+    return out
+}
+
 package func hex(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out = [UInt8]()

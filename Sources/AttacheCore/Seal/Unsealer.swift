@@ -21,8 +21,12 @@ package struct Unsealer: Sendable {
     package let transferEncoding: TransferEncoding
     /// For `signal`: the real plaintext length from the receipt. When nil the bucket padding is kept.
     package let plaintextByteCount: Int64?
+    /// For `matrix`: the counter block and the ciphertext's expected SHA-256, from the message's
+    /// `EncryptedFile`.
+    package let matrixValues: MatrixOpeningValues?
 
-    /// Creates an unsealer; `plaintextByteCount` matters only for `signal`.
+    /// Creates an unsealer; `plaintextByteCount` matters only for `signal`. For `matrix` use
+    /// ``init(matrixFile:transferEncoding:)``.
     package init(
         scheme: SealScheme, key: AttachmentKey, transferEncoding: TransferEncoding = .binary,
         plaintextByteCount: Int64? = nil
@@ -31,6 +35,18 @@ package struct Unsealer: Sendable {
         self.key = key
         self.transferEncoding = transferEncoding
         self.plaintextByteCount = plaintextByteCount
+        matrixValues = nil
+    }
+
+    /// An unsealer for the `matrix` scheme with the key, IV and hash of a message's `EncryptedFile`.
+    /// - Throws: ``AttacheError`` as ``MatrixEncryptedFile/openingValues()`` does.
+    package init(matrixFile: MatrixEncryptedFile, transferEncoding: TransferEncoding = .binary) throws {
+        let values = try matrixFile.openingValues()
+        scheme = .matrix
+        key = values.key
+        self.transferEncoding = transferEncoding
+        plaintextByteCount = nil
+        matrixValues = MatrixOpeningValues(iv: values.iv, sha256: values.sha256)
     }
 
     /// Returns a reader of the plaintext that decrypts as it is pulled.
@@ -50,6 +66,14 @@ package struct Unsealer: Sendable {
                 try StreamGCMOpenProducer(key: key, sealed: try openBinary(), sealedCountBound: sealed.byteCount))
         case .signal:
             return ProducingReader(try SignalOpenProducer(key: key, plaintextCount: plaintextByteCount, openSealed: openBinary))
+        case .matrix:
+            guard let matrixValues else {
+                throw AttacheError(
+                    .invalidArgument, stage: .seal, "matrix needs the iv and hashes.sha256 of the file info")
+            }
+            return ProducingReader(
+                try MatrixOpenProducer(
+                    key: key, iv: matrixValues.iv, sha256: matrixValues.sha256, openSealed: openBinary))
         case .legacyCBC, .legacyECB:
             return ProducingReader(
                 try LegacyAESProducer(scheme: scheme, key: key, source: try openBinary(), encrypt: false))
@@ -97,6 +121,14 @@ package struct Unsealer: Sendable {
             return false
         }
     }
+}
+
+/// The counter block and expected ciphertext hash of a `matrix` attachment.
+package struct MatrixOpeningValues: Sendable {
+    /// The 16-byte AES-CTR counter block.
+    package var iv: [UInt8]
+    /// The ciphertext's SHA-256 (32 bytes).
+    package var sha256: [UInt8]
 }
 
 extension ByteSource {

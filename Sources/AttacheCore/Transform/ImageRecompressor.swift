@@ -73,6 +73,9 @@ public struct ImageRecompressor: Sendable {
         public var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
         public var stickerByteLimit = 512 * 1024
+        /// How the placeholders (BlurHash, ThumbHash, Telegram's stripped thumbnail) are made with the
+        /// thumbnails; nil makes none.
+        public var placeholders: PlaceholderOptions? = PlaceholderOptions()
 
         /// Photos at 1280 px, quality 82.
         public static let standard = Options()
@@ -152,6 +155,16 @@ public struct ImageRecompressor: Sendable {
         package var result: RecompressionResult
         /// The thumbnails asked for, largest side as given, in order.
         package var thumbnails: [Thumbnail]
+        /// The placeholders, made with the thumbnails (nil when none were asked for, or
+        /// ``Options/placeholders`` is nil).
+        package var placeholders: Placeholders?
+
+        init(bytes: [UInt8]?, result: RecompressionResult, previews: ImagePreviews) {
+            self.bytes = bytes
+            self.result = result
+            thumbnails = previews.thumbnails
+            placeholders = previews.placeholders
+        }
 
         /// The bytes to send: ``bytes``, or `input` when it passes through unchanged.
         package func bytes(of input: [UInt8]) -> [UInt8] { bytes ?? input }
@@ -184,7 +197,7 @@ public struct ImageRecompressor: Sendable {
                 return Outcome(bytes: markers.hasRemovableMetadata ? original : nil,
                                result: result(image, width: width, height: height, outputCount: original.count,
                                               passedThrough: true, format: .jpeg),
-                               thumbnails: try thumbnails(of: image, sides: thumbnailSides))
+                               previews: try previews(of: image, sides: thumbnailSides))
             }
             strippedOriginal = markers.hasRemovableMetadata ? original : nil
             if strippedOriginal == nil { strippedOriginal = data }
@@ -198,18 +211,18 @@ public struct ImageRecompressor: Sendable {
         if options.format == .jpeg, let icc = image.markers?.iccSegments, !icc.isEmpty {
             bytes = JPEGMarkers.inserting(icc.map { Array(data[$0.range]) }, into: bytes)
         }
-        let thumbs = try thumbnails(of: rendered, sides: thumbnailSides)
+        let thumbs = try previews(of: rendered, sides: thumbnailSides)
         // Never send a bigger file than the (stripped) original without a reason to.
         if let original = strippedOriginal, original.count <= bytes.count {
             return Outcome(bytes: original == data ? nil : original,
                            result: result(image, width: width, height: height, outputCount: original.count,
                                           passedThrough: true, format: .jpeg),
-                           thumbnails: thumbs)
+                           previews: thumbs)
         }
         return Outcome(bytes: bytes,
                        result: result(image, width: width, height: height, outputCount: bytes.count,
                                       passedThrough: false, format: options.format),
-                       thumbnails: thumbs)
+                       previews: thumbs)
     }
 
     /// Makes a sticker from an image held in memory, as ``makeSticker(fileAt:to:)`` does from a file.
@@ -228,7 +241,7 @@ public struct ImageRecompressor: Sendable {
             return Outcome(bytes: nil,
                            result: result(image, width: width, height: height, outputCount: data.count,
                                           passedThrough: true, format: .webp),
-                           thumbnails: try thumbnails(of: rendered, sides: thumbnailSides))
+                           previews: try previews(of: rendered, sides: thumbnailSides))
         }
         let rendered = try ImageRenderer.render(image, width: width, height: height, planar: false, keepAlpha: true)
         guard case .packed(let raster) = rendered else {
@@ -248,7 +261,7 @@ public struct ImageRecompressor: Sendable {
         return Outcome(bytes: bytes,
                        result: result(image, width: width, height: height, outputCount: bytes.count,
                                       passedThrough: false, format: .webp),
-                       thumbnails: try thumbnails(of: rendered, sides: thumbnailSides))
+                       previews: try previews(of: rendered, sides: thumbnailSides))
     }
 
     // MARK: - Helpers
@@ -288,9 +301,12 @@ public struct ImageRecompressor: Sendable {
         }
     }
 
-    /// JPEG previews of already rendered pixels, one per side in `sides` (e.g. 320 and 40).
-    func thumbnails(of rendered: RenderedImage, sides: [Int]) throws -> [Thumbnail] {
-        try sides.map { side in
+    /// JPEG previews of already rendered pixels, one per side in `sides` (e.g. 320 and 40), and the
+    /// placeholders (``Options/placeholders``) from the tiny one's downscale; none of either when `sides`
+    /// is empty.
+    func previews(of rendered: RenderedImage, sides: [Int]) throws -> ImagePreviews {
+        var tiny: RenderedImage?
+        let thumbnails = try sides.map { side in
             let (width, height) = LanczosResampler.fittedSize(width: rendered.width, height: rendered.height, maxSide: side)
             let small: RenderedImage
             switch rendered {
@@ -304,24 +320,36 @@ public struct ImageRecompressor: Sendable {
                 if raster.channels == 4 { raster = raster.compositedOnWhite() }
                 small = .packed(LanczosResampler.resample(raster, width: width, height: height))
             }
+            // Placeholders reuse this downscale, except where compositing on white lost the alpha they
+            // keep (then they downscale the rendered picture itself, a sticker of at most 512 px).
+            if side <= StrippedThumbnail.side, tiny == nil, !rendered.hasAlpha { tiny = small }
             let bytes = try encode(small, format: .jpeg, quality: side <= 64 ? 60 : 75, progressive: false)
             return Thumbnail(side: side, bytes: bytes, width: width, height: height)
         }
+        guard let placeholderOptions = options.placeholders, !sides.isEmpty else {
+            return ImagePreviews(thumbnails: thumbnails, placeholders: nil)
+        }
+        let small = PlaceholderMaker.downscale(tiny ?? rendered, side: StrippedThumbnail.side)
+        var previews = ImagePreviews(
+            thumbnails: thumbnails, placeholders: try PlaceholderMaker.make(from: small, options: placeholderOptions))
+        previews.placeholderSource = small
+        return previews
     }
 
-    /// JPEG previews of the image `data` (a poster frame, a decoded photo), one per side in `sides`.
-    package func thumbnails(ofImage data: [UInt8], sides: [Int]) throws -> [Thumbnail] {
+    /// JPEG previews and placeholders of the image `data` (a poster frame, a decoded photo), one preview
+    /// per side in `sides`.
+    package func previews(ofImage data: [UInt8], sides: [Int]) throws -> ImagePreviews {
         let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
                                               wholeImageByteLimit: options.wholeImageByteLimit)
-        return try thumbnails(of: image, sides: sides)
+        return try previews(of: image, sides: sides)
     }
 
-    private func thumbnails(of image: InspectedImage, sides: [Int]) throws -> [Thumbnail] {
-        guard let largest = sides.max() else { return [] }
+    private func previews(of image: InspectedImage, sides: [Int]) throws -> ImagePreviews {
+        guard let largest = sides.max() else { return ImagePreviews(thumbnails: [], placeholders: nil) }
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: largest)
         let rendered = try ImageRenderer.render(image, width: width, height: height, planar: true, keepAlpha: false)
-        return try thumbnails(of: rendered, sides: sides)
+        return try previews(of: rendered, sides: sides)
     }
 }
 

@@ -48,6 +48,12 @@ enum RenderedImage {
         case .packed(let raster): raster.height
         }
     }
+
+    /// Whether the pixels carry alpha (packed RGBA).
+    var hasAlpha: Bool {
+        if case .packed(let raster) = self { return raster.channels == 4 }
+        return false
+    }
 }
 
 /// The decode → resample → orient part of the Transform stage, shared by photos, stickers and thumbnails.

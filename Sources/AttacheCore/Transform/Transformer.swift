@@ -151,6 +151,7 @@ public struct Transformer: Sendable {
                     path: path, mimeType: "image/png", filenameExtension: nil, didTransform: png != data,
                     originalByteCount: Int64(data.count), outputByteCount: Int64(png.count),
                     width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+                output.placeholders = outcome.placeholders
                 if png != data {
                     output.path = Self.workPath(for: path, in: workDirectory, extension: "png")
                     try ImageFile.write(png, to: output.path)
@@ -164,6 +165,7 @@ public struct Transformer: Sendable {
                 didTransform: outcome.bytes != nil || heifTypes.contains(type),
                 originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+            output.placeholders = outcome.placeholders
             if let bytes = outcome.bytes ?? (heifTypes.contains(type) ? data : nil) {
                 let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
                 try ImageFile.write(bytes, to: target)
@@ -180,7 +182,9 @@ public struct Transformer: Sendable {
     private static func transformMedia(path: String, mimeType: String, kind: MessageKind, workDirectory: String,
                                        configuration: Configuration) throws -> TransformOutput {
         let source = try FileSource(path: path)
-        guard let converter = MediaConverter.locate(options: configuration.media) else {
+        var mediaOptions = configuration.media
+        mediaOptions.placeholders = configuration.image.placeholders
+        guard let converter = MediaConverter.locate(options: mediaOptions) else {
             var output = passThrough(source, mimeType: mimeType)
             output.skipReason = "ffmpeg-missing: ffmpeg or ffprobe is not installed"
             return output
@@ -213,6 +217,7 @@ public struct Transformer: Sendable {
         output.waveform = result.waveform
         output.isAnimation = result.isAnimation
         output.mediaPlan = result.plan
+        output.placeholders = result.placeholders
         return output
     }
 
@@ -260,6 +265,8 @@ package struct TransformOutput: Sendable {
     package var height: Int?
     /// JPEG previews, sent as extra multipart parts.
     package var thumbnails: [Thumbnail]
+    /// BlurHash, ThumbHash and Telegram's stripped thumbnail, made with the previews.
+    package var placeholders: Placeholders?
     /// Why an image went as it is instead of recompressed (its Transform error, under
     /// ``TransformErrorPolicy/sendOriginal``), or a video or voice note unconverted (`ffmpeg-missing: …`);
     /// nil when it was transformed or was never meant to be.

@@ -7,12 +7,13 @@ internal import COpenSSL
 package final class CipherContext {
     /// The ciphers the seal schemes use.
     enum Algorithm {
-        case aes256GCM, aes256CBC, aes128ECB
+        case aes256GCM, aes256CBC, aes256CTR, aes128ECB
 
         var cipher: OpaquePointer {
             switch self {
             case .aes256GCM: attache_aes_256_gcm()
             case .aes256CBC: EVP_aes_256_cbc()
+            case .aes256CTR: EVP_aes_256_ctr()
             case .aes128ECB: EVP_aes_128_ecb()
             }
         }

@@ -165,7 +165,8 @@ public struct MediaConverter: Sendable {
             result.path = output
         }
         if !thumbnailSides.isEmpty {
-            result.thumbnails = try poster(of: result.path ?? path, sides: thumbnailSides, source: path)
+            let previews = try poster(of: result.path ?? path, sides: thumbnailSides, source: path)
+            (result.thumbnails, result.placeholders) = (previews.thumbnails, previews.placeholders)
         }
         return result
     }
@@ -218,7 +219,8 @@ public struct MediaConverter: Sendable {
                                  supportsStreaming: true)
         result.isAnimation = true
         if !thumbnailSides.isEmpty {
-            result.thumbnails = try poster(of: output, sides: thumbnailSides, source: path)
+            let previews = try poster(of: output, sides: thumbnailSides, source: path)
+            (result.thumbnails, result.placeholders) = (previews.thumbnails, previews.placeholders)
         }
         return result
     }
@@ -285,9 +287,16 @@ public struct MediaConverter: Sendable {
 
     // MARK: - Helpers
 
+    /// The previews and placeholders of the first frame of the video or animation at `path`, as an
+    /// upload makes them (`attache detect --placeholders`).
+    /// - Throws: ``AttacheError`` when ffmpeg cannot take the frame or it cannot be decoded.
+    package func posterPreviews(of path: String, sides: [Int]) throws -> ImagePreviews {
+        try poster(of: path, sides: sides, source: path)
+    }
+
     /// JPEG thumbnails of the first frame of `video` (rotation applied by ffmpeg).
-    private func poster(of video: String, sides: [Int], source: String) throws -> [Thumbnail] {
-        guard let largest = sides.max() else { return [] }
+    private func poster(of video: String, sides: [Int], source: String) throws -> ImagePreviews {
+        guard let largest = sides.max() else { return ImagePreviews(thumbnails: [], placeholders: nil) }
         var png: [UInt8] = []
         let outcome = try ProcessRunner.run(
             ffmpeg,
@@ -305,8 +314,10 @@ public struct MediaConverter: Sendable {
             throw AttacheError(Self.code(for: outcome), stage: .transform,
                                "cannot take a poster frame: \(outcome.failureReason)", file: source)
         }
-        let recompressor = ImageRecompressor(options: .standard)
-        return try recompressor.thumbnails(ofImage: png, sides: sides)
+        var imageOptions = ImageRecompressor.Options.standard
+        imageOptions.placeholders = options.placeholders
+        let recompressor = ImageRecompressor(options: imageOptions)
+        return try recompressor.previews(ofImage: png, sides: sides)
     }
 
     /// The limits of a conversion of `duration` seconds of media: ``MediaOptions/limits``, with CPU and
@@ -371,6 +382,8 @@ package struct MediaResult: Sendable {
     package var waveform: [UInt8]?
     /// The poster frame's JPEG previews, for video and animations.
     package var thumbnails: [Thumbnail] = []
+    /// The poster frame's placeholders, for video and animations.
+    package var placeholders: Placeholders?
 
     /// Creates a result.
     package init(path: String?, mimeType: String, filenameExtension: String?, plan: MediaConverter.VideoPlan,
@@ -410,6 +423,9 @@ public struct MediaOptions: Sendable, Hashable, Codable {
     public var maxPixels = 7680 * 4320
     /// The most streams an input may have.
     public var maxStreams = 16
+    /// How a poster frame's placeholders are made; nil makes none. The Transform stage sets it from
+    /// ``ImageRecompressor/Options/placeholders``.
+    public var placeholders: PlaceholderOptions? = PlaceholderOptions()
 
     /// The defaults.
     public init() {}
