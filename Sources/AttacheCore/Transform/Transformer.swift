@@ -155,6 +155,7 @@ public struct Transformer: Sendable {
                     output.path = Self.workPath(for: path, in: workDirectory, extension: "png")
                     try ImageFile.write(png, to: output.path)
                 }
+                output.reason = Self.pngReason(sent: Int64(png.count), source: Int64(data.count))
                 return output
             }
             let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
@@ -164,6 +165,7 @@ public struct Transformer: Sendable {
                 didTransform: outcome.bytes != nil || heifTypes.contains(type),
                 originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+            output.reason = Self.imageReason(result, sourceType: type, kind: kind, sourceByteCount: fileByteCount)
             if let bytes = outcome.bytes ?? (heifTypes.contains(type) ? data : nil) {
                 let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
                 try ImageFile.write(bytes, to: target)
@@ -213,6 +215,7 @@ public struct Transformer: Sendable {
         output.waveform = result.waveform
         output.isAnimation = result.isAnimation
         output.mediaPlan = result.plan
+        output.reason = result.reason
         return output
     }
 
@@ -274,6 +277,9 @@ package struct TransformOutput: Sendable {
     package var isAnimation = false
     /// For video, voice and animations: whether the file was kept, remuxed or encoded.
     package var mediaPlan: MediaConverter.VideoPlan?
+    /// Why the output is what it is: what the source lacked, and why an output larger than the source
+    /// was kept (or a larger one dropped for the source). Nil when nothing was decided.
+    package var reason: String?
 
     /// Creates an output.
     package init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,
