@@ -25,8 +25,9 @@ extension Transformer {
             why.append("downscaled \(result.inputWidth)×\(result.inputHeight) → \(result.outputWidth)×\(result.outputHeight)")
         }
         if why.isEmpty { why.append("its pixels had to change (EXIF orientation, colour space)") }
-        return "recompressed: " + why.joined(separator: "; ")
-            + larger(sent, sourceByteCount, because: why.joined(separator: "; "))
+        let because = sourceType != result.mimeType
+            ? "chat clients show \(result.mimeType), not \(sourceType)" : "the source cannot go as it is"
+        return "recompressed: " + why.joined(separator: "; ") + larger(sent, sourceByteCount, because: because)
     }
 
     /// The reason for an opaque PNG sent as a PNG (no JPEG of it was smaller).

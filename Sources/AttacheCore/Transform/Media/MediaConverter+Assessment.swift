@@ -114,7 +114,12 @@ extension MediaConverter {
         case .remux:
             return "compliant streams, remuxed: " + assessment.remuxReasons.joined(separator: "; ")
         case .encode:
+            let cap = assessment.target.videoBitRate
+            var limit = "the cap's \(megabits(cap))"
+            if let source = assessment.sourceVideoBitRate, source < cap { limit = "the source's \(megabits(source))" }
             return "encoded: " + (assessment.breaks + assessment.improvements).joined(separator: "; ")
+                + "; video at most \(limit) Mbps"
+                + (assessment.copiesAudio ? ", audio copied" : "")
         }
     }
 
