@@ -101,6 +101,8 @@ required=(
     clamav-testfiles          # files that carry clamav's test signature (clam.exe and archives of it)
     clamdscan                 # the anchor the scan benchmark compares `attache scan` with
     imagemagick               # placeholder tests decode Telegram's stripped thumbnail, rebuilt, with identify and convert
+    # Music is not voice: the tests speak the voice notes they classify
+    espeak-ng                 # tests make mono speech (Opus, M4A, MP3) with espeak-ng
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(

@@ -292,6 +292,9 @@ struct OutputBuffer {
             if let stripped = placeholders.stripped { appendQuoted(stripped) } else { append("null") }
             append("}")
         }
+        if let title = metadata.title { append(",\"title\":"); appendQuoted(title) }
+        if let performer = metadata.performer { append(",\"performer\":"); appendQuoted(performer) }
+        if let album = metadata.album { append(",\"album\":"); appendQuoted(album) }
         append("}\n")
         flushIfFull()
     }

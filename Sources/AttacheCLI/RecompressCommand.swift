@@ -163,6 +163,7 @@ struct RecompressSummary: Encodable {
     var waveform: String?
     var animation: Bool?
     var plan: String?
+    var reason: String?
 
     init(detection: Detection, output: TransformOutput) {
         mimeType = output.mimeType
@@ -180,6 +181,7 @@ struct RecompressSummary: Encodable {
         waveform = output.waveform.map { Base64.encode($0) }
         animation = output.isAnimation ? true : nil
         plan = output.mediaPlan?.rawValue
+        reason = output.reason
     }
 
     func line(input: String) -> String {

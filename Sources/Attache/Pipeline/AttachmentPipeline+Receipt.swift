@@ -27,7 +27,7 @@ extension AttachmentPipeline {
             transform: TransformReceipt(
                 recompressed: output.didTransform, byteCount: output.outputByteCount, width: output.width,
                 height: output.height, thumbnails: placement == .inline ? output.thumbnails.map(\.name) : [],
-                skipped: output.skipReason, media: MediaReceipt(output)),
+                skipped: output.skipReason, media: MediaReceipt(output), reason: output.reason),
             thumbnails: thumbnailReceipts(sent, placement: placement))
         receipt.scan = sealed.scan
         receipt.placeholders = output.placeholders

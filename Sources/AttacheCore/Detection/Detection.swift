@@ -49,8 +49,8 @@ public struct Detection: Sendable, Equatable, Codable {
     /// Always `mimeType` and `kind`; then, when known, in this order: `width`, `height`,
     /// `orientation`, `rotation`, `hasAlpha`, `isAnimated`, `frameCount`, `duration` (seconds with
     /// two decimals, e.g. `3.52`), `audioCodec`, `videoCodec`, `sampleRate`, `channels`,
-    /// `textEncoding`. Booleans are `true`/`false`. The names are stable. The values describe the
-    /// source file; a transform that resizes an image should replace `width` and `height`.
+    /// `textEncoding`, `title`, `performer`, `album`. Booleans are `true`/`false`. The names are
+    /// stable. The values describe the source file; a transform that resizes an image should replace `width` and `height`.
     package var uploadFields: [UploadField] {
         var result = [
             UploadField(name: "mimeType", value: mimeType),

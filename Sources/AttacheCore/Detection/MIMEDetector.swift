@@ -38,13 +38,22 @@ public struct MIMEDetector: Sendable {
             "image/jpeg", "image/png", "image/apng", "image/gif", "image/webp", "image/bmp",
             "image/heic", "image/heif", "image/avif",
         ]
-        /// Audio types sent as voice notes; other audio (FLAC, MIDI, AIFF) is a file.
+        /// Audio types that can be voice notes, when they look like speech (docs/DETECTION.md); other
+        /// audio (FLAC, MIDI, AIFF), and music in these types, is a file.
         public var voiceTypes: Set<String> = [
             "audio/ogg", "audio/mp4", "audio/mpeg", "audio/aac", "audio/amr", "audio/amr-wb",
             "audio/wav", "audio/x-caf", "audio/webm", "audio/matroska", "audio/3gpp", "audio/3gpp2",
         ]
         /// Audio codecs that never make a voice note, whatever the container (lossless music).
         public var nonVoiceCodecs: Set<String> = ["flac", "alac"]
+        /// Codecs made for speech: audio in one of them may be stereo and long and still be a voice note.
+        public var voiceCodecs: Set<String> = ["opus", "speex", "amr_nb", "amr_wb", "gsm", "pcm_alaw", "pcm_mulaw"]
+        /// Containers that phones and browsers record speech into (not music): audio in one of them
+        /// may be long and still be a voice note.
+        public var speechContainers: Set<String> = ["audio/amr", "audio/amr-wb", "audio/3gpp", "audio/3gpp2", "audio/webm"]
+        /// Mono audio in another container is a voice note up to this many seconds (10 minutes); longer,
+        /// it is a file (a lecture, an audiobook chapter).
+        public var voiceMaxDuration = 600.0
         /// Video types sent as videos.
         public var videoTypes: Set<String> = [
             "video/mp4", "video/quicktime", "video/3gpp", "video/3gpp2", "video/webm", "video/matroska",
@@ -252,7 +261,7 @@ public struct MIMEDetector: Sendable {
                 if mimeType == extensionType { facts = self.facts[mimeType] }
             }
         }
-        let kind = kind(facts?.rule ?? .fixed(.file), sniffed.metadata)
+        let kind = kind(facts?.rule ?? .fixed(.file), mimeType: mimeType, sniffed.metadata)
         return Detection(
             mimeType: mimeType, kind: kind, extensionMIMEType: extensionType, mismatch: mismatch,
             metadata: sniffed.metadata, preferredFilenameExtension: facts?.preferredExtension)
@@ -279,14 +288,14 @@ public struct MIMEDetector: Sendable {
     }
 
     /// The kind the content alone implies.
-    private func kind(_ rule: KindRule, _ metadata: MediaMetadata) -> MessageKind {
+    private func kind(_ rule: KindRule, mimeType: String, _ metadata: MediaMetadata) -> MessageKind {
         let maxSide = configuration.stickerMaxSide
         let small = metadata.width.map { $0 <= maxSide } == true && metadata.height.map { $0 <= maxSide } == true
         switch rule {
         case .fixed(let kind):
             return kind
         case .voiceUnlessLossless:
-            return configuration.nonVoiceCodecs.contains(metadata.audioCodec ?? "") ? .file : .voice
+            return isSpeech(mimeType: mimeType, metadata) ? .voice : .file
         case .webp:
             return small ? .sticker : configuration.imageTypes.contains("image/webp") ? .image : .file
         case .webm:
@@ -297,6 +306,20 @@ public struct MIMEDetector: Sendable {
             if metadata.isAnimated == true { return configuration.animatedGIFKind }
             return configuration.imageTypes.contains("image/gif") ? .image : .file
         }
+    }
+
+    /// Whether audio of one of the voice types looks like a recording of speech rather than music: not
+    /// a lossless codec, no music tags (a performer or an album; a title alone is how recorders name
+    /// a recording), mono or a speech codec, and short or in a speech codec or a recorder's container.
+    /// What is unknown (channels or duration a header does not state) does not count against it.
+    private func isSpeech(mimeType: String, _ metadata: MediaMetadata) -> Bool {
+        let codec = metadata.audioCodec ?? ""
+        if configuration.nonVoiceCodecs.contains(codec) { return false }
+        if metadata.performer != nil || metadata.album != nil { return false }
+        let speechCodec = configuration.voiceCodecs.contains(codec)
+        guard speechCodec || (metadata.channels ?? 1) <= 1 else { return false }
+        if speechCodec || configuration.speechContainers.contains(mimeType) { return true }
+        return (metadata.duration ?? 0) <= configuration.voiceMaxDuration
     }
 
     /// Whether the content can honestly be sent as `declared`.
@@ -312,7 +335,10 @@ public struct MIMEDetector: Sendable {
         case .video:
             return configuration.videoTypes.contains(mimeType) || (mimeType == "image/gif" && metadata.isAnimated == true)
         case .voice:
-            return contentKind == .voice
+            // Declared, any audio of a voice type is a voice note (music included: the sender knows),
+            // except lossless audio, which no voice note is made from.
+            return configuration.voiceTypes.contains(mimeType)
+                && !configuration.nonVoiceCodecs.contains(metadata.audioCodec ?? "")
         case .file:
             return true
         }

@@ -36,6 +36,13 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
     /// The text encoding of a text file: `utf-8`, `utf-16le`, `utf-16be`, `utf-32le`, `utf-32be`,
     /// or `unknown-8bit` for text that is not valid UTF-8.
     public var textEncoding: String?
+    /// The title an audio file's tags give (ID3 `TIT2`, Vorbis `TITLE`, MP4 `©nam`), as written there.
+    public var title: String?
+    /// The performer an audio file's tags give (ID3 `TPE1`, Vorbis `ARTIST`, MP4 `©ART`; the album
+    /// artist when no performer is named).
+    public var performer: String?
+    /// The album an audio file's tags give (ID3 `TALB`, Vorbis `ALBUM`, MP4 `©alb`).
+    public var album: String?
 
     /// Creates metadata; every field defaults to unknown.
     package init(
@@ -90,6 +97,9 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
         if let sampleRate { result.append(("sampleRate", String(sampleRate))) }
         if let channels { result.append(("channels", String(channels))) }
         if let textEncoding { result.append(("textEncoding", textEncoding)) }
+        if let title { result.append(("title", title)) }
+        if let performer { result.append(("performer", performer)) }
+        if let album { result.append(("album", album)) }
         return result
     }
 

@@ -156,6 +156,7 @@ public struct Transformer: Sendable {
                     output.path = Self.workPath(for: path, in: workDirectory, extension: "png")
                     try ImageFile.write(png, to: output.path)
                 }
+                output.reason = Self.pngReason(sent: Int64(png.count), source: Int64(data.count))
                 return output
             }
             let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
@@ -166,6 +167,7 @@ public struct Transformer: Sendable {
                 originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
                 width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
             output.placeholders = outcome.placeholders
+            output.reason = Self.imageReason(result, sourceType: type, kind: kind, sourceByteCount: fileByteCount)
             if let bytes = outcome.bytes ?? (heifTypes.contains(type) ? data : nil) {
                 let target = Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension)
                 try ImageFile.write(bytes, to: target)
@@ -218,6 +220,7 @@ public struct Transformer: Sendable {
         output.isAnimation = result.isAnimation
         output.mediaPlan = result.plan
         output.placeholders = result.placeholders
+        output.reason = result.reason
         return output
     }
 
@@ -281,6 +284,9 @@ package struct TransformOutput: Sendable {
     package var isAnimation = false
     /// For video, voice and animations: whether the file was kept, remuxed or encoded.
     package var mediaPlan: MediaConverter.VideoPlan?
+    /// Why the output is what it is: what the source lacked, and why an output larger than the source
+    /// was kept (or a larger one dropped for the source). Nil when nothing was decided.
+    package var reason: String?
 
     /// Creates an output.
     package init(path: String, mimeType: String, filenameExtension: String?, didTransform: Bool,

@@ -57,6 +57,7 @@ extension AudioHeaders {
             }
             offset = body + bodyLength
         }
+        if let audioSerial { result.metadata.apply(commentHeader(source, from: offset, serial: audioSerial)) }
         if hasVideo {
             result.mimeType = "video/ogg"
         } else if audioSerial != nil {
@@ -68,6 +69,29 @@ extension AudioHeaders {
             result.metadata.setDuration(Double(max(0, granule - Int64(preSkip))) / Double(audioRate))
         }
         return result
+    }
+
+    /// The tags of the comment header of stream `serial`, on one of the pages that follow the
+    /// beginning-of-stream pages at `offset`: `OpusTags`, `\u{03}vorbis`, a FLAC `VORBIS_COMMENT` block
+    /// (type 4) or Speex's bare comment packet. Only the header's first page is read.
+    private static func commentHeader(_ source: SniffSource, from start: Int, serial: Int) -> AudioTags {
+        var offset = Int64(start)
+        for _ in 0..<8 {
+            let header = source.bytes(at: offset, count: 27 + 255)
+            guard header.matches("OggS"), let segments = header.u8(26), header.has(27 + segments, at: 0) else { break }
+            var bodyLength = 0
+            for index in 0..<segments { bodyLength += header.u8(27 + index) ?? 0 }
+            let bodyStart = offset + 27 + Int64(segments)
+            if header.le32(14) == serial {
+                let body = source.bytes(at: bodyStart, count: min(bodyLength, AudioTags.readLimit))
+                if body.matches("OpusTags") { return AudioTags.vorbisComments(body, at: 8) }
+                if body.matches("\u{03}vorbis") { return AudioTags.vorbisComments(body, at: 7) }
+                if body.u8(0).map({ $0 & 0x7F }) == 4 { return AudioTags.vorbisComments(body, at: 4) }
+                return AudioTags.vorbisComments(body, at: 0)
+            }
+            offset = bodyStart + Int64(bodyLength)
+        }
+        return AudioTags()
     }
 
     /// The granule position of the last page of stream `serial`, from the last 64 KiB.

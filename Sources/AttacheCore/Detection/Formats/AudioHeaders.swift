@@ -83,6 +83,7 @@ enum AudioHeaders {
             if size >= 128, source.bytes(at: size - 128, count: 3).matches("TAG") { audioBytes -= 128 }
             result.metadata.setDuration(Double(audioBytes) * 8 / Double(frame.bitRate))
         }
+        result.metadata.apply(AudioTags.id3v1(source))
         return result
     }
 
@@ -165,12 +166,23 @@ enum AudioHeaders {
             }
         }
         start += Int64(zeros)
-        if source.bytes(at: start, count: 4).matches("fLaC") { return flac(source, at: start) }
-        if let aac = adts(source, at: start) { return aac }
-        if let mp3 = mpegAudio(source, at: start) { return mp3 }
-        // A tag followed by something unrecognisable is still most likely an MP3.
-        var result = Sniffed(mimeType: "audio/mpeg")
-        result.inconclusive = true
+        var result: Sniffed
+        if source.bytes(at: start, count: 4).matches("fLaC"), let found = flac(source, at: start) {
+            result = found
+        } else if let aac = adts(source, at: start) {
+            result = aac
+        } else if let mp3 = mpegAudio(source, at: start) {
+            result = mp3
+        } else {
+            // A tag followed by something unrecognisable is still most likely an MP3.
+            result = Sniffed(mimeType: "audio/mpeg")
+            result.inconclusive = true
+        }
+        // The leading tag's text wins over an ID3v1 tag or Vorbis comments found further on.
+        let tag = AudioTags.id3v2(source.bytes(at: 0, count: min(tagLength, AudioTags.readLimit)))
+        result.metadata.title = tag.title ?? result.metadata.title
+        result.metadata.performer = tag.performer ?? result.metadata.performer
+        result.metadata.album = tag.album ?? result.metadata.album
         return result
     }
 
@@ -182,6 +194,7 @@ enum AudioHeaders {
         var result = Sniffed(mimeType: "audio/flac")
         result.metadata.audioCodec = "flac"
         if let info = streamInfo(b, at: 8), b.u8(4).map({ $0 & 0x7F }) == 0 { result.metadata.apply(info) }
+        result.metadata.apply(AudioTags.flacComments(source, at: start))
         return result
     }
 

@@ -27,7 +27,7 @@ enum ISOBMFF {
             switch box.type {
             case fourCharCode("moov"):
                 sawMovie = true
-                movieDuration = movie(walker, box, tracks: &tracks)
+                movieDuration = movie(walker, box, tracks: &tracks, tags: &result.metadata)
             case fourCharCode("meta"):
                 item(walker, box, into: &result.metadata)
             default:
@@ -62,7 +62,8 @@ enum ISOBMFF {
         if let audio {
             result.metadata.audioCodec = audio.codec
             result.metadata.sampleRate = audio.sampleRate
-            result.metadata.channels = audio.channels
+            // An AMR sample entry's channel count is a fixed 2 by its specification; AMR is always mono.
+            result.metadata.channels = audio.codec?.hasPrefix("amr") == true ? 1 : audio.channels
         }
         var trackDuration: Double?
         for track in tracks where track.timescale > 0 {
@@ -208,7 +209,7 @@ enum ISOBMFF {
     }
 
     /// Reads `mvhd`, `mvex/mehd` and each `trak`; returns the movie duration in seconds.
-    private static func movie(_ walker: Walker, _ moov: Box, tracks: inout [Track]) -> Double? {
+    private static func movie(_ walker: Walker, _ moov: Box, tracks: inout [Track], tags: inout MediaMetadata) -> Double? {
         var timescale = 0
         var duration: Int64 = 0
         for box in walker.children(moov.payload, moov.end) {
@@ -223,6 +224,12 @@ enum ISOBMFF {
                 }
             case fourCharCode("trak"):
                 if tracks.count < 32 { tracks.append(track(walker, box)) }
+            case fourCharCode("udta"):
+                for child in walker.children(box.payload, box.end) where child.type == fourCharCode("meta") {
+                    tags.apply(itemList(walker, child))
+                }
+            case fourCharCode("meta"):
+                tags.apply(itemList(walker, box))
             default:
                 break
             }
@@ -335,6 +342,15 @@ enum ISOBMFF {
             let text = withUnsafeBytes(of: format.bigEndian) { String(decoding: $0, as: UTF8.self) }
             return text.trimmingWhiteSpace.lowercased()
         }
+    }
+
+    /// The iTunes-style tags of a movie's `meta` box (in `moov/udta` or `moov`): its `ilst` child.
+    private static func itemList(_ walker: Walker, _ meta: Box) -> AudioTags {
+        // ISO `meta` is a full box (4 bytes of version and flags before its children); QuickTime's is not.
+        let peek = walker.source.bytes(at: meta.payload, count: 12)
+        let start = peek.isFourCC("hdlr", at: 8) ? meta.payload + 4 : meta.payload
+        guard let ilst = walker.children(start, meta.end).first("ilst") else { return AudioTags() }
+        return AudioTags.itemList(walker.read(ilst, count: AudioTags.readLimit))
     }
 
     /// HEIF item properties: the primary item's (`pitm`) `ispe` is the image size and its `irot` the

@@ -112,26 +112,9 @@ public struct MediaConverter: Sendable {
             videoBitRate: VideoOptions.bitRateCap(shortSide: shortSide))
     }
 
-    /// Decides what `probe` of a video needs.
+    /// Decides what `probe` of a video needs (``assess(_:fastStart:carriesLocation:)`` says why).
     package func plan(_ probe: MediaProbe, fastStart: Bool?, carriesLocation: Bool = false) -> (VideoPlan, VideoTarget)? {
-        guard let video = probe.video, let width = video.displayedWidth, let height = video.displayedHeight else {
-            return nil
-        }
-        let target = target(width: width, height: height)
-        let videoBitRate = video.bitRate ?? probe.bitRate ?? Int.max
-        let videoOK = probe.isMP4Family && video.codec == "h264" && video.pixelFormat == "yuv420p"
-            && ["High", "Main", "Baseline", "Constrained Baseline"].contains(video.profile ?? "")
-            && video.rotation == 0 && width == target.width && height == target.height
-            && (video.frameRate ?? 0) <= target.maxFrameRate + 0.01
-            && videoBitRate <= target.videoBitRate
-        let audios = probe.streams.filter { $0.type == "audio" }
-        let audioOK = audios.allSatisfy {
-            $0.codec == "aac" && $0.profile == "LC" && ($0.bitRate ?? Int.max) <= options.video.audioBitRate + 8000
-                && ($0.channels ?? 3) <= 2
-        }
-        guard videoOK, audioOK else { return (.encode, target) }
-        let onlyAV = probe.streams.count == 1 + min(audios.count, 1) && audios.count <= 1
-        return (fastStart == true && onlyAV && !carriesLocation ? .keep : .remux, target)
+        assess(probe, fastStart: fastStart, carriesLocation: carriesLocation).map { ($0.plan, $0.target) }
     }
 
     /// Converts the video at `path` into `workDirectory` (or leaves it), with a poster frame's thumbnails.
@@ -143,26 +126,35 @@ public struct MediaConverter: Sendable {
         let fastStart = probe.isMP4Family ? MP4Layout.isFastStart(path) : nil
         // A location in the metadata, or a QuickTime brand, is reason enough to remux a compliant file.
         let location = probe.isMP4Family && (MP4Layout.carriesLocation(path) || MP4Layout.isQuickTime(path))
-        guard let (plan, target) = plan(probe, fastStart: fastStart, carriesLocation: location) else {
+        guard let assessment = assess(probe, fastStart: fastStart, carriesLocation: location) else {
             throw AttacheError(.corruptInput, stage: .transform, "the video stream has no size", file: path)
         }
-        var result = MediaResult(path: nil, mimeType: "video/mp4", filenameExtension: "mp4", plan: plan,
+        let target = assessment.target
+        var result = MediaResult(path: nil, mimeType: "video/mp4", filenameExtension: "mp4", plan: assessment.plan,
                                  width: target.width, height: target.height, duration: probe.duration,
                                  supportsStreaming: true)
+        result.reason = Self.reason(assessment, plan: assessment.plan)
         let output = Self.workPath(for: path, in: workDirectory, extension: "mp4")
-        switch plan {
-        case .keep:
-            break
-        case .remux:
+        if assessment.plan == .encode {
+            try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: false,
+                                    videoBitRate: encodeBitRate(assessment, duration: probe.duration),
+                                    copyAudio: assessment.copiesAudio),
+                    for: path, what: "convert the video", output: output, duration: probe.duration)
+            result.path = output
+            settle(&result, assessment: assessment, probe: probe, source: path)
+        }
+        if result.plan == .remux {
             try run(MediaCommand.common + ["-i", MediaCommand.inputURL(path), "-map", "0:v:0", "-map", "0:a:0?",
                                            "-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1",
                                            "-movflags", "+faststart", "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)],
                     for: path, what: "remux the video", output: output, duration: probe.duration)
             result.path = output
-        case .encode:
-            try run(encodeArguments(input: path, output: output, probe: probe, target: target, silent: false),
-                    for: path, what: "convert the video", output: output, duration: probe.duration)
-            result.path = output
+            let (remuxed, original) = (Self.byteCount(output), Self.byteCount(path))
+            if remuxed > original {
+                result.reason = (result.reason ?? "")
+                    + "; larger than the source (\(remuxed) B > \(original) B), kept because "
+                    + assessment.remuxReasons.joined(separator: "; ")
+            }
         }
         if !thumbnailSides.isEmpty {
             let previews = try poster(of: result.path ?? path, sides: thumbnailSides, source: path)
@@ -173,8 +165,11 @@ public struct MediaConverter: Sendable {
 
     /// The ffmpeg arguments of a video encode, as Attache runs them (also what the benchmark compares
     /// against by hand).
+    ///
+    /// `videoBitRate` is the `-maxrate` (with a buffer of one second of it): the cap when nil. With
+    /// `copyAudio` the first audio stream is copied as it is (compliant AAC-LC), not encoded again.
     package func encodeArguments(input: String, output: String, probe: MediaProbe, target: VideoTarget,
-                                 silent: Bool) -> [String] {
+                                 silent: Bool, videoBitRate: Int? = nil, copyAudio: Bool = false) -> [String] {
         var filters = ["scale=\(target.width):\(target.height):flags=bicubic"]
         if let rate = probe.video?.frameRate, rate > target.maxFrameRate + 0.01 {
             filters.append("fps=\(Int(target.maxFrameRate))")
@@ -186,14 +181,22 @@ public struct MediaConverter: Sendable {
         arguments += [
             "-vf", filters.joined(separator: ","),
             "-c:v", "libx264", "-preset", video.encoderPreset, "-profile:v", "high", "-crf", String(video.crf),
-            "-maxrate", String(target.videoBitRate), "-bufsize", String(target.videoBitRate * 2),
+            // x264's frame threads make a rate-limited encode differ from run to run (its rate control
+            // sees the other frames' results in whatever order they come); four slices of each frame in
+            // parallel give the same bytes every time, on any machine.
+            "-threads", "4", "-x264-params", "sliced-threads=1",
+            "-maxrate", String(videoBitRate ?? target.videoBitRate),
+            "-bufsize", String(videoBitRate ?? target.videoBitRate * 2),
         ]
         if silent || probe.audio == nil {
             arguments += ["-an"]
+        } else if copyAudio {
+            arguments += ["-c:a", "copy"]
         } else {
             let channels = min(probe.audio?.channels ?? 2, 2)
-            arguments += ["-c:a", "aac", "-b:a", String(min(video.audioBitRate, 64_000 * channels)),
-                          "-ac", String(channels)]
+            // No more than the source's own audio rate either: an encode never adds bits it did not have.
+            let rate = min(video.audioBitRate, 64_000 * channels, max(probe.audio?.bitRate ?? Int.max, 24_000))
+            arguments += ["-c:a", "aac", "-b:a", String(rate), "-ac", String(channels)]
         }
         arguments += ["-sn", "-dn", "-map_metadata", "-1", "-map_chapters", "-1", "-movflags", "+faststart",
                       "-fflags", "+bitexact", "-f", "mp4", "-y", MediaCommand.inputURL(output)]
@@ -218,6 +221,11 @@ public struct MediaConverter: Sendable {
                                  width: target.width, height: target.height, duration: probe.duration,
                                  supportsStreaming: true)
         result.isAnimation = true
+        result.reason = "encoded: an animation is sent as a silent H.264 MP4"
+        let (encoded, source) = (Self.byteCount(output), Self.byteCount(path))
+        if encoded >= source {
+            result.reason! += "; larger than the source (\(encoded) B > \(source) B), kept because chat clients play it as MP4"
+        }
         if !thumbnailSides.isEmpty {
             let previews = try poster(of: output, sides: thumbnailSides, source: path)
             (result.thumbnails, result.placeholders) = (previews.thumbnails, previews.placeholders)
@@ -269,6 +277,15 @@ public struct MediaConverter: Sendable {
                                  filenameExtension: keep ? nil : "ogg", plan: keep ? .keep : .encode, width: nil,
                                  height: nil, duration: duration, supportsStreaming: false)
         result.waveform = VoiceWaveform.pack(VoiceWaveform.levels(fromPeaks: peaks))
+        if keep {
+            result.reason = "compliant: already Ogg/Opus"
+        } else {
+            result.reason = "encoded: a voice note is sent as mono Ogg/Opus"
+            let (encoded, source) = (Self.byteCount(output), Self.byteCount(path))
+            if encoded >= source {
+                result.reason! += "; larger than the source (\(encoded) B > \(source) B), kept because voice notes play only as Ogg/Opus"
+            }
+        }
         return result
     }
 
@@ -384,6 +401,8 @@ package struct MediaResult: Sendable {
     package var thumbnails: [Thumbnail] = []
     /// The poster frame's placeholders, for video and animations.
     package var placeholders: Placeholders?
+    /// Why ``plan`` ran: what the source lacked, and why a larger output was kept or dropped.
+    package var reason: String?
 
     /// Creates a result.
     package init(path: String?, mimeType: String, filenameExtension: String?, plan: MediaConverter.VideoPlan,
