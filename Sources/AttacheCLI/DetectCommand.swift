@@ -283,6 +283,9 @@ struct OutputBuffer {
         if let sampleRate = metadata.sampleRate { append(",\"sampleRate\":"); append(sampleRate) }
         if let channels = metadata.channels { append(",\"channels\":"); append(channels) }
         if let encoding = metadata.textEncoding { append(",\"textEncoding\":"); appendQuoted(encoding) }
+        if let title = metadata.title { append(",\"title\":"); appendQuoted(title) }
+        if let performer = metadata.performer { append(",\"performer\":"); appendQuoted(performer) }
+        if let album = metadata.album { append(",\"album\":"); appendQuoted(album) }
         if let placeholders {
             append(",\"placeholders\":{\"blurhash\":")
             appendQuoted(placeholders.blurhash)
@@ -292,9 +295,6 @@ struct OutputBuffer {
             if let stripped = placeholders.stripped { appendQuoted(stripped) } else { append("null") }
             append("}")
         }
-        if let title = metadata.title { append(",\"title\":"); appendQuoted(title) }
-        if let performer = metadata.performer { append(",\"performer\":"); appendQuoted(performer) }
-        if let album = metadata.album { append(",\"album\":"); appendQuoted(album) }
         append("}\n")
         flushIfFull()
     }
