@@ -24,6 +24,9 @@ extension Transformer {
         if !sameSize {
             why.append("downscaled \(result.inputWidth)×\(result.inputHeight) → \(result.outputWidth)×\(result.outputHeight)")
         }
+        if why.isEmpty, sourceByteCount > Int64(result.inputWidth) * Int64(result.inputHeight) / 2 {
+            why.append("over w·h/2 bytes, the most a photo of its size is sent as it is")
+        }
         if why.isEmpty { why.append("its pixels had to change (EXIF orientation, colour space)") }
         let because = sourceType != result.mimeType
             ? "chat clients show \(result.mimeType), not \(sourceType)" : "the source cannot go as it is"

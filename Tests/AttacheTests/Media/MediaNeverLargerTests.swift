@@ -208,6 +208,14 @@ struct MediaNeverLargerTests {
             let receipt = try await pipeline.send(Attachment(path: small))
             #expect(receipt.transform.reason?.hasPrefix("compliant") == true, "\(receipt.transform.reason ?? "")")
             #expect(receipt.server["sha256"]?.stringValue == (try MusicIsNotVoiceTests.sha256(small)), "byte for byte")
+            // Noise at the highest quality is over w·h/2 bytes: recompressed, smaller, and the receipt says why.
+            let heavy = dir + "/heavy.jpg"
+            try await MediaTools.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=640x480,noise=alls=30:allf=t", "-frames:v", "1",
+                                         "-pix_fmt", "yuvj420p", "-q:v", "2", "-flags", "+bitexact", heavy])
+            #expect(try Self.size(heavy) > 640 * 480 / 2)
+            let recompressed = try await pipeline.send(Attachment(path: heavy))
+            #expect(recompressed.transform.recompressed && recompressed.sentByteCount < recompressed.originalByteCount)
+            #expect(recompressed.transform.reason?.contains("over w·h/2 bytes") == true, "\(recompressed.transform.reason ?? "")")
         }
     }
 }
