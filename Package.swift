@@ -35,6 +35,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // The scale-out queue's database client (AttacheQueue).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
+        // Metrics and spans through the standard APIs (both already in the graph through Hummingbird):
+        // the library forces no backend; the executables choose one.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.2.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -110,6 +114,8 @@ let package = Package(
             dependencies: [
                 "AttacheCore", "CCurl", "COpenSSL", "CHEIF",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings),
         // `attache batch`'s engine: the SQLite journal (GRDB, which needs Foundation) and the batch runner.
@@ -201,6 +207,8 @@ let package = Package(
                 "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings),
         // The command-line tool's own logic (options, the config file of endpoints), tested in-process.
@@ -224,6 +232,8 @@ let package = Package(
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCLI",
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)
             // and a proxy that loses answers.
