@@ -39,6 +39,10 @@ let package = Package(
         // the library forces no backend; the executables choose one.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.2.0"),
+        // Prometheus text exposition for `--metrics-listen`: the executables only (AttacheMetricsExport).
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        // The `/metrics` listener (already in the graph through Hummingbird and PostgresNIO).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -144,10 +148,26 @@ let package = Package(
         .target(
             name: "AttacheCLI",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore", "AttacheMetricsExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: swiftSettings),
+        // `--metrics-listen`: a Prometheus registry bootstrapped into swift-metrics and served on
+        // `/metrics`. Linked by the two executables (through AttacheCLI and attache-server), never by a
+        // library product.
+        .target(
+            name: "AttacheMetricsExport",
+            dependencies: [
+                "Attache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
         // The `attache` executable: a `main` that calls AttacheCLI.
@@ -184,7 +204,7 @@ let package = Package(
         .executableTarget(
             name: "attache-server",
             dependencies: [
-                "AttacheServer",
+                "AttacheServer", "AttacheMetricsExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -214,7 +234,10 @@ let package = Package(
         // The command-line tool's own logic (options, the config file of endpoints), tested in-process.
         .testTarget(
             name: "AttacheCLITests",
-            dependencies: ["AttacheCLI", "Attache", "AttacheCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "AttacheCLI", "AttacheMetricsExport", "Attache", "AttacheCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",

@@ -96,6 +96,8 @@ required=(
     libheif-dev               # Transform: HEIC/HEIF/AVIF photos (CHEIF headers; libheif.so.1 is loaded at run time)
     libavcodec-dev            # Transform: HEIC's HEVC pictures decoded by FFmpeg inside libheif (CHEIF headers; libavcodec.so.59 is loaded at run time, and is optional)
     libheif-examples          # tests and samples make HEIC files with heif-enc
+    # Observability: a real Prometheus scrapes `--metrics-listen` in the tests; promtool checks the exposition
+    prometheus
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(

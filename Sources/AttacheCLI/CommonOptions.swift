@@ -14,14 +14,26 @@ package struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
     package var logLevel: Logger.Level?
 
-    /// Sets up swift-log once, writing to stderr.
+    @Option(name: .long, help: ArgumentHelp("Log lines as text, or as one JSON object per line.", valueName: "format"))
+    package var logFormat: LogFormat = .text
+
+    /// Sets up swift-log once, writing to stderr; a line written inside a span carries its trace and
+    /// span ids.
     package func bootstrapLogging() -> Logger {
         let level = logLevel ?? (verbose ? .debug : .warning)
-        LoggingSystem.bootstrap { label in
-            var handler = TerminalLogHandler(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format = logFormat
+        LoggingSystem.bootstrap({ label, provider in
+            switch format {
+            case .text:
+                var handler = TerminalLogHandler(label: label, metadataProvider: provider)
+                handler.logLevel = level
+                return handler
+            case .json:
+                var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                handler.logLevel = level
+                return handler
+            }
+        }, metadataProvider: traceMetadataProvider)
         return Logger(label: "attache")
     }
 }
@@ -75,7 +87,9 @@ package enum Console {
 package struct TerminalLogHandler: LogHandler {
     private var inner: StreamLogHandler
 
-    package init(label: String) { inner = StreamLogHandler.standardError(label: label) }
+    package init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        inner = StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
+    }
 
     package var logLevel: Logger.Level {
         get { inner.logLevel }

@@ -69,6 +69,7 @@ public final class QueueWorker: Sendable {
         let start = ContinuousClock.now
         try await database.requireCurrentSchema()
         try await register()
+        if telemetry.metrics != nil { try? await recordDepth() }
         let committer = QueueCommitter(database: database, workerID: configuration.workerID)
         let summary = SummaryBox()
         let heartbeat = Task { [self] in await heartbeatLoop() }

@@ -58,3 +58,70 @@ extension SharedQueueTests {
         #expect(try metrics.expectMeter("attache.queue.jobs", [("attache.queue.state", "done")]).lastValue == 3)
     }
 }
+
+extension SharedQueueTests {
+    /// A fleet of three workers on one PostgreSQL, each with `--metrics-listen`, scraped by a real
+    /// Prometheus every second: the queue depth it stores is above 0 while files wait and 0 in each
+    /// worker's last scrape, once the queue is drained.
+    @Test func aFleetOfThreeWorkersShowsTheQueueDepthFallingToZeroInPrometheus() async throws {
+        let prometheus = try PrometheusExportTests.tool("prometheus")
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let scratch = try QueueScratch(files: 600)
+        defer { scratch.remove() }
+        try await scratch.attache(["queue", "migrate", "--queue", url], cluster)
+        try await scratch.attache(["enqueue", scratch.folder, "--queue", url], cluster)
+
+        let ports = try (0..<3).map { _ in try freePort() }
+        let prometheusPort = try freePort()
+        let targets = ports.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", ")
+        try """
+            global:
+              scrape_interval: 1s
+            scrape_configs:
+              - job_name: workers
+                static_configs:
+                  - targets: [\(targets)]
+            """.write(toFile: scratch.root + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let server = try await ServiceProcess(
+            [
+                prometheus, "--config.file=\(scratch.root)/prometheus.yml", "--storage.tsdb.path=\(scratch.root)/tsdb",
+                "--web.listen-address=127.0.0.1:\(prometheusPort)",
+            ], ready: "Server is ready to receive web requests", port: prometheusPort)
+        defer { server.stop() }
+
+        try await scratch.withServer { upload in
+            let workers = try ports.enumerated().map { index, port in
+                try ChildProcess(
+                    executable: try attacheBinary(),
+                    arguments: [
+                        "worker", "--queue", url, "--url", upload.uploadURL, "--worker-id", "w\(index)", "--concurrency", "2",
+                        "--lease", "3", "--drain", "--metrics-listen", "127.0.0.1:\(port)", "--metrics-linger", "4",
+                    ], environment: cluster.environment)
+            }
+            for worker in workers {
+                let status = try await worker.wait(upTo: 300)
+                #expect(status == 0, "a worker failed: \(worker.standardError)")
+            }
+        }
+        let open = try await cluster.scalar("SELECT count(*) FROM attache_file WHERE state <> 'done'", in: url)
+        #expect(open == "0")
+
+        let peak = try await PrometheusExportTests.query(
+            #"max(max_over_time(attache_queue_jobs{attache_queue_state="pending"}[10m]))"#, port: prometheusPort)
+        #expect((peak ?? 0) > 0, "no scrape saw files waiting; the test proved nothing")
+        for state in ["pending", "claimed"] {
+            let last = try await PrometheusExportTests.query(
+                #"max(last_over_time(attache_queue_jobs{attache_queue_state="\#(state)"}[10m]))"#, port: prometheusPort)
+            let shown = last.map { "\($0)" } ?? "none"
+            #expect(last == 0, "\(state) in the workers' last scrapes: \(shown)")
+        }
+        let done = try await PrometheusExportTests.query(
+            #"max(last_over_time(attache_queue_jobs{attache_queue_state="done"}[10m]))"#, port: prometheusPort)
+        #expect(done == 600)
+        let sent = try await PrometheusExportTests.query(
+            #"sum(last_over_time(attache_attachments_total{attache_outcome="stored"}[10m]))"#, port: prometheusPort)
+        let stored = sent.map { Int($0) } ?? 0
+        #expect(stored >= 600)
+    }
+}
