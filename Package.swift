@@ -35,6 +35,14 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // The scale-out queue's database client (AttacheQueue).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
+        // Metrics and spans through the standard APIs (both already in the graph through Hummingbird):
+        // the library forces no backend; the executables choose one.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.2.0"),
+        // Prometheus text exposition for `--metrics-listen`: the executables only (AttacheMetricsExport).
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        // The `/metrics` listener (already in the graph through Hummingbird and PostgresNIO).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -110,6 +118,8 @@ let package = Package(
             dependencies: [
                 "AttacheCore", "CCurl", "COpenSSL", "CHEIF", "CLibc",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings),
         // `attache batch`'s engine: the SQLite journal (GRDB, which needs Foundation) and the batch runner.
@@ -138,10 +148,26 @@ let package = Package(
         .target(
             name: "AttacheCLI",
             dependencies: [
-                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore",
+                "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore", "AttacheMetricsExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: swiftSettings),
+        // `--metrics-listen`: a Prometheus registry bootstrapped into swift-metrics and served on
+        // `/metrics`. Linked by the two executables (through AttacheCLI and attache-server), never by a
+        // library product.
+        .target(
+            name: "AttacheMetricsExport",
+            dependencies: [
+                "Attache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
         // The `attache` executable: a `main` that calls AttacheCLI.
@@ -178,7 +204,7 @@ let package = Package(
         .executableTarget(
             name: "attache-server",
             dependencies: [
-                "AttacheServer", "Attache",
+                "AttacheServer", "Attache", "AttacheMetricsExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -201,12 +227,17 @@ let package = Package(
                 "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings),
         // The command-line tool's own logic (options, the config file of endpoints), tested in-process.
         .testTarget(
             name: "AttacheCLITests",
-            dependencies: ["AttacheCLI", "Attache", "AttacheCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "AttacheCLI", "AttacheMetricsExport", "Attache", "AttacheCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AttacheServerTests",
@@ -224,6 +255,8 @@ let package = Package(
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCLI",
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             // Programs the tests start from the source tree: other receivers (Werkzeug, Python's email, PHP)
             // and a proxy that loses answers.

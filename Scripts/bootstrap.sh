@@ -103,6 +103,8 @@ required=(
     imagemagick               # placeholder tests decode Telegram's stripped thumbnail, rebuilt, with identify and convert
     # Music is not voice: the tests speak the voice notes they classify
     espeak-ng                 # tests make mono speech (Opus, M4A, MP3) with espeak-ng
+    # Observability: a real Prometheus scrapes `--metrics-listen` in the tests; promtool checks the exposition
+    prometheus
 )
 bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2)
 samples=(

@@ -54,7 +54,7 @@ public struct BatchUploader: Sendable {
         let (stream, continuation) = AsyncThrowingStream<BatchEvent, any Error>.makeStream()
         let buffer = BatchEventBuffer(limit: configuration.eventBufferLimit, continuation: continuation)
         let driver = BatchDriver(configuration: configuration, control: control, events: buffer)
-        let task = Task { await driver.run(paths) }
+        let task = Task { await driver.tracedRun(paths) }
         control.setDriver(task)
         continuation.onTermination = { _ in task.cancel() }
         return BatchRun(stream: stream, buffer: buffer, control: control)
@@ -105,6 +105,13 @@ private struct BatchDriver: Sendable {
         case notStarted
         /// The journal failed: the run must stop.
         case fatal(AttacheError)
+    }
+
+    /// `run` inside the batch run's span, when tracing is on.
+    func tracedRun(_ paths: [String]) async {
+        let telemetry = configuration.pipeline.telemetry
+        guard telemetry.tracer != nil else { return await run(paths) }
+        await telemetry.withSpan("attache.batch") { _ in await run(paths) }
     }
 
     func run(_ paths: [String]) async {
@@ -379,11 +386,14 @@ private struct BatchDriver: Sendable {
         let throttle = ProgressThrottle()
         let events = self.events
         let send = Task {
-            try await pipeline.send(attachment) { update in
-                guard case .upload(let progress) = update else { return }
-                let (emit, retry) = throttle.filter(progress)
-                if let retry { events.force(.retried(file, attempt: retry)) }
-                if emit { events.offer(.progress(file, progress)) }
+            // Each file is a trace of its own, linked to the batch run's span.
+            try await pipeline.telemetry.startingTraces {
+                try await pipeline.send(attachment) { update in
+                    guard case .upload(let progress) = update else { return }
+                    let (emit, retry) = throttle.filter(progress)
+                    if let retry { events.force(.retried(file, attempt: retry)) }
+                    if emit { events.offer(.progress(file, progress)) }
+                }
             }
         }
         control.register(file.id, send)

@@ -1,3 +1,4 @@
+import AttacheMetricsExport
 import AttacheCore
 import ArgumentParser
 import Attache
@@ -36,6 +37,8 @@ struct BatchCommand: AsyncParsableCommand {
     var paths: [String]
 
     @OptionGroup var pipeline: PipelineOptions
+
+    @OptionGroup(title: "Observability") var metrics: MetricsOptions
 
     @Option(help: ArgumentHelp(
         "The journal database (created when missing).", discussion: "Default: ./attache-journal.sqlite.",
@@ -78,6 +81,10 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await metrics.serving { try await runBatch() }
+    }
+
+    private func runBatch() async throws {
         let logger = global.bootstrapLogging()
         // A dry run sends nothing, so it needs no URL.
         let pipelineConfiguration = try pipeline.resolvedConfiguration(

@@ -1,7 +1,6 @@
 package import AttacheCore
 import FoundationEssentials
 import Glibc
-package import Logging
 
 /// Where a command's output goes and which environment it reads: the process's standard output, standard
 /// error and environment, unless a caller runs the command inside ``capturing(environment:_:)``.
@@ -17,12 +16,12 @@ package enum CommandIO {
         package let environment: [String: String]
         private let output = LockedValue<[UInt8]>([])
         private let errors = LockedValue<[UInt8]>([])
-        private let level = LockedValue(Logger.Level.warning)
+        private let settings = LockedValue(LogSettings())
 
-        /// The log level the command set (``GlobalOptions/bootstrapLogging()``).
-        package var logLevel: Logger.Level {
-            get { level.withLock { $0 } }
-            set { level.withLock { $0 = newValue } }
+        /// The log level and format the command set (``GlobalOptions/bootstrapLogging()``).
+        package var logSettings: LogSettings {
+            get { settings.withLock { $0 } }
+            set { settings.withLock { $0 = newValue } }
         }
 
         package init(environment: [String: String]) { self.environment = environment }

@@ -14,12 +14,14 @@ package struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
     package var logLevel: Logger.Level?
 
-    /// Sets up swift-log (once per process), writing to stderr at this command's level, and returns the
-    /// command's logger.
+    @Option(name: .long, help: ArgumentHelp("Log lines as text, or as one JSON object per line.", valueName: "format"))
+    package var logFormat: LogFormat = .text
+
+    /// Sets up swift-log (once per process), writing to stderr at this command's level and in its format,
+    /// and returns the command's logger. A line written inside a span carries its trace and span ids.
     package func bootstrapLogging() -> Logger {
-        let level = logLevel ?? (verbose ? .debug : .warning)
-        TerminalLogHandler.setLevel(level)
-        _ = TerminalLogHandler.bootstrapped
+        LogSettings.set(LogSettings(level: logLevel ?? (verbose ? .debug : .warning), format: logFormat))
+        _ = LogSettings.bootstrapped
         return Logger(label: "attache")
     }
 }
@@ -72,28 +74,14 @@ package enum Console {
 /// message and metadata values escaped (``TerminalText``), since a verbose log line quotes server answers
 /// and file names.
 package struct TerminalLogHandler: LogHandler {
-    /// The level of the process's command; a command run in-process keeps its own in its capture.
-    private static let processLevel = LockedValue(Logger.Level.warning)
-
-    /// Bootstraps swift-log with this handler, the first time it is read.
-    static let bootstrapped: Void = LoggingSystem.bootstrap { TerminalLogHandler(label: $0) }
-
-    /// Sets the level of the loggers the running command makes from now on.
-    static func setLevel(_ level: Logger.Level) {
-        if let capture = CommandIO.capture {
-            capture.logLevel = level
-        } else {
-            processLevel.withLock { $0 = level }
-        }
-    }
-
     private let label: String
-    package var logLevel: Logger.Level
+    private let metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level = .warning
     package var metadata: Logger.Metadata = [:]
 
-    package init(label: String) {
+    package init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
-        logLevel = CommandIO.capture?.logLevel ?? Self.processLevel.withLock { $0 }
+        self.metadataProvider = metadataProvider
     }
 
     package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -103,7 +91,9 @@ package struct TerminalLogHandler: LogHandler {
 
     package func log(event: LogEvent) {
         var line = "\(Self.timestamp()) \(event.level) \(label) :"
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
+        if let own = event.metadata { merged.merge(own) { $1 } }
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line += " \(key)=\(value)"
         }

@@ -1,3 +1,4 @@
+import AttacheMetricsExport
 import ArgumentParser
 import Attache
 import AttacheBatch
@@ -62,6 +63,8 @@ struct DownloadManyCommand: AsyncParsableCommand {
 
     @OptionGroup var endpointSelection: EndpointOptions
 
+    @OptionGroup(title: "Observability") var metrics: MetricsOptions
+
     @Flag(help: "Print one JSON object per event (many files) or the receipt (one file).")
     var json = false
 
@@ -97,6 +100,10 @@ struct DownloadManyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await metrics.serving { try await runDownloads() }
+    }
+
+    private func runDownloads() async throws {
         if isSingle { return try await singleCommand.run() }
         let folder = directory ?? "."
         let journalPath = journal ?? folder + "/attache-downloads.sqlite"

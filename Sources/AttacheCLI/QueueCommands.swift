@@ -1,3 +1,4 @@
+import AttacheMetricsExport
 import Synchronization
 import AttacheCore
 import ArgumentParser
@@ -167,6 +168,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var queue: QueueOptions
     @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup(title: "Observability") var metrics: MetricsOptions
 
     @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
     var concurrency = 4
@@ -204,6 +206,10 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await metrics.serving { try await runWorker() }
+    }
+
+    private func runWorker() async throws {
         let logger = global.bootstrapLogging()
         let sender: any QueueFileSender
         if stubUploads {

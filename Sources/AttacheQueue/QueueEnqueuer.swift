@@ -1,4 +1,4 @@
-import Attache
+package import Attache
 public import AttacheCore
 import AttacheBatch
 import Foundation
@@ -61,6 +61,8 @@ public struct QueueEnqueuer: Sendable {
     public let database: QueueDatabase
     /// The configuration in use.
     public let configuration: Configuration
+    /// Where the enqueue span goes; its context is stored with each row for the job's span to link to.
+    package var telemetry = Telemetry.bootstrapped
 
     /// Creates an enqueuer.
     public init(database: QueueDatabase, configuration: Configuration = Configuration()) {
@@ -75,6 +77,12 @@ public struct QueueEnqueuer: Sendable {
     ///   again adds only the rest).
     public func enqueue(
         _ paths: [String], onProblem: @Sendable (String, AttacheError) -> Void = { _, _ in }
+    ) async throws -> Summary {
+        try await telemetry.withSpan("attache.queue.enqueue") { _ in try await enqueueFiles(paths, onProblem: onProblem) }
+    }
+
+    private func enqueueFiles(
+        _ paths: [String], onProblem: @Sendable (String, AttacheError) -> Void
     ) async throws -> Summary {
         try await database.requireCurrentSchema()
         let walker = FileWalker(roots: paths, followSymlinks: configuration.followSymlinks)
@@ -156,11 +164,13 @@ public struct QueueEnqueuer: Sendable {
         let sizes = rows.map(\.byteCount)
         let times = rows.map(\.modificationTime)
         let hashes = rows.map(\.sha256)
+        let context = QueueTraceContext.encode(telemetry.propagationFields()) ?? ""
+        let traces = Array(repeating: context, count: rows.count)
         let inserted = try await database.run(
             """
-            INSERT INTO attache_file (path, size, mtime_ns, sha256, idempotency_key, seal_material, scheme)
+            INSERT INTO attache_file (path, size, mtime_ns, sha256, idempotency_key, seal_material, scheme, trace_context)
             SELECT * FROM unnest(\(paths)::text[], \(sizes)::bigint[], \(times)::bigint[], \(hashes)::text[],
-                                 \(keys)::text[], \(materials)::text[], \(schemes)::text[])
+                                 \(keys)::text[], \(materials)::text[], \(schemes)::text[], \(traces)::text[])
             ON CONFLICT (path, size, mtime_ns, sha256) DO NOTHING
             RETURNING size
             """, "add files to the queue")

@@ -25,6 +25,8 @@ public struct QueueJob: Sendable {
     public let attempt: Int
     /// The fencing token of this lease: the commit succeeds only while the row still carries it.
     public let leaseToken: Int64
+    /// The propagation fields of the span that enqueued the file (`traceparent: …` lines), if any.
+    package var traceContext: String?
 
     /// Creates a job (tests and custom senders; workers make them from rows).
     public init(

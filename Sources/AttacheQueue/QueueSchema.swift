@@ -70,7 +70,14 @@ enum QueueSchema {
                     files_failed bigint NOT NULL DEFAULT 0
                 )
                 """,
-            ])
+            ]),
+        Migration(
+            version: 2, name: "trace context of the enqueuing span",
+            statements: [
+                // W3C `traceparent`/`tracestate` of the span that enqueued the file (when tracing was on), so
+                // that the job's span links back to it.
+                "ALTER TABLE attache_file ADD COLUMN trace_context text"
+            ]),
     ]
 
     /// The newest version this build knows.

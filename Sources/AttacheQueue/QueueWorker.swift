@@ -37,6 +37,8 @@ public final class QueueWorker: Sendable {
     let sender: any QueueFileSender
     private let stopping = Atomic<Bool>(false)
     private let leases = LeaseBook()
+    /// Where the job spans and the queue's metrics go.
+    let telemetry: Telemetry
 
     /// Creates a worker; nothing happens before ``run(events:)``.
     public init(
@@ -46,6 +48,7 @@ public final class QueueWorker: Sendable {
         self.database = database
         self.sender = sender
         self.configuration = configuration
+        self.telemetry = (sender as? PipelineQueueSender)?.pipeline.telemetry ?? .bootstrapped
     }
 
     /// Asks the worker to stop gracefully: it claims nothing more, hands back the files it holds but has
@@ -66,6 +69,7 @@ public final class QueueWorker: Sendable {
         let start = ContinuousClock.now
         try await database.requireCurrentSchema()
         try await register()
+        if telemetry.metrics != nil { try? await recordDepth() }
         let committer = QueueCommitter(database: database, workerID: configuration.workerID)
         let summary = SummaryBox()
         let heartbeat = Task { [self] in await heartbeatLoop() }
@@ -93,7 +97,9 @@ public final class QueueWorker: Sendable {
                     && commits.count < 4 * concurrency
                 if wantClaim, ContinuousClock.now >= nextClaim {
                     do {
+                        let claimStart = ContinuousClock.now
                         let jobs = try await claim(batch)
+                        telemetry.record(ContinuousClock.now - claimStart, .queueClaimDuration)
                         lastContact = .now
                         lastClaimFull = jobs.count >= batch
                         if jobs.isEmpty {
@@ -161,6 +167,8 @@ public final class QueueWorker: Sendable {
         // Results still being committed: their rows are claimed until then.
         await commits.waitUntilEmpty()
         heartbeat.cancel()
+        // The depth as this worker leaves it (0 open rows once a drained queue is done).
+        if telemetry.metrics != nil { try? await recordDepth() }
         await unregister()
         if let failure { throw failure }
         var result = summary.withLock { $0 }
@@ -187,7 +195,7 @@ public final class QueueWorker: Sendable {
         var receipt: UploadReceipt?
         var failure: AttacheError?
         do {
-            let sent = try await sender.send(job)
+            let sent = try await traced(job)
             receipt = sent
             outcome = .done(job, receipt: sent)
         } catch {
@@ -226,6 +234,7 @@ public final class QueueWorker: Sendable {
         }
         leases.drop(job.id)
         guard committed else {
+            telemetry.count(.queueFencingRefusals)
             summary.withLock { $0.leaseLost += 1 }
             events(.leaseLost(job))
             return
@@ -268,7 +277,7 @@ public final class QueueWorker: Sendable {
         let rows = try await database.run(
             """
             WITH picked AS (
-                SELECT id FROM attache_file
+                SELECT id, state AS was FROM attache_file
                 WHERE state IN ('pending', 'claimed')
                   AND ((state = 'pending' AND (not_before IS NULL OR not_before <= now()))
                        OR (state = 'claimed' AND locked_until < now() AND attempts < \(maximum)))
@@ -282,25 +291,28 @@ public final class QueueWorker: Sendable {
                 attempts = f.attempts + 1
             FROM picked WHERE f.id = picked.id
             RETURNING f.id, f.path, f.size, f.mtime_ns, f.sha256, f.idempotency_key, f.seal_material, f.scheme,
-                      f.attempts, f.lease_token
+                      f.attempts, f.lease_token, f.trace_context, picked.was
             """, "claim files")
         let expiry = ContinuousClock.now + configuration.lease
         var jobs: [QueueJob] = []
         var invalid: [(QueueJob?, Int64, Int64, String)] = []
         do {
-            for try await (id, path, size, mtime, sha256, key, material, scheme, attempts, token) in rows.decode(
-                (Int64, String, Int64, Int64, String, String, String, String, Int, Int64).self)
+            for try await (id, path, size, mtime, sha256, key, material, scheme, attempts, token, trace, was) in rows.decode(
+                (Int64, String, Int64, Int64, String, String, String, String, Int, Int64, String?, String).self)
             {
+                // A claimed row taken again: its holder's lease ran out.
+                if was == "claimed" { telemetry.count(.queueLeaseExpiries) }
                 guard let sealScheme = SealScheme(rawValue: scheme), let sealMaterial = try? SealMaterial(encoded: material)
                 else {
                     invalid.append((nil, id, token, path))
                     continue
                 }
-                jobs.append(
-                    QueueJob(
-                        id: id, path: path, byteCount: size, modificationTime: mtime,
-                        sha256: sha256.isEmpty ? nil : sha256, idempotencyKey: key, sealMaterial: sealMaterial,
-                        scheme: sealScheme, attempt: attempts, leaseToken: token))
+                var job = QueueJob(
+                    id: id, path: path, byteCount: size, modificationTime: mtime,
+                    sha256: sha256.isEmpty ? nil : sha256, idempotencyKey: key, sealMaterial: sealMaterial,
+                    scheme: sealScheme, attempt: attempts, leaseToken: token)
+                job.traceContext = trace
+                jobs.append(job)
             }
         } catch {
             throw QueueDatabase.failure(error, "claim files", connection: database.connection)
@@ -364,6 +376,7 @@ public final class QueueWorker: Sendable {
             do {
                 try await renewLeases()
                 try await parkExpired()
+                if telemetry.metrics != nil { try await recordDepth() }
             } catch {
                 database.logger.warning("cannot renew leases", metadata: ["error": "\(error)"])
             }
@@ -395,14 +408,18 @@ public final class QueueWorker: Sendable {
 
     private func parkExpired() async throws {
         let maximum = configuration.maximumAttempts
-        try await database.run(
+        let parked = try await database.run(
             """
             UPDATE attache_file
             SET state = 'failed', error_code = 'lease-expired', error_stage = 'queue',
                 error_message = 'the lease ran out on every attempt (' || attempts || '): its workers died or stalled',
                 finished_at = now(), locked_until = NULL
             WHERE state = 'claimed' AND locked_until < now() AND attempts >= \(maximum)
+            RETURNING id
             """, "park files whose leases ran out")
+        var count: Int64 = 0
+        for try await _ in parked.decode(Int64.self) { count += 1 }
+        telemetry.count(.queueLeaseExpiries, by: count)
     }
 }
 

@@ -134,6 +134,10 @@ func makeRouter(
     configuration: ReferenceServerConfiguration, store: UploadStore, verifier: SealVerifier? = nil
 ) throws -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
+    if configuration.recordsTelemetry {
+        router.add(middleware: TracingMiddleware())
+        router.add(middleware: MetricsMiddleware())
+    }
     router.add(middleware: LogRequestsMiddleware(.info))
     let uploads = UploadController(
         configuration: configuration, store: store, verifier: verifier,

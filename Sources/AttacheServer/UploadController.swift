@@ -44,6 +44,7 @@ struct UploadController: Sendable {
         var crash: CrashPoint?
         if let fault = requestPlan.fault(forRequest: ticket.attempt) ?? configuration.faults.fault(forRequest: ticket.number) {
             context.logger.info("injecting fault", metadata: ["fault": "\(fault.name)", "request": "\(ticket.number)"])
+            if let key { log?.record(key: key, outcome: "fault-\(fault.name)") }
             if case .crash(let point) = fault {
                 crash = point
             } else {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Attache
+import AttacheMetricsExport
 import AttacheServer
 import Foundation
 import Logging
@@ -74,6 +75,8 @@ struct AttacheServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
+    @OptionGroup(title: "Observability") var metrics: MetricsOptions
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let maxBody, maxBody < 0 { throw ValidationError("--max-body must not be negative") }
@@ -139,6 +142,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
         configuration.maxAppendSize = maxAppend
         configuration.appendFaults = try appendFaultPlan()
         configuration.resumableLogPath = resumableLog
+        configuration.recordsTelemetry = metrics.metricsListen != nil
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
         }
@@ -148,6 +152,6 @@ struct AttacheServerCommand: AsyncParsableCommand {
             // Unbuffered, so a script waiting for this line sees it at once.
             FileHandle.standardOutput.write(Data("attache-server listening on \(scheme)://\(host):\(port)\n".utf8))
         }
-        try await app.runService()
+        try await metrics.serving { try await app.runService() }
     }
 }

@@ -32,6 +32,9 @@ public final class AttacheClient: Sendable {
     package let interceptors: ClientInterceptors
     /// Where operations report their requests, attempts and retries.
     package let instrumentation: (any ClientInstrumentation)?
+    /// Where the standard metrics and spans go (swift-metrics, swift-distributed-tracing): what the
+    /// process bootstrapped when the client was made, or nothing.
+    package let telemetry: Telemetry
     /// Waits between attempts; tests replace it so that no real time passes.
     let sleep: @Sendable (Duration) async throws -> Void
 
@@ -50,20 +53,30 @@ public final class AttacheClient: Sendable {
     ) {
         self.init(
             connection: connection, transport: transport, retry: retry, interceptors: interceptors,
-            instrumentation: instrumentation, sleep: { try await Task.sleep(for: $0) })
+            instrumentation: instrumentation, telemetry: .bootstrapped, sleep: { try await Task.sleep(for: $0) })
+    }
+
+    /// Creates a client whose metrics and spans go to `telemetry` rather than to what the process
+    /// bootstrapped.
+    package convenience init(
+        connection: ConnectionConfiguration, transport: (any HTTPTransport)? = nil, telemetry: Telemetry
+    ) {
+        self.init(
+            connection: connection, transport: transport, telemetry: telemetry, sleep: { try await Task.sleep(for: $0) })
     }
 
     /// Creates a client whose waits between attempts go through `sleep` (tests).
     init(
         connection: ConnectionConfiguration, transport: (any HTTPTransport)?, retry: RetryClassifier = .standard,
         interceptors: ClientInterceptors = .init(), instrumentation: (any ClientInstrumentation)? = nil,
-        sleep: @escaping @Sendable (Duration) async throws -> Void
+        telemetry: Telemetry = .bootstrapped, sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
         self.connection = connection
         self.transport = transport ?? CurlTransport.shared(for: connection)
         self.retry = retry
         self.interceptors = interceptors
         self.instrumentation = instrumentation
+        self.telemetry = telemetry
         self.sleep = sleep
     }
 
@@ -90,7 +103,17 @@ public final class AttacheClient: Sendable {
         _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int
     ) async throws -> ServerResponse {
         let request = try await adapted(request, operation: operation)
-        guard instrumentation != nil || interceptors.logger != nil else {
+        if telemetry.tracer != nil {
+            return try await tracedExchange(request, sink: sink, operation: operation, attempt: attempt)
+        }
+        return try await measuredExchange(request, sink: sink, operation: operation, attempt: attempt)
+    }
+
+    /// Sends one attempt as it is; the hooks, the metrics and the log hear how it ended.
+    func measuredExchange(
+        _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int
+    ) async throws -> ServerResponse {
+        guard instrumentation != nil || interceptors.logger != nil || telemetry.metrics != nil else {
             return try await transport.send(request, sink: sink, stage: operation.stage)
         }
         let clock = ContinuousClock()
@@ -113,6 +136,8 @@ public final class AttacheClient: Sendable {
         _ request: PreparedRequest, operation: ClientOperation, attempt: Int, status: Int?,
         failure: AttacheError.Code?, duration: Duration, timings: TransferTimings?
     ) {
+        recordAttempt(request, operation: operation, status: status, failure: failure, duration: duration)
+        guard instrumentation != nil || interceptors.logger != nil else { return }
         let url = interceptors.redaction.url(request.url)
         instrumentation?.attemptFinished(
             ClientAttempt(
@@ -163,9 +188,11 @@ public final class AttacheClient: Sendable {
         var driver = RetryDriver(
             policy: policy ?? connection.retry, answerStage: answerStage, transportStage: operation.stage, logger: logger,
             sleep: sleep)
-        if let instrumentation {
-            driver.onRetry = { attempt, reason, delay in
-                instrumentation.retrying(ClientRetry(operation: operation, attempt: attempt, reason: reason, delay: delay))
+        if instrumentation != nil || telemetry.metrics != nil {
+            driver.onRetry = { [instrumentation] attempt, advice, failure, delay in
+                self.recordRetry(operation, cause: Self.retryCause(status: advice.status, failure: failure))
+                instrumentation?.retrying(
+                    ClientRetry(operation: operation, attempt: attempt, reason: advice.reason, delay: delay))
             }
         }
         return driver
@@ -173,7 +200,8 @@ public final class AttacheClient: Sendable {
 
     /// Tells the hooks that `operation` waits `delay` after failed attempt `attempt` (operations with a
     /// loop of their own).
-    func retrying(_ operation: ClientOperation, attempt: Int, reason: String, delay: Duration) {
+    func retrying(_ operation: ClientOperation, attempt: Int, reason: String, cause: String, delay: Duration) {
+        recordRetry(operation, cause: cause)
         instrumentation?.retrying(ClientRetry(operation: operation, attempt: attempt, reason: reason, delay: delay))
     }
 }

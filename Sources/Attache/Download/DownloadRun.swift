@@ -24,7 +24,33 @@ struct DownloadRun: Sendable {
         }
     }
 
+    /// Runs the download inside its span when telemetry is on, counting it, its bytes and a failed
+    /// verification.
     func run() async throws -> DownloadReceipt {
+        let telemetry = client.telemetry
+        guard telemetry.isOn else { return try await attempts() }
+        return try await telemetry.withSpan("attache.download") { span in
+            span?.set("url.full", ServerAddress.redacted(url: request.url))
+            do {
+                let receipt = try await attempts()
+                telemetry.count(.downloads, [("attache.outcome", "downloaded"), ("error.type", "none")])
+                telemetry.count(.downloadBytes, by: receipt.transferredByteCount)
+                span?.set("attache.size.out", receipt.byteCount)
+                span?.set("attache.attempts", receipt.attempts)
+                return receipt
+            } catch {
+                let code = TelemetrySpan.errorType(error)
+                telemetry.count(.downloads, [("attache.outcome", "failed"), ("error.type", code)])
+                if let error = error as? AttacheError, error.code == .corruptInput, error.stage == .download {
+                    telemetry.count(.downloadVerificationFailures)
+                }
+                throw error
+            }
+        }
+    }
+
+    /// The attempts, the verification and the rename.
+    private func attempts() async throws -> DownloadReceipt {
         let part = request.partialPath
         if !request.resume { unlink(part) }
         let resumedFrom = Self.size(of: part) ?? 0

@@ -44,8 +44,8 @@ extension AttachmentPipeline {
         if configuration.resumable.applies(toByteCount: sealed.payload.byteCount) {
             // The same form, its fields as Upload-Metadata and the sealed bytes as the body.
             let resumableUploader = ResumableUploader(
-                connection: configuration.connection, answers: configuration.answers,
-                configuration: configuration.resumable, logger: logger)
+                client: AttacheClient(connection: configuration.connection, telemetry: telemetry),
+                answers: configuration.answers, configuration: configuration.resumable, logger: logger)
             resumed = try await resumableUploader.upload(
                 ResumableUploadRequest(
                     url: configuration.url, body: sealed.payload, contentType: sealed.contentType,

@@ -30,12 +30,21 @@ public struct AttachmentPipeline: Sendable {
     private(set) var uploader: Uploader
     /// The upload URL, parsed once: server paths in answers are resolved against it.
     let baseURL: URL?
+    /// Where the send and stage spans and the metrics go (what the process bootstrapped, or nothing).
+    package let telemetry: Telemetry
 
     /// Creates a pipeline, checking the configuration once for combinations no server could take.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`), as
     ///   `PipelineConfiguration.validate()` describes.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) throws {
+        try self.init(configuration: configuration, logger: logger, telemetry: .bootstrapped)
+    }
+
+    /// Creates a pipeline whose metrics and spans go to `telemetry`.
+    /// - Throws: as ``init(configuration:logger:)``.
+    package init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache"), telemetry: Telemetry) throws {
         try configuration.validate()
+        self.telemetry = telemetry
         self.configuration = configuration
         self.baseURL = URL(string: configuration.url)
         self.logger = logger
@@ -45,7 +54,9 @@ public struct AttachmentPipeline: Sendable {
         self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
         self.sendLimiter = configuration.maximumConcurrentSends.map { AsyncLimiter(limit: max(1, $0)) }
-        self.uploader = Uploader(connection: configuration.connection, answers: configuration.answers, logger: logger)
+        self.uploader = Uploader(
+            client: AttacheClient(connection: configuration.connection, telemetry: telemetry),
+            answers: configuration.answers, logger: logger)
     }
 
     /// Sends one attachment and returns the server's receipt.
@@ -61,10 +72,23 @@ public struct AttachmentPipeline: Sendable {
         _ attachment: Attachment, options: SendOptions = SendOptions(),
         progress: (@Sendable (PipelineProgress) -> Void)? = nil
     ) async throws -> UploadReceipt {
+        guard telemetry.isOn else { return try await send(attachment, options: options, facts: nil, progress: progress) }
+        return try await traced(attachment) { facts in
+            try await send(attachment, options: options, facts: facts, progress: progress)
+        }
+    }
+
+    /// `send`, telling `facts` what the send learns.
+    private func send(
+        _ attachment: Attachment, options: SendOptions, facts: SendFacts?,
+        progress: (@Sendable (PipelineProgress) -> Void)?
+    ) async throws -> UploadReceipt {
         do {
             let pipeline = try applying(options)
-            guard let limit = options.timeLimit else { return try await pipeline.limited(attachment, progress: progress) }
-            return try await pipeline.run(attachment, within: limit, progress: progress)
+            guard let limit = options.timeLimit else {
+                return try await pipeline.limited(attachment, facts: facts, progress: progress)
+            }
+            return try await pipeline.run(attachment, within: limit, facts: facts, progress: progress)
         } catch let error as AttacheError {
             throw error.concerning(attachment.path)
         } catch is CancellationError {
@@ -74,10 +98,10 @@ public struct AttachmentPipeline: Sendable {
 
     /// `run` within the pipeline's limit of concurrent sends.
     private func limited(
-        _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)?
+        _ attachment: Attachment, facts: SendFacts?, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
-        guard let sendLimiter else { return try await run(attachment, progress: progress) }
-        return try await sendLimiter.run { try await run(attachment, progress: progress) }
+        guard let sendLimiter else { return try await run(attachment, facts: facts, progress: progress) }
+        return try await sendLimiter.run { try await run(attachment, facts: facts, progress: progress) }
     }
 
     /// This pipeline with one send's options applied. Options that change what the configuration's
@@ -111,7 +135,8 @@ public struct AttachmentPipeline: Sendable {
     /// `run` with a time limit: past `limit` the send is cancelled and `.timedOut` names the stage it
     /// was in.
     private func run(
-        _ attachment: Attachment, within limit: Duration, progress: (@Sendable (PipelineProgress) -> Void)?
+        _ attachment: Attachment, within limit: Duration, facts: SendFacts?,
+        progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
         let stage = LockedValue(AttacheError.Stage.read)
         let tracking: @Sendable (PipelineProgress) -> Void = { update in
@@ -121,7 +146,7 @@ public struct AttachmentPipeline: Sendable {
             progress?(update)
         }
         return try await withThrowingTaskGroup(of: UploadReceipt?.self) { group in
-            group.addTask { try await self.limited(attachment, progress: tracking) }
+            group.addTask { try await self.limited(attachment, facts: facts, progress: tracking) }
             group.addTask {
                 try await Task.sleep(for: limit)
                 return nil
@@ -136,23 +161,25 @@ public struct AttachmentPipeline: Sendable {
 
     /// The whole data path of one attachment: each stage a function from one typed hand-off to the
     /// next. A new stage is one more line here and one more function with its own input and output.
+    /// Each stage runs in a span of its own when tracing is on (`stage`).
     private func run(
-        _ attachment: Attachment, progress: (@Sendable (PipelineProgress) -> Void)?
+        _ attachment: Attachment, facts: SendFacts?, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
-        let prepared = try await prepare(attachment)  // Attachment → PreparedAttachment (bytes ready)
+        let prepared = try await stage("prepare") { try await prepare(attachment) }  // Attachment → PreparedAttachment (bytes ready)
         defer { prepared.remove() }
         progress?(.stage(.detect))
-        let detected = try await detect(prepared)  // → DetectedAttachment (type, kind, metadata)
+        let detected = try await stage("detect") { try await detect(prepared) }  // → DetectedAttachment (type, kind, metadata)
+        facts?.detected(detected.detection)
         progress?(.stage(.transform))
-        let transformed = try await transform(detected)  // → TransformedAttachment (payload, thumbnails)
+        let transformed = try await stage("transform") { try await transform(detected) }  // → TransformedAttachment (payload, thumbnails)
         defer { transformed.remove() }
         progress?(.stage(.scan))
-        let scanned = try await scan(transformed)  // → ScannedAttachment (clean, or unscanned by policy)
+        let scanned = try await stage("scan") { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
         progress?(.stage(.seal))
-        let sealed = try seal(scanned)  // → SealedAttachment (streamed; nothing read yet)
+        let sealed = try await stage("seal") { try seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
         progress?(.stage(.upload))
         let forms = form(sealed)  // → AttachmentForms (the one form specification)
-        let sent = try await send(forms, progress: progress)  // → SentAttachment (the server's answers)
+        let sent = try await stage("upload") { try await send(forms, progress: progress) }  // → SentAttachment (the server's answers)
         return receipt(sent)  // → UploadReceipt
     }
 

@@ -201,7 +201,9 @@ struct ResumableSession {
                 isRetryable: true, cause: cause)
         }
         logger.debug("resumable request failed, resuming", metadata: ["reason": "\(reason)", "delay-ms": "\(delay.milliseconds)"])
-        uploader.client.retrying(.resumableUpload, attempt: failures, reason: reason, delay: delay)
+        uploader.client.retrying(
+            .resumableUpload, attempt: failures, reason: reason,
+            cause: AttacheClient.retryCause(status: nil, failure: cause), delay: delay)
         do {
             if delay > .zero { try await uploader.client.sleep(delay) }
         } catch {

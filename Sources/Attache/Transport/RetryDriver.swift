@@ -33,8 +33,9 @@ struct RetryDriver: Sendable {
     var logger: Logger
     /// Waits between attempts; tests replace it to run without real time passing.
     var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
-    /// Told of every retry before its wait: the failed attempt's number, why, and the wait.
-    var onRetry: (@Sendable (_ attempt: Int, _ reason: String, _ delay: Duration) -> Void)?
+    /// Told of every retry before its wait: the failed attempt's number, why, its error when there was
+    /// no answer, and the wait.
+    var onRetry: (@Sendable (_ attempt: Int, _ advice: RetryAdvice, _ failure: AttacheError?, _ delay: Duration) -> Void)?
 
     /// Runs `attempt` (given its number, from 1) until it is done or the policy gives up.
     ///
@@ -75,7 +76,7 @@ struct RetryDriver: Sendable {
                 logger.debug(
                     "attempt \(number) failed, retrying",
                     metadata: ["reason": "\(advice.reason)", "delay-ms": "\(delay.milliseconds)"])
-                onRetry?(number, advice.reason, delay)
+                onRetry?(number, advice, failure, delay)
                 do {
                     try await sleep(delay)
                 } catch {

@@ -195,7 +195,7 @@ public struct Uploader: Sendable {
                     RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
             case .doNotRetry, .useDefault: break
             }
-            switch interpreter.interpret(response) {
+            switch client.telemetry.withSpan("attache.interpret", { _ in interpreter.interpret(response) }) {
             case .success(let receipt):
                 tracker.finish(attempt: attempt)
                 return .done(.stored(receipt))

@@ -1,0 +1,120 @@
+import CoreMetrics
+import Tracing
+
+extension AttacheClient {
+    /// Sends one attempt inside an HTTP client span (OpenTelemetry's HTTP client conventions) that the
+    /// request carries onward in `traceparent`, when tracing is on.
+    func tracedExchange(
+        _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int
+    ) async throws -> ServerResponse {
+        try await telemetry.withSpan(request.method, ofKind: .client) { span in
+            var sent = request
+            if let span {
+                let server = ServerAddress(request)
+                span.set("http.request.method", request.method)
+                span.set("server.address", server.host)
+                span.set("server.port", server.port)
+                span.set("url.full", ServerAddress.redacted(url: request.url))
+                span.set("attache.operation", operation.rawValue)
+                if attempt > 1 { span.set("http.request.resend_count", attempt - 1) }
+                var headers = request.headers
+                telemetry.inject(into: &headers)
+                sent = try request.replacingHeaders(headers)
+            }
+            let response = try await measuredExchange(sent, sink: sink, operation: operation, attempt: attempt)
+            if let span {
+                span.set("http.response.status_code", response.status)
+                if response.status >= 400 {
+                    span.set("error.type", String(response.status))
+                    span.span.setStatus(SpanStatus(code: .error))
+                }
+            }
+            return response
+        }
+    }
+
+    /// Records one finished attempt in the metrics: its duration, and for uploads the body bytes.
+    func recordAttempt(
+        _ request: PreparedRequest, operation: ClientOperation, status: Int?, failure: AttacheError.Code?,
+        duration: Duration
+    ) {
+        guard telemetry.metrics != nil else { return }
+        let server = ServerAddress(request)
+        var dimensions = [
+            ("http.request.method", request.method), ("server.address", server.host),
+            ("server.port", String(server.port)), ("attache.operation", operation.rawValue),
+        ]
+        if let status { dimensions.append(("http.response.status_code", String(status))) }
+        if let failure {
+            dimensions.append(("error.type", failure.rawValue))
+        } else if let status, status >= 400 {
+            dimensions.append(("error.type", String(status)))
+        }
+        telemetry.record(duration, .httpClientRequestDuration, dimensions)
+        if let body = request.body, operation == .upload || operation == .resumableUpload {
+            telemetry.count(.bytesSent, by: body.byteCount, [("attache.operation", operation.rawValue)])
+        }
+    }
+
+    /// Counts a retry of `operation` by its cause: the failure's code, or the status that asked for it.
+    func recordRetry(_ operation: ClientOperation, cause: String) {
+        telemetry.count(.retries, [("attache.operation", operation.rawValue), ("attache.retry.cause", cause)])
+    }
+
+    /// A bounded name for why an attempt is retried: `http_503`, or the failure's code.
+    static func retryCause(status: Int?, failure: AttacheError?) -> String {
+        if let failure { return failure.code.rawValue }
+        if let status { return "http_\(status)" }
+        return "answer"
+    }
+}
+
+/// The host and port a request goes to, and its URL as spans may show it.
+struct ServerAddress {
+    /// The host, lower-cased, without user info.
+    let host: String
+    /// The port, the scheme's default when the URL names none.
+    let port: Int
+
+    init(_ request: PreparedRequest) {
+        host = request.target.host
+        port = Self.port(of: request.url) ?? (request.target.isHTTPS ? 443 : 80)
+    }
+
+    /// The explicit port of `url`, if any.
+    static func port(of url: String) -> Int? {
+        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
+        var authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.first == "[", let close = authority.firstIndex(of: "]") {
+            authority = authority[authority.index(after: close)...]
+        }
+        guard let colon = authority.lastIndex(of: ":") else { return nil }
+        return Int(authority[authority.index(after: colon)...])
+    }
+
+    /// `url` without user info, every query value replaced by `REDACTED` and without a fragment:
+    /// presigned URLs carry signatures and tokens in their queries.
+    static func redacted(url: String) -> String {
+        var rest = Substring(url)
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        var query: Substring?
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var base = String(rest)
+        if let schemeEnd = base.firstRange(of: "://") {
+            let authorityStart = schemeEnd.upperBound
+            let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
+            if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") {
+                base.removeSubrange(authorityStart...at)
+            }
+        }
+        guard let query else { return base }
+        let names = query.split(separator: "&").map { pair in
+            (pair.firstIndex(of: "=").map { pair[..<$0] } ?? pair) + "=REDACTED"
+        }
+        return base + "?" + names.joined(separator: "&")
+    }
+}

@@ -1,0 +1,88 @@
+internal import AttacheCore
+
+/// What one send learned that its metrics need even when it fails: the kind Detect found.
+final class SendFacts: Sendable {
+    private let detected = LockedValue<Detection?>(nil)
+
+    func detected(_ detection: Detection) { detected.withLock { $0 = detection } }
+    var detection: Detection? { detected.withLock { $0 } }
+}
+
+extension AttachmentPipeline {
+    /// Runs `send` inside the send span, counting it in flight, and records how it ended: the
+    /// `attache.attachments` counter, bytes in, transform savings and replays, and the span's `attache.*`
+    /// attributes. Called only when telemetry is on.
+    func traced(
+        _ attachment: Attachment, _ send: (SendFacts) async throws -> UploadReceipt
+    ) async throws -> UploadReceipt {
+        let facts = SendFacts()
+        return try await telemetry.withSpan("attache.send") { span in
+            telemetry.add(1, to: .sendsInFlight)
+            defer { telemetry.add(-1, to: .sendsInFlight) }
+            do {
+                let receipt = try await send(facts)
+                record(receipt, span: span)
+                return receipt
+            } catch {
+                recordFailure(error, attachment: attachment, facts: facts, span: span)
+                throw error
+            }
+        }
+    }
+
+    /// One stage of the data path inside its own span (a child of the send's), timed in
+    /// `attache.stage.duration`.
+    func stage<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
+        guard telemetry.isOn else { return try await body() }
+        let start = ContinuousClock.now
+        defer { telemetry.record(ContinuousClock.now - start, .stageDuration, [("attache.stage", name)]) }
+        return try await telemetry.withSpan("attache." + name) { _ in try await body() }
+    }
+
+    private func record(_ receipt: UploadReceipt, span: TelemetrySpan?) {
+        let kind = receipt.kind.rawValue
+        telemetry.count(.attachments, [("attache.kind", kind), ("attache.outcome", "stored"), ("error.type", "none")])
+        telemetry.count(.bytesIn, by: receipt.originalByteCount, [("attache.kind", kind)])
+        if receipt.transform.recompressed, receipt.transform.byteCount < receipt.originalByteCount {
+            telemetry.count(
+                .transformSaved, by: receipt.originalByteCount - receipt.transform.byteCount, [("attache.kind", kind)])
+        }
+        if receipt.replayed { telemetry.count(.replays) }
+        guard let span else { return }
+        span.set("attache.kind", kind)
+        span.set("attache.mime_type", receipt.mimeType)
+        span.set("attache.size.in", receipt.originalByteCount)
+        span.set("attache.size.out", receipt.sentByteCount)
+        span.set("attache.seal.scheme", receipt.seal.scheme.rawValue)
+        span.set("attache.answer_profile", configuration.answers.profile.rawValue)
+        span.set("attache.replayed", receipt.replayed)
+        span.set("attache.attempts", receipt.attempts)
+        span.set("attache.transform.plan", Self.plan(receipt.transform))
+    }
+
+    private func recordFailure(_ error: any Error, attachment: Attachment, facts: SendFacts, span: TelemetrySpan?) {
+        let detection = facts.detection
+        let kind = detection?.kind.rawValue ?? attachment.declaredKind?.rawValue ?? "unknown"
+        let code = TelemetrySpan.errorType(error)
+        let outcome: String
+        if let error = error as? AttacheError, error.rejection != nil {
+            outcome = "rejected"
+        } else if code == AttacheError.Code.cancelled.rawValue {
+            outcome = "cancelled"
+        } else {
+            outcome = "failed"
+        }
+        telemetry.count(.attachments, [("attache.kind", kind), ("attache.outcome", outcome), ("error.type", code)])
+        guard let span else { return }
+        span.set("attache.kind", kind)
+        if let detection { span.set("attache.mime_type", detection.mimeType) }
+        span.set("attache.answer_profile", configuration.answers.profile.rawValue)
+        if let error = error as? AttacheError { span.set("attache.stage", error.stage.rawValue) }
+    }
+
+    /// What Transform did, in one word.
+    private static func plan(_ transform: TransformReceipt) -> String {
+        if transform.recompressed { return transform.media == nil ? "recompress" : "convert" }
+        return transform.skipped == nil ? "pass-through" : "skipped"
+    }
+}

@@ -1,0 +1,198 @@
+package import CoreMetrics
+package import Tracing
+
+/// Where Attache's metrics and spans go: the swift-metrics factory and the swift-distributed-tracing
+/// tracer in force when a client or pipeline was made, or none.
+///
+/// Each is nil when nothing was bootstrapped (`MetricsSystem.bootstrap`, `InstrumentationSystem.bootstrap`),
+/// and every hook checks that first: a library user who sets up neither pays one branch per hook, no
+/// allocation, no lock. Tests hand a factory and a tracer of their own instead of bootstrapping the
+/// process-wide systems.
+package struct Telemetry: Sendable {
+    /// The metrics factory; nil when metrics are off.
+    package let metrics: (any MetricsFactory)?
+    /// The tracer; nil when tracing is off.
+    package let tracer: (any Tracer)?
+
+    /// Telemetry that goes to `metrics` and `tracer`.
+    package init(metrics: (any MetricsFactory)?, tracer: (any Tracer)?) {
+        self.metrics = metrics
+        self.tracer = tracer
+    }
+
+    /// Neither metrics nor spans.
+    package static let off = Telemetry(metrics: nil, tracer: nil)
+
+    /// What the process bootstrapped, read now: the no-op factory and tracer count as none.
+    package static var bootstrapped: Telemetry {
+        let factory = MetricsSystem.factory
+        let tracer = InstrumentationSystem.tracer
+        return Telemetry(
+            metrics: factory is NOOPMetricsHandler ? nil : factory, tracer: tracer is NoOpTracer ? nil : tracer)
+    }
+
+    /// The span that root spans started in this task link to (see ``startingTraces(_:)``).
+    @TaskLocal static var rootLink: InstrumentationContext?
+
+    /// Whether anything is recorded at all.
+    package var isOn: Bool { metrics != nil || tracer != nil }
+
+    // MARK: Metrics
+
+    /// Adds `amount` to the counter `name` with `dimensions`.
+    package func count(_ name: MetricName, by amount: Int64 = 1, _ dimensions: [(String, String)] = []) {
+        guard let metrics, amount > 0 else { return }
+        Counter(label: name.rawValue, dimensions: dimensions, factory: metrics).increment(by: amount)
+    }
+
+    /// Records `duration` in the timer (a histogram in seconds) `name`.
+    package func record(_ duration: Duration, _ name: MetricName, _ dimensions: [(String, String)] = []) {
+        guard let metrics else { return }
+        let (seconds, attoseconds) = duration.components
+        CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: metrics)
+            .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// Moves the up-down gauge `name` by `delta`.
+    package func add(_ delta: Int64, to name: MetricName, _ dimensions: [(String, String)] = []) {
+        guard let metrics else { return }
+        let meter = Meter(label: name.rawValue, dimensions: dimensions, factory: metrics)
+        if delta >= 0 { meter.increment(by: Double(delta)) } else { meter.decrement(by: Double(-delta)) }
+    }
+
+    /// Sets the gauge `name` to `value`.
+    package func set(_ value: Int64, _ name: MetricName, _ dimensions: [(String, String)] = []) {
+        guard let metrics else { return }
+        Meter(label: name.rawValue, dimensions: dimensions, factory: metrics).set(value)
+    }
+
+    // MARK: Spans
+
+    /// Runs `body` inside a span `name` (a child of the task's current span) when tracing is on, and
+    /// with no span at all when it is off. A thrown error is recorded on the span and rethrown.
+    package func withSpan<T>(
+        _ name: String, ofKind kind: SpanKind = .internal, isolation: isolated (any Actor)? = #isolation,
+        _ body: (TelemetrySpan?) async throws -> T
+    ) async rethrows -> T {
+        guard let tracer else { return try await body(nil) }
+        let parent = InstrumentationContext.current
+        let span = TelemetrySpan(tracer.startAnySpan(name, context: parent ?? .topLevel, ofKind: kind))
+        if parent == nil, let link = Self.rootLink { span.link(to: link) }
+        defer { span.span.end() }
+        do {
+            return try await InstrumentationContext.$current.withValue(span.span.context) {
+                try await body(span)
+            }
+        } catch {
+            span.failed(error)
+            throw error
+        }
+    }
+
+    /// Runs `body` so that each span it starts at the top begins a trace of its own, linked to the
+    /// current span: a batch's files are a trace each (what an operator follows), and each links back
+    /// to the batch run.
+    package func startingTraces<T>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        guard tracer != nil, let current = InstrumentationContext.current else { return try await body() }
+        return try await Self.$rootLink.withValue(current) {
+            try await InstrumentationContext.$current.withValue(nil) { try await body() }
+        }
+    }
+
+    /// Runs `body` so that a span it starts at the top begins a trace of its own, linked to `context`
+    /// (a queue job's span to the span that enqueued it); as it is when `context` is nil.
+    package func withLinkedRoot<T>(
+        _ context: InstrumentationContext?, isolation: isolated (any Actor)? = #isolation,
+        _ body: () async throws -> T
+    ) async rethrows -> T {
+        guard tracer != nil else { return try await body() }
+        return try await Self.$rootLink.withValue(context) {
+            try await InstrumentationContext.$current.withValue(nil) { try await body() }
+        }
+    }
+
+    /// `withSpan` for synchronous work.
+    package func withSpan<T>(_ name: String, ofKind kind: SpanKind = .internal, _ body: (TelemetrySpan?) throws -> T) rethrows -> T {
+        guard let tracer else { return try body(nil) }
+        let span = TelemetrySpan(tracer.startAnySpan(name, context: .current ?? .topLevel, ofKind: kind))
+        defer { span.span.end() }
+        do {
+            return try InstrumentationContext.$current.withValue(span.span.context) { try body(span) }
+        } catch {
+            span.failed(error)
+            throw error
+        }
+    }
+
+    /// Writes the current span's context into `headers` (W3C `traceparent` and `tracestate` with a
+    /// tracer that propagates them), replacing fields of the same names.
+    package func inject(into headers: inout [HeaderField]) {
+        guard let tracer, let context = InstrumentationContext.current else { return }
+        tracer.inject(context, into: &headers, using: HeaderFieldInjector())
+    }
+
+    /// The context a later job links back to (W3C `traceparent`/`tracestate` fields), or none.
+    package func propagationFields() -> [HeaderField] {
+        var fields: [HeaderField] = []
+        inject(into: &fields)
+        return fields
+    }
+
+    /// The context carried by `fields` (what ``propagationFields()`` wrote), to link a span to.
+    package func extract(from fields: [HeaderField]) -> InstrumentationContext? {
+        guard let tracer, !fields.isEmpty else { return nil }
+        var context = InstrumentationContext.topLevel
+        tracer.extract(fields, into: &context, using: HeaderFieldExtractor())
+        return context
+    }
+}
+
+/// A span that is being recorded: the attribute setters Attache uses, so call sites stay short.
+package struct TelemetrySpan: Sendable {
+    let span: any Span
+
+    init(_ span: any Span) { self.span = span }
+
+    /// Sets `key` to a string.
+    package func set(_ key: String, _ value: String) { span.attributes[key] = SpanAttribute.string(value) }
+    /// Sets `key` to an integer.
+    package func set(_ key: String, _ value: Int64) { span.attributes[key] = SpanAttribute.int64(value) }
+    /// Sets `key` to an integer.
+    package func set(_ key: String, _ value: Int) { span.attributes[key] = SpanAttribute.int64(Int64(value)) }
+    /// Sets `key` to a flag.
+    package func set(_ key: String, _ value: Bool) { span.attributes[key] = SpanAttribute.bool(value) }
+    /// Adds a link to the span of `context`.
+    package func link(to context: InstrumentationContext) { span.addLink(SpanLink(context: context, attributes: [:])) }
+
+    /// Marks the span failed with `error.type` set to the error's code (never its message, which may
+    /// name a file).
+    func failed(_ error: any Error) {
+        set("error.type", TelemetrySpan.errorType(error))
+        span.setStatus(SpanStatus(code: .error))
+    }
+
+    /// A low-cardinality name for `error`: an ``AttacheError``'s code, or the error's type.
+    static func errorType(_ error: any Error) -> String {
+        if let error = error as? AttacheError { return error.code.rawValue }
+        if let error = error as? TransportError { return error.code.rawValue }
+        if error is CancellationError { return AttacheError.Code.cancelled.rawValue }
+        return "\(type(of: error))"
+    }
+}
+
+/// Writes propagation fields into header fields.
+struct HeaderFieldInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [HeaderField]) {
+        carrier.removeAll { $0.name.lowercased() == key.lowercased() }
+        carrier.append(HeaderField(name: key, value: value))
+    }
+}
+
+/// Reads propagation fields from header fields.
+struct HeaderFieldExtractor: Extractor {
+    func extract(key: String, from carrier: [HeaderField]) -> String? {
+        carrier.first { $0.name.lowercased() == key.lowercased() }?.value
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import AttacheMetricsExport
+import Testing
+@testable import AttacheCLI
+
+/// The observability options of the commands, and the names Prometheus sees.
+@Suite struct MetricsOptionsTests {
+    @Test(arguments: [
+        ("http.client.request.duration", false, "http_client_request_duration_seconds"),
+        ("attache.stage.duration", false, "attache_stage_duration_seconds"),
+        ("attache.attachments", true, "attache_attachments_total"),
+        ("attache.bytes.in", true, "attache_bytes_in_bytes_total"),
+        ("attache.download.bytes", true, "attache_download_bytes_total"),
+        ("attache.queue.jobs", false, "attache_queue_jobs"),
+        ("http.server.request.duration", false, "http_server_request_duration_seconds"),
+        ("hb.requests", true, "hb_requests_total"),
+    ])
+    func prometheusNames(dotted: String, counter: Bool, expected: String) {
+        #expect(PrometheusExportFactory.prometheusName(dotted, counter: counter) == expected)
+    }
+
+    @Test func theFlagsParseOnBatchWorkerAndDownload() throws {
+        let batch = try #require(
+            try RootCommand.parseAsRoot(
+                ["batch", "d", "--url", "http://h/", "--metrics-listen", "127.0.0.1:9464", "--metrics-linger", "1",
+                 "--log-format", "json"]) as? BatchCommand)
+        #expect(batch.metrics.metricsListen == "127.0.0.1:9464")
+        #expect(batch.metrics.metricsLinger == 1)
+        #expect(batch.global.logFormat == .json)
+        let worker = try #require(
+            try RootCommand.parseAsRoot(["worker", "--queue", "postgres://h/q", "--url", "http://h/", "--metrics-listen", "[::1]:9464"])
+                as? WorkerCommand)
+        #expect(worker.metrics.metricsLinger == 5)
+        _ = try RootCommand.parseAsRoot(["download", "http://h/a", "http://h/b", "-d", "x", "--metrics-listen", "0.0.0.0:0"])
+    }
+
+    @Test(arguments: ["9464", "host:", ":9464", "host:99999", "host:port"])
+    func aListenAddressWithoutHostAndPortIsBadUsage(address: String) {
+        #expect(throws: (any Error).self) {
+            try RootCommand.parseAsRoot(["batch", "d", "--url", "http://h/", "--metrics-listen", address])
+        }
+    }
+}

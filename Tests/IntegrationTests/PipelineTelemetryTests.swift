@@ -1,0 +1,91 @@
+import Attache
+import Foundation
+import AttacheTestSupport
+import InMemoryTracing
+import MetricsTestKit
+import Testing
+import Tracing
+
+/// The pipeline's spans and metrics against the live reference server: one send span per attachment,
+/// a child span per stage, the attempts under the upload stage, and the counters an operator reads.
+@Suite("Pipeline telemetry")
+struct PipelineTelemetryTests {
+    static func sample(_ name: String) -> String { PipelineIntegrationTests.sample(name) }
+
+    func pipeline(_ server: LiveServer, _ metrics: TestMetrics, _ tracer: InMemoryTracer, attempts: Int = 4) throws
+        -> AttachmentPipeline
+    {
+        let plain = try server.pipeline(attempts: attempts)
+        return try AttachmentPipeline(
+            configuration: plain.configuration, logger: plain.logger,
+            telemetry: Telemetry(metrics: metrics, tracer: tracer))
+    }
+
+    @Test("a send retried once: stage spans nested under the send, two attempt spans, counters by kind and outcome")
+    func retriedSend() async throws {
+        try await LiveServer.with { server in
+            let metrics = TestMetrics()
+            let tracer = InMemoryTracer()
+            let pipeline = try pipeline(server, metrics, tracer)
+            let receipt = try await pipeline.send(
+                Attachment(path: Self.sample("document.pdf")),
+                options: SendOptions(headers: [HeaderField(name: "X-Attache-Fault", value: "503@1")]))
+            #expect(receipt.attempts == 2)
+
+            let spans = tracer.finishedSpans
+            let send = try #require(spans.first { $0.operationName == "attache.send" })
+            #expect(send.parentSpanID == nil)
+            #expect(Set(spans.map(\.traceID)) == [send.traceID])
+            for stage in ["prepare", "detect", "transform", "seal", "upload"] {
+                let span = try #require(spans.first { $0.operationName == "attache." + stage }, "no \(stage) span")
+                #expect(span.parentSpanID == send.spanID, "\(stage) is not under the send")
+            }
+            let upload = try #require(spans.first { $0.operationName == "attache.upload" })
+            let attempts = spans.filter { $0.operationName == "POST" }
+            #expect(attempts.count == 2)
+            #expect(attempts.allSatisfy { $0.parentSpanID == upload.spanID })
+            #expect(attempts.map { $0.attributes["http.response.status_code"]?.toSpanAttribute() } == [.int64(503), .int64(200)])
+            #expect(attempts[1].attributes["http.request.resend_count"]?.toSpanAttribute() == .int64(1))
+            #expect(send.attributes["attache.kind"]?.toSpanAttribute() == .string("file"))
+            #expect(send.attributes["attache.mime_type"]?.toSpanAttribute() == .string("application/pdf"))
+            #expect(send.attributes["attache.size.in"]?.toSpanAttribute() == .int64(receipt.originalByteCount))
+            #expect(send.attributes["attache.seal.scheme"]?.toSpanAttribute() == .string("none"))
+            #expect(send.attributes["attache.answer_profile"]?.toSpanAttribute() == .string("errorcode"))
+            #expect(send.attributes["attache.replayed"]?.toSpanAttribute() == .bool(false))
+
+            #expect(
+                metrics.counterTotal(
+                    label: "attache.attachments",
+                    dimensions: [("attache.kind", "file"), ("attache.outcome", "stored"), ("error.type", "none")]) == 1)
+            #expect(metrics.counterTotal(label: "attache.retries") == 1)
+            #expect(metrics.counterTotal(label: "attache.bytes.in") == receipt.originalByteCount)
+            let stages = Set(metrics.timers(label: "attache.stage.duration").compactMap { $0.dimensions.first?.1 })
+            #expect(stages == ["prepare", "detect", "transform", "seal", "upload"])
+            #expect(try metrics.expectMeter("attache.sends.in_flight").lastValue == 0)
+        }
+    }
+
+    @Test("a send that runs out of attempts: counted failed with its code, the send span has error.type")
+    func failedSend() async throws {
+        try await LiveServer.with { server in
+            let metrics = TestMetrics()
+            let tracer = InMemoryTracer()
+            let pipeline = try pipeline(server, metrics, tracer, attempts: 2)
+            await #expect(throws: AttacheError.self) {
+                try await pipeline.send(
+                    Attachment(path: Self.sample("notes.txt")),
+                    options: SendOptions(headers: [HeaderField(name: "X-Attache-Fault", value: "503")]))
+            }
+            let send = try #require(tracer.finishedSpans.first { $0.operationName == "attache.send" })
+            #expect(send.attributes["error.type"]?.toSpanAttribute() == .string("retries-exhausted"))
+            #expect(send.status?.code == .error)
+            #expect(send.attributes["attache.kind"]?.toSpanAttribute() == .string("file"))
+            #expect(
+                metrics.counterTotal(
+                    label: "attache.attachments",
+                    dimensions: [("attache.kind", "file"), ("attache.outcome", "failed"), ("error.type", "retries-exhausted")])
+                    == 1)
+            #expect(tracer.finishedSpans.filter { $0.operationName == "POST" }.count == 2)
+        }
+    }
+}
