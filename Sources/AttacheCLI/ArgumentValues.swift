@@ -29,6 +29,16 @@ extension ResumableMode: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
+extension UploadMethod: ExpressibleByArgument {
+    /// `--method`: POST or PUT, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.uppercased()) }
+}
+
+extension S3Addressing: ExpressibleByArgument {
+    /// `--s3-addressing`: auto, path or virtual, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
 extension MessageKind: ExpressibleByArgument {
     /// `--kind`: image, voice, video, sticker or file, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

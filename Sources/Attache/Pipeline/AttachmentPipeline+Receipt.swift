@@ -26,6 +26,11 @@ extension AttachmentPipeline {
                 height: output.height, thumbnails: placement == .inline ? output.thumbnails.map(\.name) : [],
                 skipped: output.skipReason, media: MediaReceipt(output)),
             thumbnails: thumbnailReceipts(sent, placement: placement))
+        receipt.object = sent.object
+        if let object = sent.object {
+            if sent.stored.fileId == nil, let key = object.key { receipt.fileId = key }
+            if receipt.url == nil { receipt.url = object.url }
+        }
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

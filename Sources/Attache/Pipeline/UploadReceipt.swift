@@ -44,6 +44,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var thumbnails: [ThumbnailReceipt]?
     /// How the attachment went as a resumable upload; nil for a multipart POST.
     public var resumable: ResumableReceipt? = nil
+    /// Where the attachment is in an object store (a presigned or signed `PUT`, a multipart upload); nil
+    /// for other uploads.
+    public var object: ObjectReceipt? = nil
 
     /// Creates a receipt.
     package init(
@@ -83,7 +86,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable
+        case thumbnailUploads, thumbnails, resumable, object
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -108,6 +111,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         detection = try container.decode(Detection.self, forKey: .detection)
         transform = try container.decode(TransformReceipt.self, forKey: .transform)
         resumable = try container.decodeIfPresent(ResumableReceipt.self, forKey: .resumable)
+        object = try container.decodeIfPresent(ObjectReceipt.self, forKey: .object)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -144,5 +148,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(thumbnailUploads, forKey: .thumbnailUploads)
         try container.encodeIfPresent(thumbnails, forKey: .thumbnails)
         try container.encodeIfPresent(resumable, forKey: .resumable)
+        try container.encodeIfPresent(object, forKey: .object)
     }
 }
