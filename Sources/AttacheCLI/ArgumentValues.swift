@@ -39,6 +39,16 @@ extension S3Addressing: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
+extension MultipartSettings.ChecksumMode: ExpressibleByArgument {
+    /// `--checksum`: when-supported, when-required or off, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
+extension MultipartSettings.GiveUp: ExpressibleByArgument {
+    /// `--on-give-up`: abort or keep, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
 extension MessageKind: ExpressibleByArgument {
     /// `--kind`: image, voice, video, sticker or file, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

@@ -37,6 +37,36 @@ package struct ObjectStoreOptions: ParsableArguments {
         valueName: "template"))
     package var keyTemplate: String?
 
+    @Option(help: ArgumentHelp(
+        "With --url s3://: sealed files of at least this size go as multipart uploads (bytes, or with K, M, G; default: 64M).",
+        valueName: "size"))
+    package var multipartThreshold: ByteSize?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the part size of multipart uploads (at least 5M; default: 16M, raised to stay within 10,000 parts).",
+        valueName: "size"))
+    package var partSize: ByteSize?
+
+    @Option(help: ArgumentHelp("With --url s3://: parts sent at once (default: 4).", valueName: "n"))
+    package var partsInFlight: Int?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: per-part CRC-32C checksums: when-supported (the default: when the store says it takes them), when-required (none for uploads) or off.",
+        valueName: "mode"))
+    package var checksum: MultipartSettings.ChecksumMode?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: when retries are spent, abort the store's multipart upload (the default) or keep it for a later run under the same idempotency key.",
+        valueName: "what"))
+    package var onGiveUp: MultipartSettings.GiveUp?
+
+    package func validate() throws {
+        if let partsInFlight, !(1...64).contains(partsInFlight) { throw ValidationError("--parts-in-flight must be 1...64") }
+        if let partSize, partSize.bytes < 5 << 20 {
+            throw ValidationError("--part-size must be at least 5M (S3's smallest part)")
+        }
+    }
+
     /// Applies these options to `configuration`, whose URL and answer settings are already set.
     ///
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`, exit 64) when no credentials are
@@ -46,8 +76,14 @@ package struct ObjectStoreOptions: ParsableArguments {
         to configuration: inout PipelineConfiguration, answerProfileGiven: Bool, environment: [String: String]
     ) throws {
         let isBucket = S3Location(configuration.url) != nil
-        if !isBucket, awsProfile != nil || region != nil || s3Endpoint != nil || s3Addressing != nil || keyTemplate != nil {
-            throw ValidationError("--aws-profile, --region, --s3-endpoint, --s3-addressing and --key-template need --url s3://BUCKET/PREFIX/")
+        let bucketOnly: [Any?] = [
+            awsProfile, region, s3Endpoint, s3Addressing, keyTemplate, multipartThreshold, partSize, partsInFlight, checksum,
+            onGiveUp,
+        ]
+        if !isBucket, bucketOnly.contains(where: { $0 != nil }) {
+            throw ValidationError(
+                "--aws-profile, --region, --s3-endpoint, --s3-addressing, --key-template and the multipart options need "
+                    + "--url s3://BUCKET/PREFIX/")
         }
         if isBucket {
             if method == .post { throw ValidationError("--url s3:// sends objects: --method POST does not apply") }
@@ -55,6 +91,11 @@ package struct ObjectStoreOptions: ParsableArguments {
                 url: configuration.url, profile: awsProfile, region: region, endpointURL: s3Endpoint,
                 addressing: s3Addressing ?? .auto, environment: environment)
             if let keyTemplate { store.keyTemplate = ObjectKeyTemplate(keyTemplate) }
+            if let multipartThreshold { store.multipart.threshold = multipartThreshold.bytes }
+            if let partSize { store.multipart.partSize = partSize.bytes }
+            if let partsInFlight { store.multipart.partsInFlight = partsInFlight }
+            if let checksum { store.multipart.checksum = checksum }
+            if let onGiveUp { store.multipart.onGiveUp = onGiveUp }
             configuration.objectStore = store
             configuration.method = .put
         } else if let method {

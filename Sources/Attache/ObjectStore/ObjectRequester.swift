@@ -31,6 +31,8 @@ struct ObjectRequester: Sendable {
     /// What an attempt series ended with.
     struct Answer: Sendable {
         var outcome: UploadResult.Outcome
+        /// The final answer's headers.
+        var headers: [HeaderField] = []
         var attempts: Int
         var reasons: [String]
         var duration: Duration
@@ -81,7 +83,7 @@ struct ObjectRequester: Sendable {
         let driver = client.retryDriver(
             operation, policy: policy ?? connection.retry, answerStage: .interpret, logger: requestLogger)
         let client = client
-        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<UploadResult.Outcome> in
+        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<Settled> in
             let prepared = try signed(base, request)
             var onProgress: (@Sendable (Int64, Int64) -> Void)?
             if let progress { onProgress = { sent, _ in progress(sent, attempt) } }
@@ -107,16 +109,27 @@ struct ObjectRequester: Sendable {
             case .doNotRetry, .useDefault: break
             }
             switch interpreter.interpret(response) {
-            case .success(let receipt): return .done(.stored(receipt))
-            case .rejection(let rejection): return .done(.rejected(rejection))
+            case .success(let receipt): return .done(Settled(outcome: .stored(receipt), headers: response.headers))
+            case .rejection(let rejection): return .done(Settled(outcome: .rejected(rejection), headers: response.headers))
             case .retry(let advice):
                 guard decision != .doNotRetry else {
-                    return .done(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
+                    return .done(
+                        Settled(
+                            outcome: .rejected(Rejection(reason: .status, status: response.status, message: advice.reason)),
+                            headers: response.headers))
                 }
                 return .retry(advice, failure: nil)
             }
         }
-        return Answer(outcome: outcome.value, attempts: outcome.attempts, reasons: outcome.reasons, duration: outcome.duration)
+        return Answer(
+            outcome: outcome.value.outcome, headers: outcome.value.headers, attempts: outcome.attempts,
+            reasons: outcome.reasons, duration: outcome.duration)
+    }
+
+    /// What settled a request: the outcome and the answer's headers.
+    private struct Settled: Sendable {
+        var outcome: UploadResult.Outcome
+        var headers: [HeaderField]
     }
 
     /// `base` with this attempt's signature, for a signed target.

@@ -27,6 +27,8 @@ public struct ObjectStoreEndpoint: Sendable {
     public var addressing: S3Addressing
     /// How an object's key is made under ``S3Location/prefix``; see ``ObjectKeyTemplate``.
     public var keyTemplate: ObjectKeyTemplate
+    /// How large attachments go in parts.
+    public var multipart = MultipartSettings()
 
     /// Creates an endpoint; `endpointURL` nil means AWS's endpoint of `region`.
     public init(

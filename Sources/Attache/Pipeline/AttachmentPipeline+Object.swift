@@ -57,6 +57,10 @@ extension AttachmentPipeline {
         _ payload: SealedPayload, contentType: String, key: String?, idempotencyKey: String,
         requester: ObjectRequester, progress: (@Sendable (UploadProgress) -> Void)?
     ) async throws -> (UploadResult, ObjectReceipt) {
+        if let key, let store = configuration.objectStore, payload.byteCount >= store.multipart.threshold {
+            return try await putInParts(payload, contentType: contentType, key: key, store: store,
+                idempotencyKey: idempotencyKey, requester: requester, progress: progress)
+        }
         let target: ObjectRequest.Target
         let object: ObjectReceipt
         if let key, let store = configuration.objectStore {
@@ -82,6 +86,32 @@ extension AttachmentPipeline {
         let result = UploadResult(
             outcome: answer.outcome, idempotencyKey: idempotencyKey, attempts: answer.attempts,
             bodyByteCount: payload.byteCount, duration: answer.duration, retryReasons: answer.reasons)
+        return (result, object)
+    }
+
+    /// A multipart upload of `payload` to `key`, continuing the store's earlier upload under that key when
+    /// there is one.
+    private func putInParts(
+        _ payload: SealedPayload, contentType: String, key: String, store: ObjectStoreEndpoint, idempotencyKey: String,
+        requester: ObjectRequester, progress: (@Sendable (UploadProgress) -> Void)?
+    ) async throws -> (UploadResult, ObjectReceipt) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let tracker = ProgressTracker(total: payload.byteCount, sink: progress)
+        let upload = MultipartObjectUpload(
+            requester: requester, store: store, key: key, payload: payload, contentType: contentType)
+        let outcome = try await upload.run { bytes in tracker.report(sent: bytes, attempt: 1) }
+        tracker.finish(attempt: 1)
+        let result = UploadResult(
+            outcome: .stored(outcome.stored), idempotencyKey: idempotencyKey, attempts: 1 + outcome.retries,
+            bodyByteCount: payload.byteCount, duration: clock.now - start, retryReasons: [])
+        var object = ObjectReceipt(
+            bucket: store.location.bucket, key: key, etag: nil, versionId: nil, byteCount: payload.byteCount,
+            url: "s3://\(store.location.bucket)/\(key)", parts: outcome.parts)
+        object.resumedBytes = outcome.resumedBytes
+        object.bytesSent = outcome.bytesSent
+        object = object.merging(outcome.stored)
+        if object.checksum == nil, let checksum = outcome.checksum { object.checksum = "crc32c:" + checksum }
         return (result, object)
     }
 

@@ -17,6 +17,10 @@ public struct ObjectReceipt: Sendable, Codable, Equatable {
     public var url: String
     /// The parts of a multipart upload; nil for a single `PUT`.
     public var parts: Int?
+    /// Bytes of a multipart upload the store held from an earlier run, not sent again; nil for a single `PUT`.
+    public var resumedBytes: Int64?
+    /// Body bytes this run sent for a multipart upload, failed attempts included; nil for a single `PUT`.
+    public var bytesSent: Int64?
 
     /// Creates a receipt.
     package init(
