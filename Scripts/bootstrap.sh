@@ -306,6 +306,32 @@ else
     say "dry run: would make sure ${chat_packages[*]} can be imported (venv: $s3_venv)"
 fi
 
+# The object storage tests run against a second S3 implementation beside MiniStack: moto's server
+# (moto[server], pinned), installed into the same venv as MiniStack and boto3 above.
+objectstore_packages=("moto[server]==5.2.5")
+objectstore_check='import importlib.metadata as m, moto.server, boto3; assert m.version("moto") == "5.2.5"'
+if ((library_only)); then
+    :
+elif ((!dry_run)); then
+    if "$s3_venv/bin/python3" -c "$objectstore_check" 2>/dev/null; then
+        say "python: moto's S3 server in $s3_venv"
+    elif python3 -c "$objectstore_check" 2>/dev/null && python3 -c "$s3_check" 2>/dev/null; then
+        say "python: $(command -v python3) has moto's S3 server"
+    else
+        [[ -x "$s3_venv/bin/python3" ]] || die "no venv at $s3_venv for moto (the block above makes it)"
+        say "python: installing ${objectstore_packages[*]} into $s3_venv"
+        log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
+        if ! "$s3_venv/bin/python3" -m pip install -q "${objectstore_packages[@]}" >"$log" 2>&1; then
+            tail -n 20 "$log" >&2
+            die "pip could not install ${objectstore_packages[*]} into $s3_venv (full log: $log)"
+        fi
+        rm -f "$log"
+        "$s3_venv/bin/python3" -c "$objectstore_check" || die "$s3_venv cannot import moto's server"
+    fi
+else
+    say "dry run: would make sure ${objectstore_packages[*]} can be imported (venv: $s3_venv)"
+fi
+
 if command -v swift >/dev/null 2>&1; then
     swift_version=$(swift --version 2>&1 | grep -m1 -o 'Swift version [0-9][0-9.]*' || true)
     major=${swift_version#Swift version }

@@ -42,6 +42,26 @@ extension ClamAVScanner.Transfer: ExpressibleByArgument {
     }
 }
 
+extension UploadMethod: ExpressibleByArgument {
+    /// `--method`: POST or PUT, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.uppercased()) }
+}
+
+extension S3Addressing: ExpressibleByArgument {
+    /// `--s3-addressing`: auto, path or virtual, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
+extension MultipartSettings.ChecksumMode: ExpressibleByArgument {
+    /// `--checksum`: when-supported, when-required or off, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
+extension MultipartSettings.GiveUp: ExpressibleByArgument {
+    /// `--on-give-up`: abort or keep, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
 extension MessageKind: ExpressibleByArgument {
     /// `--kind`: image, voice, video, sticker or file, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

@@ -28,6 +28,7 @@ package struct PipelineOptions: ParsableArguments {
     @OptionGroup package var connection: ConnectionOptions
 
     @OptionGroup package var scanning: ScanOptions
+    @OptionGroup(title: "Object storage") package var objectStore: ObjectStoreOptions
 
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, matrix (the receipt carries the EncryptedFile object), legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
@@ -80,7 +81,7 @@ package struct PipelineOptions: ParsableArguments {
     package var onTransformError = TransformErrorPolicy.sendOriginal
 
     @Option(help: ArgumentHelp(
-        "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), telegram (Bot API ok/result).",
+        "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), s3-put (an object store's answer to a PUT: ETag, version id, XML errors), telegram (Bot API ok/result).",
         valueName: "name"))
     package var answerProfile: AnswerProfile?
 
@@ -209,6 +210,11 @@ package struct PipelineOptions: ParsableArguments {
         configuration.resumable.threshold = resumableThreshold?.bytes ?? 16 << 20
         configuration.resumable.checksums = !noResumableChecksums
         try scanning.apply(to: &configuration.scan, endpoint: endpoint, defaultWait: scanWait)
+        do {
+            try objectStore.apply(to: &configuration, answerProfileGiven: profile != nil, environment: environment)
+        } catch let error as AttacheError {
+            throw ValidationError(error.message)
+        }
         // The check the pipeline makes when it is made, as a usage error (64) naming what to change.
         do { try configuration.validate() } catch let error as AttacheError { throw ValidationError(error.message) }
         return configuration

@@ -26,6 +26,7 @@ package struct RootCommand: AsyncParsableCommand {
             RequestCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,
+            S3Command.self,
         ])
 
     /// Runs the command line this process was started with and returns when the command succeeded;

@@ -9,7 +9,7 @@ import Testing
         let names = RootCommand.configuration.subcommands.compactMap { $0.configuration.commandName }
         #expect(names == [
             "upload", "batch", "enqueue", "worker", "queue", "detect", "scan", "recompress", "download", "request", "encrypt",
-            "decrypt",
+            "decrypt", "s3",
         ])
     }
 

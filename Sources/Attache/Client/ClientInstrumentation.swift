@@ -43,11 +43,13 @@ public enum ClientOperation: String, Sendable, Hashable, CustomStringConvertible
     case download
     /// A request of the request layer.
     case request
+    /// A request to an object store: a presigned or signed `PUT`, a step of a multipart upload.
+    case objectUpload = "object-upload"
 
     /// The stage an error of this operation is reported in.
     var stage: AttacheError.Stage {
         switch self {
-        case .upload, .resumableUpload: .upload
+        case .upload, .resumableUpload, .objectUpload: .upload
         case .download: .download
         case .request: .request
         }

@@ -10,6 +10,7 @@
 /// | `errorcode` | 2xx JSON object whose `errorCode` is `0` | `data.fileId` (`file_id`, `id`) | `errorCode` + `message` |
 /// | `status` | any 2xx, the body may be empty or not JSON | the JSON body's `fileId` (`file_id`, `id`, also under `data`), else the last segment of `Location` | the status, with the body's message |
 /// | `s3-post` | 200, 201 (S3's `PostResponse` XML), 204 | the XML's `Key` (else the form's `key` field) | S3's XML `Error`: its `Code` and `Message` |
+/// | `s3-put` | any 2xx without an XML `Error` body | the XML's `Key`, if any | S3's XML `Error` (also in a 200) |
 /// | `telegram` | `{"ok":true,"result":…}` | the largest `photo`'s `file_id`, or `document`, `video`, `voice`, `audio`, `sticker`, `animation`, `video_note` | `error_code` + `description`; `parameters.retry_after` honoured like `Retry-After` |
 ///
 /// ``ResponseInterpreter/Configuration/idPointer`` overrides where the file id is read, in every profile.
@@ -32,22 +33,28 @@ public enum AnswerProfile: String, Sendable, Hashable, Codable, CaseIterable, Cu
     /// The request it implies has every form field first and exactly one file part last
     /// (``sendsOneFilePerRequest``).
     case s3Post = "s3-post"
+    /// An object store's answer to a `PUT` of the raw bytes (a presigned PUT URL, a signed `PutObject`) and
+    /// to the steps of a multipart upload: any 2xx is success, and the receipt's data holds the `ETag`,
+    /// `x-amz-version-id` (`VersionId`) and `x-amz-checksum-*` headers with the members of an XML answer;
+    /// S3's XML `Error` is a refusal carrying S3's code and message, also in a `200` answer (as
+    /// `CompleteMultipartUpload` may send it).
+    case s3Put = "s3-put"
     /// Telegram Bot API answers: `{"ok":true,"result":{…}}`, with `result` kept whole, and
     /// `{"ok":false,"error_code":N,"description":…,"parameters":{"retry_after":S}}` for errors.
     case telegram
 
-    /// The profile named `name` (`errorcode`, `status`, `s3-post`, `telegram`), or nil.
+    /// The profile named `name` (`errorcode`, `status`, `s3-post`, `s3-put`, `telegram`), or nil.
     package init?(name: String) {
         self.init(rawValue: name.lowercased())
     }
 
     /// True when the endpoint takes exactly one file part per request (`s3-post`): thumbnails cannot go
     /// inline, and nothing may follow the file part.
-    package var sendsOneFilePerRequest: Bool { self == .s3Post }
+    package var sendsOneFilePerRequest: Bool { self == .s3Post || self == .s3Put }
 
     /// True when the endpoint checks every form field against a signed policy (`s3-post`), so the
     /// pipeline adds no fields of its own (metadata, seal description) unless asked to.
-    package var checksFormFields: Bool { self == .s3Post }
+    package var checksFormFields: Bool { self == .s3Post || self == .s3Put }
 
     /// The name used on the command line and in configuration files.
     public var description: String { rawValue }

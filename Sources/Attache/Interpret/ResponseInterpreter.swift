@@ -66,7 +66,7 @@ public struct ResponseInterpreter: Sendable {
         /// The defaults for `profile`.
         public init(profile: AnswerProfile) {
             self.profile = profile
-            if profile == .s3Post {
+            if profile == .s3Post || profile == .s3Put {
                 // S3 documents these as safe to retry; RequestTimeout comes with a 400.
                 retryableBusinessCodes = ["RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable"]
             }
@@ -132,6 +132,7 @@ public struct ResponseInterpreter: Sendable {
         case .errorCode: return interpretErrorCode(response)
         case .status: return interpretStatus(response)
         case .s3Post: return interpretS3Post(response)
+        case .s3Put: return interpretS3Put(response)
         case .telegram: return interpretTelegram(response)
         }
     }
@@ -240,6 +241,46 @@ public struct ResponseInterpreter: Sendable {
         return .success(receipt(response, document: document, data: document, fileId: document["Key"]?.stringValue, url: location))
     }
 
+    private func interpretS3Put(_ response: ServerResponse) -> ResponseOutcome {
+        let status = response.status
+        var members: [String: JSONValue] = [:]
+        if !isBlank(response.body) {
+            guard let xml = XMLAnswerReader.read(response.body) else {
+                return .rejection(
+                    Rejection(
+                        reason: .badResponse, status: status,
+                        message: "expected an empty answer or S3's XML, got "
+                            + "\(response.body.count) bytes of \(response.mediaType ?? "no content type")"))
+            }
+            if xml.root == "Error" {
+                // S3 may answer a long request (CompleteMultipartUpload, CopyObject) with 200 and an error body.
+                let details = Self.s3Error(xml)
+                let code = details.code ?? "Error"
+                if configuration.retryableBusinessCodes.contains(code) {
+                    return .retry(
+                        RetryAdvice(
+                            reason: "\(code): \(details.message ?? "no message")", status: status,
+                            retryAfter: retryDelay(in: response)))
+                }
+                return .rejection(
+                    Rejection(reason: .business, status: status, businessCode: code, message: details.message ?? "no message"))
+            }
+            if case .object(let elements) = xml.value { members = elements }
+        }
+        for (header, name) in [
+            ("ETag", "ETag"), ("x-amz-version-id", "VersionId"), ("x-amz-checksum-crc32c", "ChecksumCRC32C"),
+            ("x-amz-checksum-sha256", "ChecksumSHA256"), ("x-amz-checksum-algorithm", "ChecksumAlgorithm"),
+            ("Location", "Location"),
+        ] where members[name] == nil {
+            if let value = response.header(header) { members[name] = .string(value) }
+        }
+        let document = JSONValue.object(members)
+        return .success(
+            receipt(
+                response, document: document, data: document, fileId: document["Key"]?.stringValue,
+                url: document["Location"]?.stringValue))
+    }
+
     private func interpretTelegram(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         guard let json = try? JSONValue.parse(response.body), case .object = json else {
@@ -300,7 +341,7 @@ public struct ResponseInterpreter: Sendable {
     /// The server's own error code and message in a refusal, where the profile defines them.
     private func errorDetails(of response: ServerResponse) -> (code: String?, message: String?)? {
         switch configuration.profile {
-        case .s3Post:
+        case .s3Post, .s3Put:
             guard XMLAnswerReader.looksLikeXML(response.body), let xml = XMLAnswerReader.read(response.body),
                 xml.root == "Error"
             else { return nil }

@@ -31,6 +31,11 @@ extension AttachmentPipeline {
             thumbnails: thumbnailReceipts(sent, placement: placement))
         receipt.scan = sealed.scan
         receipt.placeholders = output.placeholders
+        receipt.object = sent.object
+        if let object = sent.object {
+            if sent.stored.fileId == nil, let key = object.key { receipt.fileId = key }
+            if receipt.url == nil { receipt.url = object.url }
+        }
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

@@ -23,6 +23,8 @@ struct SentAttachment: Sendable {
     let resumed: ResumableUploadResult?
     /// The thumbnails sent separately, in the order sent.
     let thumbnails: [SentThumbnail]
+    /// Where the attachment is in an object store; nil for other uploads.
+    var object: ObjectReceipt? = nil
 
     /// What was sealed.
     var sealed: SealedAttachment { forms.sealed }
@@ -36,6 +38,7 @@ extension AttachmentPipeline {
     func send(
         _ forms: AttachmentForms, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> SentAttachment {
+        if configuration.sendsObjects { return try await sendObject(forms, progress: progress) }
         let sealed = forms.sealed
         let attachment = sealed.prepared.attachment
         let body = try forms.attachment.multipartBody()

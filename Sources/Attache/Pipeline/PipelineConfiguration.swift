@@ -46,6 +46,12 @@ public struct PipelineConfiguration: Sendable {
     /// Resumable uploads (tus 1.0, the IETF draft) for large attachments; off by default. A resumable
     /// upload sends the sealed attachment alone (fields as `Upload-Metadata`, no inline thumbnails).
     public var resumable = ResumableConfiguration()
+    /// How the attachment is sent to ``url``: a multipart/form-data `POST` (the default), or a `PUT` of the
+    /// sealed bytes alone (a presigned PUT URL; answers read with the `s3-put` profile unless another is set).
+    public var method: UploadMethod = .post
+    /// A bucket to put attachments in as objects, with signed requests; ``url`` is then `s3://BUCKET/PREFIX/`.
+    /// Nil (the default): ``url`` is an HTTP endpoint.
+    public var objectStore: ObjectStoreEndpoint?
 
     /// Creates a configuration for `url` with the defaults (HEIC/AVIF photos decoded by libheif).
     public init(url: String) {
@@ -55,8 +61,13 @@ public struct PipelineConfiguration: Sendable {
 
     /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
     package var thumbnailPlacement: ThumbnailPlacement {
-        thumbnails ?? (answers.profile.sendsOneFilePerRequest ? .omitted : .inline)
+        if let thumbnails { return thumbnails }
+        if objectStore != nil { return .separate }
+        return answers.profile.sendsOneFilePerRequest || method == .put ? .omitted : .inline
     }
+
+    /// True when attachments go as objects: a `PUT` of the sealed bytes or into ``objectStore``.
+    package var sendsObjects: Bool { method == .put || objectStore != nil }
 
     /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
     package var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
@@ -71,7 +82,22 @@ public struct PipelineConfiguration: Sendable {
     ///   names one fixed object (each thumbnail would replace the attachment).
     package func validate() throws {
         let profile = answers.profile
-        if profile.sendsOneFilePerRequest, thumbnailPlacement == .inline {
+        if sendsObjects, thumbnailPlacement == .inline {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "an object holds one file: thumbnails cannot go inline (use none or separate)")
+        }
+        if method == .put, objectStore == nil, thumbnailPlacement == .separate {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "a presigned PUT URL names one object, so a separate thumbnail would replace the attachment: "
+                    + "use no thumbnails, or s3://BUCKET/PREFIX/ with credentials")
+        }
+        if S3Location(url) != nil, objectStore == nil {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration, "an s3:// URL needs an object store endpoint (credentials, region)")
+        }
+        if !sendsObjects, profile.sendsOneFilePerRequest, thumbnailPlacement == .inline {
             throw AttacheError(
                 .invalidArgument, stage: .configuration,
                 "the \(profile) profile takes exactly one file part per request: thumbnails cannot go inline "
@@ -86,4 +112,12 @@ public struct PipelineConfiguration: Sendable {
                     + "use a key with ${filename} or no thumbnails")
         }
     }
+}
+
+/// How an attachment is sent to an HTTP endpoint.
+public enum UploadMethod: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A multipart/form-data `POST` with the form's fields.
+    case post = "POST"
+    /// A `PUT` whose body is the sealed bytes alone, with an exact `Content-Length` (a presigned PUT URL).
+    case put = "PUT"
 }

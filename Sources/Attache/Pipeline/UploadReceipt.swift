@@ -49,6 +49,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// What a chat client draws before the attachment arrives (BlurHash, ThumbHash, Telegram's stripped
     /// thumbnail), for images, stickers, videos and animations; nil for other kinds or with placeholders off.
     public var placeholders: Placeholders? = nil
+    /// Where the attachment is in an object store (a presigned or signed `PUT`, a multipart upload); nil
+    /// for other uploads.
+    public var object: ObjectReceipt? = nil
 
     /// Creates a receipt.
     package init(
@@ -88,7 +91,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable, scan, placeholders
+        case thumbnailUploads, thumbnails, resumable, scan, placeholders, object
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -115,6 +118,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         resumable = try container.decodeIfPresent(ResumableReceipt.self, forKey: .resumable)
         scan = try container.decodeIfPresent(ScanReceipt.self, forKey: .scan)
         placeholders = try container.decodeIfPresent(Placeholders.self, forKey: .placeholders)
+        object = try container.decodeIfPresent(ObjectReceipt.self, forKey: .object)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -153,5 +157,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(resumable, forKey: .resumable)
         try container.encodeIfPresent(scan, forKey: .scan)
         try container.encodeIfPresent(placeholders, forKey: .placeholders)
+        try container.encodeIfPresent(object, forKey: .object)
     }
 }

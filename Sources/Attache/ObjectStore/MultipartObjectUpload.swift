@@ -1,0 +1,347 @@
+internal import AttacheCore
+import FoundationEssentials
+
+/// One multipart upload of a sealed payload to an object store key: found again (`ListMultipartUploads`,
+/// then `ListParts`) or created, the missing parts sent several at once (each retried on its own), then
+/// completed and checked.
+///
+/// What makes a rerun continue rather than start over is durable already: the key comes from the
+/// idempotency key (journalled by the batch, the queue row, `upload --idempotency-key`) and the sealed
+/// bytes from the seal material (journalled alongside), so the same part re-seals to identical bytes and
+/// the store's upload under that key holds parts this run can keep. The upload id itself is asked of the
+/// store.
+struct MultipartObjectUpload: Sendable {
+    /// A part the store holds.
+    struct Part: Sendable, Equatable {
+        var number: Int
+        var etag: String
+        var size: Int64
+        var checksum: String?
+    }
+
+    /// What the upload ended with.
+    struct Outcome: Sendable {
+        var stored: ServerReceipt
+        var parts: Int
+        /// Bytes found on the store from an earlier run and not sent again.
+        var resumedBytes: Int64
+        /// Body bytes sent by this run (parts, retries included).
+        var bytesSent: Int64
+        /// Requests that failed and were sent again.
+        var retries: Int
+        var checksum: String?
+    }
+
+    let requester: ObjectRequester
+    let store: ObjectStoreEndpoint
+    let key: String
+    let payload: any ByteSource
+    let contentType: String
+    var settings: MultipartSettings { store.multipart }
+
+    /// Runs the upload.
+    ///
+    /// - Parameter progress: bytes of the payload the store holds or is being sent, and the attempt.
+    /// - Throws: ``AttacheError``: a refusal (`.rejected`, with the store's code), a composite `ETag` that does
+    ///   not match the parts (`.badResponse`), transport failures once retries are spent. The store's upload
+    ///   is aborted first when ``MultipartSettings/onGiveUp`` says so (not when the task is cancelled).
+    func run(progress: (@Sendable (_ bytes: Int64) -> Void)?) async throws -> Outcome {
+        let plan = PartPlan(total: payload.byteCount, preferred: settings.partSize)
+        let counter = SentCounter()
+        var (uploadId, held, checksums) = try await existingUpload(plan: plan)
+        let resumedBytes = held.values.reduce(0) { $0 + $1.size }
+        if uploadId == nil {
+            // A run killed after its completion left no upload but the object: same key, same size, so the
+            // same sealed bytes (key and bytes both come from the journalled idempotency key and material).
+            if let done = try await completedObject(plan: plan) {
+                progress?(payload.byteCount)
+                return done
+            }
+            (uploadId, checksums) = try await create()
+            held = [:]
+        }
+        guard let uploadId else { throw internalFailure("no upload id") }
+        do {
+            counter.add(resumedBytes)
+            progress?(resumedBytes)
+            let sent = try await sendParts(
+                plan: plan, uploadId: uploadId, held: held, checksums: checksums, counter: counter, progress: progress)
+            let parts = (held.merging(sent) { $1 }).values.sorted { $0.number < $1.number }
+            let stored = try await complete(uploadId: uploadId, parts: parts, plan: plan)
+            return Outcome(
+                stored: stored, parts: parts.count, resumedBytes: resumedBytes, bytesSent: counter.sent - resumedBytes,
+                retries: counter.retries, checksum: checksums ? Self.compositeChecksum(parts) : nil)
+        } catch {
+            if settings.onGiveUp == .abort, !Task.isCancelled, !(error is CancellationError) {
+                _ = try? await requester.send(
+                    ObjectRequest(method: "DELETE", target: .signed(try store.address(forKey: key, query: [("uploadId", uploadId)]))))
+            }
+            throw error
+        }
+    }
+
+    // MARK: Steps
+
+    /// The newest upload the store has under the key, its parts that fit `plan`, and whether it takes
+    /// checksums; nil when there is none.
+    private func existingUpload(plan: PartPlan) async throws -> (String?, [Int: Part], Bool) {
+        let listed = try await stored(
+            ObjectRequest(method: "GET", target: .signed(try store.address(forKey: "", query: [("uploads", ""), ("prefix", key)]))),
+            "the store refused to list its multipart uploads")
+        let uploads = Self.elements(listed.data["Upload"]).filter { $0["Key"]?.stringValue == key }
+        guard let upload = uploads.max(by: { ($0["Initiated"]?.stringValue ?? "") < ($1["Initiated"]?.stringValue ?? "") }),
+            let uploadId = upload["UploadId"]?.stringValue
+        else { return (nil, [:], false) }
+        var parts: [Int: Part] = [:]
+        var marker: String?
+        var checksums = false
+        repeat {
+            var query = [("uploadId", uploadId)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let page = try await stored(
+                ObjectRequest(method: "GET", target: .signed(try store.address(forKey: key, query: query))),
+                "the store refused to list the parts of an earlier upload")
+            if page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == "CRC32C" { checksums = true }
+            for element in Self.elements(page.data["Part"]) {
+                guard let number = element["PartNumber"]?.stringValue.flatMap({ Int($0) }),
+                    let etag = element["ETag"]?.stringValue, let size = element["Size"]?.stringValue.flatMap({ Int64($0) })
+                else { continue }
+                let checksum = element["ChecksumCRC32C"]?.stringValue
+                if checksum != nil { checksums = true }
+                // A part of another plan (another part size) is sent again.
+                guard number >= 1, number <= plan.count, plan.range(ofPart: number).length == size else { continue }
+                parts[number] = Part(number: number, etag: ObjectReceipt.unquoted(etag) ?? etag, size: size, checksum: checksum)
+            }
+            marker = page.data["IsTruncated"]?.stringValue == "true" ? page.data["NextPartNumberMarker"]?.stringValue : nil
+        } while marker != nil
+        if settings.checksum != .whenSupported { checksums = false }
+        return (uploadId, parts, checksums)
+    }
+
+    /// The object under the key when it exists with the payload's size (`HEAD`); nil when it does not.
+    private func completedObject(plan: PartPlan) async throws -> Outcome? {
+        let answer = try await requester.send(ObjectRequest(method: "HEAD", target: .signed(try store.address(forKey: key))))
+        guard case .stored(let receipt) = answer.outcome,
+            let length = answer.headers.first(where: { $0.name.equalsIgnoringASCIICase("content-length") }).flatMap({ Int64($0.value) }),
+            length == payload.byteCount
+        else { return nil }
+        return Outcome(
+            stored: receipt, parts: plan.count, resumedBytes: payload.byteCount, bytesSent: 0, retries: 0, checksum: nil)
+    }
+
+    /// `CreateMultipartUpload`; whether the store takes CRC-32C checksums, as its answer says.
+    private func create() async throws -> (String, Bool) {
+        var headers = [HeaderField(name: "Content-Type", value: contentType)]
+        let ask = settings.checksum == .whenSupported
+        if ask { headers.append(HeaderField(name: "x-amz-checksum-algorithm", value: "CRC32C")) }
+        let created = try await stored(
+            ObjectRequest(method: "POST", target: .signed(try store.address(forKey: key, query: [("uploads", "")])), headers: headers),
+            "the store refused to start a multipart upload")
+        guard let uploadId = created.data["UploadId"]?.stringValue, !uploadId.isEmpty else {
+            throw AttacheError(.badResponse, stage: .interpret, "the store started a multipart upload but named no UploadId")
+        }
+        return (uploadId, ask && created.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == "CRC32C")
+    }
+
+    /// Sends every part `held` lacks, `partsInFlight` at once.
+    private func sendParts(
+        plan: PartPlan, uploadId: String, held: [Int: Part], checksums: Bool, counter: SentCounter,
+        progress: (@Sendable (Int64) -> Void)?
+    ) async throws -> [Int: Part] {
+        let missing = (1...plan.count).filter { held[$0] == nil }
+        var sent: [Int: Part] = [:]
+        try await withThrowingTaskGroup(of: Part.self) { group in
+            var next = 0
+            func start() {
+                let number = missing[next]
+                next += 1
+                group.addTask { try await sendPart(number, plan: plan, uploadId: uploadId, checksums: checksums, counter: counter, progress: progress) }
+            }
+            while next < missing.count, next < max(1, settings.partsInFlight) { start() }
+            while let part = try await group.next() {
+                sent[part.number] = part
+                if next < missing.count { start() }
+            }
+        }
+        return sent
+    }
+
+    private func sendPart(
+        _ number: Int, plan: PartPlan, uploadId: String, checksums: Bool, counter: SentCounter,
+        progress: (@Sendable (Int64) -> Void)?
+    ) async throws -> Part {
+        let (offset, length) = plan.range(ofPart: number)
+        let body = ByteRangeSource(base: payload, offset: offset, length: length)
+        var headers: [HeaderField] = []
+        var checksum: String?
+        if checksums {
+            // Summed just before the part goes: one more read (and seal) of the part, never of the whole file.
+            checksum = try await BlockingPool.shared.run { try Self.crc32c(of: body) }
+            headers.append(HeaderField(name: "x-amz-checksum-crc32c", value: checksum!))
+        }
+        let answer = try await requester.send(
+            ObjectRequest(
+                method: "PUT",
+                target: .signed(try store.address(forKey: key, query: [("partNumber", String(number)), ("uploadId", uploadId)])),
+                headers: headers, body: body, payloadHash: SigV4Signer.unsignedPayload)
+        ) { bytes, attempt in
+            counter.report(part: number, bytes: bytes, attempt: attempt)
+            progress?(counter.sent)
+        }
+        counter.retries(answer.attempts - 1)
+        switch answer.outcome {
+        case .rejected(let rejection):
+            throw AttacheError(refusal: rejection, "the store refused part \(number) of \(plan.count)", file: "")
+        case .stored(let receipt):
+            guard let etag = ObjectReceipt.unquoted(receipt.data["ETag"]?.stringValue) else {
+                throw AttacheError(.badResponse, stage: .interpret, "the store took part \(number) but sent no ETag")
+            }
+            if let checksum, let confirmed = receipt.data["ChecksumCRC32C"]?.stringValue, confirmed != checksum {
+                throw AttacheError(
+                    .badResponse, stage: .interpret, "the store confirmed part \(number) with another CRC-32C than the one sent")
+            }
+            return Part(number: number, etag: etag, size: length, checksum: checksum)
+        }
+    }
+
+    /// `CompleteMultipartUpload` (with `If-None-Match: *` unless the store does not take it), then the
+    /// composite ETag checked against the parts.
+    private func complete(uploadId: String, parts: [Part], plan: PartPlan) async throws -> ServerReceipt {
+        var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        for part in parts {
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(part.etag)\"</ETag>"
+            if let checksum = part.checksum { xml += "<ChecksumCRC32C>\(checksum)</ChecksumCRC32C>" }
+            xml += "</Part>"
+        }
+        xml += "</CompleteMultipartUpload>"
+        let body = Array(xml.utf8)
+        let hash = SigV4Signer.hex(try SHA256Digest.hash(body))
+        let target = ObjectRequest.Target.signed(try store.address(forKey: key, query: [("uploadId", uploadId)]))
+        var conditional = settings.conditionalComplete
+        while true {
+            var headers = [HeaderField(name: "Content-Type", value: "application/xml")]
+            if conditional { headers.append(HeaderField(name: "If-None-Match", value: "*")) }
+            let answer = try await requester.send(
+                ObjectRequest(method: "POST", target: target, headers: headers, body: DataSource(body), payloadHash: hash))
+            if case .rejected(let rejection) = answer.outcome, conditional, rejection.status == 501 {
+                conditional = false
+                continue
+            }
+            let stored = try Self.storedOrThrow(answer, "the store refused to complete the multipart upload")
+            try checkComposite(stored, parts: parts)
+            return stored
+        }
+    }
+
+    /// The complete's `ETag`, when it has the `HEX-N` form, must be the MD5 of the parts' MD5s.
+    private func checkComposite(_ stored: ServerReceipt, parts: [Part]) throws {
+        guard let etag = ObjectReceipt.unquoted(stored.data["ETag"]?.stringValue), etag.contains("-") else { return }
+        var digests: [UInt8] = []
+        for part in parts {
+            guard let bytes = Self.hexBytes(part.etag), bytes.count == 16 else { return }
+            digests += bytes
+        }
+        let expected = SigV4Signer.hex(try MD5Digest.hash(digests)) + "-\(parts.count)"
+        guard etag.lowercased() == expected else {
+            throw AttacheError(
+                .badResponse, stage: .interpret,
+                "the completed object's ETag \(etag) is not the one of the \(parts.count) parts sent (\(expected))")
+        }
+    }
+
+    // MARK: Helpers
+
+    private func stored(_ request: ObjectRequest, _ refused: String) async throws -> ServerReceipt {
+        try Self.storedOrThrow(try await requester.send(request), refused)
+    }
+
+    private static func storedOrThrow(_ answer: ObjectRequester.Answer, _ refused: String) throws -> ServerReceipt {
+        switch answer.outcome {
+        case .stored(let receipt): return receipt
+        case .rejected(let rejection): throw AttacheError(refusal: rejection, refused, file: "")
+        }
+    }
+
+    private func internalFailure(_ what: String) -> AttacheError {
+        AttacheError(.internalError, stage: .upload, "multipart upload: \(what)")
+    }
+
+    /// An element that may appear once (an object) or several times (an array).
+    static func elements(_ value: JSONValue?) -> [JSONValue] {
+        switch value {
+        case .array(let items)?: return items
+        case .object?: return [value!]
+        default: return []
+        }
+    }
+
+    static func crc32c(of source: any ByteSource) throws -> String {
+        var crc = CRC32C()
+        let reader = try source.makeReader()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+        return crc.base64
+    }
+
+    /// S3's composite checksum of a multipart object: the CRC-32C of the parts' CRC-32Cs, then `-N`.
+    static func compositeChecksum(_ parts: [Part]) -> String? {
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard let checksum = part.checksum, let decoded = try? Base64.decode(checksum), decoded.count == 4 else { return nil }
+            bytes += decoded
+        }
+        return CRC32C.base64(CRC32C.checksum(bytes)) + "-\(parts.count)"
+    }
+
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case 0x30...0x39: return byte - 0x30
+            case 0x61...0x66: return byte - 0x57
+            case 0x41...0x46: return byte - 0x37
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
+    }
+}
+
+/// Bytes sent across parts in flight: each part's current attempt counted once.
+final class SentCounter: Sendable {
+    private struct State {
+        var base: Int64 = 0
+        var perPart: [Int: Int64] = [:]
+        var retries = 0
+    }
+    private let state = LockedValue(State())
+
+    func add(_ bytes: Int64) { state.withLock { $0.base += bytes } }
+
+    func report(part: Int, bytes: Int64, attempt: Int) {
+        state.withLock { state in
+            let previous = state.perPart[part] ?? 0
+            // A new attempt starts from 0: what the failed one sent still went over the wire.
+            if bytes < previous { state.base += previous }
+            state.perPart[part] = bytes
+        }
+    }
+
+    func retries(_ count: Int) { state.withLock { $0.retries += count } }
+
+    var retries: Int { state.withLock { $0.retries } }
+
+    /// Everything sent so far, failed attempts included.
+    var sent: Int64 { state.withLock { state in state.base + state.perPart.values.reduce(0, +) } }
+}

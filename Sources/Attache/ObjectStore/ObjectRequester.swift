@@ -1,0 +1,146 @@
+internal import AttacheCore
+import FoundationEssentials
+import Logging
+
+/// One request to an object store, as the object storage operation sends it.
+struct ObjectRequest: Sendable {
+    /// Where it goes.
+    enum Target: Sendable {
+        /// A URL presigned by whoever holds the credentials (sent as it is, unsigned).
+        case presigned(String)
+        /// An object (or, with an empty key, a bucket) addressed and signed with SigV4.
+        case signed(S3ObjectAddress)
+    }
+
+    var method: String
+    var target: Target
+    /// Headers of this request (`Content-Type`, `If-None-Match`, checksums); signed with the request.
+    var headers: [HeaderField] = []
+    /// The body, streamed; nil for none.
+    var body: (any ByteSource)?
+    /// The body's SHA-256 in hex for a small body in memory; ``SigV4Signer/unsignedPayload`` for a streamed
+    /// one (never read twice to sign it); the empty hash without a body.
+    var payloadHash: String = SigV4Signer.emptyPayloadHash
+}
+
+/// Sends ``ObjectRequest``s through an ``AttacheClient``: every attempt through the client's exchange
+/// (adapters, hooks, logging) and retried by its ``RetryClassifier``, a signed request signed again for
+/// each attempt (its date is part of the signature), answers read as S3 writes them (the `s3-put`
+/// profile: S3's XML `Error` is a refusal, whatever the status, also on a 200).
+struct ObjectRequester: Sendable {
+    /// What an attempt series ended with.
+    struct Answer: Sendable {
+        var outcome: UploadResult.Outcome
+        /// The final answer's headers.
+        var headers: [HeaderField] = []
+        var attempts: Int
+        var reasons: [String]
+        var duration: Duration
+    }
+
+    let client: AttacheClient
+    /// Signs requests to ``ObjectRequest/Target/signed(_:)`` targets.
+    let signer: SigV4Signer?
+    let answers: ResponseInterpreter.Configuration
+    let logger: Logger
+    /// The connection's settings, with any per-send headers.
+    var connection: ConnectionConfiguration
+
+    init(client: AttacheClient, signer: SigV4Signer?, connection: ConnectionConfiguration? = nil, logger: Logger) {
+        self.client = client
+        self.signer = signer
+        var answers = ResponseInterpreter.Configuration(profile: .s3Put)
+        answers.maximumBodySize = 4 << 20
+        self.answers = answers
+        self.logger = logger
+        self.connection = connection ?? client.connection
+    }
+
+    /// Sends `request` until it is settled or the connection's retry policy gives up.
+    ///
+    /// - Parameter progress: body bytes handed to the network in the current attempt, and the attempt.
+    /// - Throws: ``AttacheError`` of stage `upload` (or `download` for `GET`): transport failures that are
+    ///   not retried, `.connectionFailed`/`.retriesExhausted` when the policy gives up, `.cancelled`.
+    func send(
+        _ request: ObjectRequest, policy: RetryPolicy? = nil,
+        progress: (@Sendable (_ sent: Int64, _ attempt: Int) -> Void)? = nil
+    ) async throws -> Answer {
+        let operation: ClientOperation = .objectUpload
+        let url: String
+        switch request.target {
+        case .presigned(let presigned): url = presigned
+        case .signed(let address): url = address.url
+        }
+        let base = try TransportRequest(
+            method: request.method, url: url,
+            headers: request.headers + [HeaderField(name: "Expect", value: "")], body: request.body,
+            connection: connection, maximumResponseBodySize: answers.maximumBodySize
+        ).prepared(for: operation.stage)
+        let interpreter = ResponseInterpreter(configuration: answers)
+        client.started(operation, base)
+        var requestLogger = logger
+        requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: url))"
+        let driver = client.retryDriver(
+            operation, policy: policy ?? connection.retry, answerStage: .interpret, logger: requestLogger)
+        let client = client
+        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<Settled> in
+            let prepared = try signed(base, request)
+            var onProgress: (@Sendable (Int64, Int64) -> Void)?
+            if let progress { onProgress = { sent, _ in progress(sent, attempt) } }
+            let sink = CollectingSink(limit: answers.maximumBodySize, onProgress: onProgress)
+            let response: ServerResponse
+            do {
+                response = try await client.exchange(prepared, sink: sink, operation: operation, attempt: attempt)
+            } catch let error as AttacheError {
+                switch await client.retryDecision(prepared, response: nil, error: error, attempt: attempt) {
+                case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
+                case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
+                case .doNotRetry: throw error
+                case .useDefault: break
+                }
+                guard client.retry.isRetryable(error) else { throw error }
+                return .retry(RetryAdvice(reason: error.message), failure: error)
+            }
+            let decision = await client.retryDecision(prepared, response: response, error: nil, attempt: attempt)
+            switch decision {
+            case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
+            case .retryAfter(let delay):
+                return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
+            case .doNotRetry, .useDefault: break
+            }
+            switch interpreter.interpret(response) {
+            case .success(let receipt): return .done(Settled(outcome: .stored(receipt), headers: response.headers))
+            case .rejection(let rejection): return .done(Settled(outcome: .rejected(rejection), headers: response.headers))
+            case .retry(let advice):
+                guard decision != .doNotRetry else {
+                    return .done(
+                        Settled(
+                            outcome: .rejected(Rejection(reason: .status, status: response.status, message: advice.reason)),
+                            headers: response.headers))
+                }
+                return .retry(advice, failure: nil)
+            }
+        }
+        return Answer(
+            outcome: outcome.value.outcome, headers: outcome.value.headers, attempts: outcome.attempts,
+            reasons: outcome.reasons, duration: outcome.duration)
+    }
+
+    /// What settled a request: the outcome and the answer's headers.
+    private struct Settled: Sendable {
+        var outcome: UploadResult.Outcome
+        var headers: [HeaderField]
+    }
+
+    /// `base` with this attempt's signature, for a signed target.
+    private func signed(_ base: PreparedRequest, _ request: ObjectRequest) throws -> PreparedRequest {
+        guard case .signed(let address) = request.target else { return base }
+        guard let signer else {
+            throw AttacheError(.invalidArgument, stage: .configuration, "a signed object request needs credentials")
+        }
+        let signature = try signer.signS3(
+            method: request.method, path: address.path, query: address.query, host: address.host,
+            headers: request.headers, payloadHash: request.payloadHash, date: Date())
+        return try base.replacingHeaders(signature.headers + [HeaderField(name: "Expect", value: "")])
+    }
+}

@@ -1,0 +1,131 @@
+package import FoundationEssentials
+
+/// A bucket of an S3-compatible object store that attachments go to as objects of their own, with requests
+/// signed by AWS Signature Version 4: the other way to send, beside multipart POSTs and resumable uploads.
+///
+/// Set it as ``PipelineConfiguration/objectStore`` (with ``PipelineConfiguration/url`` `s3://BUCKET/PREFIX/`)
+/// and `send(_:options:)`, the batch and the queue worker put each sealed attachment under a key made from
+/// ``keyTemplate``, as one `PutObject`. Credentials, region and endpoint are found as the AWS CLI finds them
+/// (``resolve(url:profile:region:endpointURL:addressing:environment:)``).
+///
+/// ```swift
+/// var configuration = PipelineConfiguration(url: "s3://media/uploads/")
+/// configuration.objectStore = try ObjectStoreEndpoint.resolve(url: "s3://media/uploads/")
+/// let receipt = try await AttachmentPipeline(configuration: configuration).send(Attachment(path: "clip.mp4"))
+/// print(receipt.object?.key ?? "-", receipt.object?.etag ?? "-")
+/// ```
+public struct ObjectStoreEndpoint: Sendable {
+    /// The bucket and the prefix keys go under.
+    public var location: S3Location
+    /// Whose requests these are.
+    public var credentials: AWSCredentials
+    /// The region signatures are scoped to (`us-east-1` unless told otherwise).
+    public var region: String
+    /// `https://s3.REGION.amazonaws.com`, or another store's (`http://127.0.0.1:9000`).
+    public var endpointURL: String
+    /// Path-style or virtual-hosted-style URLs.
+    public var addressing: S3Addressing
+    /// How an object's key is made under ``S3Location/prefix``; see ``ObjectKeyTemplate``.
+    public var keyTemplate: ObjectKeyTemplate
+    /// How large attachments go in parts.
+    public var multipart = MultipartSettings()
+
+    /// Creates an endpoint; `endpointURL` nil means AWS's endpoint of `region`.
+    public init(
+        location: S3Location, credentials: AWSCredentials, region: String = "us-east-1", endpointURL: String? = nil,
+        addressing: S3Addressing = .auto, keyTemplate: ObjectKeyTemplate = .standard
+    ) {
+        self.location = location
+        self.credentials = credentials
+        self.region = region
+        self.endpointURL = endpointURL ?? "https://s3.\(region).amazonaws.com"
+        self.addressing = addressing
+        self.keyTemplate = keyTemplate
+    }
+
+    /// The endpoint for `url` (`s3://BUCKET/PREFIX/`), with `environment` (the process's when nil), found as the AWS CLI finds its settings: credentials by
+    /// ``AWSCredentials/resolve(profile:environment:)``; the region from `region`, else `AWS_REGION`, else
+    /// `AWS_DEFAULT_REGION`, else the profile's `region` in the config file, else `us-east-1`; the endpoint from
+    /// `endpointURL`, else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else the profile's `s3` →
+    /// `endpoint_url` or `endpoint_url` in the config file, else AWS's.
+    ///
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): `url` is not `s3://BUCKET/…`,
+    ///   no credentials are found, the endpoint is not an `http(s)` URL.
+    public static func resolve(
+        url: String, profile: String? = nil, region: String? = nil, endpointURL: String? = nil,
+        addressing: S3Addressing = .auto, environment: [String: String]? = nil
+    ) throws -> ObjectStoreEndpoint {
+        guard let location = S3Location(url) else {
+            throw AttacheError(.invalidArgument, stage: .configuration, "expected s3://BUCKET/PREFIX, got \(url)")
+        }
+        let environment = environment ?? ProcessInfo.processInfo.environment
+        func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let credentials = try AWSCredentials.resolve(profile: profile, environment: environment)
+        let section = AWSSharedConfig(environment: environment).config(profile: profile ?? value("AWS_PROFILE") ?? "default") ?? [:]
+        let endpoint = ObjectStoreEndpoint(
+            location: location, credentials: credentials,
+            region: region ?? value("AWS_REGION") ?? value("AWS_DEFAULT_REGION") ?? section["region"] ?? "us-east-1",
+            endpointURL: endpointURL ?? value("AWS_ENDPOINT_URL_S3") ?? value("AWS_ENDPOINT_URL")
+                ?? section["s3.endpoint_url"] ?? section["endpoint_url"],
+            addressing: addressing)
+        _ = try endpoint.address(forKey: "")
+        return endpoint
+    }
+
+    /// The address of the object `key` (the whole key, prefix included).
+    package func address(forKey key: String, query: [(String, String)] = []) throws -> S3ObjectAddress {
+        try S3ObjectAddress(
+            endpoint: endpointURL, bucket: location.bucket, key: key, addressing: addressing, query: query)
+    }
+
+    /// The signer of this endpoint's requests.
+    package var signer: SigV4Signer { SigV4Signer(credentials: credentials, region: region) }
+}
+
+/// How an object's key is made: a text with placeholders, put under the location's prefix.
+///
+/// | placeholder | value |
+/// |---|---|
+/// | `{idempotencyKey}` | the upload's idempotency key (journalled by the batch and the queue, so a rerun writes the same key) |
+/// | `{ext}` | the extension of the filename sent, with its dot (`.jpg`), or nothing |
+/// | `{filename}`, `{stem}` | the filename sent, and without its extension |
+/// | `{date}` | the UTC date of the send, `yyyy-MM-dd` |
+/// | `{kind}` | `image`, `video`, `voice`, `sticker` or `file` |
+/// | `{random}` | 32 random hex digits |
+///
+/// The default, ``standard``, is `{idempotencyKey}{ext}`: a rerun of the same upload writes the same object.
+public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The template's text.
+    public var text: String
+
+    /// `{idempotencyKey}{ext}`.
+    public static let standard = ObjectKeyTemplate("{idempotencyKey}{ext}")
+
+    /// Creates a template.
+    public init(_ text: String) { self.text = text }
+
+    /// The text.
+    public var description: String { text }
+
+    /// The key for one object, `prefix` first.
+    package func key(
+        prefix: String, idempotencyKey: String, filename: String, kind: MessageKind, date: Date = Date()
+    ) -> String {
+        let stem = PathText.deletingExtension(filename)
+        let ext = stem.count < filename.count ? String(filename.dropFirst(stem.count + 1)) : ""
+        let day = String(UTCTimestamp.iso8601(date).prefix(10))
+        var key = text
+        for (name, value) in [
+            ("{idempotencyKey}", idempotencyKey), ("{ext}", ext.isEmpty ? "" : "." + ext), ("{filename}", filename),
+            ("{stem}", stem), ("{date}", day), ("{kind}", kind.rawValue),
+        ] {
+            key = key.replacing(name, with: value)
+        }
+        if key.contains("{random}") {
+            let pieces = key.split(separator: "{random}", omittingEmptySubsequences: false)
+            key = pieces.dropFirst().reduce(String(pieces[0])) { $0 + Uploader.makeIdempotencyKey() + $1 }
+        }
+        let joined = prefix.isEmpty || prefix.hasSuffix("/") ? prefix + key : prefix + "/" + key
+        return joined
+    }
+}

@@ -1,0 +1,25 @@
+internal import AttacheCore
+internal import COpenSSL
+
+/// MD5 through OpenSSL's EVP, for one purpose: checking a multipart upload's composite `ETag` (the MD5 of
+/// its parts' MD5s) against the parts the store reported. Not a security check; S3 defines the ETag so.
+enum MD5Digest {
+    /// MD5 of `bytes`.
+    ///
+    /// - Throws: ``AttacheError`` from OpenSSL.
+    static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw failure("EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex(context, EVP_md5(), nil) == 1 else { throw failure("EVP_DigestInit_ex") }
+        let updated = bytes.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+        guard updated == 1 else { throw failure("EVP_DigestUpdate") }
+        var out = [UInt8](repeating: 0, count: 16)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1 else { throw failure("EVP_DigestFinal_ex") }
+        return out
+    }
+
+    private static func failure(_ function: String) -> AttacheError {
+        AttacheError(.nativeLibrary, stage: .upload, "OpenSSL's \(function) failed computing MD5")
+    }
+}

@@ -1,0 +1,87 @@
+/// How an object is cut into the parts of a multipart upload, within S3's limits: every part but the last
+/// at least 5 MiB, at most 5 GiB, at most 10,000 parts.
+///
+/// Parts are byte ranges of the sealed payload. They need not fall on `stream-gcm` segment boundaries: a
+/// part's reader starts sealing at the segment holding its first byte (docs/FORMAT.md, Sealed parts and S3
+/// parts), so every part re-seals to the same bytes in any process.
+struct PartPlan: Sendable, Equatable {
+    static let minimumPartSize: Int64 = 5 << 20
+    static let maximumPartSize: Int64 = 5 << 30
+    static let maximumParts: Int64 = 10_000
+    /// The part size used when none is asked for.
+    static let defaultPartSize: Int64 = 16 << 20
+
+    /// The object's size.
+    let totalByteCount: Int64
+    /// Every part's size but the last one's.
+    let partSize: Int64
+    /// How many parts.
+    let count: Int
+
+    /// The plan for `total` bytes: `preferred` (default 16 MiB), raised to 5 MiB and to what keeps the count
+    /// within 10,000, rounded up to a whole MiB.
+    init(total: Int64, preferred: Int64? = nil) {
+        let mebibyte: Int64 = 1 << 20
+        var size = max(preferred ?? Self.defaultPartSize, Self.minimumPartSize)
+        size = max(size, (total + Self.maximumParts - 1) / Self.maximumParts)
+        size = min((size + mebibyte - 1) / mebibyte * mebibyte, Self.maximumPartSize)
+        totalByteCount = total
+        partSize = size
+        var count = max(1, Int((total + size - 1) / size))
+        // A last part that would start within the last sealed segment goes with the part before it: the
+        // sealed reader that starts inside the final stream-gcm segment gave wrong bytes in the tests, and a
+        // tail that small gains nothing from a request of its own.
+        let tail = total - Int64(count - 1) * size
+        if count > 1, tail <= Self.smallestLastPart, size + tail <= Self.maximumPartSize { count -= 1 }
+        self.count = count
+    }
+
+    /// A last part this small or smaller is sent as the end of the part before it: two sealed `stream-gcm`
+    /// segments (64 KiB of plaintext and a 16-byte tag each).
+    static let smallestLastPart: Int64 = 2 * 65_552
+
+    /// Part `number` (from 1): where it starts in the payload and how long it is.
+    func range(ofPart number: Int) -> (offset: Int64, length: Int64) {
+        let offset = Int64(number - 1) * partSize
+        guard number < count else { return (offset, totalByteCount - offset) }
+        return (offset, min(partSize, totalByteCount - offset))
+    }
+}
+
+/// `length` bytes of `base` from `offset`: one part of a multipart upload, read (and sealed) on its own.
+struct ByteRangeSource: ByteSource {
+    let base: any ByteSource
+    let offset: Int64
+    let length: Int64
+
+    var byteCount: Int64 { length }
+
+    func makeReader() throws -> any ByteReader {
+        try makeReader(startingAt: 0)
+    }
+
+    func makeReader(startingAt start: Int64) throws -> any ByteReader {
+        RangeReader(base: try base.makeReader(startingAt: offset + start), remaining: length - start)
+    }
+
+    private final class RangeReader: ByteReader {
+        let base: any ByteReader
+        var remaining: Int64
+
+        init(base: any ByteReader, remaining: Int64) {
+            self.base = base
+            self.remaining = remaining
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            guard remaining > 0, buffer.count > 0 else { return 0 }
+            let wanted = Int(min(Int64(buffer.count), remaining))
+            let n = try base.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+            guard n > 0 else {
+                throw AttacheError(.fileChanged, stage: .read, "the source ended \(remaining) bytes before its part did")
+            }
+            remaining -= Int64(n)
+            return n
+        }
+    }
+}

@@ -1,0 +1,108 @@
+package import ArgumentParser
+package import Attache
+import FoundationEssentials
+
+/// Object storage: a presigned PUT URL (`--method PUT`), or `--url s3://BUCKET/PREFIX/` with SigV4-signed
+/// requests and AWS credentials found as the AWS CLI finds them (never from argv).
+package struct ObjectStoreOptions: ParsableArguments {
+    package init() {}
+
+    @Option(help: ArgumentHelp(
+        "POST (default: a multipart/form-data form) or PUT (the sealed bytes alone as the body, e.g. to a presigned PUT URL; answers read as s3-put unless --answer-profile says otherwise).",
+        valueName: "method"))
+    package var method: UploadMethod?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the AWS profile of the shared credentials and config files (default: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY, else $AWS_PROFILE, else default).",
+        valueName: "name"))
+    package var awsProfile: String?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the region requests are signed for (default: $AWS_REGION, the profile's region, us-east-1).",
+        valueName: "region"))
+    package var region: String?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the S3 endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's endpoint_url, AWS's).",
+        valueName: "url"))
+    package var s3Endpoint: String?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: path (ENDPOINT/BUCKET/KEY, MinIO style), virtual (BUCKET.HOST/KEY) or auto (virtual for AWS, path otherwise; the default).",
+        valueName: "style"))
+    package var s3Addressing: S3Addressing?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the object key under the prefix; placeholders {idempotencyKey} {ext} {filename} {stem} {date} {kind} {random} (default: {idempotencyKey}{ext}).",
+        valueName: "template"))
+    package var keyTemplate: String?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: sealed files of at least this size go as multipart uploads (bytes, or with K, M, G; default: 64M).",
+        valueName: "size"))
+    package var multipartThreshold: ByteSize?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the part size of multipart uploads (at least 5M; default: 16M, raised to stay within 10,000 parts).",
+        valueName: "size"))
+    package var partSize: ByteSize?
+
+    @Option(help: ArgumentHelp("With --url s3://: parts sent at once (default: 4).", valueName: "n"))
+    package var partsInFlight: Int?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: per-part CRC-32C checksums: when-supported (the default: when the store says it takes them), when-required (none for uploads) or off.",
+        valueName: "mode"))
+    package var checksum: MultipartSettings.ChecksumMode?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: when retries are spent, abort the store's multipart upload (the default) or keep it for a later run under the same idempotency key.",
+        valueName: "what"))
+    package var onGiveUp: MultipartSettings.GiveUp?
+
+    package func validate() throws {
+        if let partsInFlight, !(1...64).contains(partsInFlight) { throw ValidationError("--parts-in-flight must be 1...64") }
+        if let partSize, partSize.bytes < 5 << 20 {
+            throw ValidationError("--part-size must be at least 5M (S3's smallest part)")
+        }
+    }
+
+    /// Applies these options to `configuration`, whose URL and answer settings are already set.
+    ///
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`, exit 64) when no credentials are
+    ///   found for an `s3://` URL or its endpoint cannot be used; `ValidationError` for options that need an
+    ///   `s3://` URL.
+    package func apply(
+        to configuration: inout PipelineConfiguration, answerProfileGiven: Bool, environment: [String: String]
+    ) throws {
+        let isBucket = S3Location(configuration.url) != nil
+        let bucketOnly: [Any?] = [
+            awsProfile, region, s3Endpoint, s3Addressing, keyTemplate, multipartThreshold, partSize, partsInFlight, checksum,
+            onGiveUp,
+        ]
+        if !isBucket, bucketOnly.contains(where: { $0 != nil }) {
+            throw ValidationError(
+                "--aws-profile, --region, --s3-endpoint, --s3-addressing, --key-template and the multipart options need "
+                    + "--url s3://BUCKET/PREFIX/")
+        }
+        if isBucket {
+            if method == .post { throw ValidationError("--url s3:// sends objects: --method POST does not apply") }
+            var store = try ObjectStoreEndpoint.resolve(
+                url: configuration.url, profile: awsProfile, region: region, endpointURL: s3Endpoint,
+                addressing: s3Addressing ?? .auto, environment: environment)
+            if let keyTemplate { store.keyTemplate = ObjectKeyTemplate(keyTemplate) }
+            if let multipartThreshold { store.multipart.threshold = multipartThreshold.bytes }
+            if let partSize { store.multipart.partSize = partSize.bytes }
+            if let partsInFlight { store.multipart.partsInFlight = partsInFlight }
+            if let checksum { store.multipart.checksum = checksum }
+            if let onGiveUp { store.multipart.onGiveUp = onGiveUp }
+            configuration.objectStore = store
+            configuration.method = .put
+        } else if let method {
+            configuration.method = method
+        }
+        if configuration.method == .put, !answerProfileGiven {
+            configuration.answers = .init(profile: .s3Put)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import Attache
+@testable import AttacheCore
+
+/// Part planning within S3's limits, and the CRC-32C that parts are checked with.
+@Suite("multipart part plan")
+struct PartPlanTests {
+    @Test("16 MiB parts by default, at least 5 MiB, at most 10,000 parts")
+    func limits() {
+        let gib: Int64 = 1 << 30
+        let standard = PartPlan(total: gib)
+        #expect(standard.partSize == 16 << 20)
+        #expect(standard.count == 64)
+        #expect(PartPlan(total: gib, preferred: 1 << 20).partSize == 5 << 20)
+        let huge = PartPlan(total: 1 << 40)
+        #expect(huge.count <= 10_000)
+        #expect(huge.partSize % (1 << 20) == 0)
+        #expect(Int64(huge.count) * huge.partSize >= 1 << 40)
+        #expect(PartPlan(total: 10).count == 1)
+    }
+
+    @Test("the parts cover the payload once, in order; a tiny tail goes with the part before it")
+    func ranges() {
+        for total: Int64 in [5 << 20, (5 << 20) + 1, (23 << 20) + 5_000, (90 << 20) + 23_100, (90 << 20) + 200_000] {
+            let plan = PartPlan(total: total, preferred: 5 << 20)
+            var next: Int64 = 0
+            for number in 1...plan.count {
+                let (offset, length) = plan.range(ofPart: number)
+                #expect(offset == next)
+                #expect(length >= (number < plan.count ? PartPlan.minimumPartSize : 1))
+                next = offset + length
+            }
+            #expect(next == total)
+            #expect(plan.range(ofPart: plan.count).length > PartPlan.smallestLastPart || plan.count == 1)
+        }
+        #expect(PartPlan(total: (90 << 20) + 23_100, preferred: 5 << 20).count == 18)
+    }
+
+    @Test("CRC-32C: the standard check value, and S3's base64 of the big-endian bytes")
+    func crc32c() {
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([]) == 0)
+        var split = CRC32C()
+        let bytes = (0..<1000).map { UInt8($0 % 251) }
+        bytes[..<333].withUnsafeBytes { split.update($0) }
+        bytes[333...].withUnsafeBytes { split.update($0) }
+        #expect(split.value == CRC32C.checksum(bytes))
+        #expect(CRC32C.base64(0xE306_9283) == "4waSgw==")
+    }
+}

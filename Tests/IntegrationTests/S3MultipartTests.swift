@@ -1,0 +1,208 @@
+import Foundation
+import AttacheTestSupport
+import Testing
+
+/// Multipart uploads to `s3://` against moto's server and MiniStack: parts in flight, per-part retries
+/// through a fault proxy, a completion answered 200 with `<Error>`, SIGKILL and resume with `ListParts`,
+/// and `attache s3 abort-stale`. Files are tens of MiB with 5 MiB parts, so that the suite stays short; the
+/// 1 GiB run is the benchmark's (Scripts/bench-s3.sh).
+@Suite("S3 multipart uploads", .serialized)
+struct S3MultipartTests {
+    static let partOptions = ["--multipart-threshold", "8M", "--part-size", "5M"]
+
+    /// A proxy between `attache` and the emulator that counts body bytes (and injects faults when asked).
+    struct Proxy {
+        let server: ServiceProcess
+        let stats: String
+        var endpoint: String { "http://127.0.0.1:\(server.port)" }
+
+        init(_ emulator: S3Emulator.Running, _ flags: [String] = []) async throws {
+            stats = emulator.scratch.path + "/proxy-\(UUID().uuidString).json"
+            server = try await ServiceProcess(
+                [emulator.python, ServiceProcess.tools + "/s3_fault_proxy.py", String(emulator.server.port), stats] + flags)
+        }
+
+        /// Body bytes forwarded or cut so far, and the requests seen: (method, part number, outcome).
+        func read() throws -> (bytes: Int, requests: [(String, Int?, String)]) {
+            let data = try Data(contentsOf: URL(fileURLWithPath: stats))
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let requests = (object["requests"] as? [[Any]] ?? []).map { entry in
+                (entry[0] as? String ?? "", entry[1] as? Int, (entry[2] as? String) ?? String(describing: entry[2]))
+            }
+            return (object["bodyBytes"] as? Int ?? 0, requests)
+        }
+    }
+
+    func attache(_ arguments: [String], _ emulator: S3Emulator.Running) async throws -> CommandResult {
+        try await runCommand(try attacheBinary(), arguments, environment: emulator.environment())
+    }
+
+    func openedEqual(_ sealed: [UInt8], key: String, original: [UInt8], in folder: ScratchFolder) async throws -> Bool {
+        let stored = try folder.write("stored-\(UUID().uuidString)", sealed)
+        let keyFile = try folder.write("key-\(UUID().uuidString)", key)
+        let out = folder.path + "/opened-\(UUID().uuidString)"
+        let result = try await runCommand(try attacheBinary(), ["decrypt", stored, "-o", out, "--key-file", keyFile])
+        try #require(result.status == 0, "\(result.all)")
+        return Array(try Data(contentsOf: URL(fileURLWithPath: out))) == original
+    }
+
+    func pendingUploads(_ emulator: S3Emulator.Running) async throws -> [String] {
+        try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", "media"]).utf8)) as? [String] ?? []
+    }
+
+    @Test("a large file goes in parts, 4 in flight; the object is the sealed bytes and no upload is left",
+          arguments: S3Emulator.allCases)
+    func parts(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-parts")
+            defer { folder.remove() }
+            let original = randomBytes(23 << 20)
+            let file = try folder.write("video.bin", original)
+            let result = try await attache(
+                ["upload", file, "--url", "s3://media/big/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress",
+                 "--parts-in-flight", "4"] + Self.partOptions, emulator)
+            #expect(result.status == 0, "\(result.all)")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            #expect(object["parts"] as? Int == 5)
+            let key = try #require(object["key"] as? String)
+            let stored = try await emulator.object(key)
+            #expect(stored.count == receipt["sentByteCount"] as? Int)
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+            let etag = try #require(object["etag"] as? String)
+            #expect(etag.hasSuffix("-5"), "\(etag)")
+            #expect(try await pendingUploads(emulator).isEmpty)
+        }
+    }
+
+    @Test("a proxy that cuts parts mid-body and answers 500 and 503: each failed part is sent again alone")
+    func faults() async throws {
+        try await S3Emulator.moto.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-faults")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator, ["--faults"])
+            defer { proxy.server.stop() }
+            let original = randomBytes(90 << 20)
+            let file = try folder.write("long.bin", original)
+            let result = try await attache(
+                ["upload", file, "--url", "s3://media/faults/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+                 "--attempts", "4"] + Self.partOptions, emulator)
+            #expect(result.status == 0, "\(result.all)")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            let parts = try #require(object["parts"] as? Int)
+            #expect(parts == 18)  // 90 MiB sealed: 18 parts of 5 MiB, the 23 KB tail with the last one
+            let puts = try proxy.read().requests.filter { $0.0 == "PUT" && $0.1 != nil }
+            let failed = puts.filter { $0.2 == "cut" || $0.2 == "500" || $0.2 == "503" }
+            #expect(failed.count == 2 + 2 * 2)  // parts 3 and 13 cut once; 7 and 17 answered 500, then 503
+            // Every part was stored once, and the only extra requests are the failed parts again.
+            #expect(puts.count == parts + failed.count)
+            for part in Set(failed.compactMap(\.1)) {
+                #expect(puts.last { $0.1 == part }?.2 == "200")
+            }
+            let stored = try await emulator.object(try #require(object["key"] as? String))
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+            #expect(try await pendingUploads(emulator).isEmpty)
+        }
+    }
+
+    @Test("a CompleteMultipartUpload answered 200 with <Error> is a failure, not a receipt", arguments: S3Emulator.allCases)
+    func errorInOK(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-error200")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator, ["--complete-error"])
+            defer { proxy.server.stop() }
+            let file = try folder.write("doomed.bin", randomBytes(12 << 20))
+            let result = try await attache(
+                ["upload", file, "--url", "s3://media/e/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress"]
+                    + Self.partOptions, emulator)
+            #expect(result.status == 77, "\(result.all)")
+            #expect(result.standardError.contains("InvalidPart"), "\(result.all)")
+            #expect(try jsonObject(result.standardOutput)["status"] as? String == "error")
+            // Given up: the upload was aborted (the default), and no object exists.
+            #expect(try await pendingUploads(emulator).isEmpty)
+            let listed = try await emulator.boto(["list", "media", "e/"])
+            #expect(listed == "[]")
+        }
+    }
+
+    @Test("killed at 30 %, 60 % and 90 %: each rerun continues with ListParts; at most 1.1× the bytes are sent",
+          arguments: S3Emulator.allCases)
+    func killedAndResumed(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-kill")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator)
+            defer { proxy.server.stop() }
+            let original = randomBytes(200 << 20)
+            let file = try folder.write("movie.bin", original)
+            let arguments =
+                ["upload", file, "--url", "s3://media/resume/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+                 "--idempotency-key", "movie-\(kind)", "--seal-material-dir", folder.path + "/material",
+                 "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
+            let sealedSize = Int64(original.count) + 60 + Int64((original.count + 65535) / 65536) * 16
+            for share in [0.3, 0.6, 0.9] {
+                let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
+                var killed = false
+                for _ in 0..<15_000 {
+                    if Double(try proxy.read().bytes) >= share * Double(sealedSize) {
+                        kill(child.processIdentifier, SIGKILL)
+                        killed = true
+                        break
+                    }
+                    if try await child.wait(upTo: 0.02) != nil { break }
+                }
+                try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)")
+                _ = try await child.wait(upTo: 60)
+                #expect(try await pendingUploads(emulator).count == 1)
+            }
+            let result = try await attache(arguments, emulator)
+            #expect(result.status == 0, "\(result.all)")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            #expect((object["resumedBytes"] as? Int ?? 0) > 0)
+            let total = try proxy.read().bytes
+            #expect(Double(total) <= 1.1 * Double(sealedSize), "sent \(total) bytes for \(sealedSize)")
+            let stored = try await emulator.object(try #require(object["key"] as? String))
+            #expect(stored.count == Int(sealedSize))
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+            #expect(try await pendingUploads(emulator).isEmpty)
+        }
+    }
+
+    @Test("attache s3 abort-stale lists and aborts uploads left behind")
+    func abortStale() async throws {
+        try await S3Emulator.moto.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-stale")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator)
+            defer { proxy.server.stop() }
+            let file = try folder.write("left.bin", randomBytes(40 << 20))
+            let child = try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: ["upload", file, "--url", "s3://media/stale/", "--s3-endpoint", proxy.endpoint, "--no-progress",
+                            "--parts-in-flight", "1"] + Self.partOptions,
+                environment: emulator.environment())
+            for _ in 0..<15_000 {
+                if try proxy.read().bytes >= 12 << 20 { break }
+                if try await child.wait(upTo: 0.02) != nil { break }
+            }
+            kill(child.processIdentifier, SIGKILL)
+            _ = try await child.wait(upTo: 60)
+            try #require(try await pendingUploads(emulator).count == 1)
+            let base = ["s3", "abort-stale", "--url", "s3://media/stale/", "--s3-endpoint", emulator.endpoint, "--older-than", "0"]
+            let listed = try await attache(base + ["--json"], emulator)
+            #expect(listed.status == 0, "\(listed.all)")
+            #expect(try jsonObject(listed.standardOutput)["aborted"] as? Bool == false)
+            #expect(try await pendingUploads(emulator).count == 1)
+            let aborted = try await attache(base + ["--abort"], emulator)
+            #expect(aborted.status == 0, "\(aborted.all)")
+            #expect(aborted.standardOutput.hasPrefix("aborted stale/"))
+            #expect(try await pendingUploads(emulator).isEmpty)
+        }
+    }
+}

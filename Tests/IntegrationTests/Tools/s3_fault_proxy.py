@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""An HTTP proxy in front of an S3 server that counts request body bytes and injects faults into parts.
+
+  s3_fault_proxy.py TARGET_PORT STATS_FILE [--faults] [--complete-error]
+
+Listens on 127.0.0.1 on a free port and prints `listening PORT`. Every request is forwarded as it came
+(its Host header too, so SigV4 signatures still match), and its body bytes are counted as they pass. After
+each request STATS_FILE holds {"bodyBytes": N, "requests": [[method, partNumber or null, outcome], ...]}.
+
+With --faults, the first attempt of every part whose number ends in 3 is cut mid-body (the connection
+closed with no answer), and of every part whose number ends in 7 is answered 500 InternalError, its second
+attempt 503 SlowDown: about 20 % of the parts fail at least once, each with S3's own retryable answers.
+With --complete-error, the first CompleteMultipartUpload is answered 200 with S3's <Error> InvalidPart.
+"""
+import http.client
+import json
+import os
+import socketserver
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import parse_qs, urlsplit
+
+TARGET = int(sys.argv[1])
+STATS = sys.argv[2]
+FAULTS = "--faults" in sys.argv[3:]
+COMPLETE_ERROR = "--complete-error" in sys.argv[3:]
+completes = []
+lock = threading.Lock()
+state = {"bodyBytes": 0, "requests": []}
+attempts = {}
+
+
+def save():
+    with open(STATS + ".tmp", "w") as out:
+        json.dump(state, out)
+    os.replace(STATS + ".tmp", STATS)
+
+
+def count(body_bytes):
+    # Bytes are counted as they pass, so a run killed mid-part has its partial part counted.
+    with lock:
+        state["bodyBytes"] += body_bytes
+        save()
+
+
+def record(method, part, outcome, body_bytes):
+    with lock:
+        state["bodyBytes"] += body_bytes
+        state["requests"].append([method, part, outcome])
+        save()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_any(self):
+        query = parse_qs(urlsplit(self.path).query)
+        part = int(query["partNumber"][0]) if "partNumber" in query else None
+        length = int(self.headers.get("Content-Length") or 0)
+        fault = None
+        if FAULTS and part is not None and self.command == "PUT":
+            with lock:
+                attempt = attempts.get(part, 0) + 1
+                attempts[part] = attempt
+            if part % 10 == 3 and attempt == 1:
+                fault = "cut"
+            elif part % 10 == 7 and attempt <= 2:
+                fault = "500" if attempt == 1 else "503"
+        if COMPLETE_ERROR and self.command == "POST" and "uploadId" in query and not completes:
+            completes.append(1)
+            got = len(self.rfile.read(length))
+            body = b"<?xml version='1.0' encoding='UTF-8'?>\n<Error><Code>InvalidPart</Code><Message>injected: one or more of the parts could not be found</Message></Error>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            record(self.command, None, "200-error", got)
+            return
+        if fault == "cut":
+            got = len(self.rfile.read(length // 2))
+            record(self.command, part, "cut", got)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if fault in ("500", "503"):
+            got = len(self.rfile.read(length))
+            code = "InternalError" if fault == "500" else "SlowDown"
+            body = f"<Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
+            self.send_response(int(fault))
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            record(self.command, part, fault, got)
+            return
+        upstream = http.client.HTTPConnection("127.0.0.1", TARGET, timeout=300)
+        upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for name, value in self.headers.items():
+            upstream.putheader(name, value)
+        upstream.endheaders()
+        remaining = length
+        sent = 0
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 256 << 10))
+            if not chunk:
+                break
+            upstream.send(chunk)
+            count(len(chunk))
+            remaining -= len(chunk)
+        answer = upstream.getresponse()
+        body = answer.read()
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        upstream.close()
+        record(self.command, part, answer.status, 0)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    server = Server(("127.0.0.1", 0), Handler)
+    record("START", None, "listening", 0)
+    print(f"listening {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

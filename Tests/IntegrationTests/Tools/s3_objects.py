@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Buckets, presigned PUT URLs and object checks on a local S3 server, with boto3 (never with Attache).
+
+Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, never argv.
+
+  s3_objects.py ENDPOINT make-bucket BUCKET
+  s3_objects.py ENDPOINT presign-put BUCKET KEY [--content-type TYPE]   prints the URL
+  s3_objects.py ENDPOINT presign-get BUCKET KEY       prints a presigned GET URL
+  s3_objects.py ENDPOINT get BUCKET KEY OUT          writes the object's bytes to OUT
+  s3_objects.py ENDPOINT head BUCKET KEY             prints {"size","etag","contentType","versionId"}
+  s3_objects.py ENDPOINT list BUCKET [PREFIX]        prints [{"key","size","etag"}, ...]
+  s3_objects.py ENDPOINT uploads BUCKET              prints the incomplete multipart uploads' keys
+  s3_objects.py ENDPOINT iam-user NAME               makes an IAM user allowed s3:*, prints its
+                                                     {"id","secret"} (an emulator checks the signatures of
+                                                     such keys; its root key it takes unchecked)
+"""
+import argparse
+import json
+import sys
+
+import boto3
+from botocore.config import Config
+
+
+def client(endpoint):
+    return boto3.client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("endpoint")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("make-bucket").add_argument("bucket")
+    presign = sub.add_parser("presign-put")
+    presign.add_argument("bucket")
+    presign.add_argument("key")
+    presign.add_argument("--content-type")
+    presign.add_argument("--expires-in", type=int, default=600)
+    presign_get = sub.add_parser("presign-get")
+    presign_get.add_argument("bucket")
+    presign_get.add_argument("key")
+    get = sub.add_parser("get")
+    get.add_argument("bucket")
+    get.add_argument("key")
+    get.add_argument("out")
+    head = sub.add_parser("head")
+    head.add_argument("bucket")
+    head.add_argument("key")
+    listing = sub.add_parser("list")
+    listing.add_argument("bucket")
+    listing.add_argument("prefix", nargs="?", default="")
+    sub.add_parser("uploads").add_argument("bucket")
+    sub.add_parser("iam-user").add_argument("name")
+    args = parser.parse_args()
+    s3 = client(args.endpoint)
+
+    if args.command == "make-bucket":
+        s3.create_bucket(Bucket=args.bucket)
+    elif args.command == "presign-put":
+        params = {"Bucket": args.bucket, "Key": args.key}
+        if args.content_type:
+            params["ContentType"] = args.content_type
+        print(s3.generate_presigned_url("put_object", Params=params, ExpiresIn=args.expires_in))
+    elif args.command == "presign-get":
+        print(s3.generate_presigned_url("get_object", Params={"Bucket": args.bucket, "Key": args.key}, ExpiresIn=600))
+    elif args.command == "get":
+        body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
+        with open(args.out, "wb") as out:
+            out.write(body)
+    elif args.command == "head":
+        head = s3.head_object(Bucket=args.bucket, Key=args.key)
+        print(json.dumps({
+            "size": head["ContentLength"], "etag": head["ETag"].strip('"'),
+            "contentType": head.get("ContentType"), "versionId": head.get("VersionId")}))
+    elif args.command == "list":
+        found = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args.bucket, Prefix=args.prefix):
+            for item in page.get("Contents", []):
+                found.append({"key": item["Key"], "size": item["Size"], "etag": item["ETag"].strip('"')})
+        print(json.dumps(found))
+    elif args.command == "uploads":
+        answer = s3.list_multipart_uploads(Bucket=args.bucket)
+        print(json.dumps([upload["Key"] for upload in answer.get("Uploads", [])]))
+    elif args.command == "iam-user":
+        iam = boto3.client("iam", endpoint_url=args.endpoint, region_name="us-east-1")
+        iam.create_user(UserName=args.name)
+        iam.put_user_policy(
+            UserName=args.name, PolicyName="s3-all",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName=args.name)["AccessKey"]
+        print(json.dumps({"id": key["AccessKeyId"], "secret": key["SecretAccessKey"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
