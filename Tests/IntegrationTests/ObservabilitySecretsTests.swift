@@ -31,7 +31,7 @@ struct ObservabilitySecretsTests {
                 arguments: [
                     "batch", folder, "--url", "http://127.0.0.1:\(port)/upload?api_key=\(Self.querySecret)",
                     "--journal", scratch.path + "/journal.sqlite", "--json", "--bearer-env", "OBS_TEST_TOKEN",
-                    "-v", "--log-format", "json", "--metrics-listen", "127.0.0.1:\(metricsPort)", "--metrics-linger", "3",
+                    "-v", "--log-format", "json", "--metrics-listen", "127.0.0.1:\(metricsPort)", "--metrics-linger", "30",
                 ], environment: ["OBS_TEST_TOKEN": Self.token])
             try await batch.waitForOutput(containing: "\"finished\"", count: 1, upTo: 300)
             let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)

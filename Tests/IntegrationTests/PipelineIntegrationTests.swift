@@ -23,9 +23,10 @@ struct PipelineIntegrationTests {
         ("alpha.png", .image, "image/jpeg"),
         ("sticker.webp", .sticker, "image/webp"),
         ("voice.ogg", .voice, "audio/ogg"),
-        // Voice notes in any other format go as Ogg/Opus (song.mp3 is short: the kind rules call it voice).
+        // Voice notes in any other format go as Ogg/Opus; song.mp3 (stereo, with artist and album tags) is
+        // music, a file sent as it is (docs/DETECTION.md).
         ("voice.m4a", .voice, "audio/ogg"),
-        ("song.mp3", .voice, "audio/ogg"),
+        ("song.mp3", .file, "audio/mpeg"),
         // Already chat-ready: sent as it is.
         ("clip.mp4", .video, "video/mp4"),
         // Rotated, index last: re-encoded upright; chat-ready with its index last: remuxed.

@@ -72,7 +72,7 @@ struct PrometheusExportTests {
                 executable: try attacheBinary(),
                 arguments: [
                     "batch", folder, "--url", "http://127.0.0.1:\(port)/upload", "--journal", journal, "--json",
-                    "--concurrency", "8", "--metrics-listen", "127.0.0.1:\(metricsPort)", "--metrics-linger", "4",
+                    "--concurrency", "8", "--metrics-listen", "127.0.0.1:\(metricsPort)", "--metrics-linger", "30",
                 ])
             // The last values, as a scrape reads them while the run lingers.
             try await batch.waitForOutput(containing: "\"finished\"", count: 1, upTo: 600)

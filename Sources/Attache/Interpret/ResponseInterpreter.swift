@@ -216,18 +216,7 @@ public struct ResponseInterpreter: Sendable {
             document = .object(members)
         } else if let xml = XMLAnswerReader.read(response.body) {
             if xml.root == "Error" {
-                let details = Self.s3Error(xml)
-                let code = details.code ?? "Error"
-                if configuration.retryableBusinessCodes.contains(code) {
-                    return .retry(
-                        RetryAdvice(
-                            reason: "\(code): \(details.message ?? "no message")", status: status,
-                            retryAfter: retryDelay(in: response)))
-                }
-                return .rejection(
-                    Rejection(
-                        reason: .business, status: status, businessCode: code,
-                        message: details.message ?? "no message"))
+                return s3ErrorOutcome(xml, status: status, response: response)
             }
             document = xml.value
         } else {
@@ -254,16 +243,7 @@ public struct ResponseInterpreter: Sendable {
             }
             if xml.root == "Error" {
                 // S3 may answer a long request (CompleteMultipartUpload, CopyObject) with 200 and an error body.
-                let details = Self.s3Error(xml)
-                let code = details.code ?? "Error"
-                if configuration.retryableBusinessCodes.contains(code) {
-                    return .retry(
-                        RetryAdvice(
-                            reason: "\(code): \(details.message ?? "no message")", status: status,
-                            retryAfter: retryDelay(in: response)))
-                }
-                return .rejection(
-                    Rejection(reason: .business, status: status, businessCode: code, message: details.message ?? "no message"))
+                return s3ErrorOutcome(xml, status: status, response: response)
             }
             if case .object(let elements) = xml.value { members = elements }
         }
@@ -352,6 +332,21 @@ public struct ResponseInterpreter: Sendable {
         case .errorCode, .status:
             return nil
         }
+    }
+
+    /// What an S3 `<Error>` document means: a retry for the codes configured as retryable, a rejection
+    /// naming the code otherwise.
+    private func s3ErrorOutcome(_ xml: XMLAnswerReader.Document, status: Int, response: ServerResponse) -> ResponseOutcome {
+        let details = Self.s3Error(xml)
+        let code = details.code ?? "Error"
+        if configuration.retryableBusinessCodes.contains(code) {
+            return .retry(
+                RetryAdvice(
+                    reason: "\(code): \(details.message ?? "no message")", status: status,
+                    retryAfter: retryDelay(in: response)))
+        }
+        return .rejection(
+            Rejection(reason: .business, status: status, businessCode: code, message: details.message ?? "no message"))
     }
 
     private static func s3Error(_ xml: XMLAnswerReader.Document) -> (code: String?, message: String?) {

@@ -171,7 +171,7 @@ struct MultipartObjectUpload: Sendable {
         progress: (@Sendable (Int64) -> Void)?
     ) async throws -> Part {
         let (offset, length) = plan.range(ofPart: number)
-        let body = ByteRangeSource(base: payload, offset: offset, length: length)
+        let body = ByteSourceSlice(payload, offset: offset, count: length)
         var headers: [HeaderField] = []
         var checksum: String?
         if checksums {

@@ -174,7 +174,9 @@ public struct AttachmentPipeline: Sendable {
         let transformed = try await stage("transform") { try await transform(detected) }  // → TransformedAttachment (payload, thumbnails)
         defer { transformed.remove() }
         progress?(.stage(.scan))
-        let scanned = try await stage("scan") { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
+        // A span for the Scan stage only where there is one: no scanner, no stage.
+        let scanned = configuration.scan.scanner == nil
+            ? try await scan(transformed) : try await stage("scan") { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
         progress?(.stage(.seal))
         let sealed = try await stage("seal") { try seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
         progress?(.stage(.upload))
