@@ -69,8 +69,11 @@ struct DownloadManagerTests {
     func next(
         _ events: inout AsyncStream<DownloadEvent>.Iterator, where condition: (DownloadEvent) -> Bool
     ) async throws -> DownloadEvent {
+        // A bound on a hang only (an event that never comes), far above any wait the tests expect.
+        let deadline = ContinuousClock.now + .seconds(300)
         while let event = await events.next() {
             if condition(event) { return event }
+            if ContinuousClock.now > deadline { throw TestFailure("no such event within 300 s") }
         }
         throw TestFailure("the events ended")
     }
@@ -95,14 +98,15 @@ struct DownloadManagerTests {
             for (index, url) in urls.enumerated() {
                 ids.append(try manager.add(DownloadItem(url: url, destination: setup.folder + "/\(index).bin", group: "export")))
             }
-            let otherURL = try await setup.store(randomBytes(100_000))
-            try manager.add(DownloadItem(url: otherURL, destination: setup.folder + "/other.bin", group: "other"))
             var moving: Set<DownloadID> = []
             while moving.count < 2 {
                 if case .progress(let id, _, _) = try await next(&events, where: isProgress(beyond: 60_000)), ids.contains(id) {
                     moving.insert(id)
                 }
             }
+            // Added once the group's two are moving, so that the two slow first requests are theirs.
+            let otherURL = try await setup.store(randomBytes(100_000))
+            try manager.add(DownloadItem(url: otherURL, destination: setup.folder + "/other.bin", group: "other"))
             manager.pause(group: "export")
             var pausedAt: [DownloadID: Int64] = [:]
             while pausedAt.count < 2 {
