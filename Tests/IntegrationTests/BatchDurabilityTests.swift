@@ -25,9 +25,16 @@ struct BatchDurabilityTests {
             var generator = SeededGenerator(seed: seed)
             var kills = 0
             for _ in 0..<6 {
+                let before = try await serverStats(port: port).files
                 let process = try scratch.startBatch(port: port, extra: ["--concurrency", "3", "--attempts", "20"])
-                let delay = Double.random(in: 0.05...1.5, using: &generator)
-                if try await process.wait(upTo: delay) == nil {
+                // The kill lands mid-run: after this run stored its first file (a quiet machine can finish
+                // all 40 within a fixed delay), then a random moment later.
+                var exited = false
+                while !exited, try await serverStats(port: port).files == before {
+                    exited = try await process.wait(upTo: 0.02) != nil
+                }
+                let delay = Double.random(in: 0...0.4, using: &generator)
+                if !exited, try await process.wait(upTo: delay) == nil {
                     kill(process.processIdentifier, SIGKILL)
                     _ = try await process.wait(upTo: 30)
                     kills += 1
