@@ -69,13 +69,30 @@ struct DownloadManagerTests {
     func next(
         _ events: inout AsyncStream<DownloadEvent>.Iterator, where condition: (DownloadEvent) -> Bool
     ) async throws -> DownloadEvent {
-        // A bound on a hang only (an event that never comes), far above any wait the tests expect.
-        let deadline = ContinuousClock.now + .seconds(300)
-        while let event = await events.next() {
+        // A bound on a hang only (an event that never comes), far above any wait the tests expect: the
+        // iterator races a sleep, and the test fails naming what it waited for instead of stalling the run.
+        let box = IteratorBox(events)
+        defer { events = box.iterator }
+        while true {
+            let event = try await withThrowingTaskGroup(of: DownloadEvent?.self) { group in
+                group.addTask { await box.next() }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(300))
+                    throw TestFailure("no download event within 300 s")
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
+            }
+            guard let event else { throw TestFailure("the events ended") }
             if condition(event) { return event }
-            if ContinuousClock.now > deadline { throw TestFailure("no such event within 300 s") }
         }
-        throw TestFailure("the events ended")
+    }
+
+    /// The events iterator, handed to the racing task (only one task reads it at a time).
+    final class IteratorBox: @unchecked Sendable {
+        var iterator: AsyncStream<DownloadEvent>.Iterator
+        init(_ iterator: AsyncStream<DownloadEvent>.Iterator) { self.iterator = iterator }
+        func next() async -> DownloadEvent? { await iterator.next() }
     }
 
     func isProgress(beyond bytes: Int64) -> (DownloadEvent) -> Bool {
