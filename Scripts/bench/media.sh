@@ -94,7 +94,7 @@ if wanted video; then
     cmd_a=("$attache" recompress "$work/video.mp4" -o "$out_a")
     cmd_b=(ffmpeg -nostdin -hide_banner -loglevel error -protocol_whitelist file,pipe -i "file:$work/video.mp4"
         -map 0:v:0 -map 0:a:0 -vf scale=1280:720:flags=bicubic,format=yuv420p -c:v libx264 -preset veryfast
-        -profile:v high -crf 23 -threads 4 -x264-params sliced-threads=1 -maxrate 2524271 -bufsize 2524271 -c:a aac -b:a 128000 -ac 2 -sn -dn
+        -profile:v high -crf 23 -threads 1 -maxrate 2524271 -bufsize 2524271 -c:a aac -b:a 128000 -ac 2 -sn -dn
         -map_metadata -1 -map_chapters -1 -movflags +faststart -f mp4 -y "file:$out_b")
     measure "video.mp4 (30 s 1080p)" "attache recompress" "ffmpeg by hand" video ffmpeg 1.03
 fi

@@ -19,14 +19,15 @@ struct BatchDurabilityTests {
         defer { scratch.remove() }
         let seed = UInt64.random(in: 1...UInt64.max)
         print("batch kill test seed: \(seed)")
-        // Retry-After delays stretch the run over a few seconds, so that the kills land mid-run.
-        let configuration = scratch.serverConfiguration(faults: try FaultPlan(parsing: "429@15%:retry-after=1"))
+        // Retry-After delays stretch a whole run over about 15 s (40 % of attempts wait 1 s, two at a time),
+        // so that the kills land mid-run even when a loaded machine polls the server slowly.
+        let configuration = scratch.serverConfiguration(faults: try FaultPlan(parsing: "429@40%:retry-after=1"))
         try await withReferenceServerProcess(configuration: configuration) { port in
             var generator = SeededGenerator(seed: seed)
             var kills = 0
             for _ in 0..<6 {
                 let before = try await serverStats(port: port).files
-                let process = try scratch.startBatch(port: port, extra: ["--concurrency", "3", "--attempts", "20"])
+                let process = try scratch.startBatch(port: port, extra: ["--concurrency", "2", "--attempts", "40"])
                 // The kill lands mid-run: after this run stored its first file (a quiet machine can finish
                 // all 40 within a fixed delay), then a random moment later.
                 var exited = false
@@ -38,10 +39,13 @@ struct BatchDurabilityTests {
                     kill(process.processIdentifier, SIGKILL)
                     _ = try await process.wait(upTo: 30)
                     kills += 1
+                } else {
+                    let status = try await process.wait(upTo: 30)
+                    print("batch kill test: a run ended before its kill with status \(String(describing: status)): \(process.standardError.suffix(400))")
                 }
             }
-            let final = try scratch.startBatch(port: port, extra: ["--concurrency", "3", "--attempts", "20"])
-            let status = try await final.wait(upTo: 60)
+            let final = try scratch.startBatch(port: port, extra: ["--concurrency", "2", "--attempts", "40"])
+            let status = try await final.wait(upTo: 120)
             #expect(status == 0, "the final run failed: \(final.standardError)")
             #expect(kills >= 1, "no run was killed mid-way; the test proved nothing")
 

@@ -181,10 +181,11 @@ public struct MediaConverter: Sendable {
         arguments += [
             "-vf", filters.joined(separator: ","),
             "-c:v", "libx264", "-preset", video.encoderPreset, "-profile:v", "high", "-crf", String(video.crf),
-            // x264's frame threads make a rate-limited encode differ from run to run (its rate control
-            // sees the other frames' results in whatever order they come); four slices of each frame in
-            // parallel give the same bytes every time, on any machine.
-            "-threads", "4", "-x264-params", "sliced-threads=1",
+            // One encoder thread: a resumed upload encodes the file again and must get the same bytes.
+            // With more, x264's rate control under the bit-rate cap reads the other threads' progress as
+            // it happens to be: frame threads give a different file nearly every run, and sliced threads
+            // did on a loaded machine. A batch keeps both cores busy with several files at a time.
+            "-threads", "1",
             "-maxrate", String(videoBitRate ?? target.videoBitRate),
             "-bufsize", String(videoBitRate ?? target.videoBitRate * 2),
         ]
