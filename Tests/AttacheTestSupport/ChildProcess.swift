@@ -40,6 +40,10 @@ package final class ChildProcess {
         return process.terminationStatus
     }
 
+    /// Whether the process ended by a signal (a kill), not by exiting; meaningful once ``wait(upTo:)``
+    /// returned a status.
+    package var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
+
     /// Waits until stdout holds `count` occurrences of `text`.
     package func waitForOutput(containing text: String, count: Int, upTo seconds: Double) async throws {
         let found = await output.waitFor(upTo: seconds) { $0.components(separatedBy: text).count - 1 >= count }

@@ -28,19 +28,17 @@ struct BatchDurabilityTests {
             for _ in 0..<6 {
                 let before = try await serverStats(port: port).files
                 let process = try scratch.startBatch(port: port, extra: ["--concurrency", "2", "--attempts", "40"])
-                // The kill lands mid-run: after this run stored its first file (a quiet machine can finish
-                // all 40 within a fixed delay), then a random moment later.
-                var exited = false
-                while !exited, try await serverStats(port: port).files == before {
-                    exited = try await process.wait(upTo: 0.02) != nil
-                }
+                // The kill lands mid-run: once this run has stored 1 to 3 files, a random moment later. A
+                // process of its own watches and kills, so that a test process starved of threads by the
+                // other tests running in parallel cannot let the run finish first.
+                let stored = Int.random(in: 1...3, using: &generator)
                 let delay = Double.random(in: 0...0.4, using: &generator)
-                if !exited, try await process.wait(upTo: delay) == nil {
-                    kill(process.processIdentifier, SIGKILL)
-                    _ = try await process.wait(upTo: 30)
+                let killer = try Self.killer(pid: process.processIdentifier, port: port, files: before + stored, delay: delay)
+                let status = try await process.wait(upTo: 120)
+                _ = try await killer.wait(upTo: 30)
+                if process.endedBySignal {
                     kills += 1
                 } else {
-                    let status = try await process.wait(upTo: 30)
                     print("batch kill test: a run ended before its kill with status \(String(describing: status)): \(process.standardError.suffix(400))")
                 }
             }
@@ -187,6 +185,24 @@ struct BatchDurabilityTests {
     }
 
     typealias Stats = LiveServer.Stats
+
+    /// A shell that polls the server's count of stored files and SIGKILLs `pid` once it reaches `files`,
+    /// `delay` seconds later; it gives up when `pid` has ended (or is a zombie) or after 120 s.
+    static func killer(pid: Int32, port: Int, files: Int, delay: Double) throws -> ChildProcess {
+        let script = """
+            pid=$1 url=$2 want=$3 delay=$4
+            for _ in $(seq 1 2400); do
+                state=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null) || exit 0
+                [ "$state" = Z ] && exit 0
+                n=$(curl -s "$url" | sed -n 's/.*"files" *: *\\([0-9]*\\).*/\\1/p')
+                if [ -n "$n" ] && [ "$n" -ge "$want" ]; then sleep "$delay"; kill -9 "$pid" 2>/dev/null; exit 0; fi
+                sleep 0.05
+            done
+            """
+        return try ChildProcess(
+            executable: "/bin/bash",
+            arguments: ["-c", script, "killer", "\(pid)", "http://127.0.0.1:\(port)/stats", "\(files)", String(format: "%.3f", delay)])
+    }
 
     func serverStats(port: Int) async throws -> Stats {
         let curl = try ChildProcess(executable: "/usr/bin/curl", arguments: ["-sS", "http://127.0.0.1:\(port)/stats"])

@@ -65,26 +65,34 @@ struct DownloadManagerTests {
             connection: connection, journal: journal)
     }
 
-    /// Reads events until one satisfies `condition`.
+    /// Reads events until one satisfies `condition`; an event for which `unexpected` holds fails the
+    /// test at once, naming it.
     func next(
-        _ events: inout AsyncStream<DownloadEvent>.Iterator, where condition: (DownloadEvent) -> Bool
+        _ events: inout AsyncStream<DownloadEvent>.Iterator, where condition: (DownloadEvent) -> Bool,
+        unexpected: (DownloadEvent) -> Bool = { _ in false }
     ) async throws -> DownloadEvent {
         // A bound on a hang only (an event that never comes), far above any wait the tests expect: the
-        // iterator races a sleep, and the test fails naming what it waited for instead of stalling the run.
+        // iterator races a sleep, and the test fails naming what it saw last instead of stalling the run.
         let box = IteratorBox(events)
         defer { events = box.iterator }
+        var seen: [String] = []
         while true {
-            let event = try await withThrowingTaskGroup(of: DownloadEvent?.self) { group in
-                group.addTask { await box.next() }
+            let event = try await withThrowingTaskGroup(of: DownloadEvent??.self) { group in
+                group.addTask { .some(await box.next()) }
                 group.addTask {
                     try await Task.sleep(for: .seconds(300))
-                    throw TestFailure("no download event within 300 s")
+                    return .none
                 }
                 defer { group.cancelAll() }
                 return try await group.next() ?? nil
             }
+            guard let event else {
+                throw TestFailure("no download event within 300 s; the last ones: \(seen.suffix(12).joined(separator: "; "))")
+            }
             guard let event else { throw TestFailure("the events ended") }
+            if unexpected(event) { throw TestFailure("unexpected event: \(event); before it: \(seen.suffix(12).joined(separator: "; "))") }
             if condition(event) { return event }
+            seen.append("\(event)")
         }
     }
 
@@ -103,9 +111,10 @@ struct DownloadManagerTests {
     }
 
     @Test func aGroupPausedThenResumedContinuesFromTheSameByte() async throws {
-        // Every request slow (12-15 s a file), so that the pause always lands mid-transfer whichever
-        // request a loaded machine retries; the resumed ones take the same time again.
-        try await Self.with(fileFaults: "throttle:rate=40000") { setup in
+        // The group's two first requests crawl (2-2.5 minutes a file), so that the pause lands mid-transfer
+        // however long a loaded machine keeps this test from reading its events; the resumed ones, and
+        // the other group's, go at full speed.
+        try await Self.with(fileFaults: "throttle@1-2:rate=5000") { setup in
             let contents = [randomBytes(600_000), randomBytes(500_000)]
             var urls: [String] = []
             for bytes in contents { urls.append(try await setup.store(bytes)) }
@@ -115,18 +124,27 @@ struct DownloadManagerTests {
             for (index, url) in urls.enumerated() {
                 ids.append(try manager.add(DownloadItem(url: url, destination: setup.folder + "/\(index).bin", group: "export")))
             }
-            var moving: Set<DownloadID> = []
-            while moving.count < 2 {
-                if case .progress(let id, _, _) = try await next(&events, where: isProgress(beyond: 60_000)), ids.contains(id) {
-                    moving.insert(id)
+            // A download of the group that ends before the pause would leave the test waiting for ever.
+            let group = ids
+            let ended: (DownloadEvent) -> Bool = { event in
+                switch event {
+                case .completed(let id, _), .failed(let id, _): group.contains(id)
+                default: false
                 }
             }
+            var moving: Set<DownloadID> = []
+            while moving.count < 2 {
+                let event = try await next(&events, where: isProgress(beyond: 20_000), unexpected: ended)
+                if case .progress(let id, _, _) = event, ids.contains(id) { moving.insert(id) }
+            }
+            // Added once the group's two are moving, so that the two slow first requests are theirs.
             let otherURL = try await setup.store(randomBytes(100_000))
             try manager.add(DownloadItem(url: otherURL, destination: setup.folder + "/other.bin", group: "other"))
             manager.pause(group: "export")
             var pausedAt: [DownloadID: Int64] = [:]
             while pausedAt.count < 2 {
-                if case .paused(let id, let bytes) = try await next(&events, where: { if case .paused = $0 { true } else { false } }) {
+                let event = try await next(&events, where: { if case .paused = $0 { true } else { false } }, unexpected: ended)
+                if case .paused(let id, let bytes) = event {
                     pausedAt[id] = bytes
                 }
             }

@@ -365,8 +365,11 @@ struct QueueScratch {
     }
 
     /// Runs `body` against a reference server on this scratch's store, logging every keyed upload.
-    func withServer<T: Sendable>(_ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+    func withServer<T: Sendable>(
+        faults: FaultPlan = .none, _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
         var configuration = ReferenceServerConfiguration(storeDirectory: store)
+        configuration.faults = faults
         configuration.port = 0
         configuration.logLevel = .critical
         configuration.uploadLogPath = uploadLog

@@ -96,25 +96,14 @@ struct ServerAddress {
     /// `url` without user info, every query value replaced by `REDACTED` and without a fragment:
     /// presigned URLs carry signatures and tokens in their queries.
     static func redacted(url: String) -> String {
-        var rest = Substring(url)
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        var query: Substring?
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
+        var parts = LogRedaction.URLParts(url)
+        if let userInfo = parts.userInfo {
+            parts.base.removeSubrange(userInfo.lowerBound...userInfo.upperBound)
         }
-        var base = String(rest)
-        if let schemeEnd = base.firstRange(of: "://") {
-            let authorityStart = schemeEnd.upperBound
-            let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
-            if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") {
-                base.removeSubrange(authorityStart...at)
-            }
-        }
-        guard let query else { return base }
+        guard let query = parts.query else { return parts.base }
         let names = query.split(separator: "&").map { pair in
             (pair.firstIndex(of: "=").map { pair[..<$0] } ?? pair) + "=REDACTED"
         }
-        return base + "?" + names.joined(separator: "&")
+        return parts.base + "?" + names.joined(separator: "&")
     }
 }

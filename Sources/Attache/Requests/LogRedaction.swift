@@ -60,27 +60,42 @@ public struct LogRedaction: Sendable, Hashable {
 
     /// The URL with user info masked and secret query values masked; the rest is kept for reading.
     package func url(_ url: String) -> String {
-        var rest = Substring(url)
-        var fragment = ""
-        if let hash = rest.firstIndex(of: "#") {
-            fragment = String(rest[hash...])
-            rest = rest[..<hash]
-        }
-        var query: Substring?
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
-        }
-        var base = String(rest)
-        if let schemeEnd = base.firstRange(of: "://") {
-            let authorityStart = schemeEnd.upperBound
-            let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
-            if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") {
-                base.replaceSubrange(authorityStart..<at, with: "***")
+        var parts = URLParts(url)
+        if let userInfo = parts.userInfo { parts.base.replaceSubrange(userInfo, with: "***") }
+        if let query = parts.query { parts.base += "?" + form(String(query)) }
+        return scrub(parts.base + parts.fragment)
+    }
+
+    /// A URL cut up for redaction: everything before the query, where its user info is, the query and
+    /// the fragment.
+    package struct URLParts {
+        /// The scheme, authority and path.
+        package var base: String
+        /// The user info in ``base`` (without its `@`), when there is one.
+        package var userInfo: Range<String.Index>?
+        /// The text after `?`, when there is one.
+        package var query: Substring?
+        /// `#` and the rest, or empty.
+        package var fragment: Substring
+
+        package init(_ url: String) {
+            var rest = Substring(url)
+            fragment = ""
+            if let hash = rest.firstIndex(of: "#") {
+                fragment = rest[hash...]
+                rest = rest[..<hash]
+            }
+            if let mark = rest.firstIndex(of: "?") {
+                query = rest[rest.index(after: mark)...]
+                rest = rest[..<mark]
+            }
+            base = String(rest)
+            if let schemeEnd = base.firstRange(of: "://") {
+                let authorityStart = schemeEnd.upperBound
+                let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
+                if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") { userInfo = authorityStart..<at }
             }
         }
-        if let query { base += "?" + form(String(query)) }
-        return scrub(base + fragment)
     }
 
     /// `application/x-www-form-urlencoded` text (a query or a form body) with secret values masked.
