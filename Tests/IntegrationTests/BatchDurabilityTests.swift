@@ -33,7 +33,9 @@ struct BatchDurabilityTests {
                 // other tests running in parallel cannot let the run finish first.
                 let stored = Int.random(in: 1...3, using: &generator)
                 let delay = Double.random(in: 0...0.4, using: &generator)
-                let killer = try Self.killer(pid: process.processIdentifier, port: port, files: before + stored, delay: delay)
+                let killer = try StatsKiller.start(
+                    pid: process.processIdentifier, statsURL: "http://127.0.0.1:\(port)/stats", key: "files",
+                    atLeast: before + stored, delay: delay)
                 let status = try await process.wait(upTo: 120)
                 _ = try await killer.wait(upTo: 30)
                 if process.endedBySignal {
@@ -185,24 +187,6 @@ struct BatchDurabilityTests {
     }
 
     typealias Stats = LiveServer.Stats
-
-    /// A shell that polls the server's count of stored files and SIGKILLs `pid` once it reaches `files`,
-    /// `delay` seconds later; it gives up when `pid` has ended (or is a zombie) or after 120 s.
-    static func killer(pid: Int32, port: Int, files: Int, delay: Double) throws -> ChildProcess {
-        let script = """
-            pid=$1 url=$2 want=$3 delay=$4
-            for _ in $(seq 1 2400); do
-                state=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null) || exit 0
-                [ "$state" = Z ] && exit 0
-                n=$(curl -s "$url" | sed -n 's/.*"files" *: *\\([0-9]*\\).*/\\1/p')
-                if [ -n "$n" ] && [ "$n" -ge "$want" ]; then sleep "$delay"; kill -9 "$pid" 2>/dev/null; exit 0; fi
-                sleep 0.05
-            done
-            """
-        return try ChildProcess(
-            executable: "/bin/bash",
-            arguments: ["-c", script, "killer", "\(pid)", "http://127.0.0.1:\(port)/stats", "\(files)", String(format: "%.3f", delay)])
-    }
 
     func serverStats(port: Int) async throws -> Stats {
         let curl = try ChildProcess(executable: "/usr/bin/curl", arguments: ["-sS", "http://127.0.0.1:\(port)/stats"])

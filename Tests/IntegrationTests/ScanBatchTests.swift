@@ -28,14 +28,12 @@ struct ScanBatchTests {
                     "batch", files.path + "/infected", files.path + "/clean", "--url", server.uploadURL, "--json",
                     "--scheme", "none", "--journal", journal, "--concurrency", "8", "--clamd", clamd.unixAddress,
                 ])
-            // The server's count, not the batch's output: a loaded test process reads that output late, and
-            // the batch could be done before clamd is killed.
-            let clock = ContinuousClock(), deadline = clock.now + .seconds(300)
-            while try await server.stats().uploads < 300 {
-                try #require(clock.now < deadline, "300 uploads did not arrive within 300 s")
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            clamd.kill()
+            // The server's count, watched by a process of its own: a loaded test process reads the batch's
+            // output (or polls) late, and the batch could be done before clamd is killed.
+            let pid = try #require(clamd.processIdentifier)
+            let killer = try StatsKiller.start(pid: pid, statsURL: "http://127.0.0.1:\(server.port)/stats", key: "uploads", atLeast: 300)
+            #expect(try await killer.wait(upTo: 300) == 0)
+            clamd.kill()  // reaps it
             // In flight when clamd died: at most the concurrency's worth of files past their scan.
             let atKill = try await server.stats().uploads
             try await Task.sleep(for: .seconds(2))
