@@ -72,9 +72,8 @@ public final class CurlTransport: HTTPTransport {
         _ request: PreparedRequest, sink: (any ResponseSink)?, withCredentials: Bool, swallowRedirects: Bool
     ) async throws -> ServerResponse {
         let pump = request.body.map {
-            // Chunks of curl's upload buffer, three deep: against two chunks of half that size four deep,
-            // a sealed 1 GiB upload to nginx took 0.71 s instead of 0.77 s (medians of 9, docs/BENCHMARKS.md)
-            // for 0.4 MB more memory.
+            // Chunks of curl's upload buffer, three deep: enough read ahead that curl never waits for the
+            // body on a fast link, for a few hundred KB of memory (docs/BENCHMARKS.md, Upload).
             BodyPump(source: $0, chunkSize: max(64 * 1024, request.connection.uploadBufferSize), depth: 3, pool: pool)
         }
         if let pump { await pump.prime() }
