@@ -252,6 +252,24 @@ fi
 # look first), never into the system's site-packages. Skipped when a venv there, or the first python3 on
 # PATH, already has them. MiniStack is pinned to the release the tests were written against.
 s3_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv"
+# venv_install CHECK PACKAGE...: pip-installs the packages into $s3_venv (made first when missing), then
+# requires the Python code CHECK to pass there.
+venv_install() {
+    local check=$1 log
+    shift
+    say "python: installing $* into $s3_venv"
+    if [[ ! -x "$s3_venv/bin/python3" ]]; then
+        mkdir -p "$(dirname "$s3_venv")"
+        /usr/bin/python3 -m venv "$s3_venv" || die "cannot create a venv at $s3_venv (package python3-venv)"
+    fi
+    log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
+    if ! "$s3_venv/bin/python3" -m pip install -q "$@" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        die "pip could not install $* into $s3_venv (full log: $log)"
+    fi
+    rm -f "$log"
+    "$s3_venv/bin/python3" -c "$check" || die "$s3_venv cannot import $*"
+}
 # The resumable upload tests use the same venv for two third-party tus 1.0 servers: tuspyserver (a FastAPI
 # router, maintained, pinned) under uvicorn, and tusfilter (a WSGI filter that checks sha1 checksums, with
 # WebOb), pinned.
@@ -265,16 +283,7 @@ elif ((!dry_run)); then
     elif python3 -c "$s3_check" 2>/dev/null; then
         say "python: $(command -v python3) has MiniStack, boto3, tuspyserver and uvicorn for the S3 and tus tests"
     else
-        say "python: installing ${s3_packages[*]} into $s3_venv"
-        mkdir -p "$(dirname "$s3_venv")"
-        /usr/bin/python3 -m venv "$s3_venv" || die "cannot create a venv at $s3_venv (package python3-venv)"
-        log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
-        if ! "$s3_venv/bin/python3" -m pip install -q "${s3_packages[@]}" >"$log" 2>&1; then
-            tail -n 20 "$log" >&2
-            die "pip could not install ${s3_packages[*]} into $s3_venv (full log: $log)"
-        fi
-        rm -f "$log"
-        "$s3_venv/bin/python3" -c "$s3_check" || die "$s3_venv cannot import ${s3_packages[*]}"
+        venv_install "$s3_check" "${s3_packages[@]}"
     fi
 else
     say "dry run: would make sure ${s3_packages[*]} can be imported (venv: $s3_venv)"
@@ -291,16 +300,7 @@ elif ((!dry_run)); then
     if "$s3_venv/bin/python3" -c "$chat_check" 2>/dev/null; then
         say "python: blurhash, thumbhash and matrix-nio in $s3_venv"
     else
-        say "python: installing ${chat_packages[*]} into $s3_venv"
-        [[ -x "$s3_venv/bin/python3" ]] || /usr/bin/python3 -m venv "$s3_venv" \
-            || die "cannot create a venv at $s3_venv (package python3-venv)"
-        log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
-        if ! "$s3_venv/bin/python3" -m pip install -q "${chat_packages[@]}" >"$log" 2>&1; then
-            tail -n 20 "$log" >&2
-            die "pip could not install ${chat_packages[*]} into $s3_venv (full log: $log)"
-        fi
-        rm -f "$log"
-        "$s3_venv/bin/python3" -c "$chat_check" || die "$s3_venv cannot import ${chat_packages[*]}"
+        venv_install "$chat_check" "${chat_packages[@]}"
     fi
 else
     say "dry run: would make sure ${chat_packages[*]} can be imported (venv: $s3_venv)"
@@ -318,15 +318,7 @@ elif ((!dry_run)); then
     elif python3 -c "$objectstore_check" 2>/dev/null && python3 -c "$s3_check" 2>/dev/null; then
         say "python: $(command -v python3) has moto's S3 server"
     else
-        [[ -x "$s3_venv/bin/python3" ]] || die "no venv at $s3_venv for moto (the block above makes it)"
-        say "python: installing ${objectstore_packages[*]} into $s3_venv"
-        log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
-        if ! "$s3_venv/bin/python3" -m pip install -q "${objectstore_packages[@]}" >"$log" 2>&1; then
-            tail -n 20 "$log" >&2
-            die "pip could not install ${objectstore_packages[*]} into $s3_venv (full log: $log)"
-        fi
-        rm -f "$log"
-        "$s3_venv/bin/python3" -c "$objectstore_check" || die "$s3_venv cannot import moto's server"
+        venv_install "$objectstore_check" "${objectstore_packages[@]}"
     fi
 else
     say "dry run: would make sure ${objectstore_packages[*]} can be imported (venv: $s3_venv)"

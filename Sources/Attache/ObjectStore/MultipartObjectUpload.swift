@@ -215,7 +215,7 @@ struct MultipartObjectUpload: Sendable {
         }
         xml += "</CompleteMultipartUpload>"
         let body = Array(xml.utf8)
-        let hash = SigV4Signer.hex(try SHA256Digest.hash(body))
+        let hash = hex(try SHA256Digest.hash(body))
         let target = ObjectRequest.Target.signed(try store.address(forKey: key, query: [("uploadId", uploadId)]))
         var conditional = settings.conditionalComplete
         while true {
@@ -238,10 +238,10 @@ struct MultipartObjectUpload: Sendable {
         guard let etag = ObjectReceipt.unquoted(stored.data["ETag"]?.stringValue), etag.contains("-") else { return }
         var digests: [UInt8] = []
         for part in parts {
-            guard let bytes = Self.hexBytes(part.etag), bytes.count == 16 else { return }
+            guard let bytes = unhex(part.etag), bytes.count == 16 else { return }
             digests += bytes
         }
-        let expected = SigV4Signer.hex(try MD5Digest.hash(digests)) + "-\(parts.count)"
+        let expected = hex(try MD5Digest.hash(digests)) + "-\(parts.count)"
         guard etag.lowercased() == expected else {
             throw AttacheError(
                 .badResponse, stage: .interpret,
@@ -277,14 +277,7 @@ struct MultipartObjectUpload: Sendable {
 
     static func crc32c(of source: any ByteSource) throws -> String {
         var crc = CRC32C()
-        let reader = try source.makeReader()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let n = try reader.read(into: buffer)
-            if n == 0 { break }
-            crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-        }
+        try ContentDigest.forEachChunk(of: source) { crc.update($0) }
         return crc.base64
     }
 
@@ -296,25 +289,6 @@ struct MultipartObjectUpload: Sendable {
             bytes += decoded
         }
         return CRC32C.base64(CRC32C.checksum(bytes)) + "-\(parts.count)"
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        func value(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case 0x30...0x39: return byte - 0x30
-            case 0x61...0x66: return byte - 0x57
-            case 0x41...0x46: return byte - 0x37
-            default: return nil
-            }
-        }
-        var out: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-        }
-        return out
     }
 }
 

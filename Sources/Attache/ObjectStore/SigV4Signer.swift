@@ -86,10 +86,10 @@ package struct SigV4Signer: Sendable {
         let day = String(amzDate.prefix(8))
         let scope = "\(day)/\(region)/\(service)/aws4_request"
         let stringToSign = [
-            "AWS4-HMAC-SHA256", amzDate, scope, try Self.hex(SHA256Digest.hash(Array(canonicalRequest.utf8))),
+            "AWS4-HMAC-SHA256", amzDate, scope, try hex(SHA256Digest.hash(Array(canonicalRequest.utf8))),
         ].joined(separator: "\n")
         let key = try signingKey(day: day)
-        let signature = Self.hex(try Self.hmac(key, Array(stringToSign.utf8)))
+        let signature = hex(try Self.hmac(key, Array(stringToSign.utf8)))
         let authorization =
             "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyId)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
         return Signature(
@@ -152,16 +152,5 @@ package struct SigV4Signer: Sendable {
     /// `date` as `yyyyMMdd'T'HHmmss'Z'` in UTC.
     package static func amzDate(_ date: Date) -> String {
         String(UTCTimestamp.iso8601(date).filter { $0 != "-" && $0 != ":" })
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

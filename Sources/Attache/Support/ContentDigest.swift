@@ -13,18 +13,24 @@ package enum ContentDigest {
     ///   from OpenSSL.
     package static func sha256Hex(of source: any ByteSource) throws -> String {
         let digest = try SHA256Digest()
+        try forEachChunk(of: source) { try digest.update($0) }
+        return try digest.finish().map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// Reads `source` once, in 256 KiB chunks, handing each to `body` (valid only during the call).
+    /// Blocking.
+    package static func forEachChunk(of source: any ByteSource, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         let reader = try source.makeReader()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
         defer { buffer.deallocate() }
         while true {
             let n = try reader.read(into: buffer)
             if n == 0 { break }
-            try digest.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+            try body(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
         }
-        return try digest.finish().map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
     }
 
     /// SHA-256 of bytes in memory, as lower-case hex.

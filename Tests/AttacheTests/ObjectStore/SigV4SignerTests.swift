@@ -48,7 +48,7 @@ struct SigV4SignerTests {
     @Test("post-x-www-form-urlencoded: a signed body and content type")
     func formBody() throws {
         let body = Array("Param1=value1".utf8)
-        let hash = SigV4Signer.hex(try SHA256Digest.hash(body))
+        let hash = hex(try SHA256Digest.hash(body))
         #expect(hash == "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e")
         let signed = try suite.sign(
             method: "POST", path: "/", query: [],
@@ -86,7 +86,7 @@ struct SigV4SignerTests {
     @Test("S3 PUT Object: key encoding and a signed body")
     func s3PutObject() throws {
         let date = try #require(UTCTimestamp.parse("2013-05-24T00:00:00Z"))
-        let hash = SigV4Signer.hex(try SHA256Digest.hash(Array("Welcome to Amazon S3.".utf8)))
+        let hash = hex(try SHA256Digest.hash(Array("Welcome to Amazon S3.".utf8)))
         let address = try S3ObjectAddress(
             endpoint: "https://s3.amazonaws.com", bucket: "examplebucket", key: "test$file.text", addressing: .virtual)
         #expect(address.url == "https://examplebucket.s3.amazonaws.com/test%24file.text")
