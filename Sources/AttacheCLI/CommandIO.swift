@@ -1,4 +1,4 @@
-package import AttacheCore
+import AttacheCore
 import FoundationEssentials
 import Glibc
 
