@@ -1,3 +1,4 @@
+import Synchronization
 package import ArgumentParser
 import Attache
 import AttacheCore
@@ -72,30 +73,28 @@ package struct ScanCommand: AsyncParsableCommand {
         let start = ContinuousClock.now
         var tally = Tally()
         let paths = Self.expand(files)
-        await withTaskGroup(of: (String, Result<ScanVerdict, AttacheError>).self) { group in
-            var next = 0
-            func startNext() -> Bool {
-                guard next < paths.count else { return false }
-                let path = paths[next]
-                next += 1
-                group.addTask {
-                    do {
-                        let verdict = try await scanner.scan(try FileSource(path: path), file: path)
-                        return (path, .success(verdict))
-                    } catch let error as AttacheError {
-                        return (path, .failure(error.concerning(path)))
-                    } catch {
-                        return (path, .failure(AttacheError(.internalError, stage: .scan, "\(error)", file: path)))
+        // One blocking thread per session, each taking the next file and waiting for clamd's answer
+        // itself; the answers come back here, in the command's task, to be printed.
+        let (results, sink) = AsyncStream.makeStream(of: (String, Result<ScanVerdict, AttacheError>).self)
+        let taken = NextIndex()
+        let workers = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<min(concurrency, paths.count) {
+                    group.addTask {
+                        _ = try? await BlockingPool.shared.run {
+                            while true {
+                                let index = taken.take()
+                                guard index < paths.count else { return }
+                                sink.yield(Self.scan(paths[index], with: scanner))
+                            }
+                        }
                     }
                 }
-                return true
             }
-            for _ in 0..<concurrency where !startNext() { break }
-            while let (path, result) = await group.next() {
-                report(path, result, into: &tally)
-                _ = startNext()
-            }
+            sink.finish()
         }
+        for await (path, result) in results { report(path, result, into: &tally) }
+        await workers.value
         if !json && !noSummary {
             let seconds = (ContinuousClock.now - start).seconds
             Console.out("")
@@ -107,6 +106,23 @@ package struct ScanCommand: AsyncParsableCommand {
         }
         if tally.infected > 0 { throw ExitCode(ExitStatus.infected) }
         if let status = tally.firstFailure { throw ExitCode(status) }
+    }
+
+    /// One file's verdict, or its error naming it.
+    private static func scan(_ path: String, with scanner: ClamAVScanner) -> (String, Result<ScanVerdict, AttacheError>) {
+        do {
+            return (path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path)))
+        } catch let error as AttacheError {
+            return (path, .failure(error.concerning(path)))
+        } catch {
+            return (path, .failure(AttacheError(.internalError, stage: .scan, "\(error)", file: path)))
+        }
+    }
+
+    /// The next file to take, shared by the scanning threads.
+    private final class NextIndex: Sendable {
+        private let next = Atomic<Int>(0)
+        func take() -> Int { next.add(1, ordering: .relaxed).oldValue }
     }
 
     private struct Tally {

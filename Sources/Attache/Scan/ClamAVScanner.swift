@@ -73,18 +73,30 @@ public struct ClamAVScanner: MalwareScanner {
         let configuration = configuration
         let sessions = sessions
         return try await BlockingPool.shared.run {
-            let (reply, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) {
-                connection in
-                let reply =
-                    if let path {
-                        try connection.scanDescriptor(path: path, file: file)
-                    } else {
-                        try connection.scanStream(source, chunkSize: configuration.chunkSize, file: file)
-                    }
-                return (reply, connection.version)
-            }
-            return try Self.verdict(reply, version: version, address: configuration.address, file: file)
+            try Self.scan(source, path: path, file: file, configuration: configuration, sessions: sessions)
         }
+    }
+
+    /// ``scan(_:file:)`` on the calling thread, which blocks until clamd answers: for a caller that keeps
+    /// threads of its own, one per session (`attache scan`), and so saves two thread hand-offs a file.
+    package func scanBlocking(_ source: any ByteSource, file: String) throws -> ScanVerdict {
+        try Self.scan(source, path: try descriptorPath(of: source, file: file), file: file,
+                      configuration: configuration, sessions: sessions)
+    }
+
+    private static func scan(
+        _ source: any ByteSource, path: String?, file: String, configuration: Configuration, sessions: ClamdSessionPool
+    ) throws -> ScanVerdict {
+        let (reply, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) { connection in
+            let reply =
+                if let path {
+                    try connection.scanDescriptor(path: path, file: file)
+                } else {
+                    try connection.scanStream(source, chunkSize: configuration.chunkSize, file: file)
+                }
+            return (reply, connection.version)
+        }
+        return try Self.verdict(reply, version: version, address: configuration.address, file: file)
     }
 
     /// The versions clamd reports (read when a session begins; a kept session answers at once).
