@@ -257,9 +257,13 @@ struct SharedQueueTests {
                 executable: try attacheBinary(),
                 arguments: ["worker", "--queue", url, "--url", server.uploadURL, "--concurrency", "4", "--claim-batch", "8"],
                 environment: cluster.environment)
-            try await worker.waitForOutput(containing: "sent ", count: 20, upTo: 60)
-            kill(worker.processIdentifier, SIGTERM)
-            let status = try await worker.wait(upTo: 30)
+            // SIGTERM at the server's 20th upload, from a watcher process of its own: a test process starved
+            // by the others in a parallel run once saw the worker send all 200 before it signalled.
+            let signaller = try StatsKiller.start(
+                pid: worker.processIdentifier, statsURL: "http://127.0.0.1:\(server.port)/stats", key: "uploads",
+                atLeast: 20, signal: "TERM")
+            #expect(try await signaller.wait(upTo: 150) == 0)
+            let status = try await worker.wait(upTo: 60)
             #expect(status == 0, "\(worker.standardError)")
         }
         let claimed = try await cluster.scalar("SELECT count(*) FROM attache_file WHERE state = 'claimed'", in: url)
