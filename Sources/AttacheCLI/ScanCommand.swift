@@ -82,10 +82,14 @@ package struct ScanCommand: AsyncParsableCommand {
                 for _ in 0..<min(concurrency, paths.count) {
                     group.addTask {
                         _ = try? await BlockingPool.shared.run {
+                            // By descriptor, files go in runs of 16 requests sent before the answers are
+                            // read, as clamdscan pipelines them; streamed, one at a time.
+                            let run = scanner.passesDescriptors ? 16 : 1
                             while true {
-                                let index = taken.take()
-                                guard index < paths.count else { return }
-                                sink.yield(Self.scan(paths[index], with: scanner))
+                                let start = taken.take(run)
+                                guard start < paths.count else { return }
+                                let chunk = Array(paths[start..<min(start + run, paths.count)])
+                                for result in Self.scan(chunk, with: scanner) { sink.yield(result) }
                             }
                         }
                     }
@@ -108,21 +112,47 @@ package struct ScanCommand: AsyncParsableCommand {
         if let status = tally.firstFailure { throw ExitCode(status) }
     }
 
-    /// One file's verdict, or its error naming it.
-    private static func scan(_ path: String, with scanner: ClamAVScanner) -> (String, Result<ScanVerdict, AttacheError>) {
-        do {
-            return (path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path)))
-        } catch let error as AttacheError {
-            return (path, .failure(error.concerning(path)))
-        } catch {
-            return (path, .failure(AttacheError(.internalError, stage: .scan, "\(error)", file: path)))
+    /// The files' verdicts, or their errors naming them: in one pipelined run by descriptor, else one by
+    /// one.
+    private static func scan(_ paths: [String], with scanner: ClamAVScanner) -> [(String, Result<ScanVerdict, AttacheError>)] {
+        func failure(_ error: any Error, _ path: String) -> Result<ScanVerdict, AttacheError> {
+            .failure((error as? AttacheError)?.concerning(path) ?? AttacheError(.internalError, stage: .scan, "\(error)", file: path))
+        }
+        if scanner.passesDescriptors {
+            // Only regular files are opened (a FIFO would block the open), as FileSource checks.
+            var results = [Result<ScanVerdict, AttacheError>?](repeating: nil, count: paths.count)
+            var files: [(index: Int, path: String)] = []
+            for (index, path) in paths.enumerated() {
+                do {
+                    _ = try FileSource(path: path)
+                    files.append((index, path))
+                } catch {
+                    results[index] = failure(error, path)
+                }
+            }
+            do {
+                for (file, result) in zip(files, try scanner.scanFilesBlocking(files.map(\.path))) {
+                    results[file.index] = result.mapError { $0.concerning(file.path) }
+                }
+            } catch {
+                for file in files { results[file.index] = failure(error, file.path) }
+            }
+            return zip(paths, results).map { ($0, $1!) }
+        }
+        return paths.map { path in
+            do {
+                return (path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path)))
+            } catch {
+                return (path, failure(error, path))
+            }
         }
     }
 
     /// The next file to take, shared by the scanning threads.
     private final class NextIndex: Sendable {
         private let next = Atomic<Int>(0)
-        func take() -> Int { next.add(1, ordering: .relaxed).oldValue }
+        /// The first of the next `count` files.
+        func take(_ count: Int) -> Int { next.add(count, ordering: .relaxed).oldValue }
     }
 
     private struct Tally {

@@ -84,6 +84,28 @@ public struct ClamAVScanner: MalwareScanner {
                       configuration: configuration, sessions: sessions)
     }
 
+    /// Whether files go to clamd by descriptor (a UNIX socket, and a transfer that allows it).
+    package var passesDescriptors: Bool {
+        guard case .unix = configuration.address else { return false }
+        return configuration.transfer != .stream
+    }
+
+    /// Scans files by descriptor in one session, every request sent before the answers are read (see
+    /// ``ClamdConnection/scanDescriptors(_:)``), as `clamdscan --fdpass --multiscan` does: for
+    /// `attache scan` over many files. The verdicts come in the order of `paths`. Blocking.
+    /// - Throws: ``AttacheError`` when the session fails (every file of `paths` is then unscanned).
+    package func scanFilesBlocking(_ paths: [String]) throws -> [Result<ScanVerdict, AttacheError>] {
+        let configuration = configuration
+        let (replies, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) { connection in
+            (try connection.scanDescriptors(paths), connection.version)
+        }
+        return zip(paths, replies).map { path, reply in
+            Result {
+                try Self.verdict(try reply.get(), version: version, address: configuration.address, file: path)
+            }.mapError { ($0 as? AttacheError) ?? AttacheError(.internalError, stage: .scan, "\($0)", file: path) }
+        }
+    }
+
     private static func scan(
         _ source: any ByteSource, path: String?, file: String, configuration: Configuration, sessions: ClamdSessionPool
     ) throws -> ScanVerdict {

@@ -98,9 +98,52 @@ final class ClamdConnection {
         let fileDescriptor = try FileDescriptor.openForReading(path, stage: .scan)
         defer { Glibc.close(fileDescriptor) }
         let id = try begin("zFILDES")
+        try pass(fileDescriptor)
+        return try finish(try readAnswer(timeout: timeouts.reply), id: id)
+    }
+
+    /// Scans `paths` by descriptor with every request sent before the first answer is read, as
+    /// `clamdscan --fdpass --multiscan` does: clamd scans them on its threads and answers each `N: …`
+    /// when done, in any order. Keep `paths` short (clamd's `MaxQueue` is 100 by default). A file that
+    /// cannot be opened gets its error, and no request.
+    /// - Throws: ``AttacheError`` as ``scanStream(_:chunkSize:file:)`` when the connection fails; then no
+    ///   result stands.
+    func scanDescriptors(_ paths: [String]) throws -> [Result<ClamdReply, AttacheError>] {
+        var results = [Result<ClamdReply, AttacheError>?](repeating: nil, count: paths.count)
+        var waiting: [Int: Int] = [:]
+        for (index, path) in paths.enumerated() {
+            let fileDescriptor: Int32
+            do {
+                fileDescriptor = try FileDescriptor.openForReading(path, stage: .scan)
+            } catch let error as AttacheError {
+                results[index] = .failure(error)
+                continue
+            }
+            // The kernel holds the file once it is sent: closing this end at once is safe.
+            defer { Glibc.close(fileDescriptor) }
+            let id = try begin("zFILDES")
+            try pass(fileDescriptor)
+            waiting[id] = index
+        }
+        while !waiting.isEmpty {
+            let answer = try readAnswer(timeout: timeouts.reply)
+            guard let colon = answer.firstIndex(of: ":"), let id = Int(answer[..<colon]),
+                  let index = waiting.removeValue(forKey: id)
+            else {
+                isReusable = false
+                throw AttacheError(
+                    .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(answer))")
+            }
+            results[index] = .success(try finish(answer, id: id))
+        }
+        return results.map { $0! }
+    }
+
+    /// Passes `fileDescriptor` over the session's UNIX socket (`SCM_RIGHTS`).
+    private func pass(_ fileDescriptor: Int32) throws {
         while true {
             let sent = attache_send_descriptor(descriptor, fileDescriptor)
-            if sent == 1 { break }
+            if sent == 1 { return }
             if sent < 0, errno == EINTR { continue }
             if sent < 0, errno == EAGAIN || errno == EWOULDBLOCK {
                 try wait(for: Int16(POLLOUT), timeout: timeouts.stall, doing: "take the file descriptor")
@@ -108,7 +151,6 @@ final class ClamdConnection {
             }
             throw lost(errno, "passing the file descriptor")
         }
-        return try finish(try readAnswer(timeout: timeouts.reply), id: id)
     }
 
     // MARK: - Requests and answers

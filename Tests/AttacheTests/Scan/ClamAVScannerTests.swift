@@ -35,6 +35,31 @@ struct ClamAVScannerTests {
         }
     }
 
+    /// Pipelined descriptors (`attache scan`'s way): every request of a run sent before the answers,
+    /// which clamd gives in any order; each verdict lands on its own file, a missing file in the middle
+    /// gets its own error, and the run takes one session.
+    @Test func pipelinedDescriptorsKeepEachVerdictOnItsFile() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-pipe")
+        defer { folder.remove() }
+        let samples = try ScanSample.make(in: folder, clean: 90).shuffled()
+        var paths = samples.map(\.path)
+        paths.insert(folder.path + "/no-such-file", at: 40)
+        let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        #expect(scanner.passesDescriptors)
+        let results = try scanner.scanFilesBlocking(paths)
+        #expect(results.count == paths.count)
+        for (path, result) in zip(paths, results) {
+            if path.hasSuffix("no-such-file") {
+                #expect(throws: AttacheError.self) { try result.get() }
+                continue
+            }
+            let expected = samples.first { $0.path == path }?.signature
+            #expect(try result.get().signature == expected, "\(path)")
+        }
+        #expect(scanner.sessionsOpened == 1)
+    }
+
     /// Bytes in memory are streamed, even where files would go by descriptor; concurrent scans each
     /// take a session of their own.
     @Test func bytesInMemoryAndConcurrentScans() async throws {
