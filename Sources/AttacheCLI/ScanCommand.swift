@@ -75,7 +75,7 @@ package struct ScanCommand: AsyncParsableCommand {
         let paths = Self.expand(files)
         // One blocking thread per session, each taking the next file and waiting for clamd's answer
         // itself; the answers come back here, in the command's task, to be printed.
-        let (results, sink) = AsyncStream.makeStream(of: (String, Result<ScanVerdict, AttacheError>).self)
+        let (results, sink) = AsyncStream.makeStream(of: [(String, Result<ScanVerdict, AttacheError>)].self)
         let taken = NextIndex()
         let workers = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -89,7 +89,7 @@ package struct ScanCommand: AsyncParsableCommand {
                                 let start = taken.take(run)
                                 guard start < paths.count else { return }
                                 let chunk = Array(paths[start..<min(start + run, paths.count)])
-                                for result in Self.scan(chunk, with: scanner) { sink.yield(result) }
+                                sink.yield(Self.scan(chunk, with: scanner))
                             }
                         }
                     }
@@ -97,7 +97,11 @@ package struct ScanCommand: AsyncParsableCommand {
             }
             sink.finish()
         }
-        for await (path, result) in results { report(path, result, into: &tally) }
+        // A run's lines in one write.
+        for await run in results {
+            let text = run.compactMap { line($0, $1, into: &tally) }.joined()
+            if !text.isEmpty { writeToStandardOutput(text) }
+        }
         await workers.value
         if !json && !noSummary {
             let seconds = (ContinuousClock.now - start).seconds
@@ -173,30 +177,32 @@ package struct ScanCommand: AsyncParsableCommand {
         var error: String?
     }
 
-    private func report(_ path: String, _ result: Result<ScanVerdict, AttacheError>, into tally: inout Tally) {
+    /// The output line of one file's result (nil when `--infected` leaves a clean file out), counted
+    /// into `tally`.
+    private func line(_ path: String, _ result: Result<ScanVerdict, AttacheError>, into tally: inout Tally) -> String? {
         switch result {
         case .success(let verdict):
             tally.scanned += 1
             let isInfected = verdict.outcome == .infected
             if isInfected { tally.infected += 1 }
             if json {
-                Console.outJSON(
+                return Console.json(
                     Line(
                         path: path, verdict: verdict.outcome.rawValue, signature: verdict.signature,
-                        engine: verdict.version.engine, signatures: verdict.version.signatures))
+                        engine: verdict.version.engine, signatures: verdict.version.signatures)) + "\n"
             } else if isInfected {
-                Console.out("\(path): \(verdict.signature ?? "unnamed") FOUND")
+                return TerminalText.escaping("\(path): \(verdict.signature ?? "unnamed") FOUND") + "\n"
             } else if !infected {
-                Console.out("\(path): OK")
+                return TerminalText.escaping("\(path): OK") + "\n"
             }
+            return nil
         case .failure(let error):
             tally.errors += 1
             if tally.firstFailure == nil { tally.firstFailure = ExitStatus.forError(error) }
             if json {
-                Console.outJSON(Line(path: path, verdict: "error", code: error.code.rawValue, error: error.message))
-            } else {
-                Console.out("\(path): \(error.message) ERROR")
+                return Console.json(Line(path: path, verdict: "error", code: error.code.rawValue, error: error.message)) + "\n"
             }
+            return TerminalText.escaping("\(path): \(error.message) ERROR") + "\n"
         }
     }
 
