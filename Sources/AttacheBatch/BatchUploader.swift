@@ -286,7 +286,7 @@ private struct BatchDriver: Sendable {
         // instead of two, which a batch of small files feels.
         enum Step: Sendable {
             case unreadable(any Error)
-            case decided(FileIdentity, UploadJournal.Decision, Detection?)
+            case decided(FileIdentity, UploadJournal.Decision, Detection?, ScannedAhead?)
         }
         let configuration = configuration
         let step: Step
@@ -305,7 +305,7 @@ private struct BatchDriver: Sendable {
                     return .decided(
                         identity,
                         try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
-                            ?? .send(idempotencyKey: "", material: nil, resumed: false), nil)
+                            ?? .send(idempotencyKey: "", material: nil, resumed: false), nil, nil)
                 }
                 guard let journal else { throw AttacheError(.internalError, stage: .batch, "no journal") }
                 let decision = try journal.claim(
@@ -313,10 +313,15 @@ private struct BatchDriver: Sendable {
                     scheme: configuration.pipeline.configuration.seal.scheme)
                 // Detect in this job too, for a file that will be sent: one hand-off fewer. A detection that
                 // fails is left to the pipeline, which runs it again and reports it as it always has.
-                guard case .send = decision else { return .decided(identity, decision, nil) }
+                guard case .send = decision else { return .decided(identity, decision, nil, nil) }
                 let detection = try? configuration.pipeline.detectBlocking(
                     fileAt: file.path, declaredKind: configuration.declaredKind)
-                return .decided(identity, decision, detection)
+                // And scan here a file that Transform will pass through: the scan needs no other hand-off,
+                // and content seen before in this run is known by its SHA-256.
+                let scanned = detection.flatMap {
+                    configuration.pipeline.scanAheadBlocking(fileAt: file.path, detection: $0, sha256: identity.sha256)
+                }
+                return .decided(identity, decision, detection, scanned)
             }
         } catch {
             return .fatal(Self.attacheError(error, file: file.path))
@@ -324,6 +329,7 @@ private struct BatchDriver: Sendable {
         let identity: FileIdentity
         let decision: UploadJournal.Decision
         let detection: Detection?
+        let scanned: ScannedAhead?
         switch step {
         case .unreadable(let error):
             let failure = Self.attacheError(error, file: file.path)
@@ -336,10 +342,11 @@ private struct BatchDriver: Sendable {
             }
             await events.send(.failed(file, failure))
             return .failed(file, failure)
-        case .decided(let decidedIdentity, let decided, let detected):
+        case .decided(let decidedIdentity, let decided, let detected, let scannedAhead):
             identity = decidedIdentity
             decision = decided
             detection = detected
+            scanned = scannedAhead
         }
 
         let key: String
@@ -375,6 +382,7 @@ private struct BatchDriver: Sendable {
             path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material,
             resumesEarlierSend: resumed)
         attachment.detection = detection
+        attachment.scannedAhead = scanned
         if configuration.pipeline.configuration.resumable.mode != .off {
             // A resumable upload an earlier run left: continued from the server's offset. Each offset the
             // server confirms is committed before the next append.

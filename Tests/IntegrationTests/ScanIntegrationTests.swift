@@ -1,4 +1,5 @@
 import Attache
+import AttacheBatch
 import AttacheServer
 import AttacheTestSupport
 import Foundation
@@ -70,6 +71,44 @@ struct ScanIntegrationTests {
             let clean = try await original.send(Attachment(path: Self.photo))
             #expect(clean.scan?.original == true)
             #expect(try await server.stats().uploads == 2)
+        }
+    }
+
+    /// A batch scans a file that Transform passes through in the job that reads its identity, and
+    /// gives a content it has seen before the same verdict: every copy of an infected file is refused
+    /// and every clean copy stored. A photo that recompression changes is scanned as it will be sent,
+    /// not ahead: the EICAR string after its end is dropped, and it goes out.
+    @Test func aBatchScansAheadWhatTransformLeavesAlone() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-ahead")
+        defer { folder.remove() }
+        for copy in 1...3 {
+            _ = try folder.write("files/eicar-\(copy).txt", ClamdProcess.eicar)
+            _ = try folder.write("files/words-\(copy).txt", "the same words\n")
+        }
+        let photo = try Data(contentsOf: URL(fileURLWithPath: Self.photo))
+        _ = try folder.write("files/tainted.jpg", Array(photo) + ClamdProcess.eicar)
+        try await LiveServer.with { server in
+            let pipeline = try server.pipeline { $0.scan.scanner = try? Self.scanner(clamd.unixAddress) }
+            let batch = BatchUploader(configuration: BatchConfiguration(pipeline: pipeline, journalPath: folder.path + "/journal"))
+            var refused: [String: AttacheError] = [:]
+            var stored: [String: UploadReceipt] = [:]
+            for try await event in batch.run([folder.path + "/files"]) {
+                switch event {
+                case .failed(let file, let error): refused[(file.path as NSString).lastPathComponent] = error
+                case .succeeded(let file, let receipt): stored[(file.path as NSString).lastPathComponent] = receipt
+                default: break
+                }
+            }
+            #expect(refused.keys.sorted() == ["eicar-1.txt", "eicar-2.txt", "eicar-3.txt"])
+            for error in refused.values {
+                #expect(error.code == .infected && error.stage == .scan)
+                #expect(error.message == "infected: Attache.Test.EICAR.UNOFFICIAL")
+            }
+            #expect(stored.keys.sorted() == ["tainted.jpg", "words-1.txt", "words-2.txt", "words-3.txt"])
+            #expect(stored.values.allSatisfy { $0.scan?.verdict == .clean && $0.scan?.engine?.hasPrefix("ClamAV 1.") == true })
+            #expect(stored["tainted.jpg"]?.transform.recompressed == true)
+            #expect(try await server.stats().uploads == 4)
         }
     }
 

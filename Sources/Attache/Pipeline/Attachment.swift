@@ -61,6 +61,10 @@ public struct Attachment: Sendable {
     /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
     package var detection: Detection?
+    /// What the Scan stage would find, when the caller already scanned the file in a blocking job of its
+    /// own (the batch does, for a file that Transform passes through): used only when the payload is
+    /// this file unchanged.
+    package var scannedAhead: ScannedAhead?
 
     /// An attachment read from the file at `path`.
     public init(

@@ -22,6 +22,16 @@ extension AttachmentPipeline {
         let start = ContinuousClock.now
         let path = transformed.prepared.path
         let alsoOriginal = settings.scansOriginal && transformed.output.didTransform
+        if let ahead = Self.scannedAhead(transformed) {
+            if ahead.verdict.outcome == .infected {
+                throw AttacheError(.infected, stage: .scan, "infected: \(ahead.verdict.signature ?? "unnamed signature")", file: path)
+            }
+            return ScannedAttachment(
+                transformed: transformed,
+                receipt: ScanReceipt(
+                    engine: ahead.verdict.version.engine, signatures: ahead.verdict.version.signatures, verdict: .clean,
+                    seconds: ahead.seconds))
+        }
         var sources: [any ByteSource] = [transformed.payload]
         if alsoOriginal { sources.append(transformed.prepared.original) }
         var version: ScanEngineVersion?
@@ -58,6 +68,37 @@ extension AttachmentPipeline {
                 engine: version?.engine, signatures: version?.signatures, verdict: .clean,
                 seconds: (ContinuousClock.now - start).seconds, cached: settings.cache == nil ? nil : cached,
                 original: alsoOriginal ? true : nil))
+    }
+
+    /// The verdict found ahead for this payload: only when the payload is the attachment's own file,
+    /// unchanged, as it was scanned.
+    private static func scannedAhead(_ transformed: TransformedAttachment) -> ScannedAhead? {
+        guard let ahead = transformed.prepared.attachment.scannedAhead, !transformed.output.didTransform,
+              case .file(let path) = transformed.prepared.input.content, path == ahead.path
+        else { return nil }
+        return ahead
+    }
+
+    /// The Scan stage's verdict on the file at `path`, found now on the calling thread, for a caller that
+    /// already reads the file in a blocking job of its own (the batch, with the file's identity): one
+    /// hand-off between threads fewer a file, and a content seen before in this process is not sent to
+    /// clamd again (`sha256` and the signature version find its verdict). Put the result in
+    /// ``Attachment/scannedAhead``.
+    ///
+    /// Nil when the stage must scan by itself: no ClamAV scanner, a verdict cache, a file that Transform
+    /// may change (the stage scans what will be sealed), or a scan that failed (the stage scans again
+    /// and applies ``ScanConfiguration/failurePolicy``).
+    package func scanAheadBlocking(fileAt path: String, detection: Detection, sha256: String) -> ScannedAhead? {
+        let settings = configuration.scan
+        guard let scanner = settings.scanner as? ClamAVScanner, settings.cache == nil,
+              !transformer.configuration.transforms(
+                  mimeType: detection.mimeType, kind: detection.kind, isAnimated: detection.metadata.isAnimated == true)
+        else { return nil }
+        let start = ContinuousClock.now
+        guard let source = try? FileSource(path: path),
+              let verdict = try? scanner.scanBlocking(source, file: path, contentDigest: sha256)
+        else { return nil }
+        return ScannedAhead(path: path, verdict: verdict, seconds: (ContinuousClock.now - start).seconds)
     }
 
     /// One scan, through the cache when there is one: the content's SHA-256 and the engine's current

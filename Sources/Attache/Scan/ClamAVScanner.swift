@@ -50,6 +50,10 @@ public struct ClamAVScanner: MalwareScanner {
     /// The settings.
     public let configuration: Configuration
     private let sessions: ClamdSessionPool
+    /// clamd's answers by content digest and versions (``scanBlocking(_:file:contentDigest:)``).
+    private let remembered = LockedValue<[String: ClamdReply]>([:])
+    /// Answers remembered at most; past it the memory starts again.
+    private static let rememberedLimit = 65_536
 
     /// Creates a scanner for clamd as `configuration` says.
     public init(configuration: Configuration) {
@@ -84,6 +88,14 @@ public struct ClamAVScanner: MalwareScanner {
                       configuration: configuration, sessions: sessions)
     }
 
+    /// ``scanBlocking(_:file:)`` for bytes whose SHA-256 the caller knows: a verdict this scanner gave
+    /// for the same content under the same signature version is given again without asking clamd, whose
+    /// verdict depends on nothing else (by descriptor or stream, clamd never sees a file's name).
+    package func scanBlocking(_ source: any ByteSource, file: String, contentDigest: String) throws -> ScanVerdict {
+        try Self.scan(source, path: try descriptorPath(of: source, file: file), file: file,
+                      configuration: configuration, sessions: sessions, remembering: (remembered, contentDigest))
+    }
+
     /// Whether files go to clamd by descriptor (a UNIX socket, and a transfer that allows it).
     package var passesDescriptors: Bool {
         guard case .unix = configuration.address else { return false }
@@ -107,15 +119,27 @@ public struct ClamAVScanner: MalwareScanner {
     }
 
     private static func scan(
-        _ source: any ByteSource, path: String?, file: String, configuration: Configuration, sessions: ClamdSessionPool
+        _ source: any ByteSource, path: String?, file: String, configuration: Configuration, sessions: ClamdSessionPool,
+        remembering: (answers: LockedValue<[String: ClamdReply]>, digest: String)? = nil
     ) throws -> ScanVerdict {
         let (reply, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) { connection in
+            let key = remembering.map { "\($0.digest) \(connection.version.engine) \(connection.version.signatures ?? "-")" }
+            if let remembering, let key, let known = remembering.answers.withLock({ $0[key] }) {
+                return (known, connection.version)
+            }
             let reply =
                 if let path {
                     try connection.scanDescriptor(path: path, file: file)
                 } else {
                     try connection.scanStream(source, chunkSize: configuration.chunkSize, file: file)
                 }
+            // Only verdicts are kept: clamd's errors (a limit, a file it could not read) are asked again.
+            if let remembering, let key, reply.isVerdict {
+                remembering.answers.withLock { known in
+                    if known.count >= rememberedLimit { known.removeAll(keepingCapacity: true) }
+                    known[key] = reply
+                }
+            }
             return (reply, connection.version)
         }
         return try Self.verdict(reply, version: version, address: configuration.address, file: file)

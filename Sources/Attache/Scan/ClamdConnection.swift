@@ -384,6 +384,12 @@ enum ClamdReply: Sendable, Equatable {
     /// `INSTREAM size limit exceeded. ERROR`, `… ERROR`, or anything else.
     case error(String)
 
+    /// Whether this is a verdict (clean or infected) rather than clamd's error.
+    var isVerdict: Bool {
+        if case .error = self { return false }
+        return true
+    }
+
     /// Reads clamd's text (`stream: OK`, `fd[12]: NAME FOUND`, `MESSAGE ERROR`).
     init(parsing text: String) {
         if text.hasSuffix(" FOUND") {

@@ -60,6 +60,27 @@ struct ClamAVScannerTests {
         #expect(scanner.sessionsOpened == 1)
     }
 
+    /// A scan told the content's SHA-256 gives clamd's earlier answer for that content without asking
+    /// again; without the digest, or with another one, clamd is asked.
+    @Test func aKnownDigestIsAnsweredWithoutClamd() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-digest")
+        defer { folder.remove() }
+        let infected = try folder.write("eicar.txt", ClamdProcess.eicar)
+        let clean = try folder.write("clean.txt", Array("nothing to see".utf8))
+        let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        let first = try scanner.scanBlocking(try FileSource(path: infected), file: infected, contentDigest: "d1")
+        #expect(first.outcome == .infected)
+        // The same digest for other bytes: clamd is not asked, so the answer is the remembered one. (A
+        // caller passes the digest of the bytes it scans; this shows that the answer came from memory.)
+        let remembered = try scanner.scanBlocking(try FileSource(path: clean), file: clean, contentDigest: "d1")
+        #expect(remembered == first)
+        #expect(try scanner.scanBlocking(try FileSource(path: clean), file: clean, contentDigest: "d2").outcome == .clean)
+        #expect(try scanner.scanBlocking(try FileSource(path: clean), file: clean).outcome == .clean)
+        #expect(try scanner.scanBlocking(try FileSource(path: infected), file: infected, contentDigest: "d2").outcome == .clean)
+        #expect(scanner.sessionsOpened == 1)
+    }
+
     /// Bytes in memory are streamed, even where files would go by descriptor; concurrent scans each
     /// take a session of their own.
     @Test func bytesInMemoryAndConcurrentScans() async throws {
