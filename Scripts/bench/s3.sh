@@ -62,9 +62,9 @@ ENDPOINT=http://127.0.0.1:$port
 "$AWS_VENV/bin/aws" --endpoint-url "$ENDPOINT" s3 mb s3://bench >/dev/null
 
 measure() { # label, command...: prints "wall cpu rss_kb"
-    local out
-    out=$( { /usr/bin/time -f '%e %U %S %M' "${@:2}" >/dev/null 2>"$WORK/err"; } 2>&1 ) || { cat "$WORK/err" >&2; exit 1; }
-    tail -1 <<<"$out" | awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}'
+    # GNU time writes its line to a file of its own (-o): the command's stderr goes to err.
+    /usr/bin/time -o "$WORK/time" -f '%e %U %S %M' "${@:2}" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+    tail -1 "$WORK/time" | awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 

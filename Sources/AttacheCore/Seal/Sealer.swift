@@ -179,12 +179,17 @@ package struct SealedPayload: ByteSource {
 
 extension SealedPayload {
     /// A reader from sealed byte `offset`, for a resumed upload. Binary `stream-gcm` starts at the
-    /// segment holding `offset` (the plaintext reader seeks there) and seals only from there; other
-    /// schemes and transfer encodings seal from the start and discard the bytes before `offset`
-    /// (their output does not split into independent pieces).
+    /// segment holding `offset` (the plaintext reader seeks there) and seals only from there; binary
+    /// `none` is the plaintext, which seeks; other schemes and transfer encodings seal from the start
+    /// and discard the bytes before `offset` (their output does not split into independent pieces).
     /// - Throws: ``AttacheError`` when the plaintext cannot be opened or read.
     package func makeReader(startingAt offset: Int64) throws -> any ByteReader {
         guard offset > 0 else { return try makeReader() }
+        if case .none = plan, transferEncoding == .binary {
+            // Each S3 part and resumed chunk of a plaintext upload opens here: reading the bytes before
+            // it made a multipart upload read the file over and over (quadratic in its parts).
+            return try plaintext.makeReader(startingAt: offset)
+        }
         guard transferEncoding == .binary, case .streamGCM(let plan) = plan,
             // Within the header and the first segment, sealing from the start costs at most one segment.
             offset >= Int64(StreamGCM.headerCount + StreamGCM.segmentCount)

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attache_crc32c.h"
+
 // The content guard's fast fingerprint (Sources/AttacheCore/Support/ByteSource.swift): eight AES-round
 // lanes over 128-byte blocks, when the CPU has AES-NI. The state is 16 64-bit words (eight 128-bit
 // lanes). A process uses one method for both of its reads of a file, so the value never has to match

@@ -48,4 +48,25 @@ struct PartPlanTests {
         #expect(split.value == CRC32C.checksum(bytes))
         #expect(CRC32C.base64(0xE306_9283) == "4waSgw==")
     }
+
+    @Test("CRC-32C: the CPU's instruction and the tables agree at every alignment and length")
+    func crc32cMethodsAgree() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<4099).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for start in 0..<9 {
+            for count in [0, 1, 7, 8, 9, 63, 1000, 4090 - start] {
+                var either = CRC32C()
+                var tables = CRC32C()
+                bytes[start..<(start + count)].withUnsafeBytes {
+                    either.update($0)
+                    tables.updateWithTables($0)
+                }
+                #expect(either.value == tables.value, "start \(start), count \(count)")
+            }
+        }
+        // This machine's CPU has SSE 4.2: the first test checks the instruction's path against the check value.
+        #if arch(x86_64)
+        #expect(CRC32C.hardware)
+        #endif
+    }
 }
