@@ -38,6 +38,29 @@ import Testing
         #expect(sliced == Array(whole[70_000..<170_000]), "slice: \(sliced.count) bytes")
     }
 
+    /// A plaintext (`none`, binary) payload opened at an offset opens its source there: an S3 part or a
+    /// resumed chunk costs only its own bytes, not a read of everything before it.
+    @Test func aPlaintextPayloadSeeksInsteadOfReading() throws {
+        struct Recording: ByteSource {
+            let base = DataSource(ResumeOffsetTests.plaintext)
+            let opened = LockedValue<[Int64]>([])
+            var byteCount: Int64 { base.byteCount }
+            func makeReader() throws -> any ByteReader {
+                opened.withLock { $0.append(0) }
+                return try base.makeReader()
+            }
+            func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+                opened.withLock { $0.append(offset) }
+                return try base.makeReader(startingAt: offset)
+            }
+        }
+        let source = Recording()
+        let payload = try Sealer(scheme: .none, key: SealMaterial.random(for: .none).key).seal(source)
+        let tail = try ByteSourceSlice(payload, offset: 150_000, count: 20_000).makeReader().readToEnd()
+        #expect(tail == Array(Self.plaintext[150_000..<170_000]))
+        #expect(source.opened.withLock { $0 } == [150_000])
+    }
+
     @Test func aResumedStreamDecryptsToThePlaintext() throws {
         let path = try Self.file()
         defer { unlink(path) }
