@@ -268,11 +268,17 @@ struct DownloadManyCommand: AsyncParsableCommand {
         return entries
     }
 
-    /// The URL's last path segment, percent-decoded, as a file name.
+    /// The URL's last path segment, percent-decoded, as a file name; an `s3://` URL's as written (its key
+    /// is not encoded).
     static func name(from url: String) throws -> String {
-        let path = URL(string: url)?.path ?? ""
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
-        let name = last.removingPercentEncoding ?? last
+        let name: String
+        if S3AccessOptions.isObjectURL(url) {
+            name = url.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        } else {
+            let path = URL(string: url)?.path ?? ""
+            let last = path.split(separator: "/").last.map(String.init) ?? ""
+            name = last.removingPercentEncoding ?? last
+        }
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
             throw AttacheError(
                 .invalidArgument, stage: .configuration, "cannot name a file after this URL; give OUTPUT in --from", file: url)

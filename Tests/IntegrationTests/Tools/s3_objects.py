@@ -7,6 +7,7 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT presign-put BUCKET KEY [--content-type TYPE]   prints the URL
   s3_objects.py ENDPOINT presign-get BUCKET KEY       prints a presigned GET URL
   s3_objects.py ENDPOINT get BUCKET KEY OUT          writes the object's bytes to OUT
+  s3_objects.py ENDPOINT put BUCKET KEY FILE         stores FILE's bytes as the object (boto3's upload_file)
   s3_objects.py ENDPOINT head BUCKET KEY             prints {"size","etag","contentType","versionId"}
   s3_objects.py ENDPOINT list BUCKET [PREFIX]        prints [{"key","size","etag"}, ...]
   s3_objects.py ENDPOINT uploads BUCKET              prints the incomplete multipart uploads' keys
@@ -45,6 +46,10 @@ def main():
     get.add_argument("bucket")
     get.add_argument("key")
     get.add_argument("out")
+    put = sub.add_parser("put")
+    put.add_argument("bucket")
+    put.add_argument("key")
+    put.add_argument("file")
     head = sub.add_parser("head")
     head.add_argument("bucket")
     head.add_argument("key")
@@ -69,6 +74,8 @@ def main():
         body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
         with open(args.out, "wb") as out:
             out.write(body)
+    elif args.command == "put":
+        s3.upload_file(args.file, args.bucket, args.key)
     elif args.command == "head":
         head = s3.head_object(Bucket=args.bucket, Key=args.key)
         print(json.dumps({
