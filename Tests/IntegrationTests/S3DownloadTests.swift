@@ -1,6 +1,7 @@
 import Foundation
 import AttacheTestSupport
 import Testing
+import Attache
 
 /// `attache download s3://BUCKET/KEY`: objects stored by boto3 (or by `attache upload`) fetched with
 /// SigV4-signed GETs from moto's server and from MiniStack, which checks each signature, a resumed
@@ -119,6 +120,28 @@ struct S3DownloadTests {
                 ["download", url, "-o", opened, "--key-file", keyFile, "--s3-endpoint", emulator.endpoint], emulator)
             #expect(direct.status == 0, "\(direct.all)")
             #expect(try bytes(opened) == original)
+        }
+    }
+
+    @Test("the library: a pipeline's object receipt downloads and opens through Downloader.download(receipt:)",
+          arguments: S3Emulator.allCases)
+    func libraryReceiptRoundTrip(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-library")
+            defer { folder.remove() }
+            let original = randomBytes(600_000)
+            let file = try folder.write("ledger.bin", original)
+            let store = try ObjectStoreEndpoint.resolve(
+                url: "s3://media/library/", endpointURL: emulator.endpoint, environment: emulator.environment())
+            var configuration = PipelineConfiguration(url: "s3://media/library/")
+            configuration.objectStore = store
+            let receipt = try await AttachmentPipeline(configuration: configuration).send(Attachment(path: file))
+            #expect(receipt.url?.hasPrefix("s3://media/library/") == true)
+
+            let out = folder.path + "/ledger-again.bin"
+            let downloaded = try await Downloader().download(receipt: receipt, to: out, objectStore: store)
+            #expect(downloaded.unsealed)
+            #expect(try bytes(out) == original)
         }
     }
 

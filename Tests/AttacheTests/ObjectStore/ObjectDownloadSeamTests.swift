@@ -81,6 +81,31 @@ struct ObjectDownloadSeamTests {
         #expect(header(sent[0], "Authorization") != header(sent[1], "Authorization"))
     }
 
+    @Test("the download manager signs the GETs of its s3:// items, not those of its https ones")
+    func managerSignsObjectItems() async throws {
+        let directory = try folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let transport = ScriptedTransport([
+            .answer(status: 200, headers: [HeaderField(name: "Content-Length", value: "3")], body: [1, 2, 3]),
+            .answer(status: 200, headers: [HeaderField(name: "Content-Length", value: "3")], body: [1, 2, 3]),
+        ])
+        let manager = DownloadManager(configuration: .init(maximumConcurrentTransfers: 1), transport: transport)
+        var object = DownloadItem(url: "s3://media/a.bin", destination: directory + "/a.bin")
+        object.objectStore = Self.store
+        try manager.add(object)
+        try manager.add(DownloadItem(url: "http://127.0.0.1:9/b.bin", destination: directory + "/b.bin"))
+        let summary = try await manager.waitUntilSettled()
+        manager.close()
+        #expect(summary.completed == 2)
+        let sent = transport.sent
+        try #require(sent.count == 2)
+        let signed = try #require(sent.first { $0.url.hasSuffix("/media/a.bin") })
+        #expect(try header(signed, "Authorization") == expectedAuthorization(signed))
+        let plain = try #require(sent.first { $0.url.hasSuffix("/b.bin") })
+        #expect(header(plain, "Authorization") == nil)
+        #expect(header(plain, "x-amz-date") == nil)
+    }
+
     @Test("NoSuchKey is a rejection naming the object, the stage and S3's code; nothing is retried")
     func noSuchKey() async throws {
         let body = """
