@@ -23,13 +23,17 @@ package struct DownloadCommand: AsyncParsableCommand {
             collect in a temporary folder instead and are written there only once complete and checked; \
             the summary line then goes to standard error.
 
+            An s3://BUCKET/KEY URL is fetched from an object store with SigV4-signed GETs (each attempt, \
+            resumed ones too, signed anew), credentials, region and endpoint found as for uploads to \
+            --url s3:// (AWS_* variables, the shared files and --aws-profile, --region, --s3-endpoint).
+
             Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
             unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
             77 rejected by the server (404, 403, ...), 78 the config file of --endpoint is wrong, \
             130 cancelled.
             """)
 
-    @Argument(help: "The http:// or https:// URL.")
+    @Argument(help: "The http://, https:// or s3://BUCKET/KEY URL.")
     package var url: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp(
@@ -42,6 +46,8 @@ package struct DownloadCommand: AsyncParsableCommand {
 
     @OptionGroup package var key: DownloadKeyOptions
 
+    @OptionGroup(title: "Object storage") package var s3: S3AccessOptions
+
     @OptionGroup package var connection: ConnectionOptions
 
     @OptionGroup package var endpointSelection: EndpointOptions
@@ -53,8 +59,8 @@ package struct DownloadCommand: AsyncParsableCommand {
     package var noProgress = false
 
     package func validate() throws {
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            throw ValidationError("the URL must start with http:// or https://")
+        guard S3AccessOptions.isDownloadURL(url) else {
+            throw ValidationError("the URL must start with http://, https:// or s3://")
         }
         if resume, OutputDestination(path: output, stage: .download).kind != .replaced {
             throw ValidationError("--resume needs -o to name a regular file (OUT.part is kept beside it)")
@@ -76,6 +82,7 @@ package struct DownloadCommand: AsyncParsableCommand {
             // Hashing costs more CPU than receiving over a fast link: only when the ETag can check it.
             request.digest = .whenVerifiable
             request.unsealing = try key.unsealing(endpoint: endpoint)
+            request.objectStore = try s3.store(for: [url], environment: CommandIO.environment)
 
             let showProgress = !noProgress && !json && Console.stderrIsTerminal
             let meter = DownloadMeter(enabled: showProgress, name: PathText.lastComponent(destination.displayName))

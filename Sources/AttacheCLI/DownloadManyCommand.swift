@@ -24,7 +24,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
             --from LIST: one file per line, `URL [OUTPUT] [sha256=HEX] [key-env=VAR|key-file=PATH]`, \
             or JSON lines {"url":…,"output":…,"sha256":…,"keyEnv":…,"keyFile":…}; blank lines and \
             lines starting with # are skipped. OUTPUT is relative to -d; without it, the URL's last \
-            path segment.
+            path segment. A URL may be s3://BUCKET/KEY (see the single-file form), mixed with https ones.
 
             Ctrl-C pauses the transfers in flight (their bytes are kept) and exits 130; the same \
             command resumes. Exit status as `attache batch`: 0 every file downloaded (now or before), \
@@ -32,7 +32,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
             holds the journal, 130 interrupted (the transfers are paused).
             """)
 
-    @Argument(help: "The http:// or https:// URLs.")
+    @Argument(help: "The http://, https:// or s3://BUCKET/KEY URLs.")
     var urls: [String] = []
 
     @Option(name: .shortAndLong, help: ArgumentHelp(
@@ -59,6 +59,8 @@ struct DownloadManyCommand: AsyncParsableCommand {
 
     @OptionGroup var key: DownloadKeyOptions
 
+    @OptionGroup(title: "Object storage") var s3: S3AccessOptions
+
     @OptionGroup var connection: ConnectionOptions
 
     @OptionGroup var endpointSelection: EndpointOptions
@@ -81,6 +83,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         single.output = output ?? "-"
         single.resume = resume
         single.key = key
+        single.s3 = s3
         single.connection = connection
         single.endpointSelection = endpointSelection
         single.json = json
@@ -92,8 +95,8 @@ struct DownloadManyCommand: AsyncParsableCommand {
         if isSingle { return try singleCommand.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
-        for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError("the URL must start with http:// or https://: \(url)")
+        for url in urls where !S3AccessOptions.isDownloadURL(url) {
+            throw ValidationError("the URL must start with http://, https:// or s3://: \(url)")
         }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let perHost, !(1...256).contains(perHost) { throw ValidationError("--per-host must be 1 to 256") }
@@ -183,6 +186,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         var entries: [ListEntry] = urls.map { ListEntry(url: $0) }
         if let list { entries += try Self.readList(list) }
         let defaultKey = try key.unsealing(endpoint: endpoint)
+        let store = try s3.store(for: entries.map(\.url), environment: CommandIO.environment)
         var seen: Set<String> = []
         var items: [DownloadItem] = []
         for entry in entries {
@@ -194,6 +198,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
             }
             var item = DownloadItem(url: entry.url, destination: destination, expectedSHA256: entry.sha256?.lowercased())
             item.headers = []
+            if S3AccessOptions.isObjectURL(entry.url) { item.objectStore = store }
             let own = entry.keyFile != nil || entry.keyEnv != nil
             item.unsealing = own ? try key.unsealing(endpoint: endpoint, entryKeyFile: entry.keyFile, entryKeyEnv: entry.keyEnv) : defaultKey
             items.append(item)
@@ -248,8 +253,9 @@ struct DownloadManyCommand: AsyncParsableCommand {
                     }
                 }
             }
-            guard entry.url.hasPrefix("http://") || entry.url.hasPrefix("https://") else {
-                throw AttacheError(.invalidArgument, stage: .configuration, "the URL must start with http:// or https://", file: place)
+            guard S3AccessOptions.isDownloadURL(entry.url) else {
+                throw AttacheError(
+                    .invalidArgument, stage: .configuration, "the URL must start with http://, https:// or s3://", file: place)
             }
             if let sha = entry.sha256, sha.count != 64 || !sha.allSatisfy(\.isHexDigit) {
                 throw AttacheError(.invalidArgument, stage: .configuration, "sha256= needs 64 hex digits", file: place)
@@ -262,11 +268,17 @@ struct DownloadManyCommand: AsyncParsableCommand {
         return entries
     }
 
-    /// The URL's last path segment, percent-decoded, as a file name.
+    /// The URL's last path segment, percent-decoded, as a file name; an `s3://` URL's as written (its key
+    /// is not encoded).
     static func name(from url: String) throws -> String {
-        let path = URL(string: url)?.path ?? ""
-        let last = path.split(separator: "/").last.map(String.init) ?? ""
-        let name = last.removingPercentEncoding ?? last
+        let name: String
+        if S3AccessOptions.isObjectURL(url) {
+            name = url.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        } else {
+            let path = URL(string: url)?.path ?? ""
+            let last = path.split(separator: "/").last.map(String.init) ?? ""
+            name = last.removingPercentEncoding ?? last
+        }
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
             throw AttacheError(
                 .invalidArgument, stage: .configuration, "cannot name a file after this URL; give OUTPUT in --from", file: url)

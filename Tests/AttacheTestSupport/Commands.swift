@@ -122,3 +122,14 @@ package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
+
+/// Opens `sealed` (stream-gcm) with `key` (base64, as a receipt gives it) through `attache decrypt`, in
+/// `folder`: the way a user gets an attachment back.
+package func decryptWithAttache(_ sealed: [UInt8], key: String, in folder: ScratchFolder) async throws -> [UInt8] {
+    let stored = try folder.write("stored-\(UUID().uuidString)", sealed)
+    let keyFile = try folder.write("key-\(UUID().uuidString)", key)
+    let out = folder.path + "/opened-\(UUID().uuidString)"
+    let result = try await runCommand(try attacheBinary(), ["decrypt", stored, "-o", out, "--key-file", keyFile])
+    try #require(result.status == 0, "\(result.all)")
+    return Array(try Data(contentsOf: URL(fileURLWithPath: out)))
+}

@@ -15,12 +15,7 @@ struct S3ObjectStoreTests {
 
     /// Decrypts `sealed` with `key` (base64) through `attache decrypt`, in `folder`.
     func open(_ sealed: [UInt8], key: String, in folder: ScratchFolder) async throws -> [UInt8] {
-        let stored = try folder.write("stored-\(UUID().uuidString)", sealed)
-        let keyFile = try folder.write("key-\(UUID().uuidString)", key)
-        let out = folder.path + "/opened-\(UUID().uuidString)"
-        let result = try await runCommand(try attacheBinary(), ["decrypt", stored, "-o", out, "--key-file", keyFile])
-        try #require(result.status == 0, "\(result.all)")
-        return Array(try Data(contentsOf: URL(fileURLWithPath: out)))
+        try await decryptWithAttache(sealed, key: key, in: folder)
     }
 
     @Test("a presigned PUT made by boto3 stores exactly the sealed bytes; download and decrypt give the source back",

@@ -56,9 +56,11 @@ struct DownloadRun: Sendable {
         let resumedFrom = Self.size(of: part) ?? 0
         let shared = try Shared(validator: request.resume ? request.validator : nil)
         let prepared: PreparedRequest
+        let object: SignedObject?
         do {
+            object = try SignedObject(request)
             prepared = try TransportRequest(
-                method: "GET", url: request.url, headers: request.headers, connection: configuration,
+                method: "GET", url: object?.address.url ?? request.url, headers: request.headers, connection: configuration,
                 receiveBufferSize: TransportRequest.streamingReceiveBufferSize
             ).prepared(for: .download)
         } catch var error as AttacheError {
@@ -71,7 +73,7 @@ struct DownloadRun: Sendable {
         let outcome: RetryDriver.Outcome<DownloadReceipt>
         do {
             outcome = try await driver.run { attempt in
-                try await self.attempt(prepared, number: attempt, shared: shared, resumedFrom: resumedFrom)
+                try await self.attempt(prepared, object: object, number: attempt, shared: shared, resumedFrom: resumedFrom)
             }
         } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
             if request.streamsToDestination { unlink(part) }
@@ -89,7 +91,7 @@ struct DownloadRun: Sendable {
 
     /// One GET from the end of the `.part` file; its verdict for the retry driver.
     private func attempt(
-        _ prepared: PreparedRequest, number: Int, shared: Shared, resumedFrom: Int64
+        _ prepared: PreparedRequest, object: SignedObject?, number: Int, shared: Shared, resumedFrom: Int64
     ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
         let part = request.partialPath
         let offset = Self.size(of: part) ?? 0
@@ -107,7 +109,8 @@ struct DownloadRun: Sendable {
             url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
         let exchange: PreparedRequest
         do {
-            exchange = try prepared.replacingHeaders(headers)
+            // An object's GET is signed with this attempt's headers (its Range) and date.
+            exchange = try prepared.replacingHeaders(try object?.signed(headers) ?? headers)
         } catch {
             try? sink.closeFile()
             throw error.attributed(to: .download, file: request.url)
@@ -241,6 +244,31 @@ struct DownloadRun: Sendable {
         if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = text.dropFirst().dropLast() }
         guard text.utf8.count == 64, text.utf8.allSatisfy({ $0 < 128 && isxdigit(Int32($0)) != 0 }) else { return nil }
         return text.lowercased()
+    }
+}
+
+/// The object an `s3://` download fetches, and how each of its GETs is signed.
+private struct SignedObject: Sendable {
+    let address: S3ObjectAddress
+    let signer: SigV4Signer
+
+    /// The object of `request`, or nil for an `http(s)` download.
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) for an `s3://` URL without an
+    ///   object store, or one that names no object.
+    init?(_ request: DownloadRequest) throws {
+        guard S3Location(request.url) != nil else { return nil }
+        guard let store = request.objectStore else {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration, "an s3:// URL needs an object store to sign its requests",
+                file: request.url)
+        }
+        address = try store.address(ofObject: request.url)
+        signer = store.signer
+    }
+
+    /// `headers` with this moment's SigV4 signature of a GET without a body.
+    func signed(_ headers: [HeaderField]) throws -> [HeaderField] {
+        try signer.signS3(method: "GET", address: address, headers: headers, payloadHash: SigV4Signer.emptyPayloadHash)
     }
 }
 

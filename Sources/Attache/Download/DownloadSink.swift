@@ -127,16 +127,27 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
             }
             return .complete(total: end, etag: header("ETag"))
         case _ where RetryClassifier.standard.isRetryable(status: status):
-            return .failed(
-                AttacheError(
-                    .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url,
-                    isRetryable: true),
-                retryAfter: RetryClassifier.standard.retryAfter(header("Retry-After")))
+            return .failed(refusal(status: status, retryable: true), retryAfter: RetryClassifier.standard.retryAfter(header("Retry-After")))
         default:
-            return .failed(
-                AttacheError(.rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url),
-                retryAfter: nil)
+            return .failed(refusal(status: status, retryable: false), retryAfter: nil)
         }
+    }
+
+    /// The error of an error answer. An object store's XML `<Error>` (`NoSuchKey`, `SignatureDoesNotMatch`,
+    /// `AccessDenied`) is named by its code and message, with the refusal as the cause; any other body is
+    /// quoted in part.
+    private func refusal(status: Int, retryable: Bool) -> AttacheError {
+        if XMLAnswerReader.looksLikeXML(errorBody), let xml = XMLAnswerReader.read(errorBody), xml.root == "Error",
+            let code = xml.value["Code"]?.stringValue, !code.isEmpty
+        {
+            let message = xml.value["Message"]?.stringValue.map { String($0.prefix(300)) } ?? "no message"
+            let rejection = Rejection(reason: .status, status: status, businessCode: String(code.prefix(100)), message: message)
+            return AttacheError(
+                .rejected, stage: .download, "the store answered \(rejection)", file: url, isRetryable: retryable,
+                cause: RejectionError(rejection: rejection))
+        }
+        return AttacheError(
+            .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url, isRetryable: retryable)
     }
 
     // MARK: Writing (transport thread)

@@ -18,13 +18,15 @@ extension Downloader {
     /// - Parameters:
     ///   - key: the key to open a sealed file with, when the receipt carries none (a fixed key).
     ///   - headers: extra request headers (`Authorization`, …).
+    ///   - objectStore: the store an object's receipt (its URL `s3://BUCKET/KEY`) is fetched from, with
+    ///     signed GETs (``DownloadRequest/objectStore``); usually the endpoint the pipeline sent it to.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.download`) when the receipt has no URL,
     ///   `.invalidKey` (stage `.seal`) when a sealed file has no key; then whatever
     ///   ``download(_:progress:)`` throws (`corruptInput` for a digest that differs,
     ///   `authenticationFailed` for a key that does not open it, …).
     public func download(
         receipt: UploadReceipt, to destination: String, key: AttachmentKey? = nil, headers: [HeaderField] = [],
-        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+        objectStore: ObjectStoreEndpoint? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> DownloadReceipt {
         guard let url = receipt.url, !url.isEmpty else {
             throw AttacheError(
@@ -49,6 +51,7 @@ extension Downloader {
             url: url, destination: destination, headers: headers, unsealing: unsealing,
             expectedSHA256: digest)
         request.digest = .whenVerifiable
+        request.objectStore = objectStore
         return try await download(request, progress: progress)
     }
 }

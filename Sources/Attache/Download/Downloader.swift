@@ -28,8 +28,18 @@ public struct DownloadRequest: Sendable {
         }
     }
 
-    /// The `http://` or `https://` URL to GET.
+    /// The `http://` or `https://` URL to GET, or with ``objectStore`` an object's `s3://BUCKET/KEY`.
     public var url: String
+    /// The object store an `s3://BUCKET/KEY` ``url`` is fetched from: its endpoint, addressing, region and
+    /// credentials (its ``ObjectStoreEndpoint/location`` is not used; the URL names the bucket). Every GET,
+    /// each resumed or retried one too, is signed anew with SigV4 (`x-amz-content-sha256` of an empty body).
+    /// Ignored for `http(s)` URLs.
+    ///
+    /// ```swift
+    /// var request = DownloadRequest(url: "s3://media/inbox/clip.mp4", destination: "clip.mp4", resume: true)
+    /// request.objectStore = try ObjectStoreEndpoint.resolve(url: request.url)
+    /// ```
+    public var objectStore: ObjectStoreEndpoint?
     /// Where the download goes. A regular file (or a new name) appears only when the download is
     /// complete (and, when unsealing, verified); until then the bytes collect in a partial file
     /// (`destination` + `.part` for a regular file, a temporary file otherwise). `-` (standard output)
@@ -184,7 +194,10 @@ public final class Downloader: Sendable {
     /// - Throws: `AttacheError` with stage `.download`: `rejected` for a 4xx answer (404 and the like,
     ///   not retried), `connectionFailed` when no attempt could connect, `retriesExhausted` when
     ///   5xx/429 answers or broken connections outlast the retry policy, `corruptInput` when the bytes
-    ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file; unsealing errors (`authenticationFailed`, ...)
+    ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file,
+    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an ``DownloadRequest/objectStore``;
+    ///   an object store's refusal (`NoSuchKey`, `SignatureDoesNotMatch`, ...) is `rejected` with the store's
+    ///   code as ``AttacheError/rejection``'s business code; unsealing errors (`authenticationFailed`, ...)
     ///   come from the seal stage. The `.part` file is kept on every error but a hash mismatch, so a
     ///   later call with `resume` continues it.
     public func download(

@@ -20,8 +20,11 @@ public struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
 
 /// What a ``DownloadManager`` should fetch: one URL into one file.
 public struct DownloadItem: Sendable {
-    /// The `http://` or `https://` URL.
+    /// The `http://` or `https://` URL, or with ``objectStore`` an object's `s3://BUCKET/KEY`.
     public var url: String
+    /// The object store an `s3://` ``url`` is fetched from, each GET signed with its credentials
+    /// (``DownloadRequest/objectStore``); nil for `http(s)` URLs.
+    public var objectStore: ObjectStoreEndpoint?
     /// The file to create (relative paths are resolved against the working directory when added).
     public var destination: String
     /// The group it belongs to; groups are paused, resumed, cancelled and restarted together.

@@ -44,6 +44,7 @@ extension DownloadManager {
                 unsealing: item.unsealing, validator: transfer.validator, expectedSHA256: item.expectedSHA256)
             request.partialPath = item.destination + ".part"
             request.digest = item.digest
+            request.objectStore = item.objectStore
             transfer.received = transfer.resume ? Self.size(of: request.partialPath) ?? 0 : 0
             state.receivedSum += transfer.received - (state.transfers[id]?.received ?? 0)
             state.transfers[id] = transfer

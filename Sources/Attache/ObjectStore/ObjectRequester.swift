@@ -138,9 +138,8 @@ struct ObjectRequester: Sendable {
         guard let signer else {
             throw AttacheError(.invalidArgument, stage: .configuration, "a signed object request needs credentials")
         }
-        let signature = try signer.signS3(
-            method: request.method, path: address.path, query: address.query, host: address.host,
-            headers: request.headers, payloadHash: request.payloadHash, date: Date())
-        return try base.replacingHeaders(signature.headers + [HeaderField(name: "Expect", value: "")])
+        let headers = try signer.signS3(
+            method: request.method, address: address, headers: request.headers, payloadHash: request.payloadHash)
+        return try base.replacingHeaders(headers + [HeaderField(name: "Expect", value: "")])
     }
 }

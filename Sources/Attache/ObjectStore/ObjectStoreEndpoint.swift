@@ -78,6 +78,18 @@ public struct ObjectStoreEndpoint: Sendable {
             endpoint: endpointURL, bucket: location.bucket, key: key, addressing: addressing, query: query)
     }
 
+    /// The address of the object an `s3://BUCKET/KEY` URL names, in this endpoint's store: the URL's bucket
+    /// (not ``location``'s) and its key as written, not percent-decoded (as the AWS CLI reads it).
+    ///
+    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when `url` names no object.
+    package func address(ofObject url: String) throws -> S3ObjectAddress {
+        guard let object = S3Location(url), !object.prefix.isEmpty, !object.prefix.hasSuffix("/") else {
+            throw AttacheError(.invalidArgument, stage: .configuration, "expected s3://BUCKET/KEY, got \(url)", file: url)
+        }
+        return try S3ObjectAddress(
+            endpoint: endpointURL, bucket: object.bucket, key: object.prefix, addressing: addressing)
+    }
+
     /// The signer of this endpoint's requests.
     package var signer: SigV4Signer { SigV4Signer(credentials: credentials, region: region) }
 }

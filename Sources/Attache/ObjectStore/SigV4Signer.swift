@@ -70,6 +70,20 @@ package struct SigV4Signer: Sendable {
         return signed
     }
 
+    /// Signs a request to the object (or bucket) at `address` as ``signS3(method:path:query:host:headers:payloadHash:date:)``
+    /// does; the headers to send, `Authorization` last. Uploads and downloads alike sign through here, each
+    /// attempt anew (the date is part of the signature).
+    ///
+    /// - Throws: ``AttacheError`` from OpenSSL.
+    package func signS3(
+        method: String, address: S3ObjectAddress, headers: [HeaderField], payloadHash: String, date: Date = Date()
+    ) throws -> [HeaderField] {
+        try signS3(
+            method: method, path: address.path, query: address.query, host: address.host, headers: headers,
+            payloadHash: payloadHash, date: date
+        ).headers
+    }
+
     /// Signs exactly `headers` (which must hold `host` and `x-amz-date` with `amzDate`).
     ///
     /// - Throws: ``AttacheError`` from OpenSSL.

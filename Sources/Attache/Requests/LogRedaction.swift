@@ -14,7 +14,7 @@ public struct LogRedaction: Sendable, Hashable {
     package static let mask = "<redacted>"
 
     /// Header names whose values are never shown, lower case. Default: `authorization`,
-    /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`.
+    /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`, `x-amz-security-token`.
     public var headerNames: Set<String>
     /// Query, form and JSON field names whose values are never shown, lower case. Default: `token`,
     /// `access_token`, `refresh_token`, `id_token`, `password`, `passwd`, `pass`, `secret`,
@@ -35,7 +35,7 @@ public struct LogRedaction: Sendable, Hashable {
     }
 
     /// The default header names: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
-    /// `X-Api-Key` and `X-Auth-Token`, the same credential headers a redirect to another host drops.
+    /// `X-Api-Key`, `X-Auth-Token` and `X-Amz-Security-Token`, the same credential headers a redirect to another host drops.
     public static let defaultHeaderNames: Set<String> = CredentialHeaders.names
     /// The default field names.
     public static let defaultFieldNames: Set<String> = [

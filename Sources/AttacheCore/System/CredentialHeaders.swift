@@ -11,6 +11,8 @@ package enum CredentialHeaders {
     /// The names, in lower case.
     package static let names: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token",
+        // An S3 session token is the third part of temporary AWS credentials.
+        "x-amz-security-token",
     ]
 
     /// Whether the header called `name` (in any case) carries a credential.

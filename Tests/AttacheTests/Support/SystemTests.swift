@@ -93,7 +93,7 @@ struct SystemTests {
     }
 
     @Test("one list of credential headers, the same for logs, redirects and the command line",
-          arguments: ["Authorization", "proxy-authorization", "COOKIE", "Set-Cookie", "X-Api-Key", "x-auth-token"])
+          arguments: ["Authorization", "proxy-authorization", "COOKIE", "Set-Cookie", "X-Api-Key", "x-auth-token", "X-Amz-Security-Token"])
     func credentialHeaders(name: String) {
         #expect(CredentialHeaders.contains(name))
         #expect(LogRedaction().isSecret(header: name))

@@ -7,6 +7,9 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT presign-put BUCKET KEY [--content-type TYPE]   prints the URL
   s3_objects.py ENDPOINT presign-get BUCKET KEY       prints a presigned GET URL
   s3_objects.py ENDPOINT get BUCKET KEY OUT          writes the object's bytes to OUT
+  s3_objects.py ENDPOINT put BUCKET KEY FILE         stores FILE's bytes as the object (boto3's upload_file)
+  s3_objects.py ENDPOINT get-all BUCKET PREFIX DIR   writes every object under PREFIX to DIR/KEY (each / of
+                                                     the key as %2F), prints the keys
   s3_objects.py ENDPOINT head BUCKET KEY             prints {"size","etag","contentType","versionId"}
   s3_objects.py ENDPOINT list BUCKET [PREFIX]        prints [{"key","size","etag"}, ...]
   s3_objects.py ENDPOINT uploads BUCKET              prints the incomplete multipart uploads' keys
@@ -16,6 +19,7 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
 """
 import argparse
 import json
+import os
 import sys
 
 import boto3
@@ -45,6 +49,14 @@ def main():
     get.add_argument("bucket")
     get.add_argument("key")
     get.add_argument("out")
+    put = sub.add_parser("put")
+    put.add_argument("bucket")
+    put.add_argument("key")
+    put.add_argument("file")
+    get_all = sub.add_parser("get-all")
+    get_all.add_argument("bucket")
+    get_all.add_argument("prefix")
+    get_all.add_argument("dir")
     head = sub.add_parser("head")
     head.add_argument("bucket")
     head.add_argument("key")
@@ -69,6 +81,17 @@ def main():
         body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
         with open(args.out, "wb") as out:
             out.write(body)
+    elif args.command == "put":
+        s3.upload_file(args.file, args.bucket, args.key)
+    elif args.command == "get-all":
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args.bucket, Prefix=args.prefix):
+            for item in page.get("Contents", []):
+                body = s3.get_object(Bucket=args.bucket, Key=item["Key"])["Body"].read()
+                with open(os.path.join(args.dir, item["Key"].replace("/", "%2F")), "wb") as out:
+                    out.write(body)
+                keys.append(item["Key"])
+        print(json.dumps(keys))
     elif args.command == "head":
         head = s3.head_object(Bucket=args.bucket, Key=args.key)
         print(json.dumps({
