@@ -119,6 +119,39 @@ struct OTLPExportTests {
             #expect(!log.contains(secret), "a secret is in the -v log")
         }
     }
+
+    /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:
+    /// SIGINT (the batch's own stop, status 130) and SIGTERM (the export's, status 143).
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func aStoppedBatchFlushesItsSpans(signal: Int32, status: Int32) async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-stop")
+        defer { scratch.remove() }
+        try scratch.write("files/held.txt", "held by the server\n")
+        let exportedPath = scratch.path + "/otlp.jsonl"
+        let receiver = try await ServiceProcess(
+            [try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", exportedPath])
+        defer { receiver.stop() }
+        // The server reads the request's head and then says nothing: the upload stays in flight.
+        let server = try await ServerProcess.start(store: scratch.path + "/store", extra: ["--fault", "stall:seconds=120"])
+        defer { server.kill() }
+        let batch = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: [
+                "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload",
+                "--journal", scratch.path + "/journal.sqlite", "--json",
+                "--otlp-endpoint", "http://127.0.0.1:\(receiver.port)",
+            ])
+        try await batch.waitForOutput(containing: "\"started\"", count: 1, upTo: 120)
+        kill(batch.processIdentifier, signal)
+        #expect(try await batch.wait(upTo: 120) == status, "\(batch.standardError)")
+
+        let spans = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").compactMap { line in
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map(ExportedSpan.init)
+        }
+        #expect(spans.contains { $0.name == "attache.batch" })
+        let send = try #require(spans.first { $0.name == "attache.send" }, "the in-flight file's span was not exported")
+        #expect(send.attributes["error.type"] != nil)
+    }
 }
 
 /// One span line of the receiver's output.
