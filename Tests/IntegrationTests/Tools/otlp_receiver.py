@@ -3,6 +3,8 @@
 (PyPI's opentelemetry-proto) and writes it as JSON lines, never with Attache's code.
 
   otlp_receiver.py OUT.jsonl
+  otlp_receiver.py --discard       answers every export without decoding or writing it (a sink for
+                                   Scripts/bench/observability.sh, cheap enough not to compete for the CPU)
 
 Listens on 127.0.0.1 on a free port and prints `listening PORT`. Accepts POST /v1/traces, /v1/metrics
 and /v1/logs with Content-Type application/x-protobuf, answers each with the empty Export*ServiceResponse,
@@ -89,7 +91,8 @@ ROUTES = {
 
 
 def main():
-    out = open(sys.argv[1], "a", encoding="utf-8")
+    discard = sys.argv[1] == "--discard"
+    out = None if discard else open(sys.argv[1], "a", encoding="utf-8")
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -111,6 +114,8 @@ def main():
             if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/x-protobuf":
                 return self.answer(415, b"application/x-protobuf only\n")
             request_type, response_type, items = route
+            if discard:
+                return self.answer(200, response_type().SerializeToString(), "application/x-protobuf")
             request = request_type()
             request.ParseFromString(body)
             lines = [json.dumps(item, sort_keys=True) for item in items(request)]
