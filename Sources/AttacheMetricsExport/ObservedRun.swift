@@ -39,18 +39,29 @@ extension OTLPOptions {
 
 /// Bootstraps the chosen backends once, runs the command's work, and flushes at its end.
 enum ObservedRun {
+    /// Whether a run of this process has bootstrapped a backend already. swift-metrics and
+    /// swift-distributed-tracing take one bootstrap per process: a second command run in the same process
+    /// (the command tests run many) exports nothing rather than stopping the process.
+    private static let bootstrapped = LockedValue(false)
+
     static func run(
         prometheus: (factory: PrometheusExportFactory, endpoint: MetricsEndpoint)?, otlp: OTLPOptions,
         serviceName: String, stopSignals: [Int32], _ body: @escaping @Sendable () async throws -> Void
     ) async throws {
+        let wantsExport = prometheus != nil || otlp.isEnabled()
+        let first = wantsExport && bootstrapped.withLock { done in
+            defer { done = true }
+            return !done
+        }
         let export: OTLPExport?
         do {
-            export = otlp.isEnabled() ? try OTLPExport(options: otlp, serviceName: serviceName) : nil
+            export = first && otlp.isEnabled() ? try OTLPExport(options: otlp, serviceName: serviceName) : nil
         } catch {
             await prometheus?.endpoint.finish()
             throw ValidationError("OTLP export cannot start: \(error)")
         }
-        let factories: [any MetricsFactory] = [prometheus?.factory, export?.metricsFactory].compactMap { $0 }
+        let factories: [any MetricsFactory] =
+            first ? [prometheus?.factory, export?.metricsFactory].compactMap { $0 } : []
         if factories.count == 1 {
             MetricsSystem.bootstrap(factories[0])
         } else if factories.count > 1 {
