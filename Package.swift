@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -43,6 +43,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         // The `/metrics` listener (already in the graph through Hummingbird and PostgresNIO).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
+        // `--otlp-endpoint`: spans and metrics exported over OTLP/HTTP (protobuf); the executables only
+        // (AttacheMetricsExport). The HTTP trait alone: the gRPC exporter would pull in grpc-swift.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Runs the OTLP exporters beside the command and shuts them down (flushing) at its end.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -161,10 +166,14 @@ let package = Package(
         .target(
             name: "AttacheMetricsExport",
             dependencies: [
-                "Attache",
+                "Attache", "AttacheCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -196,6 +205,7 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             // Do not call FoundationEssentials' generic `Data.init<S: Sequence>` in this module: Swift
             // 6.3.1's optimizer crashes deserializing it in release builds ("reference to top-level

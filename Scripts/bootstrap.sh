@@ -324,6 +324,25 @@ else
     say "dry run: would make sure ${objectstore_packages[*]} can be imported (venv: $s3_venv)"
 fi
 
+# The OTLP export test decodes what the exporters send with the official protobuf classes of
+# OpenTelemetry (opentelemetry-proto, pinned), from a receiver in Tests/IntegrationTests/Tools, in the same
+# venv as the tools above.
+otlp_packages=(opentelemetry-proto==1.45.2)
+otlp_check='import importlib.metadata as m, opentelemetry.proto.collector.trace.v1.trace_service_pb2; assert m.version("opentelemetry-proto") == "1.45.2"'
+if ((library_only)); then
+    :
+elif ((!dry_run)); then
+    if "$s3_venv/bin/python3" -c "$otlp_check" 2>/dev/null; then
+        say "python: opentelemetry-proto in $s3_venv"
+    elif python3 -c "$otlp_check" 2>/dev/null; then
+        say "python: $(command -v python3) has opentelemetry-proto"
+    else
+        venv_install "$otlp_check" "${otlp_packages[@]}"
+    fi
+else
+    say "dry run: would make sure ${otlp_packages[*]} can be imported (venv: $s3_venv)"
+fi
+
 if command -v swift >/dev/null 2>&1; then
     swift_version=$(swift --version 2>&1 | grep -m1 -o 'Swift version [0-9][0-9.]*' || true)
     major=${swift_version#Swift version }

@@ -81,7 +81,8 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await metrics.serving { try await runBatch() }
+        // Ctrl-C is the run's own (InterruptHandler); SIGTERM stops it too while spans are exported.
+        try await metrics.serving(stopSignals: [SIGTERM]) { try await runBatch() }
     }
 
     private func runBatch() async throws {

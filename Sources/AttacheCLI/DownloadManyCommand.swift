@@ -103,7 +103,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await metrics.serving { try await runDownloads() }
+        try await metrics.serving(stopSignals: [SIGINT, SIGTERM]) { try await runDownloads() }
     }
 
     private func runDownloads() async throws {

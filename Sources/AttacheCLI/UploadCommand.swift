@@ -1,4 +1,5 @@
 import AttacheCore
+package import AttacheMetricsExport
 package import ArgumentParser
 package import Attache
 import FoundationEssentials
@@ -42,6 +43,8 @@ package struct UploadCommand: AsyncParsableCommand {
 
     @OptionGroup package var pipeline: PipelineOptions
 
+    @OptionGroup(title: "Observability") package var otlp: OTLPOptions
+
     @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
     package var concurrency = 4
 
@@ -77,6 +80,10 @@ package struct UploadCommand: AsyncParsableCommand {
     }
 
     package func run() async throws {
+        try await otlp.exporting(stopSignals: [SIGINT, SIGTERM]) { try await runUpload() }
+    }
+
+    private func runUpload() async throws {
         let logger = global.bootstrapLogging()
         let configuration = try self.pipeline.resolvedConfiguration()
         let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)

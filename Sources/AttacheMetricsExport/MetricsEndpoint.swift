@@ -6,9 +6,11 @@ import NIOPosix
 import Prometheus
 
 /// `--metrics-listen` and `--metrics-linger`: Prometheus text exposition on `/metrics` for the life of a
-/// run (`batch`, `worker`, `download` of many files).
+/// run (`batch`, `worker`, `download` of many files), and `--otlp-endpoint` (``OTLPOptions``).
 package struct MetricsOptions: ParsableArguments {
     package init() {}
+
+    @OptionGroup package var otlp: OTLPOptions
 
     @Option(help: ArgumentHelp(
         "Serve Prometheus metrics on http://HOST:PORT/metrics while the command runs.", valueName: "host:port"))
@@ -27,13 +29,13 @@ package struct MetricsOptions: ParsableArguments {
         }
     }
 
-    /// Bootstraps swift-metrics with a Prometheus registry and serves it, when `--metrics-listen` is given.
-    /// Call before making the pipeline (it reads the bootstrapped factory when it is made).
-    package func start() throws -> MetricsEndpoint? {
+    /// A Prometheus registry's metrics factory and its endpoint, serving already, when `--metrics-listen`
+    /// is given. The caller bootstraps the factory (alone, or beside OTLP's) before making the pipeline.
+    func start() throws -> (factory: PrometheusExportFactory, endpoint: MetricsEndpoint)? {
         guard let metricsListen, let (host, port) = MetricsEndpoint.split(metricsListen) else { return nil }
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusExportFactory(registry: registry))
-        return try MetricsEndpoint(registry: registry, host: host, port: port, linger: .seconds(metricsLinger))
+        let endpoint = try MetricsEndpoint(registry: registry, host: host, port: port, linger: .seconds(metricsLinger))
+        return (PrometheusExportFactory(registry: registry), endpoint)
     }
 }
 
@@ -107,20 +109,5 @@ private final class MetricsHandler: ChannelInboundHandler, Sendable {
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-    }
-}
-
-extension MetricsOptions {
-    /// Runs `body` with `/metrics` served when `--metrics-listen` is given, then keeps serving the final
-    /// values for `--metrics-linger`, whether `body` ended normally or threw.
-    package func serving(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Void) async throws {
-        let endpoint = try start()
-        do {
-            try await body()
-        } catch {
-            await endpoint?.finish()
-            throw error
-        }
-        await endpoint?.finish()
     }
 }

@@ -135,7 +135,7 @@ func makeRouter(
 ) throws -> Router<ServerRequestContext> {
     let router = Router(context: ServerRequestContext.self)
     if configuration.recordsTelemetry {
-        router.add(middleware: TracingMiddleware())
+        router.add(middleware: RequestTracingMiddleware())
         router.add(middleware: MetricsMiddleware())
     }
     router.add(middleware: LogRequestsMiddleware(.info))

@@ -58,9 +58,10 @@ public struct ReferenceServerConfiguration: Sendable {
     public var resumableLogPath: String? = nil
     /// The level of the request log.
     public var logLevel: Logger.Level = .info
-    /// Whether every request is a span and measured (Hummingbird's tracing and metrics middleware),
-    /// through what the process bootstrapped in swift-distributed-tracing and swift-metrics: an incoming
-    /// `traceparent` makes the server's span a child of the client's.
+    /// Whether every request is a span and measured (a tracing middleware that redacts query values, and
+    /// Hummingbird's metrics middleware), through what the process bootstrapped in
+    /// swift-distributed-tracing and swift-metrics: an incoming `traceparent` makes the server's span a
+    /// child of the client's.
     public var recordsTelemetry = false
     /// A key file for decrypting and verifying sealed uploads: raw key bytes or their base64 text
     /// (`stream-gcm`, `signal`), or a passphrase (`legacy-*`), as `attache encrypt` reads it.

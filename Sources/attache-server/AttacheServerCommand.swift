@@ -142,7 +142,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
         configuration.maxAppendSize = maxAppend
         configuration.appendFaults = try appendFaultPlan()
         configuration.resumableLogPath = resumableLog
-        configuration.recordsTelemetry = metrics.metricsListen != nil
+        configuration.recordsTelemetry = metrics.metricsListen != nil || metrics.otlp.isEnabled()
         if let tlsCertificate, let tlsKey {
             configuration.tls = .init(certificateChain: tlsCertificate, privateKey: tlsKey)
         }
@@ -152,6 +152,7 @@ struct AttacheServerCommand: AsyncParsableCommand {
             // Unbuffered, so a script waiting for this line sees it at once.
             FileHandle.standardOutput.write(Data("attache-server listening on \(scheme)://\(host):\(port)\n".utf8))
         }
-        try await metrics.serving { try await app.runService() }
+        // Hummingbird stops on SIGINT and SIGTERM by itself; the exporters flush after it.
+        try await metrics.serving(serviceName: "attache-server") { try await app.runService() }
     }
 }

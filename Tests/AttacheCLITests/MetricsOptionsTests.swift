@@ -40,4 +40,40 @@ import Testing
             try RootCommand.parseAsRoot(["batch", "d", "--url", "http://h/", "--metrics-listen", address])
         }
     }
+
+    @Test func theOTLPEndpointParsesOnEveryExportingCommand() throws {
+        let endpoint = "http://127.0.0.1:4318"
+        let upload = try #require(
+            try RootCommand.parseAsRoot(["upload", "f", "--url", "http://h/", "--otlp-endpoint", endpoint]) as? UploadCommand)
+        #expect(upload.otlp.otlpEndpoint == endpoint)
+        let batch = try #require(
+            try RootCommand.parseAsRoot(["batch", "d", "--url", "http://h/", "--otlp-endpoint", endpoint]) as? BatchCommand)
+        #expect(batch.metrics.otlp.otlpEndpoint == endpoint)
+        let worker = try #require(
+            try RootCommand.parseAsRoot(["worker", "--queue", "postgres://h/q", "--url", "http://h/", "--otlp-endpoint", endpoint])
+                as? WorkerCommand)
+        #expect(worker.metrics.otlp.otlpEndpoint == endpoint)
+        _ = try RootCommand.parseAsRoot(["download", "http://h/a", "http://h/b", "-d", "x", "--otlp-endpoint", endpoint])
+    }
+
+    /// Not an http(s) URL: usage error, and the message does not repeat what may hold a credential.
+    @Test(arguments: ["127.0.0.1:4318", "ftp://u:pw-9c1e@h/", "http://", "collector"])
+    func anOTLPEndpointThatIsNotAnHTTPURLIsBadUsage(endpoint: String) {
+        do {
+            _ = try RootCommand.parseAsRoot(["batch", "d", "--url", "http://h/", "--otlp-endpoint", endpoint])
+            Issue.record("\(endpoint) was accepted")
+        } catch {
+            let message = RootCommand.message(for: error)
+            #expect(message.contains("--otlp-endpoint"))
+            #expect(!message.contains("pw-9c1e"))
+        }
+    }
+
+    @Test func theStandardVariablesTurnTheExportOn() throws {
+        let options = try OTLPOptions.parse([])
+        #expect(!options.isEnabled(environment: [:]))
+        #expect(options.isEnabled(environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"]))
+        #expect(options.isEnabled(environment: ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"]))
+        #expect(!options.isEnabled(environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"]))
+    }
 }

@@ -79,6 +79,12 @@ package struct ServerProcess {
         return status == SIGKILL ? .killed : .status(status)
     }
 
+    /// Sends SIGTERM, a graceful stop (requests in flight end, exporters flush), and waits for the end.
+    package func terminate() async throws -> Exit {
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        return try await waitForExit()
+    }
+
     /// Kills the server and waits for it to end, so that its port and store are free again.
     package func stop() async {
         kill()

@@ -1,0 +1,52 @@
+package import ArgumentParser
+import FoundationEssentials
+import Glibc
+
+/// `--otlp-endpoint`: spans and metrics exported over OTLP/HTTP (protobuf) to a collector, for the life
+/// of a run. Without the flag the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or its `_TRACES_`/`_METRICS_`
+/// forms) turns the export on; the other `OTEL_*` variables that swift-otel reads apply either way.
+package struct OTLPOptions: ParsableArguments {
+    package init() {}
+
+    @Option(help: ArgumentHelp(
+        "Export spans and metrics over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); "
+            + "/v1/traces and /v1/metrics are appended, as for OTEL_EXPORTER_OTLP_ENDPOINT.",
+        valueName: "url"))
+    package var otlpEndpoint: String?
+
+    package func validate() throws {
+        if let otlpEndpoint, !Self.isHTTPURL(otlpEndpoint) {
+            // The URL itself is not repeated: it may carry a token.
+            throw ValidationError("--otlp-endpoint must be an http:// or https:// URL with a host")
+        }
+    }
+
+    /// The variables that name a collector, any of which turns the export on without the flag.
+    static let endpointVariables = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    ]
+
+    /// Whether this run exports: the flag, or a collector named in the environment, unless
+    /// `OTEL_SDK_DISABLED=true`.
+    package func isEnabled(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return false }
+        return otlpEndpoint != nil || Self.endpointVariables.contains { environment[$0]?.isEmpty == false }
+    }
+
+    /// Makes the flag the process's `OTEL_EXPORTER_OTLP_ENDPOINT`, replacing the signal-specific
+    /// variables, so that swift-otel derives `/v1/traces` and `/v1/metrics` from it exactly as from the
+    /// variable, and the flag wins over the environment. Called once, before the exporters read the
+    /// environment and before any other thread does.
+    func applyToEnvironment() {
+        guard let otlpEndpoint else { return }
+        for name in Self.endpointVariables.dropFirst() { unsetenv(name) }
+        setenv(Self.endpointVariables[0], otlpEndpoint, 1)
+    }
+
+    static func isHTTPURL(_ text: String) -> Bool {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return false }
+        return true
+    }
+}

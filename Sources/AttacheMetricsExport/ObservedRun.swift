@@ -1,0 +1,126 @@
+import ArgumentParser
+import AttacheCore
+import CoreMetrics
+import Dispatch
+import Glibc
+import Tracing
+
+extension MetricsOptions {
+    /// Runs `body` with the exports these options ask for: `/metrics` served (`--metrics-listen`), spans
+    /// and metrics sent over OTLP (`--otlp-endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`), or both, the two
+    /// metrics backends side by side under one `MultiplexMetricsHandler`.
+    ///
+    /// At the end, whether `body` returned or threw, the OTLP exporters send what they still hold, then
+    /// `/metrics` keeps serving for `--metrics-linger`. With OTLP on, each signal of `stopSignals` (the
+    /// ones the command does not handle itself) cancels `body` instead of killing the process, so that
+    /// the flush happens then too; the run then ends with status 128 + the signal.
+    ///
+    /// - Parameters:
+    ///   - serviceName: OTLP's `service.name` (`OTEL_SERVICE_NAME` wins).
+    ///   - stopSignals: signals to turn into a cancellation of `body` while exporting.
+    /// - Throws: `ValidationError` (exit 64) when the address cannot be listened on or the exporters cannot
+    ///   be made, before `body` starts; then whatever `body` throws, or the signal's `ExitCode`.
+    package func serving(
+        serviceName: String = "attache", stopSignals: [Int32] = [], _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        try await ObservedRun.run(
+            prometheus: try start(), otlp: otlp, serviceName: serviceName, stopSignals: stopSignals, body)
+    }
+}
+
+extension OTLPOptions {
+    /// ``MetricsOptions/serving(serviceName:stopSignals:_:)`` for a command with OTLP export only (`upload`).
+    package func exporting(
+        serviceName: String = "attache", stopSignals: [Int32] = [], _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        try await ObservedRun.run(prometheus: nil, otlp: self, serviceName: serviceName, stopSignals: stopSignals, body)
+    }
+}
+
+/// Bootstraps the chosen backends once, runs the command's work, and flushes at its end.
+enum ObservedRun {
+    /// Whether a run of this process has bootstrapped a backend already. swift-metrics and
+    /// swift-distributed-tracing take one bootstrap per process: a second command run in the same process
+    /// (the command tests run many) exports nothing rather than stopping the process.
+    private static let bootstrapped = LockedValue(false)
+
+    static func run(
+        prometheus: (factory: PrometheusExportFactory, endpoint: MetricsEndpoint)?, otlp: OTLPOptions,
+        serviceName: String, stopSignals: [Int32], _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let wantsExport = prometheus != nil || otlp.isEnabled()
+        let first = wantsExport && bootstrapped.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        let export: OTLPExport?
+        do {
+            export = first && otlp.isEnabled() ? try OTLPExport(options: otlp, serviceName: serviceName) : nil
+        } catch {
+            await prometheus?.endpoint.finish()
+            throw ValidationError("OTLP export cannot start: \(error)")
+        }
+        let factories: [any MetricsFactory] =
+            first ? [prometheus?.factory, export?.metricsFactory].compactMap { $0 } : []
+        if factories.count == 1 {
+            MetricsSystem.bootstrap(factories[0])
+        } else if factories.count > 1 {
+            MetricsSystem.bootstrap(MultiplexMetricsHandler(factories: factories))
+        }
+        if let tracer = export?.tracer { InstrumentationSystem.bootstrap(tracer) }
+
+        guard let export else {
+            do { try await body() } catch {
+                await prometheus?.endpoint.finish()
+                throw error
+            }
+            await prometheus?.endpoint.finish()
+            return
+        }
+        let work = Task { try await body() }
+        let signals = SignalCancellation(stopSignals) { work.cancel() }
+        let result = await work.result
+        signals.stop()
+        await export.shutdown()
+        await prometheus?.endpoint.finish()
+        if let signal = signals.received { throw ExitCode(128 + signal) }
+        try result.get()
+    }
+}
+
+/// While exporting: the first of the given signals calls `cancel` (and is remembered for the exit status);
+/// a second one ends the process at once, as the signal would have.
+final class SignalCancellation {
+    private let sources: [any DispatchSourceSignal]
+    private let numbers: [Int32]
+    /// The first signal seen (signal sources run on any thread).
+    private let first = LockedValue<Int32?>(nil)
+
+    init(_ numbers: [Int32], cancel: @escaping @Sendable () -> Void) {
+        self.numbers = numbers
+        var sources: [any DispatchSourceSignal] = []
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [first] in
+                let isFirst = first.withLock { seen in
+                    guard seen == nil else { return false }
+                    seen = number
+                    return true
+                }
+                if isFirst { cancel() } else { _exit(128 + number) }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    /// The signal that cancelled the work, if one did.
+    var received: Int32? { first.withLock { $0 } }
+
+    func stop() {
+        for source in sources { source.cancel() }
+        for number in numbers { signal(number, SIG_DFL) }
+    }
+}

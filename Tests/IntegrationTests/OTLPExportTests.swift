@@ -1,0 +1,179 @@
+import AttacheTestSupport
+import Foundation
+import Testing
+
+/// What a collector receives over OTLP/HTTP from `attache batch --otlp-endpoint` and from the reference
+/// server exporting to the same place, decoded by the official protobuf classes (PyPI's
+/// opentelemetry-proto, in `Tools/otlp_receiver.py`), never by our own code.
+@Suite("Observability: OTLP export")
+struct OTLPExportTests {
+    static let token = "tok-otlp-5e1f0a9c7b3d2e84"
+    static let headerSecret = "hdr-otlp-a4c9e2f7b1d05386"
+    static let querySecret = "sig-otlp-3b8d6f1e9a2c7054"
+    static let collectorPassword = "pw-otlp-c7e1a5d93f0b2864"
+    static let stages: Set<String> = ["attache.prepare", "attache.detect", "attache.transform", "attache.seal", "attache.upload"]
+
+    /// 50 files; requests 2–9 answered 503 (retried), requests 30–34 answered 413 (five files fail for good).
+    @Test func batchAndServerSpansFormOneTracePerFileWithRetriesFailuresAndNoSecret() async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp")
+        defer { scratch.remove() }
+        for index in 0..<50 { try scratch.write("files/f\(index).txt", "note \(index)\n") }
+        let exportedPath = scratch.path + "/otlp.jsonl"
+        let receiver = try await ServiceProcess(
+            [try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", exportedPath])
+        defer { receiver.stop() }
+        // A password in the endpoint's user info: it must reach no log line.
+        let collector = "http://collector:\(Self.collectorPassword)@127.0.0.1:\(receiver.port)"
+        let server = try await ServerProcess.start(
+            store: scratch.path + "/store", extra: ["--fault", "503@2-9,413@30-34", "--otlp-endpoint", collector])
+        let batch: ChildProcess
+        do {
+            batch = try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: [
+                    "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload?sig=\(Self.querySecret)",
+                    "--journal", scratch.path + "/journal.sqlite", "--json", "--concurrency", "4", "-v",
+                    "--bearer-env", "OTLP_TEST_TOKEN", "--header", "X-Upload-Token: \(Self.headerSecret)",
+                    "--otlp-endpoint", collector,
+                ], environment: ["OTLP_TEST_TOKEN": Self.token])
+            // Exit 3: some files failed. The exporters have flushed once the process has ended.
+            #expect(try await batch.wait(upTo: 300) == 3, "\(batch.standardError)")
+            // SIGTERM: the server stops gracefully and flushes its spans before it exits.
+            #expect(try await server.terminate() == .status(0))
+        } catch {
+            await server.stop()
+            throw error
+        }
+
+        let exportedText = try String(contentsOfFile: exportedPath, encoding: .utf8)
+        let items = try exportedText.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        let spans = items.filter { $0["signal"] as? String == "span" }.map(ExportedSpan.init)
+        let client = spans.filter { $0.service == "attache" }
+        let serverSpans = spans.filter { $0.service == "attache-server" }
+
+        // One trace per file, the stages nested under its send span.
+        let sends = client.filter { $0.name == "attache.send" }
+        #expect(sends.count == 50)
+        #expect(Set(sends.map(\.traceID)).count == 50)
+        let byID = Dictionary(client.map { ($0.spanID, $0) }, uniquingKeysWith: { first, _ in first })
+        for stage in client where Self.stages.contains(stage.name) {
+            let parent = byID[stage.parentSpanID]
+            #expect(parent?.name == "attache.send" && parent?.traceID == stage.traceID, "\(stage.name) is not under a send")
+        }
+
+        let attempts = client.filter { $0.kind == 3 && $0.name == "POST" }
+        #expect(attempts.count == 58, "50 first attempts and 8 retries")
+        #expect(attempts.filter { $0.attributes["http.response.status_code"] as? Int == 503 }.count == 8)
+        var failures = 0
+        for send in sends {
+            let children = client.filter { $0.parentSpanID == send.spanID }
+            let upload = try #require(children.first { $0.name == "attache.upload" }, "no upload stage in \(send.traceID)")
+            // Each retry is an attempt span of its own under the upload stage, counted by resend_count.
+            let tries = attempts.filter { $0.parentSpanID == upload.spanID }
+                .sorted { $0.resendCount < $1.resendCount }
+            #expect(!tries.isEmpty)
+            #expect(tries.map(\.resendCount) == Array(0..<tries.count), "resend counts \(tries.map(\.resendCount))")
+            #expect(tries.first?.attributes["http.request.resend_count"] == nil)
+            for attempt in tries {
+                #expect((attempt.attributes["url.full"] as? String)?.hasSuffix("/upload?sig=REDACTED") == true)
+            }
+            if let errorType = send.attributes["error.type"] as? String {
+                failures += 1
+                #expect(!errorType.isEmpty)
+                #expect(tries.last?.attributes["http.response.status_code"] as? Int == 413)
+                #expect(tries.last?.attributes["error.type"] as? String == "413")
+            } else {
+                #expect(Set(children.map(\.name)).isSuperset(of: Self.stages), "\(children.map(\.name))")
+                #expect(tries.last?.attributes["http.response.status_code"] as? Int == 200)
+            }
+        }
+        #expect(failures == 5)
+
+        // The server's request spans join the client's traces through traceparent: one under each attempt.
+        let received = serverSpans.filter { $0.kind == 2 }
+        #expect(received.count == 58)
+        let attemptIDs = Dictionary(attempts.map { ($0.spanID, $0.traceID) }, uniquingKeysWith: { first, _ in first })
+        for span in received {
+            #expect(attemptIDs[span.parentSpanID] == span.traceID, "server span \(span.name) outside the client's trace")
+            #expect(span.attributes["url.query"] as? String == "sig=REDACTED")
+        }
+        #expect(Set(received.map(\.parentSpanID)).count == 58)
+
+        // Metrics came too, from the batch's last reading.
+        let metrics = items.filter { $0["signal"] as? String == "metric" }
+        #expect(metrics.contains { $0["name"] as? String == "attache.attachments" })
+
+        // No secret anywhere: span and resource attributes, metric labels, the -v log.
+        var secrets = [Self.token, Self.headerSecret, Self.querySecret, Self.collectorPassword]
+        secrets += batch.standardOutput.split(separator: "\n").compactMap { line in
+            let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return ((event?["receipt"] as? [String: Any])?["seal"] as? [String: Any])?["key"] as? String
+        }
+        #expect(secrets.count == 4 + 45, "a seal key from every stored file's receipt")
+        let log = batch.standardError
+        #expect(log.contains("trace_id="), "the -v lines carry the trace ids of the bootstrapped tracer")
+        for secret in secrets {
+            #expect(!exportedText.contains(secret), "a secret was exported")
+            #expect(!log.contains(secret), "a secret is in the -v log")
+        }
+    }
+
+    /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:
+    /// SIGINT (the batch's own stop, status 130) and SIGTERM (the export's, status 143).
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func aStoppedBatchFlushesItsSpans(signal: Int32, status: Int32) async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-stop")
+        defer { scratch.remove() }
+        try scratch.write("files/held.txt", "held by the server\n")
+        let exportedPath = scratch.path + "/otlp.jsonl"
+        let receiver = try await ServiceProcess(
+            [try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", exportedPath])
+        defer { receiver.stop() }
+        // The server reads the request's head and then says nothing: the upload stays in flight.
+        let server = try await ServerProcess.start(store: scratch.path + "/store", extra: ["--fault", "stall:seconds=120"])
+        defer { server.kill() }
+        let batch = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: [
+                "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload",
+                "--journal", scratch.path + "/journal.sqlite", "--json",
+                "--otlp-endpoint", "http://127.0.0.1:\(receiver.port)",
+            ])
+        try await batch.waitForOutput(containing: "\"started\"", count: 1, upTo: 120)
+        kill(batch.processIdentifier, signal)
+        #expect(try await batch.wait(upTo: 120) == status, "\(batch.standardError)")
+
+        let spans = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").compactMap { line in
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map(ExportedSpan.init)
+        }
+        #expect(spans.contains { $0.name == "attache.batch" })
+        let send = try #require(spans.first { $0.name == "attache.send" }, "the in-flight file's span was not exported")
+        #expect(send.attributes["error.type"] != nil)
+    }
+}
+
+/// One span line of the receiver's output.
+private struct ExportedSpan {
+    let traceID: String
+    let spanID: String
+    let parentSpanID: String
+    let name: String
+    let kind: Int
+    let service: String?
+    let attributes: [String: Any]
+
+    init(_ line: [String: Any]) {
+        traceID = line["traceId"] as? String ?? ""
+        spanID = line["spanId"] as? String ?? ""
+        parentSpanID = line["parentSpanId"] as? String ?? ""
+        name = line["name"] as? String ?? ""
+        kind = line["kind"] as? Int ?? 0
+        service = (line["resource"] as? [String: Any])?["service.name"] as? String
+        attributes = line["attributes"] as? [String: Any] ?? [:]
+    }
+
+    /// `http.request.resend_count`, 0 on a first attempt.
+    var resendCount: Int { attributes["http.request.resend_count"] as? Int ?? 0 }
+}
