@@ -270,78 +270,51 @@ venv_install() {
     rm -f "$log"
     "$s3_venv/bin/python3" -c "$check" || die "$s3_venv cannot import $*"
 }
+# venv_ensure WHAT SYSTEM_CHECK CHECK PACKAGE...: nothing to do when the Python code CHECK passes in
+# $s3_venv, or SYSTEM_CHECK (when not empty) in the first python3 on PATH; else venv_install. WHAT names
+# the tools in the messages.
+venv_ensure() {
+    local what=$1 system_check=$2 check=$3
+    shift 3
+    if ((library_only)); then
+        return
+    elif ((dry_run)); then
+        say "dry run: would make sure $* can be imported (venv: $s3_venv)"
+    elif "$s3_venv/bin/python3" -c "$check" 2>/dev/null; then
+        say "python: $what in $s3_venv"
+    elif [[ -n "$system_check" ]] && python3 -c "$system_check" 2>/dev/null; then
+        say "python: $(command -v python3) has $what"
+    else
+        venv_install "$check" "$@"
+    fi
+}
 # The resumable upload tests use the same venv for two third-party tus 1.0 servers: tuspyserver (a FastAPI
 # router, maintained, pinned) under uvicorn, and tusfilter (a WSGI filter that checks sha1 checksums, with
 # WebOb), pinned.
 s3_packages=(ministack==1.5.33 boto3 tuspyserver==4.4.3 uvicorn tusfilter==0.5.1)
 s3_check='import importlib.metadata as m, boto3, uvicorn, tuspyserver, tusfilter; assert m.version("ministack") == "1.5.33"; assert m.version("tuspyserver") == "4.4.3"; assert m.version("tusfilter") == "0.5.1"'
-if ((library_only)); then
-    :
-elif ((!dry_run)); then
-    if "$s3_venv/bin/python3" -c "$s3_check" 2>/dev/null; then
-        say "python: S3 and tus test tools in $s3_venv"
-    elif python3 -c "$s3_check" 2>/dev/null; then
-        say "python: $(command -v python3) has MiniStack, boto3, tuspyserver and uvicorn for the S3 and tus tests"
-    else
-        venv_install "$s3_check" "${s3_packages[@]}"
-    fi
-else
-    say "dry run: would make sure ${s3_packages[*]} can be imported (venv: $s3_venv)"
-fi
+venv_ensure "MiniStack, boto3, tuspyserver and uvicorn (S3 and tus tests)" "$s3_check" "$s3_check" "${s3_packages[@]}"
 
 # The placeholder and Matrix tests check our output with reference implementations from PyPI: blurhash and
 # thumbhash (the algorithms' Python ports) and matrix-nio (a Matrix client library: decrypt_attachment,
 # encrypt_attachment). Pinned, into the same venv as the S3 and tus tools (where the tests look first).
 chat_packages=(blurhash==1.1.5 thumbhash==0.1.2 matrix-nio==0.26.0)
 chat_check='import importlib.metadata as m, blurhash, thumbhash, nio.crypto.attachments; assert m.version("blurhash") == "1.1.5"; assert m.version("thumbhash") == "0.1.2"; assert m.version("matrix-nio") == "0.26.0"'
-if ((library_only)); then
-    :
-elif ((!dry_run)); then
-    if "$s3_venv/bin/python3" -c "$chat_check" 2>/dev/null; then
-        say "python: blurhash, thumbhash and matrix-nio in $s3_venv"
-    else
-        venv_install "$chat_check" "${chat_packages[@]}"
-    fi
-else
-    say "dry run: would make sure ${chat_packages[*]} can be imported (venv: $s3_venv)"
-fi
+venv_ensure "blurhash, thumbhash and matrix-nio" "" "$chat_check" "${chat_packages[@]}"
 
 # The object storage tests run against a second S3 implementation beside MiniStack: moto's server
 # (moto[server], pinned), installed into the same venv as MiniStack and boto3 above.
 objectstore_packages=("moto[server]==5.2.5")
 objectstore_check='import importlib.metadata as m, moto.server, boto3; assert m.version("moto") == "5.2.5"'
-if ((library_only)); then
-    :
-elif ((!dry_run)); then
-    if "$s3_venv/bin/python3" -c "$objectstore_check" 2>/dev/null; then
-        say "python: moto's S3 server in $s3_venv"
-    elif python3 -c "$objectstore_check" 2>/dev/null && python3 -c "$s3_check" 2>/dev/null; then
-        say "python: $(command -v python3) has moto's S3 server"
-    else
-        venv_install "$objectstore_check" "${objectstore_packages[@]}"
-    fi
-else
-    say "dry run: would make sure ${objectstore_packages[*]} can be imported (venv: $s3_venv)"
-fi
+# moto in the system's python3 counts only beside MiniStack and boto3 there.
+venv_ensure "moto's S3 server" "$objectstore_check"$'\n'"$s3_check" "$objectstore_check" "${objectstore_packages[@]}"
 
 # The OTLP export test decodes what the exporters send with the official protobuf classes of
 # OpenTelemetry (opentelemetry-proto, pinned), from a receiver in Tests/IntegrationTests/Tools, in the same
 # venv as the tools above.
 otlp_packages=(opentelemetry-proto==1.45.2)
 otlp_check='import importlib.metadata as m, opentelemetry.proto.collector.trace.v1.trace_service_pb2; assert m.version("opentelemetry-proto") == "1.45.2"'
-if ((library_only)); then
-    :
-elif ((!dry_run)); then
-    if "$s3_venv/bin/python3" -c "$otlp_check" 2>/dev/null; then
-        say "python: opentelemetry-proto in $s3_venv"
-    elif python3 -c "$otlp_check" 2>/dev/null; then
-        say "python: $(command -v python3) has opentelemetry-proto"
-    else
-        venv_install "$otlp_check" "${otlp_packages[@]}"
-    fi
-else
-    say "dry run: would make sure ${otlp_packages[*]} can be imported (venv: $s3_venv)"
-fi
+venv_ensure "opentelemetry-proto" "$otlp_check" "$otlp_check" "${otlp_packages[@]}"
 
 if command -v swift >/dev/null 2>&1; then
     swift_version=$(swift --version 2>&1 | grep -m1 -o 'Swift version [0-9][0-9.]*' || true)
