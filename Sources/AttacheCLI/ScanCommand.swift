@@ -1,6 +1,7 @@
 import Synchronization
 package import ArgumentParser
 import Attache
+import AttacheBatch
 import AttacheCore
 import FoundationEssentials
 
@@ -15,9 +16,11 @@ package struct ScanCommand: AsyncParsableCommand {
         discussion: """
             Prints `path: OK`, `path: SIGNATURE FOUND` or `path: MESSAGE ERROR` per file as clamdscan \
             does, in the order the verdicts arrive, then a summary (--no-summary leaves it out). Folders \
-            are scanned with everything under them. With --json, prints one JSON object per line: path, \
-            verdict (clean, infected or error), signature, engine, signatures, and code and error for a \
-            file that was not scanned. Files go to clamd by descriptor over a UNIX socket and as streams \
+            are scanned with everything under them, walked as batch walks them: a symbolic link is \
+            followed only when it stays inside the folder, and what is not a regular file is printed as \
+            `path: REASON SKIPPED`. With --json, prints one JSON object per line: path, verdict (clean, \
+            infected, error or skipped), signature, engine, signatures, and code and error for a file that \
+            was not scanned. Files go to clamd by descriptor over a UNIX socket and as streams \
             over TCP (--clamd-transfer), several at once (--concurrency), each connection a session that \
             serves many files. Exit status: 0 when every file is clean, 79 (infected) when any file is \
             infected, else the status of the first failure (docs/EXIT-STATUS.md).
@@ -72,7 +75,11 @@ package struct ScanCommand: AsyncParsableCommand {
         defer { scanner.closeIdleSessions() }
         let start = ContinuousClock.now
         var tally = Tally()
-        let paths = Self.expand(files)
+        // The walk first, on a pool thread: what cannot be scanned is printed at once.
+        let roots = files
+        let (paths, unscanned) = try await BlockingPool.shared.run { Self.walk(roots) }
+        let early = unscanned.compactMap { notScanned($0, into: &tally) }.joined()
+        if !early.isEmpty { writeToStandardOutput(early) }
         // One blocking thread per session, each taking the next file and waiting for clamd's answer
         // itself; the answers come back here, in the command's task, to be printed.
         let (results, sink) = AsyncStream.makeStream(of: [(String, Result<ScanVerdict, AttacheError>)].self)
@@ -109,6 +116,7 @@ package struct ScanCommand: AsyncParsableCommand {
             Console.out("----------- SCAN SUMMARY -----------")
             Console.out("Scanned files: \(tally.scanned)")
             Console.out("Infected files: \(tally.infected)")
+            if tally.skipped > 0 { Console.out("Skipped: \(tally.skipped)") }
             if tally.errors > 0 { Console.out("Total errors: \(tally.errors)") }
             Console.out("Time: \(String(Double(Int(seconds * 1000)) / 1000)) sec")
         }
@@ -123,25 +131,15 @@ package struct ScanCommand: AsyncParsableCommand {
             .failure((error as? AttacheError)?.concerning(path) ?? AttacheError(.internalError, stage: .scan, "\(error)", file: path))
         }
         if scanner.passesDescriptors {
-            // Only regular files are opened (a FIFO would block the open), as FileSource checks.
-            var results = [Result<ScanVerdict, AttacheError>?](repeating: nil, count: paths.count)
-            var files: [(index: Int, path: String)] = []
-            for (index, path) in paths.enumerated() {
-                do {
-                    _ = try FileSource(path: path)
-                    files.append((index, path))
-                } catch {
-                    results[index] = failure(error, path)
-                }
-            }
+            // The walk found regular files; the connection opens each without blocking and checks it
+            // again, so that one replaced by a FIFO since is refused, not waited on.
             do {
-                for (file, result) in zip(files, try scanner.scanFilesBlocking(files.map(\.path))) {
-                    results[file.index] = result.mapError { $0.concerning(file.path) }
+                return zip(paths, try scanner.scanFilesBlocking(paths)).map { path, result in
+                    (path, result.mapError { $0.concerning(path) })
                 }
             } catch {
-                for file in files { results[file.index] = failure(error, file.path) }
+                return paths.map { ($0, failure(error, $0)) }
             }
-            return zip(paths, results).map { ($0, $1!) }
         }
         return paths.map { path in
             do {
@@ -163,6 +161,7 @@ package struct ScanCommand: AsyncParsableCommand {
         var scanned = 0
         var infected = 0
         var errors = 0
+        var skipped = 0
         var firstFailure: Int32?
     }
 
@@ -206,18 +205,34 @@ package struct ScanCommand: AsyncParsableCommand {
         }
     }
 
-    /// The files named, and every regular file under the folders named (sorted).
-    static func expand(_ arguments: [String]) -> [String] {
-        arguments.flatMap { argument -> [String] in
-            var isFolder = false
-            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isFolder), isFolder,
-                let entries = try? FileManager.default.subpathsOfDirectory(atPath: argument)
-            else { return [argument] }
-            let base = argument.hasSuffix("/") ? argument : argument + "/"
-            return entries.sorted().map { base + $0 }.filter {
-                var isSubfolder = false
-                return FileManager.default.fileExists(atPath: $0, isDirectory: &isSubfolder) && !isSubfolder
+    /// The regular files named and under the folders named, in the walk's order (``FileWalker``, as
+    /// batch walks), and what the walk met that is not scanned: skipped (not a regular file, a link
+    /// that leaves its folder) or failed (a dangling link, a folder that cannot be listed).
+    static func walk(_ arguments: [String]) -> (files: [String], unscanned: [FileWalker.Item]) {
+        let walker = FileWalker(roots: arguments, followSymlinks: false)
+        var files: [String] = []
+        var unscanned: [FileWalker.Item] = []
+        while true {
+            let page = walker.next(limit: 4096)
+            if page.isEmpty { break }
+            for item in page {
+                if case .file(let path, _) = item { files.append(path) } else { unscanned.append(item) }
             }
+        }
+        return (files, unscanned)
+    }
+
+    /// The output line of a path the walk did not give as a file, counted into `tally`.
+    private func notScanned(_ item: FileWalker.Item, into tally: inout Tally) -> String? {
+        switch item {
+        case .file:
+            return nil
+        case .skipped(let path, let reason):
+            tally.skipped += 1
+            if json { return Console.json(Line(path: path, verdict: "skipped", error: reason)) + "\n" }
+            return infected ? nil : TerminalText.escaping("\(path): \(reason) SKIPPED") + "\n"
+        case .failed(let path, let code, let message):
+            return line(path, .failure(AttacheError(code, stage: .scan, message, file: path)), into: &tally)
         }
     }
 }

@@ -251,7 +251,7 @@ struct DownloadManagerTests {
                 for await event in events { if case .failed(_, let error) = event { failures.append(error) } }
                 return failures
             }
-            try await manager.add(DownloadItem(url: urls[0], destination: setup.folder + "/0.bin", expectedSHA256: try await sha256Hex(contents[0])))
+            try manager.add(DownloadItem(url: urls[0], destination: setup.folder + "/0.bin", expectedSHA256: try await sha256Hex(contents[0])))
             try manager.add(DownloadItem(url: urls[1], destination: setup.folder + "/1.bin", expectedSHA256: String(repeating: "ab", count: 32)))
             try manager.add(DownloadItem(url: urls[2], destination: setup.folder + "/2.bin"))
             let summary = try await manager.waitUntilSettled()

@@ -185,6 +185,23 @@ struct ScanIntegrationTests {
         let missing = try await runCommand(try attacheBinary(), ["scan", "--clamd", clamd.unixAddress, folder.path + "/none"])
         #expect(missing.status == 66, "\(missing.all)")
         #expect(missing.standardOutput.contains("ERROR\n"))
+
+        // A folder walked as batch walks it: a FIFO is said to be skipped (not waited on, not silent), and
+        // a name that is not UTF-8 ("caf\xE9.txt", Latin-1) is scanned under its exact bytes.
+        let odd = folder.path + "/odd"
+        try FileManager.default.createDirectory(atPath: odd, withIntermediateDirectories: true)
+        #expect(mkfifo(odd + "/pipe", 0o600) == 0)
+        let latin1 = Array((odd + "/caf").utf8) + [0xE9] + Array(".txt".utf8) + [0]
+        let created = latin1.withUnsafeBytes { open($0.baseAddress!.assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT | O_TRUNC, 0o600) }
+        try #require(created >= 0)
+        let body = ClamdProcess.eicar
+        #expect(write(created, body, body.count) == body.count)
+        close(created)
+        let walked = try await runCommand(try attacheBinary(), ["scan", "--clamd", clamd.unixAddress, odd])
+        #expect(walked.status == 79, "\(walked.all)")
+        #expect(walked.standardOutput.contains(odd + "/pipe: not a regular file SKIPPED\n"), "\(walked.all)")
+        #expect(walked.standardOutput.contains("Infected files: 1\n"), "\(walked.all)")
+        #expect(walked.standardOutput.contains("Skipped: 1\n"), "\(walked.all)")
     }
 
     /// `attache upload --clamd`: an infected file exits 79 with the signature on stderr, a clean one is

@@ -105,7 +105,7 @@ final class ClamdConnection {
     /// Scans `paths` by descriptor with every request sent before the first answer is read, as
     /// `clamdscan --fdpass --multiscan` does: clamd scans them on its threads and answers each `N: …`
     /// when done, in any order. Keep `paths` short (clamd's `MaxQueue` is 100 by default). A file that
-    /// cannot be opened gets its error, and no request.
+    /// cannot be opened, or is not a regular file, gets its error and no request.
     /// - Throws: ``AttacheError`` as ``scanStream(_:chunkSize:file:)`` when the connection fails; then no
     ///   result stands.
     func scanDescriptors(_ paths: [String]) throws -> [Result<ClamdReply, AttacheError>] {
@@ -114,7 +114,7 @@ final class ClamdConnection {
         for (index, path) in paths.enumerated() {
             let fileDescriptor: Int32
             do {
-                fileDescriptor = try FileDescriptor.openForReading(path, stage: .scan)
+                fileDescriptor = try Self.openRegularFile(path)
             } catch let error as AttacheError {
                 results[index] = .failure(error)
                 continue
@@ -137,6 +137,22 @@ final class ClamdConnection {
             results[index] = .success(try finish(answer, id: id))
         }
         return results.map { $0! }
+    }
+
+    /// Opens `path` for clamd to read, only when it is a regular file: `O_NONBLOCK` (which changes
+    /// nothing for a regular file) so that a FIFO put in a file's place is refused rather than waited on.
+    /// - Throws: ``AttacheError``: `.fileNotFound`, `.fileUnreadable`.
+    private static func openRegularFile(_ path: String) throws -> Int32 {
+        let fileDescriptor = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+        guard fileDescriptor >= 0 else {
+            throw AttacheError.system("cannot open the file", stage: .scan, file: path, missing: "no such file")
+        }
+        var info = stat()
+        guard fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            Glibc.close(fileDescriptor)
+            throw AttacheError(.fileUnreadable, stage: .scan, "not a regular file", file: path)
+        }
+        return fileDescriptor
     }
 
     /// Passes `fileDescriptor` over the session's UNIX socket (`SCM_RIGHTS`).
