@@ -60,8 +60,10 @@ package final class FileWalker: Sendable {
                     frame.index += 1
                     let path = frame.directory == "/" ? "/" + name : frame.directory + "/" + name
                     let rootReal = frame.rootReal
-                    let ancestors = state.stack.map { ($0.device, $0.inode) } + [(frame.device, frame.inode)]
                     state.stack.append(frame)
+                    // The folders above `path` (a loop check needs them, for a link to a folder only):
+                    // passed as the array it is, which a push below copies only when a folder is entered.
+                    let ancestors = state.stack
                     if let item = visit(path, rootReal: rootReal, ancestors: ancestors, push: { state.stack.append($0) }) {
                         items.append(item)
                     }
@@ -97,7 +99,7 @@ package final class FileWalker: Sendable {
     }
 
     private func visit(
-        _ path: String, rootReal: String, ancestors: [(UInt64, UInt64)], push: (Frame) -> Void
+        _ path: String, rootReal: String, ancestors: [Frame], push: (Frame) -> Void
     ) -> Item? {
         var info = stat()
         guard PlatformPath.withCString(path, { lstat($0, &info) }) == 0 else {
@@ -130,7 +132,7 @@ package final class FileWalker: Sendable {
             }
             if isDirectory {
                 let id = (UInt64(target.st_dev), UInt64(target.st_ino))
-                if ancestors.contains(where: { $0 == id }) {
+                if ancestors.contains(where: { ($0.device, $0.inode) == id }) {
                     return .skipped(path: path, reason: "symbolic link loop")
                 }
                 return enter(path, info: target, rootReal: rootReal, push: push)

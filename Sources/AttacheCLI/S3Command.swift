@@ -1,5 +1,5 @@
 package import ArgumentParser
-package import Attache
+import Attache
 import AttacheCore
 import FoundationEssentials
 
@@ -45,17 +45,7 @@ package struct S3AbortStaleCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per line.")
     package var json = false
 
-    @Option(help: ArgumentHelp("The AWS profile of the shared credentials and config files.", valueName: "name"))
-    package var awsProfile: String?
-
-    @Option(help: ArgumentHelp("The region requests are signed for.", valueName: "region"))
-    package var region: String?
-
-    @Option(help: ArgumentHelp("The S3 endpoint, e.g. http://127.0.0.1:9000.", valueName: "url"))
-    package var s3Endpoint: String?
-
-    @Option(help: ArgumentHelp("path, virtual or auto (the default).", valueName: "style"))
-    package var s3Addressing: S3Addressing?
+    @OptionGroup package var access: S3AccessOptions
 
     @OptionGroup package var connection: ConnectionOptions
 
@@ -75,7 +65,8 @@ package struct S3AbortStaleCommand: AsyncParsableCommand {
         _ = global.bootstrapLogging()
         do {
             let store = try ObjectStoreEndpoint.resolve(
-                url: url, profile: awsProfile, region: region, endpointURL: s3Endpoint, addressing: s3Addressing ?? .auto)
+                url: url, profile: access.awsProfile, region: access.region, endpointURL: access.s3Endpoint,
+                addressing: access.s3Addressing ?? .auto)
             var settings = ConnectionConfiguration()
             try connection.apply(to: &settings, environment: ProcessInfo.processInfo.environment)
             let client = AttacheClient(connection: settings)

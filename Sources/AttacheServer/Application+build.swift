@@ -138,7 +138,7 @@ func makeRouter(
         router.add(middleware: RequestTracingMiddleware())
         router.add(middleware: MetricsMiddleware())
     }
-    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: RequestLogMiddleware(.info))
     let uploads = UploadController(
         configuration: configuration, store: store, verifier: verifier,
         log: configuration.uploadLogPath.map(UploadRequestLog.init(path:)),

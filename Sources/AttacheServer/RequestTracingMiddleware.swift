@@ -6,7 +6,7 @@ import Tracing
 /// (`traceparent`, through the bootstrapped instrument), with OpenTelemetry's HTTP server attributes.
 ///
 /// Hummingbird's own `TracingMiddleware` records the query as it came; uploads to presigned URLs carry
-/// their signatures there, so this one records every query value as `REDACTED`, and never a header.
+/// their signatures there, so this one records the query through ``QueryRedaction``, and never a header.
 struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = ServiceContext.current ?? .topLevel
@@ -17,7 +17,7 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
         span.updateAttributes { attributes in
             attributes["http.request.method"] = method
             attributes["url.path"] = request.uri.path
-            if let query = request.uri.query, !query.isEmpty { attributes["url.query"] = Self.redacted(query) }
+            if let query = request.uri.query, !query.isEmpty { attributes["url.query"] = QueryRedaction.redacted(query) }
             attributes["http.request.body.size"] = request.headers[.contentLength].flatMap { Int($0) }
         }
         do {
@@ -45,14 +45,6 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
             span.attributes["error.type"] = String(status)
             span.setStatus(SpanStatus(code: .error))
         }
-    }
-
-    /// `a=1&sig=xyz&flag` → `a=REDACTED&sig=REDACTED&REDACTED`: the names stay, no value does.
-    static func redacted(_ query: String) -> String {
-        query.split(separator: "&", omittingEmptySubsequences: false).map { item in
-            guard let equals = item.firstIndex(of: "=") else { return "REDACTED" }
-            return item[..<equals] + "=REDACTED"
-        }.joined(separator: "&")
     }
 }
 

@@ -207,14 +207,24 @@ final class ClamdConnection {
 
     /// Reads up to the next NUL (the `z` commands' delimiter).
     private func readAnswer(timeout: Duration) throws -> String {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
-        defer { buffer.deallocate() }
+        if let answer = takeAnswer() { return answer }
+        return try withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
+            try readAnswer(timeout: timeout, into: buffer)
+        }
+    }
+
+    /// The next whole answer already received, if there is one.
+    private func takeAnswer() -> String? {
+        guard let end = pending.firstIndex(of: 0) else { return nil }
+        let answer = String(decoding: pending[..<end], as: UTF8.self)
+        pending.removeSubrange(...end)
+        return answer
+    }
+
+    /// Receives into `buffer` until an answer is whole.
+    private func readAnswer(timeout: Duration, into buffer: UnsafeMutableRawBufferPointer) throws -> String {
         while true {
-            if let end = pending.firstIndex(of: 0) {
-                let answer = String(decoding: pending[..<end], as: UTF8.self)
-                pending.removeSubrange(...end)
-                return answer
-            }
+            if let answer = takeAnswer() { return answer }
             guard pending.count < 64 * 1024 else {
                 isReusable = false
                 throw AttacheError(.badResponse, stage: .scan, "clamd at \(address) sent an answer without an end")

@@ -6,33 +6,6 @@ import Testing
 @testable import Attache
 @testable import AttacheCore
 
-/// Every log line a client writes, message and metadata, for the redaction tests.
-final class CapturedLog: Sendable {
-    private let lines = Mutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    var text: String { all.joined(separator: "\n") }
-
-    func logger(level: Logger.Level = .trace) -> Logger {
-        var logger = Logger(label: "test.http") { _ in Handler(log: self) }
-        logger.logLevel = level
-        return logger
-    }
-
-    struct Handler: LogHandler {
-        let log: CapturedLog
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            log.lines.withLock { $0.append("\(event.level) \(event.message) \(merged)") }
-        }
-    }
-}
-
 /// A token store with a refresh count: what a 401-refresh retrier and its adapter share.
 actor TokenStore {
     private(set) var token = "stale-token-0001"
