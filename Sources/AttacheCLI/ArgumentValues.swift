@@ -57,6 +57,16 @@ extension MultipartSettings.ChecksumMode: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
 
+extension MultipartSettings.ChecksumAlgorithm: ExpressibleByArgument {
+    /// `--checksum-algorithm`: crc32c or sha256, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
+extension MultipartSettings.ChecksumDelivery: ExpressibleByArgument {
+    /// `--checksum-delivery`: auto, trailer or header, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
 extension MultipartSettings.GiveUp: ExpressibleByArgument {
     /// `--on-give-up`: abort or keep, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

@@ -51,9 +51,18 @@ package struct ObjectStoreOptions: ParsableArguments {
     package var partsInFlight: Int?
 
     @Option(help: ArgumentHelp(
-        "With --url s3://: per-part CRC-32C checksums: when-supported (the default: when the store says it takes them), when-required (none for uploads) or off.",
+        "With --url s3://: per-part checksums (and the object's composite): when-supported (the default: when the store says it takes them), when-required (none for uploads) or off.",
         valueName: "mode"))
     package var checksum: MultipartSettings.ChecksumMode?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: the per-part checksum: crc32c (the default) or sha256.", valueName: "algorithm"))
+    package var checksumAlgorithm: MultipartSettings.ChecksumAlgorithm?
+
+    @Option(help: ArgumentHelp(
+        "With --url s3://: how a part's checksum goes: trailer (summed while the part streams, in an aws-chunked body), header (summed just before the part goes) or auto (the default: trailer, header from the first part the store refuses as aws-chunked on).",
+        valueName: "how"))
+    package var checksumDelivery: MultipartSettings.ChecksumDelivery?
 
     @Option(help: ArgumentHelp(
         "With --url s3://: when retries are spent, abort the store's multipart upload (the default) or keep it for a later run under the same idempotency key.",
@@ -78,7 +87,7 @@ package struct ObjectStoreOptions: ParsableArguments {
         let isBucket = S3Location(configuration.url) != nil
         let bucketOnly: [Any?] = [
             awsProfile, region, s3Endpoint, s3Addressing, keyTemplate, multipartThreshold, partSize, partsInFlight, checksum,
-            onGiveUp,
+            onGiveUp, checksumAlgorithm, checksumDelivery,
         ]
         if !isBucket, bucketOnly.contains(where: { $0 != nil }) {
             throw ValidationError(
@@ -95,6 +104,8 @@ package struct ObjectStoreOptions: ParsableArguments {
             if let partSize { store.multipart.partSize = partSize.bytes }
             if let partsInFlight { store.multipart.partsInFlight = partsInFlight }
             if let checksum { store.multipart.checksum = checksum }
+            if let checksumAlgorithm { store.multipart.checksumAlgorithm = checksumAlgorithm }
+            if let checksumDelivery { store.multipart.checksumDelivery = checksumDelivery }
             if let onGiveUp { store.multipart.onGiveUp = onGiveUp }
             configuration.objectStore = store
             configuration.method = .put

@@ -62,7 +62,7 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
 
     /// Starts the emulator, makes the bucket `media`, runs `body`, and stops it by pid.
     func run(_ body: (Running) async throws -> Void) async throws {
-        let python = try python(with: ["ministack", "boto3", "moto"])
+        let python = try python(with: ["ministack", "boto3", "moto", "crc32c"])
         let port = try freePort()
         let scratch = try ScratchFolder(prefix: "attache-s3-\(rawValue)")
         let server: ServiceProcess

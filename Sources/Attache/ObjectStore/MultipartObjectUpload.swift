@@ -29,6 +29,7 @@ struct MultipartObjectUpload: Sendable {
         var bytesSent: Int64
         /// Requests that failed and were sent again.
         var retries: Int
+        /// The object's composite checksum as `ALGORITHM:BASE64-N` (`crc32c:...`), when parts carried one.
         var checksum: String?
     }
 
@@ -37,7 +38,10 @@ struct MultipartObjectUpload: Sendable {
     let key: String
     let payload: any ByteSource
     let contentType: String
+    /// Whether parts still send their checksums as trailers (``MultipartSettings/ChecksumDelivery``).
+    let trailers = TrailerChoice(true)
     var settings: MultipartSettings { store.multipart }
+    var algorithm: MultipartSettings.ChecksumAlgorithm { settings.checksumAlgorithm }
 
     /// Runs the upload.
     ///
@@ -70,7 +74,8 @@ struct MultipartObjectUpload: Sendable {
             let stored = try await complete(uploadId: uploadId, parts: parts, plan: plan)
             return Outcome(
                 stored: stored, parts: parts.count, resumedBytes: resumedBytes, bytesSent: counter.sent - resumedBytes,
-                retries: counter.retries, checksum: checksums ? Self.compositeChecksum(parts) : nil)
+                retries: counter.retries,
+                checksum: checksums ? PartChecksummer.composite(parts.map(\.checksum), algorithm).map { algorithm.rawValue + ":" + $0 } : nil)
         } catch {
             if settings.onGiveUp == .abort, !Task.isCancelled, !(error is CancellationError) {
                 _ = try? await requester.send(
@@ -101,12 +106,12 @@ struct MultipartObjectUpload: Sendable {
             let page = try await stored(
                 ObjectRequest(method: "GET", target: .signed(try store.address(forKey: key, query: query))),
                 "the store refused to list the parts of an earlier upload")
-            if page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == "CRC32C" { checksums = true }
+            if page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == algorithm.s3Name { checksums = true }
             for element in Self.elements(page.data["Part"]) {
                 guard let number = element["PartNumber"]?.stringValue.flatMap({ Int($0) }),
                     let etag = element["ETag"]?.stringValue, let size = element["Size"]?.stringValue.flatMap({ Int64($0) })
                 else { continue }
-                let checksum = element["ChecksumCRC32C"]?.stringValue
+                let checksum = element[algorithm.element]?.stringValue
                 if checksum != nil { checksums = true }
                 // A part of another plan (another part size) is sent again.
                 guard number >= 1, number <= plan.count, plan.range(ofPart: number).length == size else { continue }
@@ -129,18 +134,18 @@ struct MultipartObjectUpload: Sendable {
             stored: receipt, parts: plan.count, resumedBytes: payload.byteCount, bytesSent: 0, retries: 0, checksum: nil)
     }
 
-    /// `CreateMultipartUpload`; whether the store takes CRC-32C checksums, as its answer says.
+    /// `CreateMultipartUpload`; whether the store takes checksums of ``algorithm``, as its answer says.
     private func create() async throws -> (String, Bool) {
         var headers = [HeaderField(name: "Content-Type", value: contentType)]
         let ask = settings.checksum == .whenSupported
-        if ask { headers.append(HeaderField(name: "x-amz-checksum-algorithm", value: "CRC32C")) }
+        if ask { headers.append(HeaderField(name: "x-amz-checksum-algorithm", value: algorithm.s3Name)) }
         let created = try await stored(
             ObjectRequest(method: "POST", target: .signed(try store.address(forKey: key, query: [("uploads", "")])), headers: headers),
             "the store refused to start a multipart upload")
         guard let uploadId = created.data["UploadId"]?.stringValue, !uploadId.isEmpty else {
             throw AttacheError(.badResponse, stage: .interpret, "the store started a multipart upload but named no UploadId")
         }
-        return (uploadId, ask && created.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == "CRC32C")
+        return (uploadId, ask && created.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == algorithm.s3Name)
     }
 
     /// Sends every part `held` lacks, `partsInFlight` at once.
@@ -166,42 +171,77 @@ struct MultipartObjectUpload: Sendable {
         return sent
     }
 
+    /// Sends part `number`: its checksum in a trailer summed while it streams (``AWSChunkedSource``), or
+    /// in a header summed just before it goes (``MultipartSettings/ChecksumDelivery``), or none.
     private func sendPart(
         _ number: Int, plan: PartPlan, uploadId: String, checksums: Bool, counter: SentCounter,
         progress: (@Sendable (Int64) -> Void)?
     ) async throws -> Part {
         let (offset, length) = plan.range(ofPart: number)
-        let body = ByteSourceSlice(payload, offset: offset, count: length)
-        var headers: [HeaderField] = []
-        var checksum: String?
-        if checksums {
-            // Summed just before the part goes: one more read (and seal) of the part, never of the whole file.
-            checksum = try await BlockingPool.shared.run { try Self.crc32c(of: body) }
-            headers.append(HeaderField(name: "x-amz-checksum-crc32c", value: checksum!))
-        }
-        let answer = try await requester.send(
-            ObjectRequest(
-                method: "PUT",
-                target: .signed(try store.address(forKey: key, query: [("partNumber", String(number)), ("uploadId", uploadId)])),
-                headers: headers, body: body, payloadHash: SigV4Signer.unsignedPayload)
-        ) { bytes, attempt in
-            counter.report(part: number, bytes: bytes, attempt: attempt)
-            progress?(counter.sent)
-        }
-        counter.retries(answer.attempts - 1)
-        switch answer.outcome {
-        case .rejected(let rejection):
-            throw AttacheError(refusal: rejection, "the store refused part \(number) of \(plan.count)", file: "")
-        case .stored(let receipt):
-            guard let etag = ObjectReceipt.unquoted(receipt.data["ETag"]?.stringValue) else {
-                throw AttacheError(.badResponse, stage: .interpret, "the store took part \(number) but sent no ETag")
+        let part = ByteSourceSlice(payload, offset: offset, count: length)
+        let target = ObjectRequest.Target.signed(
+            try store.address(forKey: key, query: [("partNumber", String(number)), ("uploadId", uploadId)]))
+        var viaTrailer = checksums && settings.checksumDelivery != .header && trailers.current
+        while true {
+            var request = ObjectRequest(method: "PUT", target: target, body: part, payloadHash: SigV4Signer.unsignedPayload)
+            var streamed: AWSChunkedSource?
+            var checksum: String?
+            if viaTrailer {
+                let chunked = AWSChunkedSource(part, algorithm: algorithm)
+                request.headers = chunked.headers
+                request.body = chunked
+                request.payloadHash = AWSChunkedSource.payloadHash
+                streamed = chunked
+            } else if checksums {
+                // Summed just before the part goes: one more read (and seal) of the part, never of the whole file.
+                let algorithm = algorithm
+                checksum = try await BlockingPool.shared.run { try PartChecksummer.base64(of: part, algorithm) }
+                request.headers = [
+                    HeaderField(name: algorithm.headerName, value: checksum!),
+                    HeaderField(name: "x-amz-sdk-checksum-algorithm", value: algorithm.s3Name),
+                ]
             }
-            if let checksum, let confirmed = receipt.data["ChecksumCRC32C"]?.stringValue, confirmed != checksum {
-                throw AttacheError(
-                    .badResponse, stage: .interpret, "the store confirmed part \(number) with another CRC-32C than the one sent")
+            let answer = try await requester.send(request) { bytes, attempt in
+                // Part bytes, not the few of an aws-chunked body's framing: progress stays within the payload.
+                counter.report(part: number, bytes: min(bytes, length), attempt: attempt)
+                progress?(counter.sent)
             }
-            return Part(number: number, etag: etag, size: length, checksum: checksum)
+            counter.retries(answer.attempts - 1)
+            switch answer.outcome {
+            case .rejected(let rejection):
+                if viaTrailer, settings.checksumDelivery == .auto, Self.refusesTrailers(rejection) {
+                    // This store does not take aws-chunked bodies: this part and the ones after it go with the
+                    // checksum in a header.
+                    trailers.refuse()
+                    viaTrailer = false
+                    continue
+                }
+                throw AttacheError(refusal: rejection, "the store refused part \(number) of \(plan.count)", file: "")
+            case .stored(let receipt):
+                guard let etag = ObjectReceipt.unquoted(receipt.data["ETag"]?.stringValue) else {
+                    throw AttacheError(.badResponse, stage: .interpret, "the store took part \(number) but sent no ETag")
+                }
+                if let streamed { checksum = streamed.checksum.checksum }
+                if let checksum, let confirmed = receipt.data[algorithm.element]?.stringValue, confirmed != checksum {
+                    throw AttacheError(
+                        .badResponse, stage: .interpret,
+                        "the store confirmed part \(number) with another \(algorithm.displayName) (\(confirmed)) than the one "
+                            + "summed over the bytes sent (\(checksum))")
+                }
+                return Part(number: number, etag: etag, size: length, checksum: checksum)
+            }
         }
+    }
+
+    /// Whether `rejection` of a part sent as `aws-chunked` says the store does not take that form (rather than
+    /// that the checksum or the signature is wrong): then the part goes again with a header.
+    static func refusesTrailers(_ rejection: Rejection) -> Bool {
+        let mismatches: Set<String> = [
+            "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch", "SignatureDoesNotMatch",
+            "InvalidAccessKeyId", "AccessDenied", "NoSuchUpload", "NoSuchBucket", "EntityTooLarge",
+        ]
+        if let code = rejection.businessCode, mismatches.contains(code) { return false }
+        return [400, 411, 415, 501].contains(rejection.status)
     }
 
     /// `CompleteMultipartUpload` (with `If-None-Match: *` unless the store does not take it), then the
@@ -210,7 +250,7 @@ struct MultipartObjectUpload: Sendable {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(part.etag)\"</ETag>"
-            if let checksum = part.checksum { xml += "<ChecksumCRC32C>\(checksum)</ChecksumCRC32C>" }
+            if let checksum = part.checksum { xml += "<\(algorithm.element)>\(checksum)</\(algorithm.element)>" }
             xml += "</Part>"
         }
         xml += "</CompleteMultipartUpload>"
@@ -229,6 +269,7 @@ struct MultipartObjectUpload: Sendable {
             }
             let stored = try Self.storedOrThrow(answer, "the store refused to complete the multipart upload")
             try checkComposite(stored, parts: parts)
+            try await checkObjectChecksum(stored, parts: parts)
             return stored
         }
     }
@@ -273,22 +314,6 @@ struct MultipartObjectUpload: Sendable {
         case .object?: return [value!]
         default: return []
         }
-    }
-
-    static func crc32c(of source: any ByteSource) throws -> String {
-        var crc = CRC32C()
-        try ContentDigest.forEachChunk(of: source) { crc.update($0) }
-        return crc.base64
-    }
-
-    /// S3's composite checksum of a multipart object: the CRC-32C of the parts' CRC-32Cs, then `-N`.
-    static func compositeChecksum(_ parts: [Part]) -> String? {
-        var bytes: [UInt8] = []
-        for part in parts {
-            guard let checksum = part.checksum, let decoded = try? Base64.decode(checksum), decoded.count == 4 else { return nil }
-            bytes += decoded
-        }
-        return CRC32C.base64(CRC32C.checksum(bytes)) + "-\(parts.count)"
     }
 }
 

@@ -3,13 +3,35 @@
 public struct MultipartSettings: Sendable, Hashable {
     /// Whether per-part checksums are sent.
     public enum ChecksumMode: String, Sendable, Hashable, Codable, CaseIterable {
-        /// CRC-32C per part (and the composite for the object) when the store says, answering the upload's
-        /// creation, that it takes `CRC32C` checksums; none otherwise. The default.
+        /// A checksum per part (``MultipartSettings/checksumAlgorithm``, and the composite for the object)
+        /// when the store says, answering the upload's creation, that it takes that algorithm; none
+        /// otherwise. The default.
         case whenSupported = "when-supported"
         /// Only when the store requires one (it never does for uploads): none.
         case whenRequired = "when-required"
         /// Never.
         case off
+    }
+
+    /// The checksum of each part (`x-amz-checksum-crc32c` or `x-amz-checksum-sha256`) and, composite, of
+    /// the object.
+    public enum ChecksumAlgorithm: String, Sendable, Hashable, Codable, CaseIterable {
+        /// CRC-32C, in hardware where the CPU has it. The default.
+        case crc32c
+        /// SHA-256 (OpenSSL).
+        case sha256
+    }
+
+    /// How a part's checksum goes to the store.
+    public enum ChecksumDelivery: String, Sendable, Hashable, Codable, CaseIterable {
+        /// As a trailer, then as a header from the first part a store refuses in `aws-chunked` form on: the
+        /// default.
+        case auto
+        /// As a trailer of an `aws-chunked` body (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`), summed while the part
+        /// streams.
+        case trailer
+        /// As a header, summed over the part just before it goes (one more read of the part).
+        case header
     }
 
     /// What happens to the store's multipart upload when Attache gives up on it.
@@ -29,6 +51,10 @@ public struct MultipartSettings: Sendable, Hashable {
     public var partsInFlight = 4
     /// Per-part checksums.
     public var checksum: ChecksumMode = .whenSupported
+    /// The per-part checksum's algorithm (default CRC-32C).
+    public var checksumAlgorithm: ChecksumAlgorithm = .crc32c
+    /// How the per-part checksum goes: a trailer where the store takes one, else a header (default auto).
+    public var checksumDelivery: ChecksumDelivery = .auto
     /// Abort or keep the store's upload when retries are spent.
     public var onGiveUp: GiveUp = .abort
     /// Send the completion with `If-None-Match: *`, so that a replay cannot overwrite an object already

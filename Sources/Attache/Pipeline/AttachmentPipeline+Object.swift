@@ -111,7 +111,7 @@ extension AttachmentPipeline {
         object.resumedBytes = outcome.resumedBytes
         object.bytesSent = outcome.bytesSent
         object = object.merging(outcome.stored)
-        if object.checksum == nil, let checksum = outcome.checksum { object.checksum = "crc32c:" + checksum }
+        if object.checksum == nil { object.checksum = outcome.checksum }
         return (result, object)
     }
 
