@@ -97,7 +97,7 @@ struct MultipartObjectUpload: Sendable {
             let found = try await parts(ofUpload: journalled.uploadId, plan: plan)
         {
             let checksums = (found.2 || journalled.checksums) && settings.checksum == .whenSupported
-            return (found.0, found.1, checksums)
+            return (found.0, try await withChecksums(found.1, journalled: journalled, checksums: checksums, plan: plan), checksums)
         }
         let listed = try await stored(
             ObjectRequest(method: "GET", target: .signed(try store.address(forKey: "", query: [("uploads", ""), ("prefix", key)]))),
