@@ -390,6 +390,16 @@ private struct BatchDriver: Sendable {
             let path = file.path
             attachment.onResumableState = { state in try? journal.recordResumable(path: path, state: state) }
         }
+        if configuration.pipeline.configuration.objectStore != nil {
+            // A multipart upload to a bucket an earlier run left: continued under its journalled upload id.
+            // Each part the store confirms is committed before the next result is taken.
+            if resumed { attachment.multipartRecord = try? await pool.run { try journal.multipartRecord(path: file.path) } }
+            let path = file.path
+            let pool = self.pool
+            attachment.onMultipartRecord = { record in
+                _ = try? await pool.run { try journal.recordMultipart(path: path, record: record) }
+            }
+        }
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
         let events = self.events

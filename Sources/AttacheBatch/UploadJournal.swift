@@ -45,7 +45,7 @@ package final class UploadJournal: Sendable {
 
     /// The database file.
     package let path: String
-    private let database: DatabaseQueue
+    let database: DatabaseQueue
 
     /// Opens the journal at `path`, creating it and its schema when missing and migrating an older one.
     ///
@@ -228,7 +228,7 @@ package final class UploadJournal: Sendable {
                         if !keepKey {
                             // Another key and material: an earlier resumable upload holds other bytes.
                             try Self.execute(
-                                db, sql: "UPDATE file SET uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL WHERE path = ?",
+                                db, sql: "UPDATE file SET uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL, multipartUpload = NULL WHERE path = ?",
                                 arguments: [key])
                         }
                         try Self.execute(
@@ -255,7 +255,7 @@ package final class UploadJournal: Sendable {
                             state = 'inFlight', idempotencyKey = excluded.idempotencyKey,
                             sealMaterial = excluded.sealMaterial, attempts = 1,
                             receipt = NULL, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
-                            uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL,
+                            uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL, multipartUpload = NULL,
                             runId = excluded.runId, updatedAt = excluded.updatedAt,
                             startedAt = excluded.startedAt, finishedAt = NULL
                         """,
@@ -413,6 +413,9 @@ package final class UploadJournal: Sendable {
             ALTER TABLE file ADD COLUMN uploadURL TEXT;
             ALTER TABLE file ADD COLUMN confirmedOffset INTEGER;
             """),
+        // A multipart upload to an object store in progress: its upload id and the parts the store confirmed
+        // (a ``MultipartRecord`` as JSON), so that a run killed mid-file continues that upload.
+        JournalMigration("v4-multipart", "ALTER TABLE file ADD COLUMN multipartUpload TEXT"),
     ]
 
     /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small

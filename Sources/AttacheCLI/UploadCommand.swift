@@ -94,6 +94,8 @@ package struct UploadCommand: AsyncParsableCommand {
         // With --resumable, the upload's resource and confirmed offset are kept next to the material, so
         // the same command run again continues a large file from the server's offset.
         var resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?
+        // To a bucket, a multipart upload's id and the parts the store confirmed are kept there too.
+        var multipart: (record: MultipartRecord?, keep: @Sendable (MultipartRecord?) async -> Void)?
         if let idempotencyKey {
             do {
                 let store = try SealMaterialStore(directory: sealMaterialDir ?? SealMaterialStore.defaultDirectory)
@@ -105,6 +107,10 @@ package struct UploadCommand: AsyncParsableCommand {
                     let earlier = material?.existed == true ? store.resumableState(forKey: idempotencyKey, scope: scope) : nil
                     resumable = (earlier, { state in try? store.recordResumable(state, forKey: idempotencyKey, scope: scope) })
                 }
+                if configuration.objectStore != nil {
+                    let earlier = material?.existed == true ? store.multipartRecord(forKey: idempotencyKey, scope: scope) : nil
+                    multipart = (earlier, { record in try? store.recordMultipart(record, forKey: idempotencyKey, scope: scope) })
+                }
             } catch let error as AttacheError {
                 Console.err("attache: \(error)")
                 throw ExitCode(ExitStatus.forError(error))
@@ -113,7 +119,8 @@ package struct UploadCommand: AsyncParsableCommand {
 
         let showProgress = !noProgress && !json && Console.stderrIsTerminal
         let board = ProgressBoard(enabled: showProgress)
-        let outcomes = await sendAll(pipeline: pipeline, board: board, material: material, resumable: resumable)
+        let outcomes = await sendAll(
+            pipeline: pipeline, board: board, material: material, resumable: resumable, multipart: multipart)
         board.finish()
 
         var firstFailure: AttacheError?
@@ -143,7 +150,8 @@ package struct UploadCommand: AsyncParsableCommand {
 
     private func sendAll(
         pipeline: AttachmentPipeline, board: ProgressBoard, material: (material: SealMaterial, existed: Bool)?,
-        resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?
+        resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?,
+        multipart: (record: MultipartRecord?, keep: @Sendable (MultipartRecord?) async -> Void)?
     ) async -> [Result<UploadReceipt, AttacheError>] {
         await withTaskGroup(of: (Int, Result<UploadReceipt, AttacheError>).self) { group in
             var results = [Result<UploadReceipt, AttacheError>?](repeating: nil, count: files.count)
@@ -154,6 +162,8 @@ package struct UploadCommand: AsyncParsableCommand {
                     sealMaterial: material?.material, resumesEarlierSend: material?.existed ?? false)
                 prepared.resumableState = resumable?.state
                 prepared.onResumableState = resumable?.record
+                prepared.multipartRecord = multipart?.record
+                prepared.onMultipartRecord = multipart?.keep
                 let attachment = prepared
                 group.addTask {
                     do {

@@ -27,6 +27,10 @@ public struct QueueJob: Sendable {
     public let leaseToken: Int64
     /// The propagation fields of the span that enqueued the file (`traceparent: …` lines), if any.
     package var traceContext: String?
+    /// The multipart upload to an object store an earlier claim of the row started, if any.
+    package var multipartRecord: MultipartRecord?
+    /// Keeps the multipart upload's id and confirmed parts in the row (nil forgets them).
+    package var recordMultipart: (@Sendable (MultipartRecord?) async -> Void)?
 
     /// Creates a job (tests and custom senders; workers make them from rows).
     public init(
@@ -85,9 +89,11 @@ public struct PipelineQueueSender: QueueFileSender {
             throw AttacheError(
                 .fileChanged, stage: .read, "the file changed after it was enqueued: enqueue it again", file: job.path)
         }
-        let attachment = Attachment(
+        var attachment = Attachment(
             path: job.path, declaredKind: declaredKind, idempotencyKey: job.idempotencyKey,
             sealMaterial: job.sealMaterial, resumesEarlierSend: job.attempt > 1)
+        attachment.multipartRecord = job.multipartRecord
+        attachment.onMultipartRecord = job.recordMultipart
         return try await pipeline.send(attachment)
     }
 }

@@ -78,6 +78,13 @@ enum QueueSchema {
                 // that the job's span links back to it.
                 "ALTER TABLE attache_file ADD COLUMN trace_context text"
             ]),
+        Migration(
+            version: 3, name: "multipart upload in progress",
+            statements: [
+                // A multipart upload to an object store in progress (its upload id and the parts the store
+                // confirmed, as JSON), so that the next worker to claim the row continues that upload.
+                "ALTER TABLE attache_file ADD COLUMN multipart_upload text"
+            ]),
     ]
 
     /// The newest version this build knows.

@@ -291,14 +291,14 @@ public final class QueueWorker: Sendable {
                 attempts = f.attempts + 1
             FROM picked WHERE f.id = picked.id
             RETURNING f.id, f.path, f.size, f.mtime_ns, f.sha256, f.idempotency_key, f.seal_material, f.scheme,
-                      f.attempts, f.lease_token, f.trace_context, picked.was
+                      f.attempts, f.lease_token, f.trace_context, f.multipart_upload, picked.was
             """, "claim files")
         let expiry = ContinuousClock.now + configuration.lease
         var jobs: [QueueJob] = []
         var invalid: [(QueueJob?, Int64, Int64, String)] = []
         do {
-            for try await (id, path, size, mtime, sha256, key, material, scheme, attempts, token, trace, was) in rows.decode(
-                (Int64, String, Int64, Int64, String, String, String, String, Int, Int64, String?, String).self)
+            for try await (id, path, size, mtime, sha256, key, material, scheme, attempts, token, trace, multipart, was) in rows.decode(
+                (Int64, String, Int64, Int64, String, String, String, String, Int, Int64, String?, String?, String).self)
             {
                 // A claimed row taken again: its holder's lease ran out.
                 if was == "claimed" { telemetry.count(.queueLeaseExpiries) }
@@ -312,6 +312,13 @@ public final class QueueWorker: Sendable {
                     sha256: sha256.isEmpty ? nil : sha256, idempotencyKey: key, sealMaterial: sealMaterial,
                     scheme: sealScheme, attempt: attempts, leaseToken: token)
                 job.traceContext = trace
+                job.multipartRecord = multipart.flatMap { MultipartRecord(json: $0) }
+                job.recordMultipart = { [database] record in
+                    // Fenced by the lease: a worker that lost the row writes nothing.
+                    _ = try? await database.run(
+                        "UPDATE attache_file SET multipart_upload = \(record?.json) WHERE id = \(id) AND lease_token = \(token)",
+                        "record a multipart upload")
+                }
                 jobs.append(job)
             }
         } catch {

@@ -51,3 +51,33 @@ package func sha256Hex(_ bytes: [UInt8]) async throws -> String {
     guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
     return String(text.prefix(64))
 }
+
+/// Writes `count` bytes of ``SeededGenerator`` output (seeded with `seed`) to a new file at `path`, a
+/// chunk at a time, so that a large file never sits in memory.
+package func writeSeededFile(_ path: String, count: Int64, seed: UInt64) throws {
+    guard FileManager.default.createFile(atPath: path, contents: nil) else {
+        throw TestFailure("cannot create \(path)")
+    }
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    var generator = SeededGenerator(seed: seed)
+    let chunkWords = 1 << 19  // 4 MiB
+    var words = [UInt64](repeating: 0, count: chunkWords)
+    var left = count
+    while left > 0 {
+        words.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices { buffer[index] = generator.next() }
+        }
+        let bytes = Int(min(left, Int64(chunkWords * 8)))
+        try words.withUnsafeBytes { try handle.write(contentsOf: Data($0.prefix(bytes))) }
+        left -= Int64(bytes)
+    }
+}
+
+/// The SHA-256 of the file at `path` in lower-case hex, by coreutils' `sha256sum` (read as it streams).
+package func sha256Hex(ofFile path: String) async throws -> String {
+    let output = try await run("sha256sum", [path])
+    let text = String(decoding: output, as: UTF8.self)
+    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
+    return String(text.prefix(64))
+}

@@ -5,7 +5,7 @@ import Attache
 import AttacheBatch
 import AttacheCore
 
-/// `attache batch` to a bucket (moto's server), killed with SIGKILL mid-run and re-run: each file ends up
+/// `attache batch` to a bucket (moto's server and MiniStack), killed with SIGKILL mid-run and re-run: each file ends up
 /// as exactly one object under the key its journalled idempotency key makes, and each object, read back
 /// with boto3, opens with the key in its journalled receipt.
 @Suite("S3 batch durability", .serialized)
@@ -42,9 +42,12 @@ struct S3BatchDurabilityTests {
         return files
     }
 
-    @Test("500 mixed files, the batch killed twice mid-run: every file stored once under its key, and every object opens")
-    func killedTwiceEveryFileStoredOnce() async throws {
-        try await S3Emulator.moto.run { emulator in
+    @Test("500 mixed files, the batch killed twice mid-run: every file stored once under its key, and every object opens",
+          arguments: S3Emulator.allCases)
+    func killedTwiceEveryFileStoredOnce(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let clock = ContinuousClock()
+            let started = clock.now
             let scratch = try ScratchFolder(prefix: "attache-s3-batch")
             defer { scratch.remove() }
             let files = try makeFiles(in: scratch.path)
@@ -128,6 +131,7 @@ struct S3BatchDurabilityTests {
                 opened += 1
             }
             #expect(opened == Self.fileCount)
+            print("S3 batch kill test (\(kind)): \(kills) kills, \(clock.now - started)")
         }
     }
 }

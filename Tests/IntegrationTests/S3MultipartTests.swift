@@ -4,8 +4,8 @@ import Testing
 
 /// Multipart uploads to `s3://` against moto's server and MiniStack: parts in flight, per-part retries
 /// through a fault proxy, a completion answered 200 with `<Error>`, SIGKILL and resume with `ListParts`,
-/// and `attache s3 abort-stale`. Files are tens of MiB with 5 MiB parts, so that the suite stays short; the
-/// 1 GiB run is the benchmark's (Scripts/bench-s3.sh).
+/// the upload id journalled beside the seal material, and `attache s3 abort-stale`. Files are tens of MiB
+/// with 5 MiB parts, so that the suite stays short, except the kill test's: 1 GiB, 4 parts in flight.
 @Suite("S3 multipart uploads", .serialized)
 struct S3MultipartTests {
     static let partOptions = ["--multipart-threshold", "8M", "--part-size", "5M"]
@@ -129,48 +129,155 @@ struct S3MultipartTests {
         }
     }
 
-    @Test("killed at 30 %, 60 % and 90 %: each rerun continues with ListParts; at most 1.1× the bytes are sent",
+    /// Kills `child` with SIGKILL once the proxy has forwarded `bytes` body bytes; false when the run ended first.
+    func killWhenSent(_ child: ChildProcess, at bytes: Int64, proxy: Proxy) async throws -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(600)
+        while clock.now < deadline {
+            if Int64(try proxy.read().bytes) >= bytes {
+                kill(child.processIdentifier, SIGKILL)
+                _ = try await child.wait(upTo: 60)
+                return true
+            }
+            if try await child.wait(upTo: 0.02) != nil { return false }
+        }
+        return false
+    }
+
+    @Test("1 GiB, 4 parts in flight, killed at 30 %, 60 % and 90 %: each rerun continues with ListParts; at most 1.1× the bytes are sent",
           arguments: S3Emulator.allCases)
     func killedAndResumed(_ kind: S3Emulator) async throws {
         try await kind.run { emulator in
+            let clock = ContinuousClock()
+            let started = clock.now
             let folder = try ScratchFolder(prefix: "attache-s3-kill")
             defer { folder.remove() }
             let proxy = try await Proxy(emulator)
             defer { proxy.server.stop() }
-            let original = randomBytes(200 << 20)
-            let file = try folder.write("movie.bin", original)
+            let size: Int64 = 1 << 30
+            let file = folder.path + "/movie.bin"
+            try writeSeededFile(file, count: size, seed: 29)
+            let originalHash = try await sha256Hex(ofFile: file)
+            let material = folder.path + "/material"
             let arguments =
                 ["upload", file, "--url", "s3://media/resume/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
-                 "--idempotency-key", "movie-\(kind)", "--seal-material-dir", folder.path + "/material",
-                 "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
-            let sealedSize = Int64(original.count) + 60 + Int64((original.count + 65535) / 65536) * 16
+                 "--idempotency-key", "movie-\(kind)", "--seal-material-dir", material,
+                 "--parts-in-flight", "4", "--on-give-up", "keep"] + Self.partOptions
+            let sealedSize = size + 60 + (size + 65535) / 65536 * 16
             for share in [0.3, 0.6, 0.9] {
                 let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
-                var killed = false
-                for _ in 0..<15_000 {
-                    if Double(try proxy.read().bytes) >= share * Double(sealedSize) {
-                        kill(child.processIdentifier, SIGKILL)
-                        killed = true
-                        break
-                    }
-                    if try await child.wait(upTo: 0.02) != nil { break }
-                }
+                let killed = try await killWhenSent(child, at: Int64(share * Double(sealedSize)), proxy: proxy)
                 try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)")
-                _ = try await child.wait(upTo: 60)
+                // One upload, the same one continued: a rerun that started over would leave a second.
                 #expect(try await pendingUploads(emulator).count == 1)
+                // The upload id and the parts sent are journalled beside the seal material.
+                let records = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
+                #expect(records.count == 1, "\(records)")
             }
             let result = try await attache(arguments, emulator)
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) > 0)
+            let parts = try #require(object["parts"] as? Int)
+            #expect(parts == Int((sealedSize + (5 << 20) - 1) / (5 << 20)) || parts == Int(sealedSize / (5 << 20)))
+            // The store took a CRC-32C with every part and confirmed the object's composite.
+            let checksum = object["checksum"] as? String ?? ""
+            #expect(checksum.hasPrefix("crc32c:") && checksum.hasSuffix("-\(parts)"), "\(checksum)")
             let total = try proxy.read().bytes
             #expect(Double(total) <= 1.1 * Double(sealedSize), "sent \(total) bytes for \(sealedSize)")
-            let stored = try await emulator.object(try #require(object["key"] as? String))
-            #expect(stored.count == Int(sealedSize))
+            // The object, read back with boto3 to a file, is the sealed bytes: its size, and it opens to the source.
+            let stored = folder.path + "/stored.bin"
+            try await emulator.boto(["get", "media", try #require(object["key"] as? String), stored])
+            let storedSize = try #require(try FileManager.default.attributesOfItem(atPath: stored)[.size] as? Int)
+            #expect(Int64(storedSize) == sealedSize)
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            let keyFile = try folder.write("key", sealKey)
+            let opened = folder.path + "/opened.bin"
+            let decrypted = try await runCommand(try attacheBinary(), ["decrypt", stored, "-o", opened, "--key-file", keyFile])
+            try #require(decrypted.status == 0, "\(decrypted.all)")
+            #expect(try await sha256Hex(ofFile: opened) == originalHash)
+            #expect(try await pendingUploads(emulator).isEmpty)
+            // Its material and journalled upload are forgotten once the receipt is out.
+            let left = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
+            #expect(left.isEmpty, "\(left)")
+            print("S3 kill test (\(kind)): 1 GiB, \(parts) parts, \(total) body bytes sent, \(clock.now - started)")
+        }
+    }
+
+    /// Starts `attache upload` of a 40 MiB file under an idempotency key, one part in flight, and kills it
+    /// once 15 MiB went: the file, its bytes, the command's arguments and the multipart record it left.
+    func startAndKill(
+        _ kind: S3Emulator, _ emulator: S3Emulator.Running, proxy: Proxy, in folder: ScratchFolder
+    ) async throws -> (original: [UInt8], arguments: [String], record: String) {
+        let original = randomBytes(40 << 20)
+        let file = try folder.write("clip.bin", original)
+        let material = folder.path + "/material"
+        let arguments =
+            ["upload", file, "--url", "s3://media/journalled/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+             "--idempotency-key", "clip-\(kind)", "--seal-material-dir", material,
+             "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
+        let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
+        try #require(try await killWhenSent(child, at: 15 << 20, proxy: proxy), "the run ended early: \(child.standardError)")
+        let records = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
+        try #require(records.count == 1, "\(records)")
+        return (original, arguments, material + "/" + records[0])
+    }
+
+    @Test("the journalled upload id is continued, not the newest upload the store has under the key",
+          arguments: S3Emulator.allCases)
+    func journalledUploadContinued(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-journalled")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator)
+            defer { proxy.server.stop() }
+            let (original, arguments, recordPath) = try await startAndKill(kind, emulator, proxy: proxy, in: folder)
+            // The record names the store's upload and the parts it confirmed, with their ETags and checksums.
+            let record = try jsonObject(String(decoding: try Data(contentsOf: URL(fileURLWithPath: recordPath)), as: UTF8.self))
+            let key = try #require(record["key"] as? String)
+            #expect(key == "journalled/clip-\(kind).bin")
+            let uploadId = try #require(record["uploadId"] as? String)
+            let parts = try #require(record["parts"] as? [[String: Any]])
+            #expect(!parts.isEmpty && parts.allSatisfy { ($0["etag"] as? String)?.isEmpty == false }, "\(record)")
+            #expect(record["checksums"] as? Bool == false || parts.allSatisfy { $0["checksum"] is String }, "\(record)")
+            // A second, newer upload under the same key: listing the store's uploads would pick it.
+            try await Task.sleep(for: .seconds(1.5))
+            let other = try await emulator.boto(["create-upload", "media", key])
+            #expect(other != uploadId)
+            #expect(try await pendingUploads(emulator).count == 2)
+            let result = try await attache(arguments, emulator)
+            #expect(result.status == 0, "\(result.all)")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")
+            // The journalled upload was completed; the other one is still there, untouched.
+            #expect(try await pendingUploads(emulator) == [key])
+            #expect(!FileManager.default.fileExists(atPath: recordPath))
+            let stored = try await emulator.object(key)
             let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
             #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+        }
+    }
+
+    @Test("with no record (an older journal), the newest upload the store has under the key is continued")
+    func unrecordedUploadFoundByListing() async throws {
+        try await S3Emulator.moto.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-unrecorded")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator)
+            defer { proxy.server.stop() }
+            let (original, arguments, recordPath) = try await startAndKill(.moto, emulator, proxy: proxy, in: folder)
+            try FileManager.default.removeItem(atPath: recordPath)
+            let result = try await attache(arguments, emulator)
+            #expect(result.status == 0, "\(result.all)")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")
             #expect(try await pendingUploads(emulator).isEmpty)
+            let stored = try await emulator.object(try #require(object["key"] as? String))
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
         }
     }
 

@@ -1,15 +1,17 @@
 internal import AttacheCore
 import FoundationEssentials
 
-/// One multipart upload of a sealed payload to an object store key: found again (`ListMultipartUploads`,
-/// then `ListParts`) or created, the missing parts sent several at once (each retried on its own), then
-/// completed and checked.
+/// One multipart upload of a sealed payload to an object store key: found again (the journalled upload id,
+/// else `ListMultipartUploads`; then `ListParts`) or created, the missing parts sent several at once (each
+/// retried on its own), then completed and checked.
 ///
-/// What makes a rerun continue rather than start over is durable already: the key comes from the
-/// idempotency key (journalled by the batch, the queue row, `upload --idempotency-key`) and the sealed
-/// bytes from the seal material (journalled alongside), so the same part re-seals to identical bytes and
-/// the store's upload under that key holds parts this run can keep. The upload id itself is asked of the
-/// store.
+/// What makes a rerun continue rather than start over is durable: the key comes from the idempotency key
+/// (journalled by the batch, the queue row, `upload --idempotency-key`) and the sealed bytes from the seal
+/// material (journalled alongside), so the same part re-seals to identical bytes. The upload id and each
+/// part the store confirms (ETag, checksum) are journalled there too (``MultipartRecord``, through
+/// ``journal``); a rerun continues that upload, and the store's `ListParts` says which parts it holds (the
+/// store is trusted over the journal). With no record (an older journal) the store's newest upload under
+/// the key is continued.
 struct MultipartObjectUpload: Sendable {
     /// A part the store holds.
     struct Part: Sendable, Equatable {
@@ -40,6 +42,8 @@ struct MultipartObjectUpload: Sendable {
     let contentType: String
     /// Whether parts still send their checksums as trailers (``MultipartSettings/ChecksumDelivery``).
     let trailers = TrailerChoice(true)
+    /// Where the upload id and the confirmed parts are made durable, and what an earlier run left there.
+    var journal: MultipartJournal? = nil
     var settings: MultipartSettings { store.multipart }
     var algorithm: MultipartSettings.ChecksumAlgorithm { settings.checksumAlgorithm }
 
@@ -58,6 +62,7 @@ struct MultipartObjectUpload: Sendable {
             // A run killed after its completion left no upload but the object: same key, same size, so the
             // same sealed bytes (key and bytes both come from the journalled idempotency key and material).
             if let done = try await completedObject(plan: plan) {
+                await journal?.forget()
                 progress?(payload.byteCount)
                 return done
             }
@@ -65,6 +70,7 @@ struct MultipartObjectUpload: Sendable {
             held = [:]
         }
         guard let uploadId else { throw internalFailure("no upload id") }
+        await journal?.begin(key: key, uploadId: uploadId, checksums: checksums, parts: Array(held.values))
         do {
             counter.add(resumedBytes)
             progress?(resumedBytes)
@@ -72,6 +78,7 @@ struct MultipartObjectUpload: Sendable {
                 plan: plan, uploadId: uploadId, held: held, checksums: checksums, counter: counter, progress: progress)
             let parts = (held.merging(sent) { $1 }).values.sorted { $0.number < $1.number }
             let stored = try await complete(uploadId: uploadId, parts: parts, plan: plan)
+            await journal?.forget()
             return Outcome(
                 stored: stored, parts: parts.count, resumedBytes: resumedBytes, bytesSent: counter.sent - resumedBytes,
                 retries: counter.retries,
@@ -80,6 +87,7 @@ struct MultipartObjectUpload: Sendable {
             if settings.onGiveUp == .abort, !Task.isCancelled, !(error is CancellationError) {
                 _ = try? await requester.send(
                     ObjectRequest(method: "DELETE", target: .signed(try store.address(forKey: key, query: [("uploadId", uploadId)]))))
+                await journal?.forget()
             }
             throw error
         }
@@ -87,9 +95,15 @@ struct MultipartObjectUpload: Sendable {
 
     // MARK: Steps
 
-    /// The newest upload the store has under the key, its parts that fit `plan`, and whether it takes
-    /// checksums; nil when there is none.
+    /// The upload to continue: the journalled one while the store still has it, else the newest the store
+    /// has under the key; its parts that fit `plan`, and whether it takes checksums. Nil when there is none.
     private func existingUpload(plan: PartPlan) async throws -> (String?, [Int: Part], Bool) {
+        if let journalled = journal?.journalled, journalled.key == key,
+            let found = try await parts(ofUpload: journalled.uploadId, plan: plan)
+        {
+            let checksums = (found.2 || journalled.checksums) && settings.checksum == .whenSupported
+            return (found.0, try await withChecksums(found.1, journalled: journalled, checksums: checksums, plan: plan), checksums)
+        }
         let listed = try await stored(
             ObjectRequest(method: "GET", target: .signed(try store.address(forKey: "", query: [("uploads", ""), ("prefix", key)]))),
             "the store refused to list its multipart uploads")
@@ -97,15 +111,22 @@ struct MultipartObjectUpload: Sendable {
         guard let upload = uploads.max(by: { ($0["Initiated"]?.stringValue ?? "") < ($1["Initiated"]?.stringValue ?? "") }),
             let uploadId = upload["UploadId"]?.stringValue
         else { return (nil, [:], false) }
+        return try await parts(ofUpload: uploadId, plan: plan) ?? (nil, [:], false)
+    }
+
+    /// `ListParts` of `uploadId`: the parts that fit `plan`, and whether the upload takes checksums; nil
+    /// when the store no longer has the upload (completed or aborted: 404 `NoSuchUpload`).
+    private func parts(ofUpload uploadId: String, plan: PartPlan) async throws -> (String?, [Int: Part], Bool)? {
         var parts: [Int: Part] = [:]
         var marker: String?
         var checksums = false
         repeat {
             var query = [("uploadId", uploadId)]
             if let marker { query.append(("part-number-marker", marker)) }
-            let page = try await stored(
-                ObjectRequest(method: "GET", target: .signed(try store.address(forKey: key, query: query))),
-                "the store refused to list the parts of an earlier upload")
+            let answer = try await requester.send(
+                ObjectRequest(method: "GET", target: .signed(try store.address(forKey: key, query: query))))
+            if case .rejected(let rejection) = answer.outcome, rejection.status == 404 { return nil }
+            let page = try Self.storedOrThrow(answer, "the store refused to list the parts of an earlier upload")
             if page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == algorithm.s3Name { checksums = true }
             for element in Self.elements(page.data["Part"]) {
                 guard let number = element["PartNumber"]?.stringValue.flatMap({ Int($0) }),
@@ -166,6 +187,7 @@ struct MultipartObjectUpload: Sendable {
             while let part = try await group.next() {
                 sent[part.number] = part
                 if next < missing.count { start() }
+                await journal?.finished(part)
             }
         }
         return sent

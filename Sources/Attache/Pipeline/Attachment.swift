@@ -58,6 +58,12 @@ public struct Attachment: Sendable {
     /// Called with the resumable upload's resource and each offset the server confirms, and with nil
     /// when it is abandoned, so that the caller can make them durable (the batch journal does).
     package var onResumableState: (@Sendable (ResumableState?) -> Void)?
+    /// A multipart upload to an object store an earlier process started for this attachment (its upload id
+    /// and confirmed parts, as the batch journal, the queue row or the seal-material store kept them).
+    package var multipartRecord: MultipartRecord?
+    /// Called with the multipart upload's id and each part the store confirms, and with nil once it is
+    /// completed or aborted, so that the caller can make them durable; awaited before the upload goes on.
+    package var onMultipartRecord: (@Sendable (MultipartRecord?) async -> Void)?
     /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
     /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
     package var detection: Detection?

@@ -21,7 +21,8 @@ extension AttachmentPipeline {
         let (result, object) = try await putObject(
             sealed.payload, contentType: sealed.contentType, key: store.map {
                 $0.keyTemplate.key(prefix: $0.location.prefix, idempotencyKey: idempotencyKey, filename: filename, kind: kind)
-            }, idempotencyKey: idempotencyKey, requester: requester
+            }, idempotencyKey: idempotencyKey, requester: requester,
+            journal: MultipartJournal(journalled: attachment.multipartRecord, sink: attachment.onMultipartRecord)
         ) { update in progress?(.upload(update)) }
         let stored = try Self.storedObject(result, refused: "the object store refused the upload", file: attachment.path)
 
@@ -55,11 +56,11 @@ extension AttachmentPipeline {
     /// One `PUT` of `payload`: to `key` of the object store, or to the presigned URL when `key` is nil.
     private func putObject(
         _ payload: SealedPayload, contentType: String, key: String?, idempotencyKey: String,
-        requester: ObjectRequester, progress: (@Sendable (UploadProgress) -> Void)?
+        requester: ObjectRequester, journal: MultipartJournal? = nil, progress: (@Sendable (UploadProgress) -> Void)?
     ) async throws -> (UploadResult, ObjectReceipt) {
         if let key, let store = configuration.objectStore, payload.byteCount >= store.multipart.threshold {
             return try await putInParts(payload, contentType: contentType, key: key, store: store,
-                idempotencyKey: idempotencyKey, requester: requester, progress: progress)
+                idempotencyKey: idempotencyKey, requester: requester, journal: journal, progress: progress)
         }
         let target: ObjectRequest.Target
         let object: ObjectReceipt
@@ -89,17 +90,17 @@ extension AttachmentPipeline {
         return (result, object)
     }
 
-    /// A multipart upload of `payload` to `key`, continuing the store's earlier upload under that key when
-    /// there is one.
+    /// A multipart upload of `payload` to `key`, continuing the earlier upload under that key when there is
+    /// one (the one `journal` recorded, else the store's newest).
     private func putInParts(
         _ payload: SealedPayload, contentType: String, key: String, store: ObjectStoreEndpoint, idempotencyKey: String,
-        requester: ObjectRequester, progress: (@Sendable (UploadProgress) -> Void)?
+        requester: ObjectRequester, journal: MultipartJournal?, progress: (@Sendable (UploadProgress) -> Void)?
     ) async throws -> (UploadResult, ObjectReceipt) {
         let clock = ContinuousClock()
         let start = clock.now
         let tracker = ProgressTracker(total: payload.byteCount, sink: progress)
         let upload = MultipartObjectUpload(
-            requester: requester, store: store, key: key, payload: payload, contentType: contentType)
+            requester: requester, store: store, key: key, payload: payload, contentType: contentType, journal: journal)
         let outcome = try await upload.run { bytes in tracker.report(sent: bytes, attempt: 1) }
         tracker.finish(attempt: 1)
         let result = UploadResult(

@@ -71,10 +71,38 @@ public struct SealMaterialStore: Sendable {
     }
 
     /// Forgets the material of `key` in `scope` (after its receipt is safely kept elsewhere), and the
-    /// resumable upload recorded with it.
+    /// resumable or multipart upload recorded with it.
     public func remove(key: String, scope: String) {
         unlink(directory + "/" + Self.fileName(key: key, scope: scope))
         unlink(directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable")
+        unlink(directory + "/" + Self.fileName(key: key, scope: scope) + ".multipart")
+    }
+
+    /// The multipart upload to an object store recorded for `key` in `scope`
+    /// (``recordMultipart(_:forKey:scope:)``), if any.
+    package func multipartRecord(forKey key: String, scope: String) -> MultipartRecord? {
+        let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".multipart"
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return MultipartRecord(json: String(decoding: data, as: UTF8.self))
+    }
+
+    /// Records the multipart upload under `key` in `scope` (its upload id and the parts the store
+    /// confirmed), or forgets it (nil: completed or aborted), so that `attache upload --idempotency-key`
+    /// run again continues it. Written to a temporary file, synced and renamed into place (0600).
+    /// - Throws: ``AttacheError`` `.fileUnwritable`.
+    package func recordMultipart(_ record: MultipartRecord?, forKey key: String, scope: String) throws {
+        let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".multipart"
+        guard let record else {
+            unlink(path)
+            return
+        }
+        let temporary = path + ".\(getpid()).tmp"
+        try write(record.json, to: temporary)
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw AttacheError(
+                .fileUnwritable, stage: .upload, "cannot record the multipart upload", file: path, cause: NativeError.posix())
+        }
     }
 
     /// The resumable upload recorded for `key` in `scope` (``recordResumable(_:forKey:scope:)``), if any.

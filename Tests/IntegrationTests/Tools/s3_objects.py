@@ -13,6 +13,7 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT head BUCKET KEY             prints {"size","etag","contentType","versionId"}
   s3_objects.py ENDPOINT list BUCKET [PREFIX]        prints [{"key","size","etag"}, ...]
   s3_objects.py ENDPOINT uploads BUCKET              prints the incomplete multipart uploads' keys
+  s3_objects.py ENDPOINT create-upload BUCKET KEY    starts a multipart upload, prints its UploadId
   s3_objects.py ENDPOINT iam-user NAME               makes an IAM user allowed s3:*, prints its
                                                      {"id","secret"} (an emulator checks the signatures of
                                                      such keys; its root key it takes unchecked)
@@ -64,6 +65,9 @@ def main():
     listing.add_argument("bucket")
     listing.add_argument("prefix", nargs="?", default="")
     sub.add_parser("uploads").add_argument("bucket")
+    create_upload = sub.add_parser("create-upload")
+    create_upload.add_argument("bucket")
+    create_upload.add_argument("key")
     sub.add_parser("iam-user").add_argument("name")
     args = parser.parse_args()
     s3 = client(args.endpoint)
@@ -78,9 +82,10 @@ def main():
     elif args.command == "presign-get":
         print(s3.generate_presigned_url("get_object", Params={"Bucket": args.bucket, "Key": args.key}, ExpiresIn=600))
     elif args.command == "get":
-        body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
+        body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"]
         with open(args.out, "wb") as out:
-            out.write(body)
+            for chunk in body.iter_chunks(4 << 20):
+                out.write(chunk)
     elif args.command == "put":
         s3.upload_file(args.file, args.bucket, args.key)
     elif args.command == "get-all":
@@ -106,6 +111,8 @@ def main():
     elif args.command == "uploads":
         answer = s3.list_multipart_uploads(Bucket=args.bucket)
         print(json.dumps([upload["Key"] for upload in answer.get("Uploads", [])]))
+    elif args.command == "create-upload":
+        print(s3.create_multipart_upload(Bucket=args.bucket, Key=args.key)["UploadId"])
     elif args.command == "iam-user":
         iam = boto3.client("iam", endpoint_url=args.endpoint, region_name="us-east-1")
         iam.create_user(UserName=args.name)

@@ -1,0 +1,27 @@
+internal import AttacheCore
+import FoundationEssentials
+
+extension MultipartObjectUpload {
+    /// The parts the store holds, each with its checksum when the upload takes checksums: a store whose
+    /// `ListParts` leaves them out (moto's does) gets the one journalled with the same ETag and size, and a
+    /// part the store took before its record was written gets the checksum of its bytes re-sealed (identical
+    /// to those sent), so that the completion names every part's checksum and the object gets its composite.
+    func withChecksums(
+        _ held: [Int: Part], journalled: MultipartRecord, checksums: Bool, plan: PartPlan
+    ) async throws -> [Int: Part] {
+        guard checksums else { return held }
+        let recorded = Dictionary(journalled.parts.map { ($0.number, $0) }) { first, _ in first }
+        var parts = held
+        for (number, part) in held where part.checksum == nil {
+            if let record = recorded[number], record.etag == part.etag, record.size == part.size, let checksum = record.checksum {
+                parts[number]?.checksum = checksum
+                continue
+            }
+            let (offset, length) = plan.range(ofPart: number)
+            let body = ByteSourceSlice(payload, offset: offset, count: length)
+            let algorithm = algorithm
+            parts[number]?.checksum = try await BlockingPool.shared.run { try PartChecksummer.base64(of: body, algorithm) }
+        }
+        return parts
+    }
+}
