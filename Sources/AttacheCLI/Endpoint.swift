@@ -58,6 +58,24 @@ package struct Endpoint: Sendable, Equatable {
     package var seal = Seal()
     /// clamd's address (`clamd = "unix:/run/clamav/clamd.ctl"`): every file is scanned before it is sealed.
     package var clamd: ClamdAddress?
+    /// For an `s3://` URL: the shared files' profile, the signing region, the S3 endpoint, the addressing
+    /// style and the key template (`aws-profile`, `region`, `s3-endpoint`, `s3-addressing`, `key-template`).
+    /// The keys themselves never: they come from the environment or the shared credentials file.
+    package var objectStore = ObjectStoreSettings()
+
+    /// The `s3://` settings of an endpoint.
+    package struct ObjectStoreSettings: Sendable, Equatable {
+        package var awsProfile: String?
+        package var region: String?
+        package var s3Endpoint: String?
+        package var s3Addressing: S3Addressing?
+        package var keyTemplate: String?
+
+        package init() {}
+
+        /// Whether any is set.
+        package var isEmpty: Bool { self == ObjectStoreSettings() }
+    }
     /// `scan-failure = "refuse" | "send"`.
     package var scanFailure: ScanFailurePolicy?
     /// Seconds.

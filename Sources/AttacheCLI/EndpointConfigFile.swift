@@ -128,12 +128,15 @@ package struct EndpointConfigFile: Sendable {
             "bearer": "bearer-env", "token": "bearer-env", "bearer-token": "bearer-env",
             "authorization": "bearer-env, user-env or header-env", "password": "user-env", "user": "user-env",
             "api-key": "header-env", "secret": "header-env", "key": "seal.key-env or seal.key-file",
+            "aws-access-key-id": "aws-profile (or AWS_ACCESS_KEY_ID)", "aws-secret-access-key": "aws-profile (or AWS_SECRET_ACCESS_KEY)",
+            "aws-session-token": "aws-profile (or AWS_SESSION_TOKEN)",
         ]
 
         static let endpointKeys: Set<String> = [
             "url", "answer-profile", "id-pointer", "file-field", "fields", "headers", "header-env", "bearer-env",
             "user-env", "user-agent", "ca-file", "pinned-public-key", "thumbnails", "seal", "connect-timeout",
-            "stall-timeout", "attempts", "retry-budget", "clamd", "scan-failure",
+            "stall-timeout", "attempts", "retry-budget", "clamd", "scan-failure", "aws-profile", "region", "s3-endpoint",
+            "s3-addressing", "key-template",
         ]
 
         static let sealKeys: Set<String> = ["scheme", "key-env", "key-file", "base64"]
@@ -203,10 +206,21 @@ package struct EndpointConfigFile: Sendable {
                 switch key {
                 case "url":
                     let url = try string(value, at)
+                    guard url.hasPrefix("http://") || url.hasPrefix("https://") || S3Location(url) != nil else {
+                        throw problem(at, "must start with http:// or https://, or be s3://BUCKET/PREFIX/")
+                    }
+                    endpoint.url = url
+                case "aws-profile": endpoint.objectStore.awsProfile = try string(value, at)
+                case "region": endpoint.objectStore.region = try string(value, at)
+                case "s3-endpoint":
+                    let url = try string(value, at)
                     guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
                         throw problem(at, "must start with http:// or https://")
                     }
-                    endpoint.url = url
+                    endpoint.objectStore.s3Endpoint = url
+                case "s3-addressing":
+                    endpoint.objectStore.s3Addressing = S3Addressing(rawValue: try oneOf(value, at, S3Addressing.allCases.map(\.rawValue)))
+                case "key-template": endpoint.objectStore.keyTemplate = try string(value, at)
                 case "answer-profile": endpoint.answerProfile = AnswerProfile(rawValue: try oneOf(value, at, EndpointConfigFile.answerProfiles))
                 case "id-pointer":
                     let pointer = try string(value, at)

@@ -82,24 +82,29 @@ package struct ObjectStoreOptions: ParsableArguments {
     ///   found for an `s3://` URL or its endpoint cannot be used; `ValidationError` for options that need an
     ///   `s3://` URL.
     package func apply(
-        to configuration: inout PipelineConfiguration, answerProfileGiven: Bool, environment: [String: String]
+        to configuration: inout PipelineConfiguration, answerProfileGiven: Bool, endpoint: Endpoint = .none,
+        environment: [String: String]
     ) throws {
         let isBucket = S3Location(configuration.url) != nil
         let bucketOnly: [Any?] = [
             awsProfile, region, s3Endpoint, s3Addressing, keyTemplate, multipartThreshold, partSize, partsInFlight, checksum,
             onGiveUp, checksumAlgorithm, checksumDelivery,
         ]
-        if !isBucket, bucketOnly.contains(where: { $0 != nil }) {
+        if !isBucket, bucketOnly.contains(where: { $0 != nil }) || !endpoint.objectStore.isEmpty {
             throw ValidationError(
-                "--aws-profile, --region, --s3-endpoint, --s3-addressing, --key-template and the multipart options need "
+                "--aws-profile, --region, --s3-endpoint, --s3-addressing, --key-template and the multipart options "
+                    + "(or the config file's aws-profile, region, s3-endpoint, s3-addressing, key-template) need "
                     + "--url s3://BUCKET/PREFIX/")
         }
         if isBucket {
             if method == .post { throw ValidationError("--url s3:// sends objects: --method POST does not apply") }
+            // Each from its flag, else from the config file's endpoint (then the AWS variables and files).
+            let file = endpoint.objectStore
             var store = try ObjectStoreEndpoint.resolve(
-                url: configuration.url, profile: awsProfile, region: region, endpointURL: s3Endpoint,
-                addressing: s3Addressing ?? .auto, environment: environment)
-            if let keyTemplate { store.keyTemplate = ObjectKeyTemplate(keyTemplate) }
+                url: configuration.url, profile: awsProfile ?? file.awsProfile, region: region ?? file.region,
+                endpointURL: s3Endpoint ?? file.s3Endpoint, addressing: s3Addressing ?? file.s3Addressing ?? .auto,
+                environment: environment)
+            if let keyTemplate = keyTemplate ?? file.keyTemplate { store.keyTemplate = ObjectKeyTemplate(keyTemplate) }
             if let multipartThreshold { store.multipart.threshold = multipartThreshold.bytes }
             if let partSize { store.multipart.partSize = partSize.bytes }
             if let partsInFlight { store.multipart.partsInFlight = partsInFlight }

@@ -211,7 +211,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.resumable.checksums = !noResumableChecksums
         try scanning.apply(to: &configuration.scan, endpoint: endpoint, defaultWait: scanWait)
         do {
-            try objectStore.apply(to: &configuration, answerProfileGiven: profile != nil, environment: environment)
+            try objectStore.apply(to: &configuration, answerProfileGiven: profile != nil, endpoint: endpoint, environment: environment)
         } catch let error as AttacheError {
             throw ValidationError(error.message)
         }

@@ -140,7 +140,31 @@ import Testing
         Bad(text: "[endpoints.bot.seal]\nkey-env = \"K\"\nkey-file = \"/k\"\n", expected: ["line 3", "only one of key-env and key-file"]),
         Bad(text: "[endpoints.\"my bot\"]\nfields = { chat_id = 42 }\n",
             expected: ["line 2", "endpoints.\"my bot\".fields.chat_id", "must be a string", "an integer"]),
+        Bad(text: "[endpoints.media]\nurl = \"s3://media/in/\"\naws-secret-access-key = \"123:ABC\"\n",
+            expected: ["line 3", "endpoints.media.aws-secret-access-key", "holds no secrets", "aws-profile"]),
+        Bad(text: "[endpoints.media]\ns3-addressing = \"dns\"\n", expected: ["line 2", "s3-addressing", "auto, path, virtual"]),
+        Bad(text: "[endpoints.media]\ns3-endpoint = \"127.0.0.1:9000\"\n", expected: ["line 2", "s3-endpoint", "http://"]),
     ]
+
+    /// A bucket endpoint: `url = "s3://…"` with the store's settings, never its keys.
+    @Test func aBucketEndpointIsRead() throws {
+        let file = try Self.parse("""
+            [endpoints.media]
+            url = "s3://media/in/"
+            aws-profile = "uploader"
+            region = "eu-west-1"
+            s3-endpoint = "http://127.0.0.1:9000"
+            s3-addressing = "path"
+            key-template = "chat/{date}/{idempotencyKey}{ext}"
+            """)
+        let media = try #require(file.endpoints["media"])
+        #expect(media.url == "s3://media/in/")
+        #expect(media.objectStore.awsProfile == "uploader")
+        #expect(media.objectStore.region == "eu-west-1")
+        #expect(media.objectStore.s3Endpoint == "http://127.0.0.1:9000")
+        #expect(media.objectStore.s3Addressing == .path)
+        #expect(media.objectStore.keyTemplate == "chat/{date}/{idempotencyKey}{ext}")
+    }
 
     @Test(arguments: bad)
     func aWrongFileIsRefusedWithTheLineAndTheKey(_ bad: Bad) {

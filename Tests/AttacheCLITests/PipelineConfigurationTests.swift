@@ -44,6 +44,38 @@ import Testing
         #expect(try plain.configuration(environment: [:], url: "http://127.0.0.1/").url == "http://127.0.0.1/")
     }
 
+    /// A bucket endpoint of the config file gives the store's region, endpoint, addressing and key
+    /// template; a flag wins over each; the keys come from the environment passed in; and on an http URL
+    /// those settings are a usage error, as the flags are.
+    @Test func aBucketEndpointGivesTheStoreItsSettingsAndFlagsWin() throws {
+        var endpoint = Endpoint(name: "media", file: "config.toml")
+        endpoint.url = "s3://media/in/"
+        endpoint.objectStore.region = "eu-west-1"
+        endpoint.objectStore.s3Endpoint = "http://127.0.0.1:9000"
+        endpoint.objectStore.s3Addressing = .path
+        endpoint.objectStore.keyTemplate = "chat/{idempotencyKey}{ext}"
+        let environment = ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret-of-the-test"]
+        let store = try #require(try Self.flags([]).configuration(endpoint: endpoint, environment: environment).objectStore)
+        #expect(store.region == "eu-west-1")
+        #expect(store.endpointURL == "http://127.0.0.1:9000")
+        #expect(store.addressing == .path)
+        #expect(store.keyTemplate.text == "chat/{idempotencyKey}{ext}")
+        let flagged = try Self.flags(["--region", "us-west-2", "--s3-endpoint", "http://127.0.0.1:9100", "--key-template", "{random}{ext}"])
+        let overridden = try #require(try flagged.configuration(endpoint: endpoint, environment: environment).objectStore)
+        #expect(overridden.region == "us-west-2")
+        #expect(overridden.endpointURL == "http://127.0.0.1:9100")
+        #expect(overridden.addressing == .path)
+        #expect(overridden.keyTemplate.text == "{random}{ext}")
+        endpoint.url = "http://file.example/upload"
+        do {
+            _ = try Self.flags([]).configuration(endpoint: endpoint, environment: environment)
+            Issue.record("S3 settings on an http URL")
+        } catch {
+            #expect(Self.exitStatus(of: error) == 64)
+            #expect("\(error)".contains("need --url s3://"), "\(error)")
+        }
+    }
+
     @Test func noURLAnywhereIsAUsageError() throws {
         let plain = try Self.flags([])
         for endpoint in [Endpoint.none, Endpoint(name: "files")] {

@@ -76,9 +76,10 @@ struct S3MultipartTests {
         }
     }
 
-    @Test("a proxy that cuts parts mid-body and answers 500 and 503: each failed part is sent again alone")
-    func faults() async throws {
-        try await S3Emulator.moto.run { emulator in
+    @Test("a proxy that cuts parts mid-body and answers 500 and 503: each failed part is sent again alone",
+          arguments: S3Emulator.allCases)
+    func faults(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
             let folder = try ScratchFolder(prefix: "attache-s3-faults")
             defer { folder.remove() }
             let proxy = try await Proxy(emulator, ["--faults"])
