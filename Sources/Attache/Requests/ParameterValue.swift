@@ -82,7 +82,7 @@ extension ParameterValue: ExpressibleByNilLiteral {
 extension ParameterValue {
     /// A value from a JSON value: integral numbers that fit in `Int64` (and are exact in a `Double`)
     /// become ``integer(_:)``, other numbers ``number(_:)``, objects ``dictionary(_:)``.
-    public init(_ json: JSONValue) {
+    package init(_ json: JSONValue) {
         switch json {
         case .null: self = .null
         case .bool(let value): self = .bool(value)

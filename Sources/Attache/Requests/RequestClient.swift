@@ -25,16 +25,21 @@ public final class RequestClient: Sendable {
     /// The client whose transport, interceptors and hooks every attempt goes through.
     let client: AttacheClient
 
+    /// Creates a client over the shared libcurl transport for the configuration's connection.
+    public convenience init(configuration: Configuration = .init()) {
+        self.init(client: AttacheClient(connection: configuration.connection, transport: nil), configuration)
+    }
+
     /// Creates a client.
     /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for the
     ///   configuration's connection when nil.
-    public convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)? = nil) {
+    package convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)?) {
         self.init(client: AttacheClient(connection: configuration.connection, transport: transport), configuration)
     }
 
     /// Creates the request layer of `client`: `configuration`'s defaults, adapters and retriers, then
     /// the client's; the client's connection settings in place of `configuration`'s.
-    public convenience init(client: AttacheClient, configuration: Configuration = .init()) {
+    package convenience init(client: AttacheClient, configuration: Configuration = .init()) {
         var configuration = configuration
         configuration.connection = client.connection
         self.init(client: client, configuration)
@@ -125,7 +130,7 @@ public final class RequestClient: Sendable {
     ///   be sent; `.connectionFailed`, `.connectionLost`, `.timedOut`, `.tlsFailure` when there was no
     ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
     ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
-    public func send(
+    package func send(
         _ request: ClientRequest, writingBodyTo destination: String? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> ServerResponse {
