@@ -28,7 +28,7 @@ public struct DownloadRequest: Sendable {
         }
     }
 
-    /// The `http://` or `https://` URL to GET, or with ``objectStore`` an object's `s3://BUCKET/KEY`.
+    /// The `http://` or `https://` URL to GET, or with `objectStore` an object's `s3://BUCKET/KEY`.
     public var url: String
     /// The object store an `s3://BUCKET/KEY` ``url`` is fetched from: its endpoint, addressing, region and
     /// credentials (its ``ObjectStoreEndpoint/location`` is not used; the URL names the bucket). Every GET,
@@ -68,7 +68,7 @@ public struct DownloadRequest: Sendable {
         case whenVerifiable
     }
 
-    /// When the SHA-256 is computed; ``DigestPolicy/always`` by default.
+    /// When the SHA-256 is computed; `DigestPolicy/always` by default.
     package var digest: DigestPolicy = .always
     /// The SHA-256 (hex) the downloaded bytes must have. Checked before the output appears: a
     /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
@@ -175,7 +175,7 @@ public final class Downloader: Sendable {
     /// - Parameters:
     ///   - configuration: timeouts, TLS trust and pinning, retries, headers and credentials; the same
     ///     settings uploads use.
-    ///   - transport: what sends the requests; the shared ``CurlTransport`` when nil.
+    ///   - transport: what sends the requests; the shared `CurlTransport` when nil.
     package convenience init(
         configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)?
     ) {
@@ -202,7 +202,7 @@ public final class Downloader: Sendable {
     ///   not retried), `connectionFailed` when no attempt could connect, `retriesExhausted` when
     ///   5xx/429 answers or broken connections outlast the retry policy, `corruptInput` when the bytes
     ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file,
-    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an ``DownloadRequest/objectStore``;
+    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an `DownloadRequest/objectStore`;
     ///   an object store's refusal (`NoSuchKey`, `SignatureDoesNotMatch`, ...) is `rejected` with the store's
     ///   code as ``AttacheError/rejection``'s business code; unsealing errors (`authenticationFailed`, ...)
     ///   come from the seal stage. The `.part` file is kept on every error but a hash mismatch, so a

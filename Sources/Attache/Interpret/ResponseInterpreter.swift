@@ -4,7 +4,7 @@ import Glibc
 /// Turns a ``ServerResponse`` into a receipt (``ServerReceipt``), a retry or a ``Rejection``, as the
 /// configured ``AnswerProfile`` reads answers.
 ///
-/// In every profile the statuses of ``RetryClassifier`` (and a 409 with `Retry-After`) are retried,
+/// In every profile the statuses of `RetryClassifier` (and a 409 with `Retry-After`) are retried,
 /// honouring `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
 /// connection is retried; other 4xx and 3xx are rejections carrying the server's own code and message
 /// when the profile knows where they are (S3's XML `Error`, the Bot API's `error_code` and `description`).
@@ -24,8 +24,8 @@ import Glibc
 public struct ResponseInterpreter: Sendable {
     /// How to read the server's answers: a profile, where the file id is, and the limits.
     ///
-    /// Start from a profile (`.init(profile: .s3Post)`, or the presets ``errorCode``, ``status``, ``s3Post``,
-    /// ``telegram``) and adjust. The member-name settings (`errorCodeField`, `successCodes`, `dataField`,
+    /// Start from a profile (`.init(profile: .s3Post)`, or the presets `errorCode`, `status`, `s3Post`,
+    /// `telegram`) and adjust. The member-name settings (`errorCodeField`, `successCodes`, `dataField`,
     /// `messageFields`, `fileIdFields`, `urlFields`) describe the `errorcode` convention; `status` uses
     /// `fileIdFields`, `urlFields`, `dataField` and `messageFields` too; `s3-post` and `telegram` read the
     /// members their services define.
@@ -137,7 +137,7 @@ public struct ResponseInterpreter: Sendable {
         }
     }
 
-    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (``RetryClassifier``).
+    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (`RetryClassifier`).
     package func retryAfter(in response: ServerResponse) -> Duration? {
         configuration.retry.retryAfter(in: response)
     }
@@ -286,7 +286,7 @@ public struct ResponseInterpreter: Sendable {
         return .success(receipt(response, document: json, data: result, fileId: Self.botAPIFileId(in: result), url: nil))
     }
 
-    /// The receipt, with the file id from ``Configuration/idPointer`` when one is set.
+    /// The receipt, with the file id from `Configuration/idPointer` when one is set.
     private func receipt(
         _ response: ServerResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
     ) -> ServerReceipt {

@@ -2,7 +2,7 @@ public import FoundationEssentials
 
 /// The body of a request: its bytes as a re-openable ``ByteSource``, its content type and length.
 ///
-/// Every attempt of a request (a retry, a replay after a token refresh) opens ``source`` again with
+/// Every attempt of a request (a retry, a replay after a token refresh) opens `source` again with
 /// `makeReader()` and gets the same bytes from the first one: in-memory bodies are kept, a file is
 /// re-read from disk (and a file that changed in between fails with `.fileChanged` rather than send
 /// a body that contradicts its `Content-Length`).

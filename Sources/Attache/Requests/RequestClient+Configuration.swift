@@ -23,7 +23,7 @@ extension RequestClient {
         /// decode the answer transparently, as `curl --compressed` does. Default: true.
         public var acceptsCompressedResponses: Bool
         /// Parameters added to every request: to the query of `GET`/`HEAD`/`DELETE` and of requests
-        /// with an explicit body, to the form or JSON body built from ``ClientRequest/parameters``
+        /// with an explicit body, to the form or JSON body built from `ClientRequest/parameters`
         /// otherwise. A parameter of the same name in the request wins.
         public var systemParameters: Parameters
         /// How parameters become query strings and form bodies.
@@ -39,7 +39,7 @@ extension RequestClient {
         /// What the logs never show.
         package var redaction: LogRedaction
         /// The longest answer body kept in memory; longer ones are cut there
-        /// (``ServerResponse/bodyExceededCap``). Default: 10 MiB.
+        /// (`ServerResponse/bodyExceededCap`). Default: 10 MiB.
         public var maximumResponseBodySize: Int
         /// The longest body preview logged at `.trace`, in bytes. Default: 1024.
         package var bodyPreviewLimit: Int

@@ -5,11 +5,11 @@ import Logging
 /// A general HTTP client on Attache's transport: the request layer the old networking libraries had
 /// (AFNetworking's serializers, XZNetworking's system parameters and logs), with Swift concurrency.
 ///
-/// Every request gets the client's defaults (``Configuration``): `User-Agent`, `Accept-Language`,
+/// Every request gets the client's defaults (`Configuration`): `User-Agent`, `Accept-Language`,
 /// `Accept-Encoding` with transparent decompression, Basic or Bearer credentials, the connection's
 /// headers and the system parameters; then the adapters run; then the transport sends it, reusing
 /// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on what
-/// ``RetryClassifier`` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
+/// `RetryClassifier` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
 /// can decide otherwise. An HTTP answer, whatever its status, is the
 /// returned value (check it with ``ServerResponse/validate(statusCodes:contentTypes:)``); only failures to
 /// get one throw. Cancelling the calling task stops the transfer.
@@ -31,7 +31,7 @@ public final class RequestClient: Sendable {
     }
 
     /// Creates a client.
-    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for the
+    /// - Parameter transport: what sends the requests; the shared `CurlTransport` for the
     ///   configuration's connection when nil.
     package convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)?) {
         self.init(client: AttacheClient(connection: configuration.connection, transport: transport), configuration)

@@ -2,9 +2,9 @@
 ///
 /// Each connection is a session (`zIDSESSION`) that reads the engine and signature versions once
 /// (`zVERSION`) and then serves many scans; idle sessions are kept for the next scan (see
-/// ``Configuration/idleSessions``). A file goes as an open descriptor (`zFILDES`, over a UNIX socket,
+/// `Configuration/idleSessions`). A file goes as an open descriptor (`zFILDES`, over a UNIX socket,
 /// when the bytes are a file: clamd reads it itself, nothing is copied) or as a stream (`zINSTREAM`:
-/// chunks of ``Configuration/chunkSize`` bytes, each after its length), so memory never depends on the
+/// chunks of `Configuration/chunkSize` bytes, each after its length), so memory never depends on the
 /// file's size.
 ///
 /// ```swift

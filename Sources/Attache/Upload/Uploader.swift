@@ -66,9 +66,9 @@ public struct UploadResult: Sendable {
 }
 
 /// Sends multipart bodies through the transport, streaming them from their sources, retrying what
-/// can be retried: the multipart upload operation of an ``AttacheClient``.
+/// can be retried: the multipart upload operation of an `AttacheClient`.
 ///
-/// Attempts go through the client's ``HTTPTransport`` (``CurlTransport`` unless told otherwise): a
+/// Attempts go through the client's `HTTPTransport` (`CurlTransport` unless told otherwise): a
 /// transfer waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
 /// throws ``AttacheError/Code/cancelled``.
 ///
@@ -100,7 +100,7 @@ public struct Uploader: Sendable {
 
     /// Creates an uploader.
     ///
-    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for `connection`
+    /// - Parameter transport: what sends the requests; the shared `CurlTransport` for `connection`
     ///   when nil.
     package init(
         connection: ConnectionConfiguration = .init(),
