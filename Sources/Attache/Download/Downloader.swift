@@ -120,7 +120,7 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     public var resumedFrom: Int64
     /// Attempts made, the successful one included.
     package var attempts: Int
-    /// SHA-256 of the downloaded bytes, hex; nil only with ``DownloadRequest/DigestPolicy/whenVerifiable``
+    /// SHA-256 of the downloaded bytes, hex; nil only with `DigestPolicy.whenVerifiable`
     /// when there was nothing to check the bytes against.
     public var sha256: String?
     /// True when the server's `ETag` was a SHA-256 and matched the bytes.

@@ -9,7 +9,7 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     /// The image's height after Transform.
     public var height: Int?
     /// The form names of the thumbnail parts sent inline with the attachment (thumbnails sent in requests
-    /// of their own are in ``UploadReceipt/thumbnailUploads``).
+    /// of their own are in ``UploadReceipt/thumbnails``).
     public var thumbnails: [String]
     /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
     /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
