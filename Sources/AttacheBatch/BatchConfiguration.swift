@@ -28,10 +28,10 @@ public struct BatchConfiguration: Sendable {
     public var declaredKind: MessageKind?
     /// How many found files may wait for a free slot: the walk runs this far ahead of the uploads, so
     /// totals are known early while memory stays bounded.
-    public var discoveryLookahead = 10_000
+    package var discoveryLookahead = 10_000
     /// How many events may wait for the consumer of ``BatchRun`` before the run waits for it (at least
     /// 1). Progress events are dropped rather than waited for.
-    public var eventBufferLimit = 512
+    package var eventBufferLimit = 512
     /// The threads that hash files, walk folders and write the journal.
     package var pool: BlockingPool = .shared
 
@@ -44,7 +44,7 @@ public struct BatchConfiguration: Sendable {
     /// Creates a configuration with a pipeline made from `configuration`.
     /// - Throws: ``AttacheError`` `.invalidArgument` for a pipeline configuration no server could take
     ///   (`PipelineConfiguration.validate()`).
-    public init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) throws {
+    package init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) throws {
         self.init(pipeline: try AttachmentPipeline(configuration: configuration), journalPath: journalPath)
     }
 }

@@ -1,4 +1,4 @@
-public import Attache
+package import Attache
 import AttacheCore
 import Foundation
 import GRDB
@@ -17,9 +17,9 @@ import GRDB
 /// try manager.add(DownloadItem(url: "https://files.example.com/files/42", destination: "42.bin"))
 /// _ = try await manager.waitUntilSettled()
 /// ```
-public final class DownloadJournal: DownloadJournaling {
+package final class DownloadJournal: DownloadJournaling {
     /// The database file.
-    public let path: String
+    package let path: String
     private let database: DatabaseQueue
     private let lock: JournalLock?
 
@@ -31,7 +31,7 @@ public final class DownloadJournal: DownloadJournaling {
     ///   - durable: sync every commit to disk (`synchronous = FULL`), to survive a power loss too.
     /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal,
     ///   `.journalBusy` when another process holds it.
-    public init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
+    package init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
         lock = readOnly ? nil : try JournalLock(journalPath: path, holder: "attache download", stage: .download)
         database = try openJournalDatabase(
@@ -41,7 +41,7 @@ public final class DownloadJournal: DownloadJournaling {
 
     /// The record for the absolute `destination`.
     /// - Throws: ``AttacheError`` `.journal`.
-    public func record(for destination: String) throws -> DownloadRecord? {
+    package func record(for destination: String) throws -> DownloadRecord? {
         try access("read the download journal") {
             try database.read { db in
                 try Row.fetchOne(
@@ -53,7 +53,7 @@ public final class DownloadJournal: DownloadJournaling {
 
     /// Every record, or those in `state`, ordered by destination.
     /// - Throws: ``AttacheError`` `.journal`.
-    public func records(in state: DownloadRecord.State? = nil) throws -> [DownloadRecord] {
+    package func records(in state: DownloadRecord.State? = nil) throws -> [DownloadRecord] {
         try access("read the download journal") {
             try database.read { db in
                 let rows =
@@ -71,7 +71,7 @@ public final class DownloadJournal: DownloadJournaling {
 
     /// How many records are in each state (states without records are absent).
     /// - Throws: ``AttacheError`` `.journal`.
-    public func counts() throws -> [DownloadRecord.State: Int] {
+    package func counts() throws -> [DownloadRecord.State: Int] {
         try access("read the download journal") {
             try database.read { db in
                 var counts: [DownloadRecord.State: Int] = [:]
@@ -85,7 +85,7 @@ public final class DownloadJournal: DownloadJournaling {
 
     /// Inserts or replaces `records` in one commit.
     /// - Throws: ``AttacheError`` `.journal`.
-    public func save(_ records: [DownloadRecord]) throws {
+    package func save(_ records: [DownloadRecord]) throws {
         guard !records.isEmpty else { return }
         try access("write the download journal") {
             try database.write { db in
@@ -114,7 +114,7 @@ public final class DownloadJournal: DownloadJournaling {
     }
 
     /// Releases the lock before the journal is deallocated (it is released then anyway).
-    public func close() { lock?.unlock() }
+    package func close() { lock?.unlock() }
 
     /// The schema, one migration at a time, in order (applied by `openJournalDatabase`).
     private static let migrations: [JournalMigration] = [

@@ -32,7 +32,7 @@ public struct QueueEnqueuer: Sendable {
         /// Rows per `INSERT`.
         public var batchSize = 500
         /// The threads that walk folders and hash files.
-        public var pool: BlockingPool = .shared
+        package var pool: BlockingPool = .shared
 
         /// The defaults: `stream-gcm`, SHA-256 up to 16 MiB, 500 rows per insert.
         public init() {}

@@ -1,4 +1,4 @@
-public import Logging
+package import Logging
 
 extension AttacheClient {
     /// Sends a multipart upload, retrying per the connection's policy; see ``Uploader/upload(_:progress:)``.
@@ -7,7 +7,7 @@ extension AttacheClient {
     /// let result = try await client.upload(UploadRequest(url: "https://files.example/upload", body: body))
     /// ```
     /// - Throws: as ``Uploader/upload(_:progress:)``.
-    public func upload(
+    package func upload(
         _ request: UploadRequest, answers: ResponseInterpreter.Configuration = .init(),
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> UploadResult {
@@ -15,7 +15,7 @@ extension AttacheClient {
     }
 
     /// The multipart upload operation, for callers that keep one (its answers and logger set once).
-    public func uploader(
+    package func uploader(
         answers: ResponseInterpreter.Configuration = .init(), logger: Logger = Logger(label: "attache.upload")
     ) -> Uploader {
         Uploader(client: self, answers: answers, logger: logger)
@@ -34,14 +34,14 @@ extension AttacheClient {
     /// let receipt = try await client.download(DownloadRequest(url: url, destination: "photo.jpg", resume: true))
     /// ```
     /// - Throws: as ``Downloader/download(_:progress:)``.
-    public func download(
+    package func download(
         _ request: DownloadRequest, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> DownloadReceipt {
         try await Downloader(client: self).download(request, progress: progress)
     }
 
     /// A download manager whose downloads run on this client.
-    public func downloadManager(
+    package func downloadManager(
         configuration: DownloadManager.Configuration = .init(), journal: (any DownloadJournaling)? = nil
     ) -> DownloadManager {
         DownloadManager(client: self, configuration: configuration, journal: journal)
@@ -53,7 +53,7 @@ extension AttacheClient {
     /// ```swift
     /// let me = try await client.requests().get("https://api.example/me").decode(Profile.self)
     /// ```
-    public func requests(_ configuration: RequestClient.Configuration = .init()) -> RequestClient {
+    package func requests(_ configuration: RequestClient.Configuration = .init()) -> RequestClient {
         RequestClient(client: self, configuration: configuration)
     }
 }

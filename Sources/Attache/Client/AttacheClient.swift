@@ -21,7 +21,7 @@ import Logging
 /// let receipt = try await client.download(DownloadRequest(url: fileURL, destination: "out.bin"))
 /// let answer = try await client.requests().get("https://api.example/me")
 /// ```
-public final class AttacheClient: Sendable {
+package final class AttacheClient: Sendable {
     /// Timeouts, retries, TLS, proxy, credentials and headers of every request.
     package let connection: ConnectionConfiguration
     /// What sends the requests.
@@ -46,7 +46,7 @@ public final class AttacheClient: Sendable {
     ///   - retry: the retry rule; ``RetryClassifier/standard`` unless a caller must differ.
     ///   - interceptors: adapters, retriers and logging applied to every request.
     ///   - instrumentation: hooks for metrics and traces.
-    public convenience init(
+    package convenience init(
         connection: ConnectionConfiguration = .init(), transport: (any HTTPTransport)? = nil,
         retry: RetryClassifier = .standard, interceptors: ClientInterceptors = .init(),
         instrumentation: (any ClientInstrumentation)? = nil

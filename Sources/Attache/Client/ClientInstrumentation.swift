@@ -15,7 +15,7 @@ internal import AttacheCore
 /// }
 /// let client = AttacheClient(instrumentation: CountingHooks(attempts: counter))
 /// ```
-public protocol ClientInstrumentation: Sendable {
+package protocol ClientInstrumentation: Sendable {
     /// An operation started (before its first attempt).
     func requestStarted(_ request: ClientRequestStart)
     /// One exchange of an operation ended, with an answer or a failure.
@@ -26,15 +26,15 @@ public protocol ClientInstrumentation: Sendable {
 
 extension ClientInstrumentation {
     /// Does nothing.
-    public func requestStarted(_ request: ClientRequestStart) {}
+    package func requestStarted(_ request: ClientRequestStart) {}
     /// Does nothing.
-    public func attemptFinished(_ attempt: ClientAttempt) {}
+    package func attemptFinished(_ attempt: ClientAttempt) {}
     /// Does nothing.
-    public func retrying(_ retry: ClientRetry) {}
+    package func retrying(_ retry: ClientRetry) {}
 }
 
 /// The kinds of work a client does.
-public enum ClientOperation: String, Sendable, Hashable, CustomStringConvertible {
+package enum ClientOperation: String, Sendable, Hashable, CustomStringConvertible {
     /// A multipart upload.
     case upload
     /// A tus or IETF resumable upload (each of its requests).
@@ -56,47 +56,47 @@ public enum ClientOperation: String, Sendable, Hashable, CustomStringConvertible
     }
 
     /// The raw value.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// An operation that started.
-public struct ClientRequestStart: Sendable {
+package struct ClientRequestStart: Sendable {
     /// What kind of work it is.
-    public var operation: ClientOperation
+    package var operation: ClientOperation
     /// The method of its (first) request.
-    public var method: String
+    package var method: String
     /// Its URL without user info or query.
-    public var url: String
+    package var url: String
 }
 
 /// One exchange that ended.
-public struct ClientAttempt: Sendable {
+package struct ClientAttempt: Sendable {
     /// What kind of work it belongs to.
-    public var operation: ClientOperation
+    package var operation: ClientOperation
     /// The method sent.
-    public var method: String
+    package var method: String
     /// The URL without user info or query.
-    public var url: String
+    package var url: String
     /// The attempt's number within its operation, from 1.
-    public var attempt: Int
+    package var attempt: Int
     /// The answer's status; nil when there was no answer.
-    public var status: Int?
+    package var status: Int?
     /// Why there was no answer; nil when there was one.
-    public var failure: AttacheError.Code?
+    package var failure: AttacheError.Code?
     /// From handing the request to the transport to its end.
-    public var duration: Duration
+    package var duration: Duration
     /// curl's timings of the exchange, when the transport measured them.
     package var timings: TransferTimings?
 }
 
 /// A retry about to wait.
-public struct ClientRetry: Sendable {
+package struct ClientRetry: Sendable {
     /// What kind of work is retried.
-    public var operation: ClientOperation
+    package var operation: ClientOperation
     /// The attempt that failed, from 1.
-    public var attempt: Int
+    package var attempt: Int
     /// Why it is retried.
-    public var reason: String
+    package var reason: String
     /// How long the operation waits before the next attempt.
-    public var delay: Duration
+    package var delay: Duration
 }

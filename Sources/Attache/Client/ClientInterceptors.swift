@@ -1,5 +1,5 @@
 internal import AttacheCore
-public import Logging
+package import Logging
 
 /// What an ``AttacheClient`` does to every request of every operation: adapters before each attempt,
 /// retriers after it, and a log line with secrets redacted.
@@ -16,19 +16,19 @@ public import Logging
 /// interceptors.retriers = [RefreshOn401(store: store)]
 /// let client = AttacheClient(interceptors: interceptors)
 /// ```
-public struct ClientInterceptors: Sendable {
+package struct ClientInterceptors: Sendable {
     /// Run in order before every attempt of every operation (signing, fresh tokens, tenant headers).
-    public var adapters: [any RequestAdapter]
+    package var adapters: [any RequestAdapter]
     /// Asked in order after every attempt whether to retry (refresh a token on 401).
-    public var retriers: [any RequestRetrier]
+    package var retriers: [any RequestRetrier]
     /// Where one line per attempt is logged at `.debug` (operation, method, redacted URL, status or
     /// failure, time); nil logs nothing.
-    public var logger: Logger?
+    package var logger: Logger?
     /// What the log lines never show.
-    public var redaction: LogRedaction
+    package var redaction: LogRedaction
 
     /// No adapters, no retriers, no logging.
-    public init(
+    package init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [], logger: Logger? = nil,
         redaction: LogRedaction = LogRedaction()
     ) {

@@ -8,13 +8,13 @@ public struct DownloadRequest: Sendable {
     /// How to open a sealed download after it arrived.
     public struct Unsealing: Sendable {
         /// The scheme the file was sealed with.
-        public var scheme: SealScheme
+        package var scheme: SealScheme
         /// The key to open it with (from the upload's receipt).
-        public var key: AttachmentKey
+        package var key: AttachmentKey
         /// Whether the stored bytes are base64 text.
-        public var transferEncoding: TransferEncoding
+        package var transferEncoding: TransferEncoding
         /// `signal` only: the real plaintext length, to strip the bucket padding.
-        public var plaintextByteCount: Int64?
+        package var plaintextByteCount: Int64?
 
         /// How to open a download sealed with `scheme` and `key`.
         public init(
@@ -28,7 +28,7 @@ public struct DownloadRequest: Sendable {
         }
     }
 
-    /// The `http://` or `https://` URL to GET, or with ``objectStore`` an object's `s3://BUCKET/KEY`.
+    /// The `http://` or `https://` URL to GET, or with `objectStore` an object's `s3://BUCKET/KEY`.
     public var url: String
     /// The object store an `s3://BUCKET/KEY` ``url`` is fetched from: its endpoint, addressing, region and
     /// credentials (its ``ObjectStoreEndpoint/location`` is not used; the URL names the bucket). Every GET,
@@ -39,7 +39,7 @@ public struct DownloadRequest: Sendable {
     /// var request = DownloadRequest(url: "s3://media/inbox/clip.mp4", destination: "clip.mp4", resume: true)
     /// request.objectStore = try ObjectStoreEndpoint.resolve(url: request.url)
     /// ```
-    public var objectStore: ObjectStoreEndpoint?
+    package var objectStore: ObjectStoreEndpoint?
     /// Where the download goes. A regular file (or a new name) appears only when the download is
     /// complete (and, when unsealing, verified); until then the bytes collect in a partial file
     /// (`destination` + `.part` for a regular file, a temporary file otherwise). `-` (standard output)
@@ -48,7 +48,7 @@ public struct DownloadRequest: Sendable {
     public var destination: String
     /// Continue from an existing `.part` file with a `Range` request. Without it an old `.part` is
     /// discarded. Within one call, retries always continue where the previous attempt stopped.
-    public var resume: Bool
+    package var resume: Bool
     /// Extra request headers (`Authorization`, ...).
     public var headers: [HeaderField]
     /// Decrypt and verify the downloaded bytes into `destination`.
@@ -57,10 +57,10 @@ public struct DownloadRequest: Sendable {
     /// `Last-Modified` date the server sent with them (``DownloadProgress/validator`` reports it).
     /// A resumed request sends it as `If-Range`, so a server whose copy changed answers with the
     /// whole new file (200) instead of a range of it, and the old bytes are discarded.
-    public var validator: String?
+    package var validator: String?
     /// When the SHA-256 of the bytes is computed (on this machine's CPU it costs more than receiving
     /// them over loopback).
-    public enum DigestPolicy: Sendable, Hashable {
+    package enum DigestPolicy: Sendable, Hashable {
         /// Always: ``DownloadReceipt/sha256`` is always set.
         case always
         /// Only when there is something to check it against: an ``expectedSHA256``, or an `ETag` that
@@ -68,8 +68,8 @@ public struct DownloadRequest: Sendable {
         case whenVerifiable
     }
 
-    /// When the SHA-256 is computed; ``DigestPolicy/always`` by default.
-    public var digest: DigestPolicy = .always
+    /// When the SHA-256 is computed; `DigestPolicy/always` by default.
+    package var digest: DigestPolicy = .always
     /// The SHA-256 (hex) the downloaded bytes must have. Checked before the output appears: a
     /// mismatch removes the `.part` file and throws `corruptInput`; nothing is written to `destination`.
     public var expectedSHA256: String?
@@ -113,18 +113,18 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     /// Bytes as the server sent them (sealed bytes when unsealing).
     public var byteCount: Int64
     /// Bytes written to `path` (the plaintext when unsealing; otherwise `byteCount`).
-    public var storedByteCount: Int64
+    package var storedByteCount: Int64
     /// Bytes that came over the network in this call, all attempts together.
-    public var transferredByteCount: Int64
+    package var transferredByteCount: Int64
     /// Where the first attempt started (the size of the `.part` file it continued), 0 for a fresh start.
     public var resumedFrom: Int64
     /// Attempts made, the successful one included.
-    public var attempts: Int
-    /// SHA-256 of the downloaded bytes, hex; nil only with ``DownloadRequest/DigestPolicy/whenVerifiable``
+    package var attempts: Int
+    /// SHA-256 of the downloaded bytes, hex; nil only with `DigestPolicy.whenVerifiable`
     /// when there was nothing to check the bytes against.
     public var sha256: String?
     /// True when the server's `ETag` was a SHA-256 and matched the bytes.
-    public var verifiedByETag: Bool
+    package var verifiedByETag: Bool
     /// True when the bytes were opened with a key (``DownloadRequest/unsealing``) and verified.
     public var unsealed: Bool
 }
@@ -138,7 +138,7 @@ public struct DownloadProgress: Sendable, Hashable {
     /// What identifies the version of the file being received, once the server answered: its strong
     /// `ETag`, else its `Last-Modified` date. Keep it with the `.part` file and pass it back as
     /// ``DownloadRequest/validator`` to resume safely.
-    public var validator: String?
+    package var validator: String?
 
     /// Creates a progress value.
     package init(receivedBytes: Int64, totalBytes: Int64? = nil, validator: String? = nil) {
@@ -165,18 +165,25 @@ public final class Downloader: Sendable {
     /// The client whose transport, interceptors and hooks every attempt goes through.
     let client: AttacheClient
 
+    /// Creates a downloader over the shared libcurl transport.
+    /// - Parameter configuration: timeouts, TLS trust and pinning, retries, headers and credentials; the
+    ///   same settings uploads use.
+    public convenience init(configuration: ConnectionConfiguration = ConnectionConfiguration()) {
+        self.init(client: AttacheClient(connection: configuration, transport: nil))
+    }
+
     /// - Parameters:
     ///   - configuration: timeouts, TLS trust and pinning, retries, headers and credentials; the same
     ///     settings uploads use.
-    ///   - transport: what sends the requests; the shared ``CurlTransport`` when nil.
-    public convenience init(
-        configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)? = nil
+    ///   - transport: what sends the requests; the shared `CurlTransport` when nil.
+    package convenience init(
+        configuration: ConnectionConfiguration = ConnectionConfiguration(), transport: (any HTTPTransport)?
     ) {
         self.init(client: AttacheClient(connection: configuration, transport: transport))
     }
 
     /// Creates the download operation of `client`, with the client's connection settings.
-    public init(client: AttacheClient) {
+    package init(client: AttacheClient) {
         self.configuration = client.connection
         self.client = client
     }
@@ -195,7 +202,7 @@ public final class Downloader: Sendable {
     ///   not retried), `connectionFailed` when no attempt could connect, `retriesExhausted` when
     ///   5xx/429 answers or broken connections outlast the retry policy, `corruptInput` when the bytes
     ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file,
-    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an ``DownloadRequest/objectStore``;
+    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an `DownloadRequest/objectStore`;
     ///   an object store's refusal (`NoSuchKey`, `SignatureDoesNotMatch`, ...) is `rejected` with the store's
     ///   code as ``AttacheError/rejection``'s business code; unsealing errors (`authenticationFailed`, ...)
     ///   come from the seal stage. The `.part` file is kept on every error but a hash mismatch, so a

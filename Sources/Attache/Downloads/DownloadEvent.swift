@@ -1,15 +1,15 @@
 import FoundationEssentials
 
 /// A transfer of a ``DownloadManager``, named by its absolute destination path.
-public struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
+package struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The absolute destination path.
-    public let path: String
+    package let path: String
 
     /// Names the transfer whose destination is `path` (made absolute against the working directory).
     package init(path: String) { self.path = DownloadID.absolute(path) }
 
     /// The absolute destination path.
-    public var description: String { path }
+    package var description: String { path }
 
     static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
@@ -19,28 +19,28 @@ public struct DownloadID: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// What a ``DownloadManager`` should fetch: one URL into one file.
-public struct DownloadItem: Sendable {
+package struct DownloadItem: Sendable {
     /// The `http://` or `https://` URL, or with ``objectStore`` an object's `s3://BUCKET/KEY`.
-    public var url: String
+    package var url: String
     /// The object store an `s3://` ``url`` is fetched from, each GET signed with its credentials
     /// (``DownloadRequest/objectStore``); nil for `http(s)` URLs.
-    public var objectStore: ObjectStoreEndpoint?
+    package var objectStore: ObjectStoreEndpoint?
     /// The file to create (relative paths are resolved against the working directory when added).
-    public var destination: String
+    package var destination: String
     /// The group it belongs to; groups are paused, resumed, cancelled and restarted together.
-    public var group: String
+    package var group: String
     /// The SHA-256 (hex) the bytes must have; checked before the file appears.
-    public var expectedSHA256: String?
+    package var expectedSHA256: String?
     /// Decrypt and verify the bytes into the destination.
-    public var unsealing: DownloadRequest.Unsealing?
+    package var unsealing: DownloadRequest.Unsealing?
     /// Extra request headers.
-    public var headers: [HeaderField]
+    package var headers: [HeaderField]
     /// When the SHA-256 is computed: by default only when there is something to check it against
     /// (``expectedSHA256`` or a SHA-256 `ETag`), since hashing costs more CPU than a fast link's bytes.
-    public var digest: DownloadRequest.DigestPolicy
+    package var digest: DownloadRequest.DigestPolicy
 
     /// Creates an item.
-    public init(
+    package init(
         url: String, destination: String, group: String = "default", expectedSHA256: String? = nil,
         unsealing: DownloadRequest.Unsealing? = nil, headers: [HeaderField] = [],
         digest: DownloadRequest.DigestPolicy = .whenVerifiable
@@ -56,15 +56,15 @@ public struct DownloadItem: Sendable {
 }
 
 /// Bytes, rate and time left: of one transfer, or of all of a manager's transfers together.
-public struct DownloadFigures: Sendable, Hashable, Codable {
+package struct DownloadFigures: Sendable, Hashable, Codable {
     /// Bytes on disk so far (for the aggregate: of every transfer the manager holds).
-    public var receivedBytes: Int64
+    package var receivedBytes: Int64
     /// The whole size, when known (for the aggregate: the sum of the sizes known so far).
-    public var totalBytes: Int64?
+    package var totalBytes: Int64?
     /// Bytes per second lately (smoothed); 0 before the first measurement.
-    public var bytesPerSecond: Double
+    package var bytesPerSecond: Double
     /// Seconds until done at the current rate, when the size and a rate are known.
-    public var secondsRemaining: Double?
+    package var secondsRemaining: Double?
 
     /// Creates figures.
     package init(receivedBytes: Int64, totalBytes: Int64?, bytesPerSecond: Double) {
@@ -78,7 +78,7 @@ public struct DownloadFigures: Sendable, Hashable, Codable {
 }
 
 /// Something that happened to a ``DownloadManager``'s transfers, in the order it happened.
-public enum DownloadEvent: Sendable {
+package enum DownloadEvent: Sendable {
     /// A transfer was added and waits for a slot.
     case queued(DownloadID)
     /// A transfer was added but its file is complete from an earlier run: nothing is fetched.
@@ -99,19 +99,19 @@ public enum DownloadEvent: Sendable {
 }
 
 /// Counts of a manager's transfers by state, when it settled.
-public struct DownloadSummary: Sendable, Hashable, Codable {
+package struct DownloadSummary: Sendable, Hashable, Codable {
     /// Completed by this manager.
-    public var completed = 0
+    package var completed = 0
     /// Complete from an earlier run.
-    public var alreadyDone = 0
+    package var alreadyDone = 0
     /// Failed.
-    public var failed = 0
+    package var failed = 0
     /// Paused (their bytes are kept).
-    public var paused = 0
+    package var paused = 0
     /// Cancelled.
-    public var cancelled = 0
+    package var cancelled = 0
     /// Bytes that came over the network, all transfers together.
-    public var transferredBytes: Int64 = 0
+    package var transferredBytes: Int64 = 0
 
     /// Creates an empty summary.
     package init() {}

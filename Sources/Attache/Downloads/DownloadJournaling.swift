@@ -7,9 +7,9 @@ import FoundationEssentials
 /// validator (`ETag` or `Last-Modified`) they were fetched under, whether the transfer finished, failed,
 /// was paused or cancelled. Keys are never recorded; the caller gives them again when it adds the
 /// transfer again.
-public struct DownloadRecord: Sendable, Hashable, Codable {
+package struct DownloadRecord: Sendable, Hashable, Codable {
     /// Where a transfer stands.
-    public enum State: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum State: String, Sendable, Hashable, Codable, CaseIterable {
         /// Waiting for a free slot.
         case queued
         /// Receiving bytes (or receiving them when the process died).
@@ -25,25 +25,25 @@ public struct DownloadRecord: Sendable, Hashable, Codable {
     }
 
     /// The absolute destination path: the transfer's identity.
-    public var destination: String
+    package var destination: String
     /// The URL the bytes come from.
-    public var url: String
+    package var url: String
     /// The group the transfer belongs to.
-    public var group: String
+    package var group: String
     /// The state.
-    public var state: State
+    package var state: State
     /// The `If-Range` validator of the bytes in the `.part` file, once the server sent one.
-    public var validator: String?
+    package var validator: String?
     /// The SHA-256 the caller expects, hex.
-    public var expectedSHA256: String?
+    package var expectedSHA256: String?
     /// The whole size, once known.
-    public var totalBytes: Int64?
+    package var totalBytes: Int64?
     /// The SHA-256 of the finished file, hex.
-    public var sha256: String?
+    package var sha256: String?
     /// The error code of the last failure.
-    public var errorCode: String?
+    package var errorCode: String?
     /// The message of the last failure.
-    public var errorMessage: String?
+    package var errorMessage: String?
 
     /// Creates a record.
     package init(
@@ -69,7 +69,7 @@ public struct DownloadRecord: Sendable, Hashable, Codable {
 /// `AttacheBatch.DownloadJournal` stores it in SQLite; ``InMemoryDownloadJournal`` keeps it for the
 /// life of the process. Calls come from one serial writer, never the transport's thread, and each
 /// ``save(_:)`` must be durable (committed) when it returns.
-public protocol DownloadJournaling: Sendable {
+package protocol DownloadJournaling: Sendable {
     /// The record for the absolute `destination`, if there is one.
     /// - Throws: `AttacheError` `.journal` when the store cannot be read.
     func record(for destination: String) throws -> DownloadRecord?
@@ -82,19 +82,19 @@ public protocol DownloadJournaling: Sendable {
 
 /// A ``DownloadJournaling`` store that lives as long as the process: pause and resume work within the
 /// process, nothing survives it.
-public final class InMemoryDownloadJournal: DownloadJournaling {
+package final class InMemoryDownloadJournal: DownloadJournaling {
     private let records = LockedValue<[String: DownloadRecord]>([:])
 
     /// Creates an empty store.
-    public init() {}
+    package init() {}
 
     /// The record for `destination`.
-    public func record(for destination: String) throws -> DownloadRecord? {
+    package func record(for destination: String) throws -> DownloadRecord? {
         records.withLock { $0[destination] }
     }
 
     /// Stores `records`.
-    public func save(_ records: [DownloadRecord]) throws {
+    package func save(_ records: [DownloadRecord]) throws {
         self.records.withLock { stored in
             for record in records { stored[record.destination] = record }
         }

@@ -23,18 +23,18 @@ import Glibc
 /// let summary = await manager.waitUntilSettled()
 /// manager.close()
 /// ```
-public final class DownloadManager: Sendable {
+package final class DownloadManager: Sendable {
     /// Limits and pacing.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Transfers running at the same time.
-        public var maximumConcurrentTransfers: Int
+        package var maximumConcurrentTransfers: Int
         /// Transfers running at the same time against one host.
-        public var maximumTransfersPerHost: Int
+        package var maximumTransfersPerHost: Int
         /// The shortest time between two progress events of one transfer.
-        public var progressInterval: Duration
+        package var progressInterval: Duration
 
         /// Creates a configuration.
-        public init(
+        package init(
             maximumConcurrentTransfers: Int = 8, maximumTransfersPerHost: Int? = nil,
             progressInterval: Duration = .milliseconds(250)
         ) {
@@ -45,7 +45,7 @@ public final class DownloadManager: Sendable {
     }
 
     /// Where a transfer stands.
-    public enum Phase: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum Phase: String, Sendable, Hashable, Codable, CaseIterable {
         /// Waiting for a free slot.
         case queued
         /// Receiving bytes.
@@ -61,21 +61,21 @@ public final class DownloadManager: Sendable {
     }
 
     /// One transfer as the manager sees it now.
-    public struct Status: Sendable, Hashable {
+    package struct Status: Sendable, Hashable {
         /// The transfer.
-        public var id: DownloadID
+        package var id: DownloadID
         /// Its group.
-        public var group: String
+        package var group: String
         /// Where it stands.
-        public var phase: Phase
+        package var phase: Phase
         /// Its bytes, rate and time left.
-        public var figures: DownloadFigures
+        package var figures: DownloadFigures
     }
 
     /// The limits it runs with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Everything that happens, in order. Buffered without limit: consume it (or never iterate it).
-    public let events: AsyncStream<DownloadEvent>
+    package let events: AsyncStream<DownloadEvent>
 
     let continuation: AsyncStream<DownloadEvent>.Continuation
     let downloader: Downloader
@@ -88,7 +88,7 @@ public final class DownloadManager: Sendable {
     ///   - connection: timeouts, TLS, retries and headers, as for every transfer.
     ///   - journal: where the state is kept; nil keeps it in memory only.
     ///   - transport: what sends the requests; the shared ``CurlTransport`` when nil.
-    public convenience init(
+    package convenience init(
         configuration: Configuration = Configuration(), connection: ConnectionConfiguration = ConnectionConfiguration(),
         journal: (any DownloadJournaling)? = nil, transport: (any HTTPTransport)? = nil
     ) {
@@ -103,7 +103,7 @@ public final class DownloadManager: Sendable {
     /// - Parameters:
     ///   - configuration: concurrency limits and progress pacing.
     ///   - journal: where the state is kept; nil keeps it in memory only.
-    public init(client: AttacheClient, configuration: Configuration = Configuration(), journal: (any DownloadJournaling)? = nil) {
+    package init(client: AttacheClient, configuration: Configuration = Configuration(), journal: (any DownloadJournaling)? = nil) {
         self.configuration = configuration
         self.downloader = Downloader(client: client)
         self.journal = journal
@@ -128,7 +128,7 @@ public final class DownloadManager: Sendable {
     /// - Throws: `AttacheError` `.invalidArgument` when the destination is already held by an
     ///   unfinished transfer, `.journal` when the journal cannot be read.
     @discardableResult
-    public func add(_ item: DownloadItem) throws -> DownloadID {
+    package func add(_ item: DownloadItem) throws -> DownloadID {
         var item = item
         let id = DownloadID(path: item.destination)
         item.destination = id.path
@@ -187,40 +187,40 @@ public final class DownloadManager: Sendable {
     // MARK: Controlling
 
     /// Pauses a transfer: a queued one is held back, a running one is stopped; its bytes are kept.
-    public func pause(_ id: DownloadID) { apply(.pause) { candidate, _ in candidate == id } }
+    package func pause(_ id: DownloadID) { apply(.pause) { candidate, _ in candidate == id } }
     /// Continues a paused or failed transfer from its bytes.
-    public func resume(_ id: DownloadID) { apply(.resume) { candidate, _ in candidate == id } }
+    package func resume(_ id: DownloadID) { apply(.resume) { candidate, _ in candidate == id } }
     /// Stops a transfer for good and removes its partial bytes (a completed file is left alone).
-    public func cancel(_ id: DownloadID) { apply(.cancel) { candidate, _ in candidate == id } }
+    package func cancel(_ id: DownloadID) { apply(.cancel) { candidate, _ in candidate == id } }
     /// Starts a transfer again from byte 0, whatever its state.
-    public func restart(_ id: DownloadID) { apply(.restart) { candidate, _ in candidate == id } }
+    package func restart(_ id: DownloadID) { apply(.restart) { candidate, _ in candidate == id } }
 
     /// Pauses every transfer of `group`.
-    public func pause(group: String) { apply(.pause) { [group] _, transfer in transfer.item.group == group } }
+    package func pause(group: String) { apply(.pause) { [group] _, transfer in transfer.item.group == group } }
     /// Resumes every paused or failed transfer of `group`.
-    public func resume(group: String) { apply(.resume) { [group] _, transfer in transfer.item.group == group } }
+    package func resume(group: String) { apply(.resume) { [group] _, transfer in transfer.item.group == group } }
     /// Cancels every unfinished transfer of `group`.
-    public func cancel(group: String) { apply(.cancel) { [group] _, transfer in transfer.item.group == group } }
+    package func cancel(group: String) { apply(.cancel) { [group] _, transfer in transfer.item.group == group } }
     /// Restarts every transfer of `group` from byte 0.
-    public func restart(group: String) { apply(.restart) { [group] _, transfer in transfer.item.group == group } }
+    package func restart(group: String) { apply(.restart) { [group] _, transfer in transfer.item.group == group } }
 
     /// Pauses every transfer (what an interrupted command does before it exits).
-    public func pauseAll() { apply(.pause) { _, _ in true } }
+    package func pauseAll() { apply(.pause) { _, _ in true } }
 
     // MARK: Observing
 
     /// The transfer's state now, or nil when the manager does not hold it.
-    public func status(_ id: DownloadID) -> Status? {
+    package func status(_ id: DownloadID) -> Status? {
         state.withLock { state in state.transfers[id].map { $0.status(id) } }
     }
 
     /// Every transfer's state now, in the order they were added (for the first time).
-    public func statuses() -> [Status] {
+    package func statuses() -> [Status] {
         state.withLock { state in state.transfers.map { $0.value.status($0.key) } }
     }
 
     /// Bytes, rate and time left of all transfers together.
-    public func aggregate() -> DownloadFigures {
+    package func aggregate() -> DownloadFigures {
         state.withLock { $0.aggregate }
     }
 
@@ -229,7 +229,7 @@ public final class DownloadManager: Sendable {
     ///
     /// - Throws: `AttacheError` `.journal` when the journal could not be written (the transfers still
     ///   ran; a later run may fetch some again).
-    public func waitUntilSettled() async throws -> DownloadSummary {
+    package func waitUntilSettled() async throws -> DownloadSummary {
         let summary = await withCheckedContinuation { (waiter: CheckedContinuation<DownloadSummary, Never>) in
             state.withLock { state in
                 if state.isSettled {
@@ -244,5 +244,5 @@ public final class DownloadManager: Sendable {
     }
 
     /// Ends ``events``; call when no more transfers will be added or changed.
-    public func close() { continuation.finish() }
+    package func close() { continuation.finish() }
 }

@@ -1,7 +1,7 @@
 /// How a server's answer to an upload is read: which statuses and bodies mean stored, refused or
 /// "try again", and where the file id is.
 ///
-/// Every profile retries what ``RetryClassifier`` retries (honouring `Retry-After`), and keeps the server's answer
+/// Every profile retries what `RetryClassifier` retries (honouring `Retry-After`), and keeps the server's answer
 /// whole in the receipt (``ServerReceipt/data``). They differ in what a 2xx answer must look like and in how
 /// errors are read:
 ///

@@ -18,7 +18,7 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// Parses `bytes` as JSON.
     /// - Throws: a `DecodingError` when the bytes are not valid JSON.
-    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+    package static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
         try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 

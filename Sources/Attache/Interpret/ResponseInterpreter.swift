@@ -4,7 +4,7 @@ import Glibc
 /// Turns a ``ServerResponse`` into a receipt (``ServerReceipt``), a retry or a ``Rejection``, as the
 /// configured ``AnswerProfile`` reads answers.
 ///
-/// In every profile the statuses of ``RetryClassifier`` (and a 409 with `Retry-After`) are retried,
+/// In every profile the statuses of `RetryClassifier` (and a 409 with `Retry-After`) are retried,
 /// honouring `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
 /// connection is retried; other 4xx and 3xx are rejections carrying the server's own code and message
 /// when the profile knows where they are (S3's XML `Error`, the Bot API's `error_code` and `description`).
@@ -24,8 +24,8 @@ import Glibc
 public struct ResponseInterpreter: Sendable {
     /// How to read the server's answers: a profile, where the file id is, and the limits.
     ///
-    /// Start from a profile (`.init(profile: .s3Post)`, or the presets ``errorCode``, ``status``, ``s3Post``,
-    /// ``telegram``) and adjust. The member-name settings (`errorCodeField`, `successCodes`, `dataField`,
+    /// Start from a profile (`.init(profile: .s3Post)`, or the presets `errorCode`, `status`, `s3Post`,
+    /// `telegram`) and adjust. The member-name settings (`errorCodeField`, `successCodes`, `dataField`,
     /// `messageFields`, `fileIdFields`, `urlFields`) describe the `errorcode` convention; `status` uses
     /// `fileIdFields`, `urlFields`, `dataField` and `messageFields` too; `s3-post` and `telegram` read the
     /// members their services define.
@@ -40,7 +40,7 @@ public struct ResponseInterpreter: Sendable {
         /// still kept whole.
         public var idPointer: JSONPointer?
         /// Bodies longer than this are not read further and count as a bad response.
-        public var maximumBodySize = 1 << 20
+        package var maximumBodySize = 1 << 20
         /// The member holding the business error code (`errorcode`). `nil`: any 2xx JSON object is a success.
         public var errorCodeField: String? = "errorCode"
         /// Codes (compared as strings) that mean success (`errorcode`).
@@ -48,7 +48,7 @@ public struct ResponseInterpreter: Sendable {
         /// The server's own error codes that mean "try again later": the business codes of `errorcode`, S3's
         /// `Code` (`s3-post` starts with `RequestTimeout`, `SlowDown`, `InternalError`,
         /// `ServiceUnavailable`), the Bot API's `error_code` (`telegram` retries 429 and 5xx in any case).
-        public var retryableBusinessCodes: Set<String> = []
+        package var retryableBusinessCodes: Set<String> = []
         /// Members searched, in order, for the server's message.
         public var messageFields = ["message", "msg", "errorMsg", "error", "detail"]
         /// The member holding the payload; the whole body is used when it is missing.
@@ -58,7 +58,7 @@ public struct ResponseInterpreter: Sendable {
         /// Members of the payload searched, in order, for the file's URL.
         public var urlFields = ["url", "fileUrl", "file_url"]
         /// Which statuses are retried and how `Retry-After` is read: the one rule every operation uses.
-        public var retry: RetryClassifier = .standard
+        package var retry: RetryClassifier = .standard
 
         /// The old backend's convention (`errorcode`).
         public init() {}
@@ -73,13 +73,13 @@ public struct ResponseInterpreter: Sendable {
         }
 
         /// `errorcode`: the old backend's convention.
-        public static var errorCode: Configuration { Configuration(profile: .errorCode) }
+        package static var errorCode: Configuration { Configuration(profile: .errorCode) }
         /// `status`: any 2xx is success; the file id from a JSON body or `Location`.
-        public static var status: Configuration { Configuration(profile: .status) }
+        package static var status: Configuration { Configuration(profile: .status) }
         /// `s3-post`: S3, MinIO and GCS presigned POST forms.
-        public static var s3Post: Configuration { Configuration(profile: .s3Post) }
+        package static var s3Post: Configuration { Configuration(profile: .s3Post) }
         /// `telegram`: Bot API answers.
-        public static var telegram: Configuration { Configuration(profile: .telegram) }
+        package static var telegram: Configuration { Configuration(profile: .telegram) }
     }
 
     /// The configuration in use.
@@ -137,7 +137,7 @@ public struct ResponseInterpreter: Sendable {
         }
     }
 
-    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (``RetryClassifier``).
+    /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (`RetryClassifier`).
     package func retryAfter(in response: ServerResponse) -> Duration? {
         configuration.retry.retryAfter(in: response)
     }
@@ -286,7 +286,7 @@ public struct ResponseInterpreter: Sendable {
         return .success(receipt(response, document: json, data: result, fileId: Self.botAPIFileId(in: result), url: nil))
     }
 
-    /// The receipt, with the file id from ``Configuration/idPointer`` when one is set.
+    /// The receipt, with the file id from `Configuration/idPointer` when one is set.
     private func receipt(
         _ response: ServerResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
     ) -> ServerReceipt {

@@ -10,15 +10,15 @@ public struct ServerResponse: Sendable {
     /// The body, at most the interpreter's size cap.
     public var body: [UInt8]
     /// True when the body was longer than the cap and the rest was not read.
-    public var bodyExceededCap: Bool
+    package var bodyExceededCap: Bool
     /// True when the connection ended before the declared body was complete.
-    public var bodyIncomplete: Bool
+    package var bodyIncomplete: Bool
     /// Where the time of the exchange went (DNS, connect, TLS, first byte, total) and how many bytes
     /// moved, as the transport measured them; nil when the transport measures none (tests' transports).
     package var timings: TransferTimings?
 
     /// Creates a response, as a transport that answers from memory returns it.
-    public init(
+    package init(
         status: Int, headers: [HeaderField] = [], body: [UInt8] = [],
         bodyExceededCap: Bool = false, bodyIncomplete: Bool = false
     ) {
@@ -46,7 +46,7 @@ public struct ServerResponse: Sendable {
     }
 
     /// The media type of the body, lower-cased, without parameters (`application/json`).
-    public var mediaType: String? {
+    package var mediaType: String? {
         guard let value = header("Content-Type") else { return nil }
         return value.split(separator: ";").first?.trimmingBlanks.lowercased()
     }

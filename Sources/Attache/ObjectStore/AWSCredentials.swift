@@ -11,11 +11,11 @@ import FoundationEssentials
 /// ```
 public struct AWSCredentials: Sendable, CustomStringConvertible {
     /// The access key id (`AKIA…`); not a secret.
-    public let accessKeyId: String
+    package let accessKeyId: String
     /// The secret access key.
     private let secret: String
     /// The session token of temporary credentials, sent as `x-amz-security-token`.
-    public let sessionToken: String?
+    package let sessionToken: String?
 
     /// Creates credentials from their parts.
     public init(accessKeyId: String, secretAccessKey: String, sessionToken: String? = nil) {

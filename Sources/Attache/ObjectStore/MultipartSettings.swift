@@ -1,8 +1,8 @@
 /// How an object store endpoint sends large attachments: as a multipart upload of parts sent several at
 /// once, each retried on its own, continued after a crash.
-public struct MultipartSettings: Sendable, Hashable {
+package struct MultipartSettings: Sendable, Hashable {
     /// Whether per-part checksums are sent.
-    public enum ChecksumMode: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum ChecksumMode: String, Sendable, Hashable, Codable, CaseIterable {
         /// A checksum per part (``MultipartSettings/checksumAlgorithm``, and the composite for the object)
         /// when the store says, answering the upload's creation, that it takes that algorithm; none
         /// otherwise. The default.
@@ -15,7 +15,7 @@ public struct MultipartSettings: Sendable, Hashable {
 
     /// The checksum of each part (`x-amz-checksum-crc32c` or `x-amz-checksum-sha256`) and, composite, of
     /// the object.
-    public enum ChecksumAlgorithm: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum ChecksumAlgorithm: String, Sendable, Hashable, Codable, CaseIterable {
         /// CRC-32C, in hardware where the CPU has it. The default.
         case crc32c
         /// SHA-256 (OpenSSL).
@@ -23,7 +23,7 @@ public struct MultipartSettings: Sendable, Hashable {
     }
 
     /// How a part's checksum goes to the store.
-    public enum ChecksumDelivery: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum ChecksumDelivery: String, Sendable, Hashable, Codable, CaseIterable {
         /// As a trailer, then as a header from the first part a store refuses in `aws-chunked` form on: the
         /// default.
         case auto
@@ -35,7 +35,7 @@ public struct MultipartSettings: Sendable, Hashable {
     }
 
     /// What happens to the store's multipart upload when Attache gives up on it.
-    public enum GiveUp: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum GiveUp: String, Sendable, Hashable, Codable, CaseIterable {
         /// `AbortMultipartUpload`: the parts sent are deleted. The default.
         case abort
         /// Left in place, so that a later run under the same idempotency key continues it (`ListParts`);
@@ -44,23 +44,23 @@ public struct MultipartSettings: Sendable, Hashable {
     }
 
     /// Sealed attachments of at least this many bytes go in parts (default 64 MiB).
-    public var threshold: Int64 = 64 << 20
+    package var threshold: Int64 = 64 << 20
     /// The part size; nil plans one (16 MiB, raised to keep within 10,000 parts).
-    public var partSize: Int64?
+    package var partSize: Int64?
     /// Parts sent at once (default 4).
-    public var partsInFlight = 4
+    package var partsInFlight = 4
     /// Per-part checksums.
-    public var checksum: ChecksumMode = .whenSupported
+    package var checksum: ChecksumMode = .whenSupported
     /// The per-part checksum's algorithm (default CRC-32C).
-    public var checksumAlgorithm: ChecksumAlgorithm = .crc32c
+    package var checksumAlgorithm: ChecksumAlgorithm = .crc32c
     /// How the per-part checksum goes: a trailer where the store takes one, else a header (default auto).
-    public var checksumDelivery: ChecksumDelivery = .auto
+    package var checksumDelivery: ChecksumDelivery = .auto
     /// Abort or keep the store's upload when retries are spent.
-    public var onGiveUp: GiveUp = .abort
+    package var onGiveUp: GiveUp = .abort
     /// Send the completion with `If-None-Match: *`, so that a replay cannot overwrite an object already
     /// completed under the key (S3 answers 412); a store that answers 501 gets the completion without it.
-    public var conditionalComplete = true
+    package var conditionalComplete = true
 
     /// The defaults.
-    public init() {}
+    package init() {}
 }

@@ -28,7 +28,7 @@ public struct ObjectStoreEndpoint: Sendable {
     /// How an object's key is made under ``S3Location/prefix``; see ``ObjectKeyTemplate``.
     public var keyTemplate: ObjectKeyTemplate
     /// How large attachments go in parts.
-    public var multipart = MultipartSettings()
+    package var multipart = MultipartSettings()
 
     /// Creates an endpoint; `endpointURL` nil means AWS's endpoint of `region`.
     public init(
@@ -108,7 +108,7 @@ public struct ObjectStoreEndpoint: Sendable {
 /// The default, ``standard``, is `{idempotencyKey}{ext}`: a rerun of the same upload writes the same object.
 public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The template's text.
-    public var text: String
+    package var text: String
 
     /// `{idempotencyKey}{ext}`.
     public static let standard = ObjectKeyTemplate("{idempotencyKey}{ext}")

@@ -43,13 +43,13 @@ public struct Attachment: Sendable {
     public var idempotencyKey: String?
     /// The key and nonce seed to seal with; fresh random ones are drawn when nil.
     ///
-    /// Give material that was made durable before the first attempt (``SealMaterialStore``, a journal,
+    /// Give material that was made durable before the first attempt (`SealMaterialStore`, a journal,
     /// a queue row) whenever the upload may be replayed: every attempt under one idempotency key, in any
     /// process, must send identical bytes, or the server keeps the first attempt's bytes and answers a
     /// later one with their receipt while the key in hand belongs to the later one.
     public var sealMaterial: SealMaterial?
     /// True when an earlier process may already have sent this attachment under the same idempotency
-    /// key (a resumed batch entry, a key found in a ``SealMaterialStore``). The receipt is then checked
+    /// key (a resumed batch entry, a key found in a `SealMaterialStore`). The receipt is then checked
     /// against what is sent now whenever the server reports a digest (a `sha256` member).
     package var resumesEarlierSend: Bool
     /// A resumable upload an earlier process started for this attachment (the batch journal keeps it):

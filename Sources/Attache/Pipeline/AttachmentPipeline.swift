@@ -17,7 +17,7 @@ public struct AttachmentPipeline: Sendable {
     /// The configuration in use.
     public private(set) var configuration: PipelineConfiguration
     /// Where the pipeline logs.
-    public let logger: Logger
+    package let logger: Logger
     /// Detect: content sniffing and classification.
     let detector: MIMEDetector
     /// Transform: recompression, conversion and thumbnails.

@@ -25,7 +25,7 @@ public struct PipelineConfiguration: Sendable {
     /// Off by default: the receipt carries them either way.
     public var sendPlaceholderFields = false
     /// How content is detected and classified.
-    public var detection = MIMEDetector.Configuration()
+    package var detection = MIMEDetector.Configuration()
     /// What is recompressed, and how; thumbnails.
     public var transform = Transformer.Configuration()
     /// Image transforms running at once across all the sends of one pipeline (default: one per core).

@@ -1,8 +1,8 @@
 /// A server's refusal, carried as the `cause` of an ``AttacheError``.
-public struct RejectionError: Error, Sendable, CustomStringConvertible {
+package struct RejectionError: Error, Sendable, CustomStringConvertible {
     /// The refusal.
-    public let rejection: Rejection
-    public var description: String { rejection.description }
+    package let rejection: Rejection
+    package var description: String { rejection.description }
 }
 
 extension AttacheError {

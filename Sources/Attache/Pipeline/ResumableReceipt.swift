@@ -9,7 +9,7 @@ public struct ResumableReceipt: Sendable, Codable, Hashable {
     /// Body bytes this send handed to the network, over all its requests.
     public var bytesSent: Int64
     /// Requests this send made.
-    public var requests: Int
+    package var requests: Int
 
     /// Creates a receipt.
     package init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {

@@ -16,12 +16,12 @@ import Glibc
 /// let attachment = Attachment(path: "photo.jpg", idempotencyKey: "order-42",
 ///                             sealMaterial: material, resumesEarlierSend: existed)
 /// ```
-public struct SealMaterialStore: Sendable {
+package struct SealMaterialStore: Sendable {
     /// The folder holding the material files.
-    public let directory: String
+    package let directory: String
 
     /// `$XDG_STATE_HOME/attache/seal-material`, or `~/.local/state/attache/seal-material`.
-    public static var defaultDirectory: String {
+    package static var defaultDirectory: String {
         let environment = ProcessInfo.processInfo.environment
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             return state + "/attache/seal-material"
@@ -32,7 +32,7 @@ public struct SealMaterialStore: Sendable {
 
     /// Opens (creating, 0700) the folder.
     /// - Throws: ``AttacheError`` `.fileUnwritable` when it cannot be created or made private.
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         self.directory = directory
         do {
             try FileManager.default.createDirectory(
@@ -51,7 +51,7 @@ public struct SealMaterialStore: Sendable {
     /// The material kept for `key` in `scope`, made (for `scheme`) and synced to disk first when there
     /// is none; `existed` tells whether an earlier call had made it.
     /// - Throws: ``AttacheError`` `.fileUnwritable` or `.invalidKey` (a damaged file).
-    public func material(
+    package func material(
         forKey key: String, scope: String, scheme: SealScheme
     ) throws -> (material: SealMaterial, existed: Bool) {
         let path = directory + "/" + Self.fileName(key: key, scope: scope)
@@ -72,7 +72,7 @@ public struct SealMaterialStore: Sendable {
 
     /// Forgets the material of `key` in `scope` (after its receipt is safely kept elsewhere), and the
     /// resumable or multipart upload recorded with it.
-    public func remove(key: String, scope: String) {
+    package func remove(key: String, scope: String) {
         unlink(directory + "/" + Self.fileName(key: key, scope: scope))
         unlink(directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable")
         unlink(directory + "/" + Self.fileName(key: key, scope: scope) + ".multipart")
@@ -134,7 +134,7 @@ public struct SealMaterialStore: Sendable {
 
     /// Removes material files not changed for `age`; returns how many.
     @discardableResult
-    public func prune(olderThan age: Duration) -> Int {
+    package func prune(olderThan age: Duration) -> Int {
         let limit = Date().addingTimeInterval(-age.seconds)
         var removed = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {

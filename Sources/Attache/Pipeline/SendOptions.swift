@@ -37,7 +37,7 @@ public struct SendOptions: Sendable {
     public init() {}
 
     /// Options with the given changes.
-    public init(
+    package init(
         headers: [HeaderField] = [], fields: [UploadField] = [], timeLimit: Duration? = nil,
         answers: ResponseInterpreter.Configuration? = nil, seal: SealConfiguration? = nil
     ) {

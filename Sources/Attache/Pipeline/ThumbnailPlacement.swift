@@ -4,7 +4,7 @@ public enum ThumbnailPlacement: String, Sendable, Hashable, Codable, CaseIterabl
     case inline
     /// Each in a request of its own, after the attachment was stored, with the attachment's form fields and
     /// the thumbnail as the one file part (named like the attachment's), under an idempotency key derived
-    /// from the attachment's. Each gets its own receipt (``UploadReceipt/thumbnailUploads``).
+    /// from the attachment's. Each gets its own receipt (``UploadReceipt/thumbnails``).
     case separate
     /// Not made, not sent (`none` on the command line).
     case omitted = "none"

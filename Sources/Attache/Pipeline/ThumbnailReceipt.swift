@@ -27,17 +27,17 @@ public struct ThumbnailReceipt: Sendable, Codable, Hashable {
     /// Where it can be fetched (absolute), when the server said so.
     public var url: String?
     /// Separate only: the file part's size as sent, in bytes.
-    public var sentByteCount: Int64?
+    package var sentByteCount: Int64?
     /// Separate only: the seal scheme's digest of the sent bytes (`signal`: SHA-256 hex), when it has one.
-    public var digest: String?
+    package var digest: String?
     /// Separate only: the `Idempotency-Key` sent with it, the attachment's with `.` and ``name`` appended.
-    public var idempotencyKey: String?
+    package var idempotencyKey: String?
     /// Separate only: attempts made.
-    public var attempts: Int?
+    package var attempts: Int?
     /// Separate only: true when the server answered a receipt it had given before.
-    public var replayed: Bool?
+    package var replayed: Bool?
     /// Separate only: the server's answer, every field kept (``ServerReceipt/data``).
-    public var server: JSONValue?
+    package var server: JSONValue?
 
     /// Creates a thumbnail entry; the request facts are for a thumbnail sent separately.
     package init(

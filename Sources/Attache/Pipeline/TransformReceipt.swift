@@ -9,17 +9,17 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     /// The image's height after Transform.
     public var height: Int?
     /// The form names of the thumbnail parts sent inline with the attachment (thumbnails sent in requests
-    /// of their own are in ``UploadReceipt/thumbnailUploads``).
+    /// of their own are in ``UploadReceipt/thumbnails``).
     public var thumbnails: [String]
     /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
     /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
     /// otherwise (and in receipts written before this field existed).
-    public var skipped: String?
+    package var skipped: String?
     /// Which path the Transform stage took and why, for media and images: what the source lacked
     /// (`encoded: rotated 90°; video 8.0 Mbps is over the 1.0 Mbps cap`) or why it could go as it is
     /// (`compliant: …`), and, when sizes decided, both sizes and which was sent. Nothing is sent larger
     /// than its source unless this says why. Absent for files, which always go as they are.
-    public var reason: String?
+    package var reason: String?
     /// For video, voice and animations: what the converter did and found; absent for other kinds.
     public var media: MediaReceipt?
 

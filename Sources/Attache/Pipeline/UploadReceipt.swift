@@ -20,7 +20,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// The attachment part's size as sent, in bytes.
     public var sentByteCount: Int64
     /// The whole multipart body's size, in bytes.
-    public var bodyByteCount: Int64
+    package var bodyByteCount: Int64
     /// The `Idempotency-Key` sent with every attempt.
     public var idempotencyKey: String
     /// Attempts made.
@@ -28,7 +28,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// True when the server answered a receipt it had given before (a retried upload).
     public var replayed: Bool
     /// Seconds from the first stage's start to the server's answer.
-    public var seconds: Double
+    package var seconds: Double
     /// Every field of the server's `data` member.
     public var server: JSONValue
     /// How the attachment was sealed.
@@ -83,7 +83,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// The thumbnails sent as requests of their own (``ThumbnailPlacement/separate``), in the order sent;
     /// nil when thumbnails went inline, were not sent, or the attachment had none. Encoded as
     /// `thumbnailUploads`, as receipts always were.
-    public var thumbnailUploads: [ThumbnailReceipt]? {
+    package var thumbnailUploads: [ThumbnailReceipt]? {
         let separate = thumbnails?.filter { $0.placement == .separate } ?? []
         return separate.isEmpty ? nil : separate
     }

@@ -14,9 +14,9 @@ import FoundationEssentials
 /// request.headers = [HeaderField(name: "X-Request-Id", value: "42")]
 /// let response = try await client.send(request)
 /// ```
-public struct ClientRequest: Sendable {
+package struct ClientRequest: Sendable {
     /// How ``parameters`` become a body when the method puts them in one.
-    public enum BodyParameterEncoding: Sendable, Hashable {
+    package enum BodyParameterEncoding: Sendable, Hashable {
         /// `application/x-www-form-urlencoded` with the client's encoder (nested names `a[b]=`, `a[]=`).
         case form
         /// A JSON object.
@@ -24,31 +24,31 @@ public struct ClientRequest: Sendable {
     }
 
     /// The method.
-    public var method: RequestMethod
+    package var method: RequestMethod
     /// The `http://` or `https://` URL, possibly with a query of its own.
-    public var url: String
+    package var url: String
     /// Parameters always sent in the query, whatever the method.
-    public var query: Parameters
+    package var query: Parameters
     /// Parameters placed by method: query for `GET`/`HEAD`/`DELETE`, a body otherwise (unless ``body``
     /// is set, in which case they go into the query too).
-    public var parameters: Parameters
+    package var parameters: Parameters
     /// The body encoding of ``parameters`` for methods that send a body.
-    public var bodyParameterEncoding: BodyParameterEncoding
+    package var bodyParameterEncoding: BodyParameterEncoding
     /// Headers after the client's defaults; a header named here replaces a default of the same name.
-    public var headers: [HeaderField]
+    package var headers: [HeaderField]
     /// An explicit body (JSON, plist, bytes, a file, multipart, a sealed form); nil sends ``parameters``
     /// as the body, or none.
-    public var body: RequestBody?
+    package var body: RequestBody?
     /// Never show the body in logs, not even at trace (sealed bodies, credentials in a body).
-    public var bodyIsSecret: Bool
+    package var bodyIsSecret: Bool
     /// A deadline for each attempt, if any (the client's default otherwise).
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// The longest answer body kept in memory; nil uses the client's
     /// ``RequestClient/Configuration/maximumResponseBodySize``.
-    public var maximumResponseBodySize: Int?
+    package var maximumResponseBodySize: Int?
 
     /// Creates a request.
-    public init(
+    package init(
         method: RequestMethod = .get, url: String, query: Parameters = [:], parameters: Parameters = [:],
         bodyParameterEncoding: BodyParameterEncoding = .form, headers: [HeaderField] = [],
         body: RequestBody? = nil, bodyIsSecret: Bool = false
@@ -64,12 +64,12 @@ public struct ClientRequest: Sendable {
     }
 
     /// The value of the header `name` (last one wins), compared without regard to case.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.last { $0.name.lowercased() == name.lowercased() }?.value
     }
 
     /// Sets the header `name` to `value`, replacing every header of that name.
-    public mutating func setHeader(_ name: String, _ value: String) {
+    package mutating func setHeader(_ name: String, _ value: String) {
         headers.removeAll { $0.name.lowercased() == name.lowercased() }
         headers.append(HeaderField(name: name, value: value))
     }

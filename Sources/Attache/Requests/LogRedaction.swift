@@ -9,23 +9,23 @@ import FoundationEssentials
 /// ``RequestClient`` also masks, in every line about a request, the values it sent in secret headers and
 /// fields, so that an answer echoing them back (a debug endpoint, an error page) does not leak them;
 /// values shorter than 4 characters are not masked that way.
-public struct LogRedaction: Sendable, Hashable {
+package struct LogRedaction: Sendable, Hashable {
     /// The text that replaces a secret.
     package static let mask = "<redacted>"
 
     /// Header names whose values are never shown, lower case. Default: `authorization`,
     /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`, `x-amz-security-token`.
-    public var headerNames: Set<String>
+    package var headerNames: Set<String>
     /// Query, form and JSON field names whose values are never shown, lower case. Default: `token`,
     /// `access_token`, `refresh_token`, `id_token`, `password`, `passwd`, `pass`, `secret`,
     /// `client_secret`, `sign`, `signature`, `key`, `api_key`, `apikey`, `auth`, `session`.
-    public var fieldNames: Set<String>
+    package var fieldNames: Set<String>
     /// Literal values replaced wherever they appear in a logged line (a token read from the
     /// environment, a password); values shorter than 4 characters are ignored, they would mask too much.
-    public var secretValues: [String]
+    package var secretValues: [String]
 
     /// The defaults above, no literal values.
-    public init(
+    package init(
         headerNames: Set<String> = LogRedaction.defaultHeaderNames,
         fieldNames: Set<String> = LogRedaction.defaultFieldNames, secretValues: [String] = []
     ) {
@@ -36,9 +36,9 @@ public struct LogRedaction: Sendable, Hashable {
 
     /// The default header names: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
     /// `X-Api-Key`, `X-Auth-Token` and `X-Amz-Security-Token`, the same credential headers a redirect to another host drops.
-    public static let defaultHeaderNames: Set<String> = CredentialHeaders.names
+    package static let defaultHeaderNames: Set<String> = CredentialHeaders.names
     /// The default field names.
-    public static let defaultFieldNames: Set<String> = [
+    package static let defaultFieldNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "password", "passwd", "pass", "secret",
         "client_secret", "sign", "signature", "key", "api_key", "apikey", "auth", "session",
     ]

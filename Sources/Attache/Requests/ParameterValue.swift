@@ -2,7 +2,7 @@ public import FoundationEssentials
 
 /// A request parameter: a scalar, or a nested array, set or dictionary of parameters.
 ///
-/// This is what ``URLFormEncoder`` turns into a query or form body (`a[b]=1&a[]=2`), and what the
+/// This is what `URLFormEncoder` turns into a query or form body (`a[b]=1&a[]=2`), and what the
 /// property-list and JSON bodies can be built from. Literals work, so plain dictionaries read naturally:
 ///
 /// ```swift
@@ -24,13 +24,13 @@ public enum ParameterValue: Sendable, Hashable {
     case integer(Int64)
     /// A floating-point number; integral values up to 2⁵³ are written without a fraction (`2`, not `2.0`).
     case number(Double)
-    /// A boolean, written as `1`/`0` or `true`/`false` (``URLFormEncoder/BoolEncoding``).
+    /// A boolean, written as `1`/`0` or `true`/`false` (`URLFormEncoder/BoolEncoding`).
     case bool(Bool)
-    /// A point in time, written as ``URLFormEncoder/DateEncoding`` says.
+    /// A point in time, written as `URLFormEncoder/DateEncoding` says.
     case date(Date)
-    /// No value: dropped, empty or `null` (``URLFormEncoder/NilEncoding``).
+    /// No value: dropped, empty or `null` (`URLFormEncoder/NilEncoding`).
     case null
-    /// An ordered list: `a[]=x&a[]=y` (or another ``URLFormEncoder/ArrayEncoding``).
+    /// An ordered list: `a[]=x&a[]=y` (or another `URLFormEncoder/ArrayEncoding`).
     case array([ParameterValue])
     /// An unordered collection, written as the same key repeated (`a=1&a=2`) in sorted order, as
     /// AFNetworking writes an `NSSet`.
@@ -82,7 +82,7 @@ extension ParameterValue: ExpressibleByNilLiteral {
 extension ParameterValue {
     /// A value from a JSON value: integral numbers that fit in `Int64` (and are exact in a `Double`)
     /// become ``integer(_:)``, other numbers ``number(_:)``, objects ``dictionary(_:)``.
-    public init(_ json: JSONValue) {
+    package init(_ json: JSONValue) {
         switch json {
         case .null: self = .null
         case .bool(let value): self = .bool(value)
@@ -127,7 +127,7 @@ extension ParameterValue {
 
     /// The value as JSON, for parameters that go into a JSON body (system parameters merged into one):
     /// integers and numbers as numbers, a date as seconds since 1970, a set as an array in the order
-    /// ``URLFormEncoder`` writes it.
+    /// `URLFormEncoder` writes it.
     package var jsonValue: JSONValue {
         switch self {
         case .string(let text): .string(text)

@@ -1,4 +1,4 @@
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// A property-list value: what AFNetworking's `AFPropertyListRequestSerializer` sent as a body and
 /// what some old servers answer with.
@@ -8,7 +8,7 @@ public import FoundationEssentials
 /// let xml = value.xmlBytes()                       // <?xml ...?><!DOCTYPE plist ...><plist version="1.0">...
 /// let back = try PropertyListValue(xml: xml)       // the same value
 /// ```
-public enum PropertyListValue: Sendable, Hashable {
+package enum PropertyListValue: Sendable, Hashable {
     /// `<string>`.
     case string(String)
     /// `<integer>`.
@@ -32,7 +32,7 @@ extension PropertyListValue {
     /// array in its sorted form (see ``URLFormEncoder``), a dictionary to a `<dict>`.
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.upload`) for a ``ParameterValue/null``
     ///   anywhere: a property list has no null, and dropping it silently would change the meaning.
-    public init(_ value: ParameterValue) throws {
+    package init(_ value: ParameterValue) throws {
         switch value {
         case .string(let text): self = .string(text)
         case .integer(let number): self = .integer(number)
@@ -53,19 +53,19 @@ extension PropertyListValue {
 
     /// Converts parameters at the top level to a `<dict>`.
     /// - Throws: ``AttacheError`` `.invalidArgument` for a null anywhere.
-    public init(_ parameters: Parameters) throws {
+    package init(_ parameters: Parameters) throws {
         self = try PropertyListValue(ParameterValue.dictionary(parameters))
     }
 
     /// Converts a JSON value: integral numbers that are exact in a `Double` become `<integer>`, other
     /// numbers `<real>`.
     /// - Throws: ``AttacheError`` `.invalidArgument` for a JSON `null` anywhere.
-    public init(_ json: JSONValue) throws {
+    package init(_ json: JSONValue) throws {
         self = try PropertyListValue(ParameterValue(json))
     }
 
     /// The value as JSON: data becomes its base64 text, a date its ISO 8601 text.
-    public var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         switch self {
         case .string(let text): .string(text)
         case .integer(let number): .number(Double(number))
@@ -79,7 +79,7 @@ extension PropertyListValue {
     }
 
     /// The member named `key` of a dictionary, or nil.
-    public subscript(key: String) -> PropertyListValue? {
+    package subscript(key: String) -> PropertyListValue? {
         if case .dictionary(let members) = self { return members[key] }
         return nil
     }
@@ -111,7 +111,7 @@ extension PropertyListValue {
     /// (by UTF-8 bytes), `&`, `<` and `>` escaped, data as base64 lines of at most 76 columns (a tab
     /// counted as 8), dates as `2023-11-14T22:13:20Z`, reals in the shortest form that reads back
     /// exactly (`0.1`; Apple writes `0.10000000000000001`, which reads back as the same double).
-    public func xmlBytes() -> [UInt8] {
+    package func xmlBytes() -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)
         output.append(contentsOf: Self.prologue.utf8)
@@ -121,7 +121,7 @@ extension PropertyListValue {
     }
 
     /// ``xmlBytes()`` as a string.
-    public var xmlString: String { String(decoding: xmlBytes(), as: UTF8.self) }
+    package var xmlString: String { String(decoding: xmlBytes(), as: UTF8.self) }
 
     static let prologue = """
         <?xml version="1.0" encoding="UTF-8"?>
@@ -219,7 +219,7 @@ extension PropertyListValue {
     /// CDATA sections are understood; the five predefined entities and numeric character references are
     /// decoded; nesting deeper than 512 levels is refused. Binary property lists are not read.
     /// - Throws: ``AttacheError`` `.corruptInput` (stage `.interpret`) naming what is wrong and where.
-    public init(xml bytes: some Collection<UInt8>) throws {
+    package init(xml bytes: some Collection<UInt8>) throws {
         var reader = PropertyListXMLReader(bytes: Array(bytes))
         self = try reader.document()
     }

@@ -2,7 +2,7 @@ public import FoundationEssentials
 
 /// The body of a request: its bytes as a re-openable ``ByteSource``, its content type and length.
 ///
-/// Every attempt of a request (a retry, a replay after a token refresh) opens ``source`` again with
+/// Every attempt of a request (a retry, a replay after a token refresh) opens `source` again with
 /// `makeReader()` and gets the same bytes from the first one: in-memory bodies are kept, a file is
 /// re-read from disk (and a file that changed in between fails with `.fileChanged` rather than send
 /// a body that contradicts its `Content-Length`).
@@ -16,17 +16,17 @@ public struct RequestBody: Sendable {
     /// The `Content-Type` header value, or nil to send none.
     public var contentType: String?
     /// The exact number of bytes, known before the first is sent (every body here knows it).
-    public var length: Int64? { source.byteCount }
+    package var length: Int64? { source.byteCount }
     /// The bytes; open a reader per attempt.
-    public let source: any ByteSource
+    package let source: any ByteSource
     /// The whole body when it is held in memory (forms, JSON, property lists, raw bytes, sealed forms),
     /// nil for files and multipart bodies: for logging a bounded preview.
     package let inMemoryBytes: [UInt8]?
     /// Whether the content is secret (a sealed body): logs show its length, never its bytes.
-    public var isSensitive: Bool
+    package var isSensitive: Bool
 
     /// A body over any byte source.
-    public init(source: any ByteSource, contentType: String?, isSensitive: Bool = false) {
+    package init(source: any ByteSource, contentType: String?, isSensitive: Bool = false) {
         self.source = source
         self.contentType = contentType
         self.inMemoryBytes = (source as? DataSource)?.bytes
@@ -34,7 +34,7 @@ public struct RequestBody: Sendable {
     }
 
     /// A body of bytes held in memory.
-    public init(bytes: [UInt8], contentType: String?, isSensitive: Bool = false) {
+    package init(bytes: [UInt8], contentType: String?, isSensitive: Bool = false) {
         self.source = DataSource(bytes)
         self.contentType = contentType
         self.inMemoryBytes = bytes
@@ -42,11 +42,11 @@ public struct RequestBody: Sendable {
     }
 
     /// The content type of form bodies, with the charset the old clients sent.
-    public static let formContentType = "application/x-www-form-urlencoded; charset=utf-8"
+    package static let formContentType = "application/x-www-form-urlencoded; charset=utf-8"
     /// The content type of JSON bodies.
-    public static let jsonContentType = "application/json"
+    package static let jsonContentType = "application/json"
     /// The content type of property-list bodies, as AFNetworking's serializer set it.
-    public static let propertyListContentType = "application/x-plist"
+    package static let propertyListContentType = "application/x-plist"
 
     /// An `application/x-www-form-urlencoded; charset=utf-8` body of the encoded parameters.
     ///
@@ -54,15 +54,23 @@ public struct RequestBody: Sendable {
     /// let body = RequestBody.form(["families": ["father"], "nums": .set([1, 2])])
     /// // families[]=father&nums=1&nums=2
     /// ```
-    public static func form(_ parameters: Parameters, encoder: URLFormEncoder = URLFormEncoder()) -> RequestBody {
+    public static func form(_ parameters: Parameters) -> RequestBody {
+        form(parameters, encoder: URLFormEncoder())
+    }
+
+    /// A form body of the parameters as `encoder` writes them.
+    package static func form(_ parameters: Parameters, encoder: URLFormEncoder) -> RequestBody {
         RequestBody(bytes: encoder.encodedBytes(parameters), contentType: formContentType)
     }
 
     /// A form body of an `Encodable` (a struct or a dictionary at the top).
     /// - Throws: ``AttacheError`` `.invalidArgument` when the value does not encode as a keyed container.
-    public static func form(
-        encoding value: some Encodable, encoder: URLFormEncoder = URLFormEncoder()
-    ) throws -> RequestBody {
+    public static func form(encoding value: some Encodable) throws -> RequestBody {
+        try form(encoding: value, encoder: URLFormEncoder())
+    }
+
+    /// A form body of an `Encodable`, as `encoder` writes it.
+    package static func form(encoding value: some Encodable, encoder: URLFormEncoder) throws -> RequestBody {
         .form(try ParameterValue.parameters(encoding: value), encoder: encoder)
     }
 
@@ -92,7 +100,7 @@ public struct RequestBody: Sendable {
     }
 
     /// An `application/x-plist` body: the XML property list (``PropertyListValue/xmlBytes()``).
-    public static func propertyList(_ value: PropertyListValue) -> RequestBody {
+    package static func propertyList(_ value: PropertyListValue) -> RequestBody {
         RequestBody(bytes: value.xmlBytes(), contentType: propertyListContentType)
     }
 
@@ -114,7 +122,7 @@ public struct RequestBody: Sendable {
     }
 
     /// A `multipart/form-data` body; the content type carries its boundary.
-    public static func multipart(_ body: MultipartBody) -> RequestBody {
+    package static func multipart(_ body: MultipartBody) -> RequestBody {
         RequestBody(source: body, contentType: body.contentType)
     }
 

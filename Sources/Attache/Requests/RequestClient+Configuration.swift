@@ -23,26 +23,26 @@ extension RequestClient {
         /// decode the answer transparently, as `curl --compressed` does. Default: true.
         public var acceptsCompressedResponses: Bool
         /// Parameters added to every request: to the query of `GET`/`HEAD`/`DELETE` and of requests
-        /// with an explicit body, to the form or JSON body built from ``ClientRequest/parameters``
+        /// with an explicit body, to the form or JSON body built from `ClientRequest/parameters`
         /// otherwise. A parameter of the same name in the request wins.
         public var systemParameters: Parameters
         /// How parameters become query strings and form bodies.
-        public var formEncoder: URLFormEncoder
+        package var formEncoder: URLFormEncoder
         /// Run in order before every attempt (signing, fresh tokens).
-        public var adapters: [any RequestAdapter]
+        package var adapters: [any RequestAdapter]
         /// Asked in order after every attempt whether to retry (refresh a token on 401).
-        public var retriers: [any RequestRetrier]
+        package var retriers: [any RequestRetrier]
         /// Where requests are logged: one line per exchange at `.debug` (method, redacted URL, status,
         /// sizes, curl's timings); headers, bounded body previews and an equivalent `curl` command at
         /// `.trace`.
         public var logger: Logger
         /// What the logs never show.
-        public var redaction: LogRedaction
+        package var redaction: LogRedaction
         /// The longest answer body kept in memory; longer ones are cut there
-        /// (``ServerResponse/bodyExceededCap``). Default: 10 MiB.
+        /// (`ServerResponse/bodyExceededCap`). Default: 10 MiB.
         public var maximumResponseBodySize: Int
         /// The longest body preview logged at `.trace`, in bytes. Default: 1024.
-        public var bodyPreviewLimit: Int
+        package var bodyPreviewLimit: Int
         /// A deadline for each attempt; nil (the default) relies on the connect and stall timeouts.
         public var timeout: Duration?
 
@@ -66,16 +66,16 @@ extension RequestClient {
     }
 
     /// How far a request has come: body bytes sent and answer bytes received in the current attempt.
-    public struct Progress: Sendable, Hashable {
+    package struct Progress: Sendable, Hashable {
         /// The attempt, from 1.
-        public var attempt: Int
+        package var attempt: Int
         /// Request body bytes handed to the network.
-        public var bytesSent: Int64
+        package var bytesSent: Int64
         /// The request body's length (0 without a body).
-        public var bytesToSend: Int64
+        package var bytesToSend: Int64
         /// Answer bytes received (as they arrive, before decompression).
-        public var bytesReceived: Int64
+        package var bytesReceived: Int64
         /// The answer's announced length, when the server announced one.
-        public var bytesToReceive: Int64?
+        package var bytesToReceive: Int64?
     }
 }

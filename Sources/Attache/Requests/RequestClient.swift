@@ -5,11 +5,11 @@ import Logging
 /// A general HTTP client on Attache's transport: the request layer the old networking libraries had
 /// (AFNetworking's serializers, XZNetworking's system parameters and logs), with Swift concurrency.
 ///
-/// Every request gets the client's defaults (``Configuration``): `User-Agent`, `Accept-Language`,
+/// Every request gets the client's defaults (`Configuration`): `User-Agent`, `Accept-Language`,
 /// `Accept-Encoding` with transparent decompression, Basic or Bearer credentials, the connection's
 /// headers and the system parameters; then the adapters run; then the transport sends it, reusing
 /// connections. Idempotent methods (and requests carrying an `Idempotency-Key`) are retried on what
-/// ``RetryClassifier`` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
+/// `RetryClassifier` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
 /// can decide otherwise. An HTTP answer, whatever its status, is the
 /// returned value (check it with ``ServerResponse/validate(statusCodes:contentTypes:)``); only failures to
 /// get one throw. Cancelling the calling task stops the transfer.
@@ -25,16 +25,21 @@ public final class RequestClient: Sendable {
     /// The client whose transport, interceptors and hooks every attempt goes through.
     let client: AttacheClient
 
+    /// Creates a client over the shared libcurl transport for the configuration's connection.
+    public convenience init(configuration: Configuration = .init()) {
+        self.init(client: AttacheClient(connection: configuration.connection, transport: nil), configuration)
+    }
+
     /// Creates a client.
-    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for the
+    /// - Parameter transport: what sends the requests; the shared `CurlTransport` for the
     ///   configuration's connection when nil.
-    public convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)? = nil) {
+    package convenience init(configuration: Configuration = .init(), transport: (any HTTPTransport)?) {
         self.init(client: AttacheClient(connection: configuration.connection, transport: transport), configuration)
     }
 
     /// Creates the request layer of `client`: `configuration`'s defaults, adapters and retriers, then
     /// the client's; the client's connection settings in place of `configuration`'s.
-    public convenience init(client: AttacheClient, configuration: Configuration = .init()) {
+    package convenience init(client: AttacheClient, configuration: Configuration = .init()) {
         var configuration = configuration
         configuration.connection = client.connection
         self.init(client: client, configuration)
@@ -125,7 +130,7 @@ public final class RequestClient: Sendable {
     ///   be sent; `.connectionFailed`, `.connectionLost`, `.timedOut`, `.tlsFailure` when there was no
     ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
     ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
-    public func send(
+    package func send(
         _ request: ClientRequest, writingBodyTo destination: String? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> ServerResponse {

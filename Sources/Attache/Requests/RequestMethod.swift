@@ -1,35 +1,35 @@
 import FoundationEssentials
 
 /// An HTTP request method: the usual ones as constants, any other token by its name.
-public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+package struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     /// The method token as sent, upper case for the standard ones (`GET`, `POST`).
-    public let rawValue: String
+    package let rawValue: String
 
     /// Creates a method from its token; the standard methods are upper-cased.
-    public init(rawValue: String) {
+    package init(rawValue: String) {
         let upper = rawValue.uppercased()
         self.rawValue = Self.standard.contains(upper) ? upper : rawValue
     }
 
     /// Creates a method from a string literal (`"PROPFIND"`).
-    public init(stringLiteral value: String) { self.init(rawValue: value) }
+    package init(stringLiteral value: String) { self.init(rawValue: value) }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// `GET`.
-    public static let get = RequestMethod(rawValue: "GET")
+    package static let get = RequestMethod(rawValue: "GET")
     /// `HEAD`.
-    public static let head = RequestMethod(rawValue: "HEAD")
+    package static let head = RequestMethod(rawValue: "HEAD")
     /// `POST`.
-    public static let post = RequestMethod(rawValue: "POST")
+    package static let post = RequestMethod(rawValue: "POST")
     /// `PUT`.
-    public static let put = RequestMethod(rawValue: "PUT")
+    package static let put = RequestMethod(rawValue: "PUT")
     /// `PATCH`.
-    public static let patch = RequestMethod(rawValue: "PATCH")
+    package static let patch = RequestMethod(rawValue: "PATCH")
     /// `DELETE`.
-    public static let delete = RequestMethod(rawValue: "DELETE")
+    package static let delete = RequestMethod(rawValue: "DELETE")
     /// `OPTIONS`.
-    public static let options = RequestMethod(rawValue: "OPTIONS")
+    package static let options = RequestMethod(rawValue: "OPTIONS")
 
     private static let standard: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 

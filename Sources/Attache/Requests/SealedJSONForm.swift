@@ -1,4 +1,4 @@
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// The old client's encrypted JSON form POST: JSON → seal → base64 → an
 /// `application/x-www-form-urlencoded; charset=utf-8` body, and the same way back for the answer.
@@ -17,26 +17,26 @@ public import FoundationEssentials
 /// let response = try await transport.send(TransportRequest(method: "POST", url: url, body: body.source).prepared())
 /// let answer = try form.openJSON(response.body)
 /// ```
-public struct SealedJSONForm: Sendable {
+package struct SealedJSONForm: Sendable {
     /// The encryption scheme: `legacy-cbc`, `legacy-ecb` or `stream-gcm`.
-    public var scheme: SealScheme
+    package var scheme: SealScheme
     /// The key: a passphrase for the legacy schemes, 32 bytes for `stream-gcm`.
-    public var key: AttachmentKey
+    package var key: AttachmentKey
     /// The form field that carries the base64 text, or nil for a bare body.
-    public var field: String?
+    package var field: String?
     /// For `stream-gcm`: where the salt and nonce prefix come from. Nil draws fresh ones for every
     /// body (the normal case); set it to make one message's body reproducible (the same request sent
     /// again under an idempotency key, test vectors). **One material per message**: two different
     /// messages sealed with the same material and key reuse AES-GCM nonces, which gives away both
     /// plaintexts' XOR and lets anyone forge tags. The legacy schemes have no random values: the key
     /// alone fixes their bytes (which is one reason they are insecure).
-    public var material: SealMaterial?
+    package var material: SealMaterial?
 
     /// The `Content-Type` the old client sent with the body.
-    public static let contentType = RequestBody.formContentType
+    package static let contentType = RequestBody.formContentType
 
     /// Creates the form; nothing is checked until a body is made or opened.
-    public init(scheme: SealScheme, key: AttachmentKey, field: String? = nil, material: SealMaterial? = nil) {
+    package init(scheme: SealScheme, key: AttachmentKey, field: String? = nil, material: SealMaterial? = nil) {
         self.scheme = scheme
         self.key = key
         self.field = field
@@ -47,20 +47,20 @@ public struct SealedJSONForm: Sendable {
     /// - Throws: ``AttacheError`` (stage `.seal`) `.invalidArgument` for a scheme this form does not
     ///   use, `.invalidKey` for a key that does not suit the scheme; `.invalidArgument` (stage
     ///   `.upload`) for a number JSON cannot express.
-    public func body(json: JSONValue) throws -> RequestBody {
+    package func body(json: JSONValue) throws -> RequestBody {
         try body(jsonBytes: try json.jsonBytes())
     }
 
     /// The body for an `Encodable`, written by `encoder` (by default with sorted keys).
     /// - Throws: as ``body(json:)``.
-    public func body(encoding value: some Encodable, encoder: JSONEncoder? = nil) throws -> RequestBody {
+    package func body(encoding value: some Encodable, encoder: JSONEncoder? = nil) throws -> RequestBody {
         let encoded = try RequestBody.json(encoding: value, encoder: encoder)
         return try body(jsonBytes: encoded.inMemoryBytes ?? [])
     }
 
     /// The body for JSON text the caller already has (sealed as it is, not re-encoded).
     /// - Throws: as ``body(json:)``.
-    public func body(jsonBytes: [UInt8]) throws -> RequestBody {
+    package func body(jsonBytes: [UInt8]) throws -> RequestBody {
         let text = try sealedText(jsonBytes)
         var bytes: [UInt8]
         if let field {
@@ -82,7 +82,7 @@ public struct SealedJSONForm: Sendable {
 
     /// The base64 text (RFC 4648 §4, padded, no line breaks) of the sealed `plaintext`.
     /// - Throws: as ``body(json:)``.
-    public func sealedText(_ plaintext: [UInt8]) throws -> [UInt8] {
+    package func sealedText(_ plaintext: [UInt8]) throws -> [UInt8] {
         try checkScheme()
         let sealer = Sealer(scheme: scheme, key: key, transferEncoding: .base64)
         let payload: SealedPayload
@@ -104,7 +104,7 @@ public struct SealedJSONForm: Sendable {
     /// - Throws: ``AttacheError`` (stage `.seal`): `.corruptInput` when the form has no such field,
     ///   `.base64Invalid`, then the unsealer's codes (`.sealedPaddingInvalid` for a wrong legacy key,
     ///   `.authenticationFailed`, `.sealedDataTruncated`, ...).
-    public func open(_ body: some Collection<UInt8>) throws -> [UInt8] {
+    package func open(_ body: some Collection<UInt8>) throws -> [UInt8] {
         try checkScheme()
         let text = try Self.base64Text(of: Array(body), field: field)
         let sealed: [UInt8]
@@ -120,7 +120,7 @@ public struct SealedJSONForm: Sendable {
 
     /// Decrypts a body made this way and parses the JSON in it.
     /// - Throws: as ``open(_:)``, and `.badResponse` (stage `.interpret`) when the plaintext is not JSON.
-    public func openJSON(_ body: some Collection<UInt8>) throws -> JSONValue {
+    package func openJSON(_ body: some Collection<UInt8>) throws -> JSONValue {
         let plaintext = try open(body)
         do {
             return try JSONValue.parse(plaintext)
@@ -133,7 +133,7 @@ public struct SealedJSONForm: Sendable {
     /// The name of the field ``open(_:)`` reads when ``field`` is nil: the first field's name when
     /// `body` is a form (see ``open(_:)`` for how that is told), nil for a bare body. A receiver uses it
     /// to answer in the layout it was sent.
-    public static func formFieldName(in body: some Collection<UInt8>) -> String? {
+    package static func formFieldName(in body: some Collection<UInt8>) -> String? {
         let bytes = Array(body)
         guard isForm(bytes),
             let pair = bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).first

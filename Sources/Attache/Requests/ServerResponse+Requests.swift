@@ -51,7 +51,7 @@ extension ServerResponse {
     ///   - contentTypes: acceptable media types (`application/json`, `text/*`, `*/*`), compared without
     ///     parameters and case; nil accepts any. An empty body (204, HEAD) passes without a type.
     /// - Throws: ``AttacheError`` (stage `request`): `.rejected` for an unacceptable 4xx status (not
-    ///   retryable), `.retriesExhausted` for an unacceptable status that ``RetryClassifier`` retries
+    ///   retryable), `.retriesExhausted` for an unacceptable status that `RetryClassifier` retries
     ///   (retryable), `.badResponse` for any
     ///   other unacceptable status or content type; the message names the status and the type.
     @discardableResult

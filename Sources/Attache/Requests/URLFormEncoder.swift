@@ -1,4 +1,4 @@
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// Turns nested ``Parameters`` into a URL query or an `application/x-www-form-urlencoded` body:
 /// `a=b&c[d]=e&f[]=g`.
@@ -29,9 +29,9 @@ public import FoundationEssentials
 ///   ``afNetworking3`` sets both.
 ///
 /// The encoder works on UTF-8 bytes with a lookup table: no Foundation string API is involved.
-public struct URLFormEncoder: Sendable {
+package struct URLFormEncoder: Sendable {
     /// How array elements are named.
-    public enum ArrayEncoding: Sendable, Hashable {
+    package enum ArrayEncoding: Sendable, Hashable {
         /// `a[]=x&a[]=y`: AFNetworking's and Alamofire's default; PHP and Rack read a list.
         case brackets
         /// `a=x&a=y`: the name repeated; what servlet, Go and Python `parse_qs` readers expect.
@@ -41,7 +41,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// How booleans are written.
-    public enum BoolEncoding: Sendable, Hashable {
+    package enum BoolEncoding: Sendable, Hashable {
         /// `1` and `0`, as an `NSNumber` describes itself (AFNetworking).
         case numeric
         /// `true` and `false`.
@@ -49,7 +49,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// How dates are written.
-    public enum DateEncoding: Sendable {
+    package enum DateEncoding: Sendable {
         /// Seconds since 1970-01-01T00:00:00Z, without a fraction when whole (`1700000000`, `1700000000.5`).
         case secondsSince1970
         /// Milliseconds since 1970, rounded to the nearest whole one (`1700000000500`).
@@ -60,11 +60,11 @@ public struct URLFormEncoder: Sendable {
         case custom(@Sendable (Date) -> String)
 
         /// Shorthand for ``millisecondsSince1970``.
-        public static let millis = DateEncoding.millisecondsSince1970
+        package static let millis = DateEncoding.millisecondsSince1970
     }
 
     /// What a ``ParameterValue/null`` becomes.
-    public enum NilEncoding: Sendable, Hashable {
+    package enum NilEncoding: Sendable, Hashable {
         /// Nothing: the pair is left out (Alamofire's default).
         case dropKey
         /// `name=` with an empty value.
@@ -76,7 +76,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// How a space is written.
-    public enum SpaceEncoding: Sendable, Hashable {
+    package enum SpaceEncoding: Sendable, Hashable {
         /// `%20`, which every reader decodes (RFC 3986).
         case percentEscaped
         /// `+`, the HTML form convention (`+` itself is then always `%2B`).
@@ -84,7 +84,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// How `[` and `]` in names are written.
-    public enum BracketEncoding: Sendable, Hashable {
+    package enum BracketEncoding: Sendable, Hashable {
         /// As they are: `phone[mobile]=xx` (AFNetworking 2, the old clients).
         case literal
         /// `phone%5Bmobile%5D=xx` (AFNetworking 3 and 4, Alamofire).
@@ -92,7 +92,7 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// Which characters besides RFC 3986's unreserved ones stay unescaped.
-    public enum ReservedCharacters: Sendable, Hashable {
+    package enum ReservedCharacters: Sendable, Hashable {
         /// None: every other byte is percent-encoded.
         case escapeAll
         /// `/` and `?` stay, as in AFNetworking 3+ and Alamofire (`key=a/b?c`).
@@ -100,25 +100,25 @@ public struct URLFormEncoder: Sendable {
     }
 
     /// How array elements are named; ``ArrayEncoding/brackets`` by default.
-    public var arrayEncoding: ArrayEncoding
+    package var arrayEncoding: ArrayEncoding
     /// How booleans are written; ``BoolEncoding/numeric`` by default.
-    public var boolEncoding: BoolEncoding
+    package var boolEncoding: BoolEncoding
     /// How dates are written; ``DateEncoding/secondsSince1970`` by default.
-    public var dateEncoding: DateEncoding
+    package var dateEncoding: DateEncoding
     /// What a null becomes; ``NilEncoding/dropKey`` by default.
-    public var nilEncoding: NilEncoding
+    package var nilEncoding: NilEncoding
     /// How spaces are written; ``SpaceEncoding/percentEscaped`` by default.
-    public var spaceEncoding: SpaceEncoding
+    package var spaceEncoding: SpaceEncoding
     /// How brackets in names are written; ``BracketEncoding/literal`` by default.
-    public var bracketEncoding: BracketEncoding
+    package var bracketEncoding: BracketEncoding
     /// Which reserved characters stay unescaped; ``ReservedCharacters/escapeAll`` by default.
-    public var reservedCharacters: ReservedCharacters
+    package var reservedCharacters: ReservedCharacters
     /// Whether dictionary keys are sorted at every level (by UTF-8 bytes); true by default. When false
     /// they come in the dictionary's own order, which Swift does not fix between runs.
-    public var sortsKeys: Bool
+    package var sortsKeys: Bool
 
     /// Creates an encoder; the defaults reproduce AFNetworking 2's query strings and form bodies.
-    public init(
+    package init(
         arrayEncoding: ArrayEncoding = .brackets,
         boolEncoding: BoolEncoding = .numeric,
         dateEncoding: DateEncoding = .secondsSince1970,
@@ -140,11 +140,11 @@ public struct URLFormEncoder: Sendable {
 
     /// AFNetworking 3 and 4's `AFQueryStringFromParameters`: brackets in names escaped, `/` and `?`
     /// kept, `NSNull` written as the name alone.
-    public static let afNetworking3 = URLFormEncoder(
+    package static let afNetworking3 = URLFormEncoder(
         nilEncoding: .keyOnly, bracketEncoding: .percentEscaped, reservedCharacters: .keepSlashAndQuestionMark)
 
     /// Encodes `parameters` as `name=value` pairs joined by `&` (no leading `?`).
-    public func encode(_ parameters: Parameters) -> String {
+    package func encode(_ parameters: Parameters) -> String {
         String(decoding: encodedBytes(parameters), as: UTF8.self)
     }
 
@@ -168,7 +168,7 @@ public struct URLFormEncoder: Sendable {
     /// A dictionary literal passed to `encode` is read as ``Parameters`` (this overload is disfavoured),
     /// so `encode(["a": 1])` never goes through `Encodable`.
     @_disfavoredOverload
-    public func encode<T: Encodable>(_ value: T) throws -> String {
+    package func encode<T: Encodable>(_ value: T) throws -> String {
         encode(try ParameterValue.parameters(encoding: value))
     }
 

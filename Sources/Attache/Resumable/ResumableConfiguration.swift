@@ -41,19 +41,19 @@ public struct ResumableConfiguration: Sendable, Hashable {
     /// Sealed bodies of at least this many bytes go resumable; smaller ones as one multipart POST.
     public var threshold: Int64
     /// The first append's size; later ones adapt to the link (see ``targetAppendDuration``).
-    public var initialAppendSize: Int64
+    package var initialAppendSize: Int64
     /// The largest append, before the server's own limits (`Tus-Max-Size`, `Upload-Limit`).
-    public var maximumAppendSize: Int64
+    package var maximumAppendSize: Int64
     /// The smallest append the size adapts down to (also after a `413`).
-    public var minimumAppendSize: Int64
+    package var minimumAppendSize: Int64
     /// Appends are sized to take about this long at the rate the previous one reached: long enough
     /// that per-request costs vanish, short enough that a cut loses little and progress is confirmed
     /// often.
-    public var targetAppendDuration: Duration
+    package var targetAppendDuration: Duration
     /// tus: send `Upload-Checksum` with each `PATCH` when the server lists the `checksum` extension
     /// (`sha256` when it lists it, else `sha1`). It costs one hashing pass over each chunk before it is
     /// sent.
-    public var checksums: Bool
+    package var checksums: Bool
 
     /// Creates a configuration.
     public init(

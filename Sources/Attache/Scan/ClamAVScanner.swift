@@ -2,9 +2,9 @@
 ///
 /// Each connection is a session (`zIDSESSION`) that reads the engine and signature versions once
 /// (`zVERSION`) and then serves many scans; idle sessions are kept for the next scan (see
-/// ``Configuration/idleSessions``). A file goes as an open descriptor (`zFILDES`, over a UNIX socket,
+/// `Configuration/idleSessions`). A file goes as an open descriptor (`zFILDES`, over a UNIX socket,
 /// when the bytes are a file: clamd reads it itself, nothing is copied) or as a stream (`zINSTREAM`:
-/// chunks of ``Configuration/chunkSize`` bytes, each after its length), so memory never depends on the
+/// chunks of `Configuration/chunkSize` bytes, each after its length), so memory never depends on the
 /// file's size.
 ///
 /// ```swift
@@ -14,7 +14,7 @@
 /// ```
 public struct ClamAVScanner: MalwareScanner {
     /// How bytes reach clamd.
-    public enum Transfer: String, Sendable, Hashable, CaseIterable {
+    package enum Transfer: String, Sendable, Hashable, CaseIterable {
         /// Pass files as open descriptors over a UNIX socket, stream everything else (the default).
         case automatic
         /// Always stream (`zINSTREAM`), also files over a UNIX socket.
@@ -24,31 +24,31 @@ public struct ClamAVScanner: MalwareScanner {
     }
 
     /// The client's settings.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Where clamd listens.
-        public var address: ClamdAddress
+        package var address: ClamdAddress
         /// How bytes reach clamd.
-        public var transfer = Transfer.automatic
+        package var transfer = Transfer.automatic
         /// The size of a stream's chunks (and of the one buffer a stream uses).
-        public var chunkSize = 256 * 1024
+        package var chunkSize = 256 * 1024
         /// How long to wait for clamd to accept a connection.
-        public var connectTimeout = Duration.seconds(10)
+        package var connectTimeout = Duration.seconds(10)
         /// How long clamd may take to read the next chunk or the version: past it a clamd that stopped
         /// answering fails the scan (`.timedOut`).
-        public var stallTimeout = Duration.seconds(30)
+        package var stallTimeout = Duration.seconds(30)
         /// How long clamd may take to scan once it has everything.
-        public var replyTimeout = Duration.seconds(300)
+        package var replyTimeout = Duration.seconds(300)
         /// Idle sessions kept for the next scans.
-        public var idleSessions = 16
+        package var idleSessions = 16
 
         /// The defaults for clamd at `address`.
-        public init(address: ClamdAddress) {
+        package init(address: ClamdAddress) {
             self.address = address
         }
     }
 
     /// The settings.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let sessions: ClamdSessionPool
     /// clamd's answers by content digest and versions (``scanBlocking(_:file:contentDigest:)``).
     private let remembered = LockedValue<[String: ClamdReply]>([:])
@@ -56,7 +56,7 @@ public struct ClamAVScanner: MalwareScanner {
     private static let rememberedLimit = 65_536
 
     /// Creates a scanner for clamd as `configuration` says.
-    public init(configuration: Configuration) {
+    package init(configuration: Configuration) {
         self.configuration = configuration
         self.sessions = ClamdSessionPool(capacity: max(0, configuration.idleSessions))
     }
@@ -159,7 +159,7 @@ public struct ClamAVScanner: MalwareScanner {
     package var sessionsOpened: Int { sessions.opened }
 
     /// Ends the idle sessions now (they end by themselves when the process does).
-    public func closeIdleSessions() {
+    package func closeIdleSessions() {
         sessions.closeAll()
     }
 

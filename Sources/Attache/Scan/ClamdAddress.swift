@@ -8,7 +8,7 @@ public enum ClamdAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads `unix:PATH` or `tcp:HOST:PORT` (`tcp:[::1]:3310` for an IPv6 literal).
     /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`).
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         func bad(_ why: String) -> AttacheError {
             AttacheError(
                 .invalidArgument, stage: .configuration,

@@ -16,7 +16,7 @@ public final class ScanCache: Sendable {
     }
 
     /// The file the entries are appended to, when there is one.
-    public let path: String?
+    package let path: String?
     private let entries = LockedValue<[Key: ScanVerdict]>([:])
     private let descriptor: Int32
 
@@ -61,12 +61,12 @@ public final class ScanCache: Sendable {
     deinit { if descriptor >= 0 { close(descriptor) } }
 
     /// The verdict for content with SHA-256 `digest` under `version`, when one is known.
-    public func verdict(digest: String, version: ScanEngineVersion) -> ScanVerdict? {
+    package func verdict(digest: String, version: ScanEngineVersion) -> ScanVerdict? {
         entries.withLock { $0[Key(digest: digest, version: version)] }
     }
 
     /// Keeps `verdict` for content with SHA-256 `digest` (and appends it to the file, if any).
-    public func store(_ verdict: ScanVerdict, digest: String) {
+    package func store(_ verdict: ScanVerdict, digest: String) {
         let key = Key(digest: digest, version: verdict.version)
         let isNew = entries.withLock { entries -> Bool in
             defer { entries[key] = verdict }
@@ -83,5 +83,5 @@ public final class ScanCache: Sendable {
     }
 
     /// How many verdicts are known.
-    public var count: Int { entries.withLock { $0.count } }
+    package var count: Int { entries.withLock { $0.count } }
 }

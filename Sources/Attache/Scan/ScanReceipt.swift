@@ -25,13 +25,13 @@ public struct ScanReceipt: Sendable, Hashable, Codable {
     /// Why it went unscanned.
     public var reason: String?
     /// True when the verdict came from the ``ScanCache``, not from a scan now.
-    public var cached: Bool?
+    package var cached: Bool?
     /// True when the original was scanned too (``ScanConfiguration/scansOriginal`` and Transform changed
     /// the file).
-    public var original: Bool?
+    package var original: Bool?
 
     /// Creates a scan receipt.
-    public init(
+    package init(
         engine: String?, signatures: String?, verdict: Verdict, signature: String? = nil, seconds: Double,
         reason: String? = nil, cached: Bool? = nil, original: Bool? = nil
     ) {

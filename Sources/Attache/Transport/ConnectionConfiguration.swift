@@ -42,7 +42,7 @@ public struct ConnectionConfiguration: Sendable {
     /// one host share a single connection either way).
     public var maximumConnectionsPerHost: Int?
     /// Which redirects are followed.
-    public var redirects: RedirectPolicy = .safe
+    package var redirects: RedirectPolicy = .safe
     /// The size of curl's upload buffer, which is the size of the chunks a body is read in.
     package var uploadBufferSize = 512 * 1024
 
@@ -80,22 +80,22 @@ public enum HTTPAuthorization: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Which redirects the transport follows.
-public struct RedirectPolicy: Sendable, Hashable {
+package struct RedirectPolicy: Sendable, Hashable {
     /// Hops followed at most; 0 follows none.
-    public var maximumHops: Int
+    package var maximumHops: Int
     /// Follow redirects of requests that carry a body only where the status keeps the method and body
     /// (307, 308); 301/302/303 after a POST are not followed (the answer is returned as it is).
-    public var followsBodyRedirects: Bool
+    package var followsBodyRedirects: Bool
 
     /// Creates a policy.
-    public init(maximumHops: Int, followsBodyRedirects: Bool) {
+    package init(maximumHops: Int, followsBodyRedirects: Bool) {
         self.maximumHops = max(0, maximumHops)
         self.followsBodyRedirects = followsBodyRedirects
     }
 
     /// Up to 5 hops; a body only on 307/308; never from `https` to `http`; credentials and cookies
     /// never sent to another host.
-    public static let safe = RedirectPolicy(maximumHops: 5, followsBodyRedirects: true)
+    package static let safe = RedirectPolicy(maximumHops: 5, followsBodyRedirects: true)
     /// No redirect followed: a 3xx is the answer.
-    public static let none = RedirectPolicy(maximumHops: 0, followsBodyRedirects: false)
+    package static let none = RedirectPolicy(maximumHops: 0, followsBodyRedirects: false)
 }

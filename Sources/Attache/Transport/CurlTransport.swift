@@ -18,9 +18,9 @@ import Synchronization
 /// The parts: this façade runs an exchange's hops; ``CurlMultiLoop`` is the event loop;
 /// ``CurlExchange`` is one transfer on it, its decisions made by ``CurlExchange/StateMachine``;
 /// ``TransportError`` says what failed.
-public final class CurlTransport: HTTPTransport {
+package final class CurlTransport: HTTPTransport {
     /// The transport used unless one is given: one loop thread per process.
-    public static let shared = CurlTransport()
+    package static let shared = CurlTransport()
 
     private static let registry = LockedValue<[Int: CurlTransport]>([:])
 
@@ -55,7 +55,7 @@ public final class CurlTransport: HTTPTransport {
     /// Transfers on this transport's loop right now (started and not yet finished).
     package var activeTransfers: Int { loop.activeCount }
 
-    public func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
+    package func send(_ request: PreparedRequest, sink: (any ResponseSink)?) async throws -> ServerResponse {
         try CurlGlobal.ensureInitialized()
         var redirects = RedirectState(origin: request)
         var hop = request

@@ -7,27 +7,27 @@ import Glibc
 /// The transport adds what every request carries from ``connection``: `User-Agent`, the
 /// `Authorization` of ``ConnectionConfiguration/authorization`` and the connection's headers, then
 /// ``headers``.
-public struct TransportRequest: Sendable {
+package struct TransportRequest: Sendable {
     /// `GET`, `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE` or another token.
-    public var method: String
+    package var method: String
     /// The `http://` or `https://` URL.
-    public var url: String
+    package var url: String
     /// This request's own headers, after the connection's.
-    public var headers: [HeaderField]
+    package var headers: [HeaderField]
     /// The body, streamed from its source; nil for none.
-    public var body: (any ByteSource)?
+    package var body: (any ByteSource)?
     /// Timeouts, TLS, proxy, credentials, redirects.
-    public var connection: ConnectionConfiguration
+    package var connection: ConnectionConfiguration
     /// The longest body kept by the default collecting sink; longer answers are cut there and
     /// marked ``ServerResponse/bodyExceededCap``.
-    public var maximumResponseBodySize: Int
+    package var maximumResponseBodySize: Int
     /// A deadline for the whole exchange, if any.
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// The `Accept-Encoding` to offer, with the answer decoded transparently before it reaches the sink:
     /// `""` offers every encoding this libcurl decodes (gzip, deflate, and br/zstd when built with
     /// them), as curl's `--compressed` does. nil (the default) offers none and passes the body as the
     /// server sent it: uploads and resumable downloads need the bytes on the wire.
-    public var acceptEncoding: String?
+    package var acceptEncoding: String?
     /// The size of curl's receive buffer (`CURLOPT_BUFFERSIZE`) for a large answer streamed to a sink: fewer,
     /// larger writes to it. nil (the default) keeps curl's 16 KiB, right for answers of a few kilobytes,
     /// and lets the transport reuse a curl handle from an earlier request instead of making one.
@@ -37,7 +37,7 @@ public struct TransportRequest: Sendable {
     static let streamingReceiveBufferSize = 256 * 1024
 
     /// Creates a request.
-    public init(
+    package init(
         method: String, url: String, headers: [HeaderField] = [], body: (any ByteSource)? = nil,
         connection: ConnectionConfiguration = .init(), maximumResponseBodySize: Int = 1 << 20, timeout: Duration? = nil,
         acceptEncoding: String? = nil, receiveBufferSize: Int? = nil
@@ -62,7 +62,7 @@ public struct TransportRequest: Sendable {
 ///
 /// Sinks are called on the transport's own thread: they must not block for long (a disk write is
 /// fine, waiting on another request is not).
-public protocol ResponseSink: AnyObject, Sendable {
+package protocol ResponseSink: AnyObject, Sendable {
     /// A 1xx interim answer (`103 Early Hints`, `104 Upload Resumption Supported`).
     func informational(status: Int, headers: [HeaderField])
     /// The final answer's head. Returning false stops the exchange; ``failure`` says why.
@@ -85,10 +85,10 @@ public protocol ResponseSink: AnyObject, Sendable {
 }
 
 extension ResponseSink {
-    public func informational(status: Int, headers: [HeaderField]) {}
-    public func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {}
-    public var wantsProgress: Bool { true }
-    public var failure: AttacheError? { nil }
+    package func informational(status: Int, headers: [HeaderField]) {}
+    package func progress(sent: Int64, received: Int64, expectedReceive: Int64?) {}
+    package var wantsProgress: Bool { true }
+    package var failure: AttacheError? { nil }
 }
 
 /// The sink used when a caller gives none: keeps the body in memory up to a limit.
@@ -132,7 +132,7 @@ package final class CollectingSink: ResponseSink, @unchecked Sendable {
 /// Sends one exchange and returns the final answer: the seam between the request logic (retries,
 /// interpretation, downloads) and the network. ``CurlTransport`` is the real one; tests drive the
 /// same logic through one that answers from memory.
-public protocol HTTPTransport: Sendable {
+package protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the final answer (after any redirects the request's policy
     /// follows), whatever its status.
     ///

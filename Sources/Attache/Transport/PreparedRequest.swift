@@ -11,9 +11,9 @@ internal import AttacheCore
 /// let response = try await CurlTransport.shared.send(prepared, sink: nil)
 /// ```
 @dynamicMemberLookup
-public struct PreparedRequest: Sendable {
+package struct PreparedRequest: Sendable {
     /// The request as it was given.
-    public let request: TransportRequest
+    package let request: TransportRequest
     /// Its URL, parsed.
     let target: HTTPURL
 
@@ -22,7 +22,7 @@ public struct PreparedRequest: Sendable {
     /// - Throws: ``TransportError`` `.invalidArgument` when the URL is not `http://` or `https://` with
     ///   a host, or a header's name or value cannot be sent (the message names the header, never its
     ///   value: it may be a secret).
-    public init(_ request: TransportRequest) throws {
+    package init(_ request: TransportRequest) throws {
         guard let target = HTTPURL(request.url) else {
             throw TransportError(
                 .invalidArgument,
@@ -59,7 +59,7 @@ public struct PreparedRequest: Sendable {
     }
 
     /// A member of the request.
-    public subscript<Value>(dynamicMember keyPath: KeyPath<TransportRequest, Value>) -> Value {
+    package subscript<Value>(dynamicMember keyPath: KeyPath<TransportRequest, Value>) -> Value {
         request[keyPath: keyPath]
     }
 }
@@ -68,7 +68,7 @@ extension TransportRequest {
     /// The request checked and parsed for sending.
     ///
     /// - Throws: ``TransportError`` `.invalidArgument` (see ``PreparedRequest/init(_:)``).
-    public func prepared() throws -> PreparedRequest {
+    package func prepared() throws -> PreparedRequest {
         try PreparedRequest(self)
     }
 }

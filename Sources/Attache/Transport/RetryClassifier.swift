@@ -25,20 +25,20 @@ package import FoundationEssentials
 /// rule.isRetryable(status: 503)   // true
 /// rule.retryAfter("120")          // .seconds(120)
 /// ```
-public struct RetryClassifier: Sendable, Hashable {
+package struct RetryClassifier: Sendable, Hashable {
     /// The statuses retried by default (listed above).
-    public static let retryableStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
+    package static let retryableStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
 
     /// The rule as described above.
-    public static let standard = RetryClassifier()
+    package static let standard = RetryClassifier()
 
     /// The statuses that are retried.
-    public var statuses: Set<Int>
+    package var statuses: Set<Int>
     /// The longest `Retry-After` honoured; longer ones are cut to this.
-    public var maximumRetryAfter: Duration
+    package var maximumRetryAfter: Duration
 
     /// Creates a rule; the defaults are ``standard``.
-    public init(statuses: Set<Int> = RetryClassifier.retryableStatuses, maximumRetryAfter: Duration = .seconds(300)) {
+    package init(statuses: Set<Int> = RetryClassifier.retryableStatuses, maximumRetryAfter: Duration = .seconds(300)) {
         self.statuses = statuses
         self.maximumRetryAfter = maximumRetryAfter
     }

@@ -12,13 +12,13 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Attempts in all, the first one included.
     public var maximumAttempts: Int
     /// The delay before the second attempt.
-    public var initialDelay: Duration
+    package var initialDelay: Duration
     /// The factor between consecutive delays.
-    public var multiplier: Double
+    package var multiplier: Double
     /// The longest delay between attempts.
-    public var maximumDelay: Duration
+    package var maximumDelay: Duration
     /// The share (0...1) of each delay that is random.
-    public var jitter: Double
+    package var jitter: Double
     /// The longest time from the first attempt's start to the last attempt's start.
     public var budget: Duration
 
@@ -41,7 +41,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// doubling to 10 s, half jitter, for three minutes. A server that is down for a minute (a restart,
     /// a deploy) costs a batch time, not files: every file in flight keeps trying about every 5–10 s
     /// until it is back. `attache batch` uses it unless `--attempts` or `--retry-budget` say otherwise.
-    public static let batch = RetryPolicy(
+    package static let batch = RetryPolicy(
         maximumAttempts: Int.max, maximumDelay: .seconds(10), budget: .seconds(180))
     /// One attempt only.
     public static let never = RetryPolicy(maximumAttempts: 1)

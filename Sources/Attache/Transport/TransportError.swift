@@ -8,20 +8,20 @@ internal import CCurl
 /// or requesting, and it turns the failure into an ``AttacheError`` with `attributed(to:file:)`.
 /// Errors of a request body's source or of a sink are already ``AttacheError``s and pass through a
 /// transport as they are.
-public struct TransportError: Error, Sendable, CustomStringConvertible {
+package struct TransportError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, in ``AttacheError``'s terms: `.connectionFailed`, `.timedOut`, `.connectionLost`,
     /// `.tlsFailure`, `.invalidArgument`, `.rejected` (a redirect that may not be followed), `.cancelled`,
     /// `.nativeLibrary`.
-    public var code: AttacheError.Code
+    package var code: AttacheError.Code
     /// A human description, without secrets.
-    public var message: String
+    package var message: String
     /// Whether another attempt may succeed.
-    public var isRetryable: Bool
+    package var isRetryable: Bool
     /// curl's own code and text, when curl reported the failure.
-    public var cause: NativeError?
+    package var cause: NativeError?
 
     /// Creates a transport failure.
-    public init(_ code: AttacheError.Code, _ message: String, isRetryable: Bool = false, cause: NativeError? = nil) {
+    package init(_ code: AttacheError.Code, _ message: String, isRetryable: Bool = false, cause: NativeError? = nil) {
         self.code = code
         self.message = message
         self.isRetryable = isRetryable
@@ -34,7 +34,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 
     static let cancelled = TransportError(.cancelled, "the transfer was cancelled")
 

@@ -18,21 +18,21 @@ import Glibc
 /// ```
 public struct MultipartBody: ByteSource {
     /// One part of the body.
-    public struct Part: Sendable {
+    package struct Part: Sendable {
         /// The part's header block, ending with the blank line.
         let head: [UInt8]
         /// The part's content.
         let content: any ByteSource
         /// The form name.
-        public let name: String
+        package let name: String
         /// The filename, for file parts.
-        public let filename: String?
+        package let filename: String?
     }
 
     /// The boundary between parts, without the leading dashes.
-    public let boundary: String
+    package let boundary: String
     /// The parts in order.
-    public private(set) var parts: [Part] = []
+    package private(set) var parts: [Part] = []
 
     /// The value for the `Content-Type` header.
     public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
@@ -45,7 +45,7 @@ public struct MultipartBody: ByteSource {
     /// Creates an empty body with the given boundary.
     /// - Throws: ``AttacheError/Code/invalidArgument`` when the boundary is empty, longer than 70
     ///   characters or contains characters RFC 2046 does not allow.
-    public init(boundary: String) throws {
+    package init(boundary: String) throws {
         let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=?")
         guard (1...70).contains(boundary.count), boundary.allSatisfy(allowed.contains),
             boundary.last != " "

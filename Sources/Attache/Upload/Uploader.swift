@@ -5,13 +5,13 @@ public import Logging
 /// One multipart POST, ready to send.
 public struct UploadRequest: Sendable {
     /// The endpoint, `http://` or `https://`.
-    public var url: String
+    package var url: String
     /// The body.
-    public var body: MultipartBody
+    package var body: MultipartBody
     /// Extra headers for this request only.
-    public var headers: [HeaderField]
+    package var headers: [HeaderField]
     /// Sent as `Idempotency-Key` on every attempt, so that the server can tell a retry from a new upload.
-    public var idempotencyKey: String
+    package var idempotencyKey: String
 
     /// Creates a request; a random idempotency key is made when none is given.
     public init(
@@ -38,7 +38,7 @@ public struct UploadProgress: Sendable, Hashable, Codable {
     public var fractionCompleted: Double
     /// Bytes a resumable upload found already on the server (sent by an earlier process) and did not
     /// send again; included in ``bytesSent``. 0 for other uploads.
-    public var resumedBytes: Int64 = 0
+    package var resumedBytes: Int64 = 0
 }
 
 /// The end of an upload that reached the server.
@@ -58,17 +58,17 @@ public struct UploadResult: Sendable {
     /// Attempts made, the successful one included.
     public var attempts: Int
     /// The body length in bytes (what one attempt sends).
-    public var bodyByteCount: Int64
+    package var bodyByteCount: Int64
     /// From the first attempt's start to the final answer.
-    public var duration: Duration
+    package var duration: Duration
     /// Why each earlier attempt failed, in order.
-    public var retryReasons: [String]
+    package var retryReasons: [String]
 }
 
 /// Sends multipart bodies through the transport, streaming them from their sources, retrying what
-/// can be retried: the multipart upload operation of an ``AttacheClient``.
+/// can be retried: the multipart upload operation of an `AttacheClient`.
 ///
-/// Attempts go through the client's ``HTTPTransport`` (``CurlTransport`` unless told otherwise): a
+/// Attempts go through the client's `HTTPTransport` (`CurlTransport` unless told otherwise): a
 /// transfer waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
 /// throws ``AttacheError/Code/cancelled``.
 ///
@@ -85,25 +85,34 @@ public struct Uploader: Sendable {
     /// How the server's answers are read.
     public var answers: ResponseInterpreter.Configuration
     /// Where request and response summaries are logged (at `.debug`).
-    public var logger: Logger
+    package var logger: Logger
     /// The client whose transport, interceptors and hooks every attempt goes through.
     let client: AttacheClient
 
-    /// Creates an uploader.
-    ///
-    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for `connection`
-    ///   when nil.
+    /// Creates an uploader over the shared libcurl transport for `connection`.
     public init(
         connection: ConnectionConfiguration = .init(),
         answers: ResponseInterpreter.Configuration = .init(),
+        logger: Logger = Logger(label: "attache.upload")
+    ) {
+        self.init(client: AttacheClient(connection: connection, transport: nil), answers: answers, logger: logger)
+    }
+
+    /// Creates an uploader.
+    ///
+    /// - Parameter transport: what sends the requests; the shared `CurlTransport` for `connection`
+    ///   when nil.
+    package init(
+        connection: ConnectionConfiguration = .init(),
+        answers: ResponseInterpreter.Configuration = .init(),
         logger: Logger = Logger(label: "attache.upload"),
-        transport: (any HTTPTransport)? = nil
+        transport: (any HTTPTransport)?
     ) {
         self.init(client: AttacheClient(connection: connection, transport: transport), answers: answers, logger: logger)
     }
 
     /// Creates the upload operation of `client`, with the client's connection settings.
-    public init(
+    package init(
         client: AttacheClient, answers: ResponseInterpreter.Configuration = .init(),
         logger: Logger = Logger(label: "attache.upload")
     ) {

@@ -14,9 +14,9 @@ import Glibc
 /// let detection = try detector.detect(fileAt: "voice.m4a", declaredKind: .voice)
 /// // detection.mimeType == "audio/mp4", detection.kind == .voice, detection.metadata.duration == 3.52
 /// ```
-public struct MIMEDetector: Sendable {
+package struct MIMEDetector: Sendable {
     /// What happens when a caller declares a kind the content contradicts.
-    public enum DeclaredKindPolicy: String, Sendable, Hashable, Codable {
+    package enum DeclaredKindPolicy: String, Sendable, Hashable, Codable {
         /// Send it as a file and report the lie (``Detection/declaredKindAccepted`` is false).
         case downgradeToFile
         /// Throw ``AttacheError/Code/kindMismatch``.
@@ -24,38 +24,38 @@ public struct MIMEDetector: Sendable {
     }
 
     /// Tunable rules for classification.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// A WebP, or a WebM without audio, no wider and no taller than this is a sticker.
-        public var stickerMaxSide = 512
+        package var stickerMaxSide = 512
         /// A WebM longer than this many seconds is a video, not a sticker.
-        public var stickerMaxDuration = 3.0
+        package var stickerMaxDuration = 3.0
         /// The kind an animated GIF is sent as (`.image`, or `.video` to have it converted).
-        public var animatedGIFKind: MessageKind = .image
+        package var animatedGIFKind: MessageKind = .image
         /// What a contradicted declared kind leads to.
-        public var declaredKindPolicy: DeclaredKindPolicy = .downgradeToFile
+        package var declaredKindPolicy: DeclaredKindPolicy = .downgradeToFile
         /// Image types shown inline as pictures; other images (TIFF, SVG, PSD, ICO) are files.
-        public var imageTypes: Set<String> = [
+        package var imageTypes: Set<String> = [
             "image/jpeg", "image/png", "image/apng", "image/gif", "image/webp", "image/bmp",
             "image/heic", "image/heif", "image/avif",
         ]
         /// Audio types that can be voice notes, when they look like speech (docs/DETECTION.md); other
         /// audio (FLAC, MIDI, AIFF), and music in these types, is a file.
-        public var voiceTypes: Set<String> = [
+        package var voiceTypes: Set<String> = [
             "audio/ogg", "audio/mp4", "audio/mpeg", "audio/aac", "audio/amr", "audio/amr-wb",
             "audio/wav", "audio/x-caf", "audio/webm", "audio/matroska", "audio/3gpp", "audio/3gpp2",
         ]
         /// Audio codecs that never make a voice note, whatever the container (lossless music).
-        public var nonVoiceCodecs: Set<String> = ["flac", "alac"]
+        package var nonVoiceCodecs: Set<String> = ["flac", "alac"]
         /// Codecs made for speech: audio in one of them may be stereo and long and still be a voice note.
-        public var voiceCodecs: Set<String> = ["opus", "speex", "amr_nb", "amr_wb", "gsm", "pcm_alaw", "pcm_mulaw"]
+        package var voiceCodecs: Set<String> = ["opus", "speex", "amr_nb", "amr_wb", "gsm", "pcm_alaw", "pcm_mulaw"]
         /// Containers that phones and browsers record speech into (not music): audio in one of them
         /// may be long and still be a voice note.
-        public var speechContainers: Set<String> = ["audio/amr", "audio/amr-wb", "audio/3gpp", "audio/3gpp2", "audio/webm"]
+        package var speechContainers: Set<String> = ["audio/amr", "audio/amr-wb", "audio/3gpp", "audio/3gpp2", "audio/webm"]
         /// Mono audio in another container is a voice note up to this many seconds (10 minutes); longer,
         /// it is a file (a lecture, an audiobook chapter).
-        public var voiceMaxDuration = 600.0
+        package var voiceMaxDuration = 600.0
         /// Video types sent as videos.
-        public var videoTypes: Set<String> = [
+        package var videoTypes: Set<String> = [
             "video/mp4", "video/quicktime", "video/3gpp", "video/3gpp2", "video/webm", "video/matroska",
             "video/x-msvideo", "video/mp2t", "video/x-flv", "video/ogg", "video/mpeg", "video/x-ms-asf",
         ]
@@ -63,7 +63,7 @@ public struct MIMEDetector: Sendable {
         package var readBudget = 8 << 20
 
         /// The default rules.
-        public init() {}
+        package init() {}
     }
 
     /// How many bytes every detection reads first.

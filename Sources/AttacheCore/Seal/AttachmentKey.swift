@@ -22,7 +22,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     /// The key bytes (for a passphrase: its UTF-8 bytes).
     package let bytes: SecureBytes
     /// Whether the bytes are a passphrase of the `legacy-*` schemes rather than raw key bytes.
-    public let isPassphrase: Bool
+    package let isPassphrase: Bool
 
     /// Wraps raw key bytes (32 or 64) or passphrase bytes.
     package init(bytes: SecureBytes, isPassphrase: Bool = false) {
@@ -39,7 +39,7 @@ public struct AttachmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     ///
     /// For the `legacy-*` schemes this is a 32-character passphrase of base64url characters (192
     /// random bits), because their receivers expect a printable string key.
-    public static func random(for scheme: SealScheme) -> AttachmentKey {
+    package static func random(for scheme: SealScheme) -> AttachmentKey {
         switch scheme {
         case .signal:
             return AttachmentKey(bytes: SecureBytes(randomCount: 64))

@@ -12,18 +12,18 @@
 /// ```
 public struct MatrixEncryptedFile: Sendable, Codable, Hashable, CustomStringConvertible {
     /// The key as a JSON Web Key (RFC 7517) of type `oct` for `A256CTR`.
-    public struct JSONWebKey: Sendable, Codable, Hashable {
+    package struct JSONWebKey: Sendable, Codable, Hashable {
         /// Always `oct`.
-        public var kty: String
+        package var kty: String
         /// Always `["encrypt", "decrypt"]`.
-        public var keyOps: [String]
+        package var keyOps: [String]
         /// Always `A256CTR`.
-        public var alg: String
+        package var alg: String
         /// The 32-byte key as unpadded base64url; nil when the key was configured rather than drawn for
         /// this attachment (the caller then fills in its own).
-        public var k: String?
+        package var k: String?
         /// Always true.
-        public var ext: Bool
+        package var ext: Bool
 
         /// A JWK for `key`, or without `k` when `key` is nil.
         package init(key: AttachmentKey?) {
@@ -45,13 +45,13 @@ public struct MatrixEncryptedFile: Sendable, Codable, Hashable, CustomStringConv
     /// server answered); nil when the server named none.
     public var url: String?
     /// The key.
-    public var key: JSONWebKey
+    package var key: JSONWebKey
     /// The 16-byte AES-CTR counter block as unpadded base64.
-    public var iv: String
+    package var iv: String
     /// `sha256`: the SHA-256 of the ciphertext as unpadded base64.
-    public var hashes: [String: String]
+    package var hashes: [String: String]
     /// The format version: `v2`.
-    public var v: String
+    package var v: String
 
     /// Creates the object for a ciphertext sealed with `key` (nil: leave `k` out), `iv` (16 bytes) and
     /// whose SHA-256 is `sha256` (32 bytes).

@@ -44,7 +44,7 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
     /// The material as one line of text: `attache-seal-v1:` then `k` (raw key) or `p` (passphrase), the
     /// key in base64, `:`, and the seed in base64. It holds the key: store it only where keys may be
     /// stored.
-    public var encoded: String {
+    package var encoded: String {
         let keyText = key.bytes.withUnsafeBytes { Base64.encode($0, alphabet: .standard) }
         let seedText = nonceSeed.withUnsafeBytes { Base64.encode($0, alphabet: .standard) }
         return Self.prefix + (key.isPassphrase ? "p" : "k") + keyText + ":" + seedText
@@ -52,7 +52,7 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads the text form written by ``encoded``.
     /// - Throws: ``AttacheError`` `.invalidKey` when the text is not seal material.
-    public init(encoded text: String) throws {
+    package init(encoded text: String) throws {
         let invalid = AttacheError(.invalidKey, stage: .seal, "not attache seal material")
         guard text.hasPrefix(Self.prefix) else { throw invalid }
         let body = text.dropFirst(Self.prefix.count)

@@ -218,20 +218,20 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
 }
 
 /// A native library's numeric error, kept as the `cause` of an ``AttacheError``.
-public struct NativeError: Error, Sendable, CustomStringConvertible {
+package struct NativeError: Error, Sendable, CustomStringConvertible {
     /// The library that reported it (`curl`, `openssl`, `turbojpeg`, `webp`, `png`, `posix`).
-    public let library: String
+    package let library: String
     /// The library's own code.
-    public let code: Int
+    package let code: Int
     /// The library's own text for it.
-    public let text: String
+    package let text: String
 
     /// Creates a native error.
-    public init(library: String, code: Int, text: String) {
+    package init(library: String, code: Int, text: String) {
         self.library = library
         self.code = code
         self.text = text
     }
 
-    public var description: String { "\(library) error \(code): \(text)" }
+    package var description: String { "\(library) error \(code): \(text)" }
 }

@@ -6,10 +6,10 @@ import Glibc
 ///
 /// Threads are started on demand up to `maximumThreads` and then reused; jobs beyond that wait in
 /// FIFO order. Concurrent uploads therefore run on separate OS threads and use every core.
-public final class BlockingPool: Sendable {
+package final class BlockingPool: Sendable {
     /// The pool the library uses unless told otherwise: up to 64 threads, because most jobs wait on
     /// the network rather than on a core; callers bound concurrency themselves.
-    public static let shared = BlockingPool(maximumThreads: 64)
+    package static let shared = BlockingPool(maximumThreads: 64)
 
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -23,7 +23,7 @@ public final class BlockingPool: Sendable {
     private let available = DispatchSemaphore(value: 0)
 
     /// Creates a pool that starts at most `maximumThreads` threads.
-    public init(maximumThreads: Int) {
+    package init(maximumThreads: Int) {
         precondition(maximumThreads > 0, "a pool needs at least one thread")
         self.maximumThreads = maximumThreads
     }
@@ -32,7 +32,7 @@ public final class BlockingPool: Sendable {
     ///
     /// Cancelling the calling task does not interrupt `body`; blocking work that can be stopped
     /// checks a flag of its own (see the uploader's progress callback).
-    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             submit {
                 continuation.resume(with: Result { try body() })

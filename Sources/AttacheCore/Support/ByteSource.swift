@@ -33,7 +33,7 @@ extension ByteSource {
 extension ByteReader {
     /// Reads and discards `count` bytes.
     /// - Throws: what reading throws; ``AttacheError/Code/fileChanged`` when the source ends first.
-    public func skip(_ count: Int64) throws {
+    package func skip(_ count: Int64) throws {
         guard count > 0 else { return }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
         defer { buffer.deallocate() }
@@ -131,18 +131,18 @@ extension ByteReader {
 }
 
 /// Bytes held in memory: form fields, small parts, tests.
-public struct DataSource: ByteSource {
+package struct DataSource: ByteSource {
     /// The bytes.
     package let bytes: [UInt8]
 
     /// Creates a source over `bytes`.
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
     /// Creates a source over the UTF-8 bytes of `string`.
-    public init(_ string: String) { self.bytes = Array(string.utf8) }
+    package init(_ string: String) { self.bytes = Array(string.utf8) }
 
-    public var byteCount: Int64 { Int64(bytes.count) }
+    package var byteCount: Int64 { Int64(bytes.count) }
 
-    public func makeReader() throws -> any ByteReader { Reader(bytes: bytes) }
+    package func makeReader() throws -> any ByteReader { Reader(bytes: bytes) }
 
     private final class Reader: ByteReader {
         let bytes: [UInt8]
@@ -174,11 +174,11 @@ public struct DataSource: ByteSource {
 /// (several GB/s) and, unless the kernel can vouch that nobody wrote the file meanwhile (a local file
 /// system, no process with the file open for writing at the start or the end, a status-change time that
 /// did not move: see `WriterWatch`), a second read of the file, usually from the page cache.
-public struct FileSource: ByteSource {
+package struct FileSource: ByteSource {
     /// The file's path.
-    public let path: String
+    package let path: String
     /// The size seen when the source was created.
-    public let byteCount: Int64
+    package let byteCount: Int64
     /// The modification time seen when the source was created, in nanoseconds since the epoch.
     package let modificationTime: Int64
     /// Whether readers check the content itself before handing out the last byte.
@@ -188,7 +188,7 @@ public struct FileSource: ByteSource {
     /// - Parameter verifiesContent: fingerprint the bytes as they are read and compare them with a
     ///   second read before the last ones are handed out (see above).
     /// - Throws: ``AttacheError`` with `.fileNotFound` or `.fileUnreadable`.
-    public init(path: String, verifiesContent: Bool = false) throws {
+    package init(path: String, verifiesContent: Bool = false) throws {
         var info = stat()
         guard PlatformPath.withCString(path, { stat($0, &info) }) == 0 else {
             throw AttacheError.system("cannot stat the file", stage: .read, file: path, missing: "no such file")
@@ -202,13 +202,13 @@ public struct FileSource: ByteSource {
         self.verifiesContent = verifiesContent
     }
 
-    public func makeReader() throws -> any ByteReader {
+    package func makeReader() throws -> any ByteReader {
         try Reader(source: self)
     }
 
     /// Seeks instead of reading: a reader from `offset` (its content check, when asked for, covers
     /// only readers from the start).
-    public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
+    package func makeReader(startingAt offset: Int64) throws -> any ByteReader {
         guard offset > 0 else { return try Reader(source: self) }
         return try Reader(source: FileSource(copying: self, verifiesContent: false), offset: min(offset, byteCount))
     }

@@ -6,7 +6,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     case webp
 
     /// The IANA media type of the format.
-    public var mimeType: String {
+    package var mimeType: String {
         switch self {
         case .jpeg: "image/jpeg"
         case .webp: "image/webp"
@@ -14,7 +14,7 @@ public enum ImageFormat: String, Sendable, Codable, CaseIterable {
     }
 
     /// The usual filename extension, without the dot.
-    public var filenameExtension: String {
+    package var filenameExtension: String {
         switch self {
         case .jpeg: "jpg"
         case .webp: "webp"

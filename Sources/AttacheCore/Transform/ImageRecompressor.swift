@@ -45,7 +45,7 @@ public struct ImageRecompressor: Sendable {
         /// Whether JPEG output is progressive.
         public var progressive = false
         /// The largest width × height accepted, checked from the header before decoding.
-        public var pixelLimit = 100_000_000
+        package var pixelLimit = 100_000_000
         /// The most scans a progressive JPEG may have; each scan is a full pass over the coefficients,
         /// so a crafted file with thousands of tiny scans costs minutes of CPU.
         package var maxProgressiveScans = 64
@@ -61,7 +61,7 @@ public struct ImageRecompressor: Sendable {
         /// (1/2 scale for that photo, about 15 % less CPU) at a measurable loss on detailed pictures.
         package var decodeOversampling = 2.0
         /// The largest input file read, in bytes.
-        public var maxInputByteCount = 200 << 20
+        package var maxInputByteCount = 200 << 20
         /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
         /// PNG, a lossless WebP or a lossy WebP's alpha plane over it is refused with `.limitExceeded`
         /// (in the pipeline it is then sent as it is, by default). Every other image is
@@ -70,9 +70,9 @@ public struct ImageRecompressor: Sendable {
         /// streams (never refused for it).
         package var wholeImageByteLimit = 64 << 20
         /// The side of a sticker (the longer side is made exactly this long).
-        public var stickerSide = 512
+        package var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
-        public var stickerByteLimit = 512 * 1024
+        package var stickerByteLimit = 512 * 1024
         /// How the placeholders (BlurHash, ThumbHash, Telegram's stripped thumbnail) are made with the
         /// thumbnails; nil makes none.
         public var placeholders: PlaceholderOptions? = PlaceholderOptions()

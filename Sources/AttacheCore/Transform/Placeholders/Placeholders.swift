@@ -12,7 +12,7 @@ public struct Placeholders: Sendable, Codable, Hashable {
     public var stripped: String?
 
     /// Creates placeholders.
-    public init(blurhash: String, thumbhash: String, stripped: String?) {
+    package init(blurhash: String, thumbhash: String, stripped: String?) {
         self.blurhash = blurhash
         self.thumbhash = thumbhash
         self.stripped = stripped
@@ -30,7 +30,7 @@ public struct PlaceholderOptions: Sendable, Codable, Hashable {
     public init() {}
 
     /// `componentsX` × `componentsY` BlurHash components, each clamped to 1…9.
-    public init(componentsX: Int, componentsY: Int) {
+    package init(componentsX: Int, componentsY: Int) {
         self.componentsX = min(max(componentsX, 1), 9)
         self.componentsY = min(max(componentsY, 1), 9)
     }
