@@ -66,11 +66,11 @@ package final class OTLPExport: Sendable {
     /// held, 512 sent every 5 s) drop spans of a batch of small files. A file makes about nine spans, so a
     /// batch at 300 files/s ends 2,700 spans a second: the processor must send more than that, and hold a
     /// batch of a thousand files whole while a slow collector answers.
-    /// - `maxQueueSize` 16,384 spans: 1,800 files' spans with nothing sent yet, at most about 16 MiB held
-    ///   (a span of a file is well under 1 KiB in memory); above that spans are still dropped, never memory
-    ///   grown without bound.
-    /// - `maxExportBatchSize` 4,096 spans per request (about 1.5 MiB of protobuf, under collectors' 4 MiB
-    ///   limit on a request): a full queue empties in four exports.
+    /// - `maxQueueSize` 16,384 spans: 1,800 files' spans with nothing sent yet, some 16 MiB held at most
+    ///   (about 1 KiB a span in memory); above that spans are still dropped, never memory grown without
+    ///   bound.
+    /// - `maxExportBatchSize` 4,096 spans per request (about 0.55 MB of protobuf, well under collectors'
+    ///   4 MiB limit on a request): a full queue empties in four exports.
     /// - `scheduleDelay` 1 s: 4,096 spans a second sent at least, and at most a second of spans lost to a
     ///   SIGKILL. A full queue sends at once, without waiting for the delay.
     static func spanBatching(
