@@ -7,6 +7,12 @@
 #   (a) `attache batch` of FILES small files: files/s on ÷ off, target >= 0.97
 #   (b) `attache upload` of a SIZE random file (stream-gcm, the default seal): client CPU seconds
 #       on ÷ off, target <= 1.02
+#   (c) COUNT JSON POSTs through one RequestClient, PARALLEL in flight (the attache-request-bench driver of
+#       Scripts/Benchmarks, against nginx's /answer200 as in Scripts/bench/requests.sh); export on is the
+#       driver with ATTACHE_BENCH_EXPORT=COLLECTOR, which bootstraps the same backends as the executable:
+#       requests/s (first request to last answer) on ÷ off, target >= 0.97
+# Every part also prints CPU seconds per file (request) of the whole process, which the other work on a
+# busy machine disturbs less than the wall clock.
 # Normally started by Scripts/bench.sh, which builds the release binaries and exports ATTACHE_BIN and
 # ATTACHE_SERVER_BIN.
 #
@@ -15,10 +21,11 @@
 #   FILES=2000             files in (a)
 #   SIZE=1G                the file of (b) (K/M/G are powers of 1024)
 #   CONCURRENCY=8          attache batch --concurrency
+#   COUNT=5000             requests in (c)
+#   PARALLEL=8             requests in flight in (c)
+#   PARTS="a b c"          the parts to run
+#   ATTACHE_REQUEST_BENCH_BIN   the driver of (c) (default: attache-request-bench in ATTACHE_BENCH_DRIVERS)
 #   BENCH_TMPDIR=/var/tmp  where the files and the server's store go
-#
-# Not measured here: RequestClient POSTs with export on (Scripts/bench/requests.sh's driver bootstraps
-# no backend; it would need swift-otel and swift-prometheus in Scripts/Benchmarks).
 set -euo pipefail
 # shellcheck source=Scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -28,7 +35,10 @@ files=${FILES:-2000}
 concurrency=${CONCURRENCY:-8}
 size=${SIZE:-1G}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
-bench_positive runs files concurrency
+count=${COUNT:-5000}
+parallel=${PARALLEL:-8}
+parts=" ${PARTS:-a b c} "
+bench_positive runs files concurrency count parallel
 bytes=$(numfmt --from=iec "$size" 2>/dev/null) || bench_die "bad SIZE '$size'"
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
@@ -38,12 +48,22 @@ python=${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv/bin/python3
 "$python" -c 'import opentelemetry.proto' 2>/dev/null \
     || bench_die "no python3 imports opentelemetry.proto (run Scripts/bootstrap.sh)"
 
+if [[ $parts == *" c "* ]]; then
+    driver=${ATTACHE_REQUEST_BENCH_BIN:-${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-request-bench}
+    [[ -x "$driver" ]] \
+        || bench_die "$driver not found (swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks)"
+fi
+
 mkdir -p "$tmp_parent"
 work=$(mktemp -d "$tmp_parent/attache-bench-observability.XXXXXX")
 bench_on_exit "rm -rf '$work'"
 store="$work/store"
 bench_start_server "$store"
 url="$BENCH_URL/upload"
+if [[ $parts == *" c "* ]]; then
+    bench_start_nginx "$work/nginx"
+    answer_url=${BENCH_NGINX_HTTP%/upload}/answer200
+fi
 
 # The collector: a sink on a free port, stopped when the script exits.
 exec {sink_fd}< <(exec "$python" "$root/Tests/IntegrationTests/Tools/otlp_receiver.py" --discard 2>"$work/sink.err")
@@ -53,45 +73,81 @@ IFS= read -r -t 60 -u "$sink_fd" line || bench_die "the OTLP sink did not start:
 collector="http://127.0.0.1:${line#listening }"
 bench_log "OTLP sink (pid $sink_pid) on $collector"
 
-bench_log "making $files small files and a $size file"
-mkdir -p "$work/files"
-for ((i = 0; i < files; i++)); do printf 'attache observability bench, file %d\n' "$i" >"$work/files/f$i.txt"; done
-head -c "$bytes" /dev/urandom >"$work/big.bin"
+if [[ $parts == *" a "* ]]; then
+    bench_log "making $files small files"
+    mkdir -p "$work/files"
+    for ((i = 0; i < files; i++)); do printf 'attache observability bench, file %d\n' "$i" >"$work/files/f$i.txt"; done
+fi
+if [[ $parts == *" b "* ]]; then
+    bench_log "making a $size file"
+    head -c "$bytes" /dev/urandom >"$work/big.bin"
+fi
 
 clear_store() { find "$store" -mindepth 1 ! -type d -delete; }
 
-declare -A rate=() cpu=()
+declare -A rate=() cpu=() batch_cpu=() rps=() request_cpu=()
 for ((run = 1; run <= runs; run++)); do
     for mode in off on; do
-        batch_export=() upload_export=()
+        batch_export=() upload_export=() driver_export=""
         if [[ $mode == on ]]; then
             batch_export=(--metrics-listen 127.0.0.1:0 --metrics-linger 0 --otlp-endpoint "$collector")
             upload_export=(--otlp-endpoint "$collector")
+            driver_export=$collector
         fi
-        clear_store
-        rm -f "$work/journal.sqlite"*
-        figures=$(bench_measure_cpu "$ATTACHE_BIN" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
-            --concurrency "$concurrency" --no-progress "${batch_export[@]}" 2>"$work/err") \
-            || { tail -n 20 "$work/err" >&2; bench_die "attache batch failed ($mode)"; }
-        read -r s _ _ <<<"$figures"
-        r=$(awk -v n="$files" -v s="$s" 'BEGIN { printf "%.1f", n / s }')
-        rate[$mode]+="$r "
-        bench_log "run $run/$runs export $mode: batch of $files in ${s}s ($r files/s)"
+        if [[ $parts == *" a "* ]]; then
+            clear_store
+            rm -f "$work/journal.sqlite"*
+            figures=$(bench_measure_cpu "$ATTACHE_BIN" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
+                --concurrency "$concurrency" --no-progress "${batch_export[@]}" 2>"$work/err") \
+                || { tail -n 20 "$work/err" >&2; bench_die "attache batch failed ($mode)"; }
+            read -r s _ c <<<"$figures"
+            r=$(awk -v n="$files" -v s="$s" 'BEGIN { printf "%.1f", n / s }')
+            rate[$mode]+="$r "
+            batch_cpu[$mode]+="$(awk -v n="$files" -v c="$c" 'BEGIN { printf "%.4f", c * 1000 / n }') "
+            bench_log "run $run/$runs export $mode: batch of $files in ${s}s ($r files/s), CPU ${c}s"
+        fi
 
-        clear_store
-        figures=$(bench_measure_cpu "$ATTACHE_BIN" upload "$work/big.bin" --url "$url" "${upload_export[@]}" 2>"$work/err") \
-            || { tail -n 20 "$work/err" >&2; bench_die "attache upload failed ($mode)"; }
-        read -r s _ c <<<"$figures"
-        cpu[$mode]+="$c "
-        bench_log "run $run/$runs export $mode: upload of $size in ${s}s, client CPU ${c}s"
+        if [[ $parts == *" b "* ]]; then
+            clear_store
+            figures=$(bench_measure_cpu "$ATTACHE_BIN" upload "$work/big.bin" --url "$url" "${upload_export[@]}" 2>"$work/err") \
+                || { tail -n 20 "$work/err" >&2; bench_die "attache upload failed ($mode)"; }
+            read -r s _ c <<<"$figures"
+            cpu[$mode]+="$c "
+            bench_log "run $run/$runs export $mode: upload of $size in ${s}s, client CPU ${c}s"
+        fi
+
+        if [[ $parts == *" c "* ]]; then
+            figures=$(ATTACHE_BENCH_EXPORT=$driver_export BENCH_STDOUT="$work/out" \
+                bench_measure_cpu "$driver" "$answer_url" "$count" "$parallel" 200 2>"$work/err") \
+                || { tail -n 20 "$work/err" >&2; bench_die "attache-request-bench failed ($mode)"; }
+            read -r _ _ c <<<"$figures"
+            # The driver's own clock: from the first request to the last answer (start-up and the final
+            # flush excluded); CPU is the whole process's.
+            r=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") printf "%.0f", $(i + 1) }' "$work/out")
+            rps[$mode]+="$r "
+            request_cpu[$mode]+="$(awk -v n="$count" -v c="$c" 'BEGIN { printf "%.4f", c * 1000 / n }') "
+            bench_log "run $run/$runs export $mode: $count requests, $r requests/s, CPU ${c}s"
+        fi
     done
 done
 
 median_of() { local -a list; read -r -a list <<<"$1"; bench_median "${list[@]}"; }
 printf '\nTelemetry export on (Prometheus + OTLP/HTTP to a discarding sink) vs off; attache-server on 127.0.0.1;\n'
 printf 'median of %s runs, alternating\n\n' "$runs"
-printf '%-44s %10s %10s %8s %s\n' measure off on 'on/off' target
-printf '%-44s %10s %10s %8s %s\n' "(a) batch of $files small files, files/s" "$(median_of "${rate[off]}")" \
-    "$(median_of "${rate[on]}")" "$(bench_ratio "$(median_of "${rate[on]}")" "$(median_of "${rate[off]}")")" '>= 0.97'
-printf '%-44s %10s %10s %8s %s\n' "(b) upload of $size stream-gcm, client CPU s" "$(median_of "${cpu[off]}")" \
-    "$(median_of "${cpu[on]}")" "$(bench_ratio "$(median_of "${cpu[on]}")" "$(median_of "${cpu[off]}")")" '<= 1.02'
+printf '%-48s %10s %10s %8s %s\n' measure off on 'on/off' target
+row() { # label, off list, on list, target
+    local off on
+    off=$(median_of "$2") on=$(median_of "$3")
+    printf '%-48s %10s %10s %8s %s\n' "$1" "$off" "$on" "$(bench_ratio "$on" "$off")" "$4"
+}
+if [[ $parts == *" a "* ]]; then
+    row "(a) batch of $files small files, files/s" "${rate[off]}" "${rate[on]}" '>= 0.97'
+    row "    CPU ms per file (whole process)" "${batch_cpu[off]}" "${batch_cpu[on]}" ''
+fi
+if [[ $parts == *" b "* ]]; then
+    row "(b) upload of $size stream-gcm, client CPU s" "${cpu[off]}" "${cpu[on]}" '<= 1.02'
+fi
+if [[ $parts == *" c "* ]]; then
+    row "(c) $count RequestClient POSTs, requests/s" "${rps[off]}" "${rps[on]}" '>= 0.97'
+    row "    CPU ms per request (whole process)" "${request_cpu[off]}" "${request_cpu[on]}" ''
+fi

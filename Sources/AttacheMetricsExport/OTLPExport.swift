@@ -32,6 +32,9 @@ package final class OTLPExport: Sendable {
         configuration.metrics.otlpExporter.protocol = .httpProtobuf
         configuration.metrics.defaultDurationHistogramBuckets = PrometheusExportFactory.durationBuckets
         configuration.logs.enabled = false
+        // Span batching sized for a batch of small files (docs/OBSERVABILITY.md, "Span batching");
+        // OTEL_BSP_* still win: swift-otel applies the environment over these.
+        configuration.traces.batchSpanProcessor = Self.spanBatching(configuration.traces.batchSpanProcessor)
         // Its info lines would add noise to every command's stderr; failures to export are warnings.
         configuration.diagnosticLogLevel = .warning
 
@@ -57,6 +60,27 @@ package final class OTLPExport: Sendable {
         running = Task {
             do { try await group.run() } catch { logger.warning("OTLP export stopped: \(type(of: error))") }
         }
+    }
+
+    /// Attache's defaults for the batch span processor, where swift-otel's (the specification's: 2,048 spans
+    /// held, 512 sent every 5 s) drop spans of a batch of small files. A file makes about nine spans, so a
+    /// batch at 300 files/s ends 2,700 spans a second: the processor must send more than that, and hold a
+    /// batch of a thousand files whole while a slow collector answers.
+    /// - `maxQueueSize` 16,384 spans: 1,800 files' spans with nothing sent yet, some 16 MiB held at most
+    ///   (about 1 KiB a span in memory); above that spans are still dropped, never memory grown without
+    ///   bound.
+    /// - `maxExportBatchSize` 4,096 spans per request (about 0.55 MB of protobuf, well under collectors'
+    ///   4 MiB limit on a request): a full queue empties in four exports.
+    /// - `scheduleDelay` 1 s: 4,096 spans a second sent at least, and at most a second of spans lost to a
+    ///   SIGKILL. A full queue sends at once, without waiting for the delay.
+    static func spanBatching(
+        _ defaults: OTel.Configuration.TracesConfiguration.BatchSpanProcessorConfiguration
+    ) -> OTel.Configuration.TracesConfiguration.BatchSpanProcessorConfiguration {
+        var batching = defaults
+        batching.maxQueueSize = 16_384
+        batching.maxExportBatchSize = 4_096
+        batching.scheduleDelay = .seconds(1)
+        return batching
     }
 
     /// Sends what is still batched (spans ended so far, a last reading of every metric) and stops.

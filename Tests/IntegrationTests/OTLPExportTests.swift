@@ -120,6 +120,54 @@ struct OTLPExportTests {
         }
     }
 
+    /// A batch of 1,200 small files against a collector that answers each span export 2 s late: every
+    /// file's trace arrives whole. With swift-otel's defaults (2,048 spans held, 512 sent per export)
+    /// the spans of ~9,600 ended in a few seconds overflow the queue and are dropped.
+    @Test func aLargeBatchLosesNoSpanToASlowCollector() async throws {
+        let files = 1_200
+        let scratch = try ScratchFolder(prefix: "attache-otlp-many")
+        defer { scratch.remove() }
+        for index in 0..<files { try scratch.write("files/f\(index).txt", "note \(index)\n") }
+        let exportedPath = scratch.path + "/otlp.jsonl"
+        let receiver = try await ServiceProcess([
+            try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", "--trace-delay", "2",
+            exportedPath,
+        ])
+        defer { receiver.stop() }
+        let server = try await ServerProcess.start(store: scratch.path + "/store")
+        defer { server.kill() }
+        let batch = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: [
+                "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload",
+                "--journal", scratch.path + "/journal.sqlite", "--concurrency", "8", "--no-progress",
+                "--otlp-endpoint", "http://127.0.0.1:\(receiver.port)",
+            ])
+        #expect(try await batch.wait(upTo: 600) == 0, "\(batch.standardError)")
+        #expect(!batch.standardError.contains("dropped"), "\(batch.standardError)")
+
+        let spans = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").compactMap { line in
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                .flatMap { $0["signal"] as? String == "span" ? ExportedSpan($0) : nil }
+        }
+        let sends = spans.filter { $0.name == "attache.send" }
+        #expect(sends.count == files, "\(sends.count) of \(files) send spans arrived")
+        #expect(Set(sends.map(\.traceID)).count == files)
+        // Each trace whole: the five stages under its send, an attempt and the answer's reading under upload.
+        var byParent: [String: [ExportedSpan]] = [:]
+        for span in spans { byParent[span.parentSpanID, default: []].append(span) }
+        var whole = 0
+        for send in sends {
+            let children = byParent[send.spanID] ?? []
+            guard Set(children.map(\.name)).isSuperset(of: Self.stages),
+                let upload = children.first(where: { $0.name == "attache.upload" }),
+                (byParent[upload.spanID] ?? []).contains(where: { $0.kind == 3 && $0.name == "POST" })
+            else { continue }
+            whole += 1
+        }
+        #expect(whole == files, "\(files - whole) traces lack a span")
+    }
+
     /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:
     /// SIGINT (the batch's own stop, status 130) and SIGTERM (the export's, status 143).
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])

@@ -11,23 +11,26 @@ extension AttacheClient {
             var sent = request
             if let span {
                 let server = ServerAddress(request)
-                span.set("http.request.method", request.method)
-                span.set("server.address", server.host)
-                span.set("server.port", server.port)
-                span.set("url.full", ServerAddress.redacted(url: request.url))
-                span.set("attache.operation", operation.rawValue)
-                if attempt > 1 { span.set("http.request.resend_count", attempt - 1) }
+                span.update { attributes in
+                    attributes.reserveCapacity(8)
+                    attributes.put("http.request.method", request.method)
+                    attributes.put("server.address", server.host)
+                    attributes.put("server.port", server.port)
+                    attributes.put("url.full", ServerAddress.redacted(url: request.url))
+                    attributes.put("attache.operation", operation.rawValue)
+                    if attempt > 1 { attributes.put("http.request.resend_count", attempt - 1) }
+                }
                 var headers = request.headers
                 telemetry.inject(into: &headers)
                 sent = try request.replacingHeaders(headers)
             }
             let response = try await measuredExchange(sent, sink: sink, operation: operation, attempt: attempt)
             if let span {
-                span.set("http.response.status_code", response.status)
-                if response.status >= 400 {
-                    span.set("error.type", String(response.status))
-                    span.span.setStatus(SpanStatus(code: .error))
+                span.update { attributes in
+                    attributes.put("http.response.status_code", response.status)
+                    if response.status >= 400 { attributes.put("error.type", String(response.status)) }
                 }
+                if response.status >= 400 { span.span.setStatus(SpanStatus(code: .error)) }
             }
             return response
         }

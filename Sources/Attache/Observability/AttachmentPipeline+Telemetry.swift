@@ -49,15 +49,19 @@ extension AttachmentPipeline {
         }
         if receipt.replayed { telemetry.count(.replays) }
         guard let span else { return }
-        span.set("attache.kind", kind)
-        span.set("attache.mime_type", receipt.mimeType)
-        span.set("attache.size.in", receipt.originalByteCount)
-        span.set("attache.size.out", receipt.sentByteCount)
-        span.set("attache.seal.scheme", receipt.seal.scheme.rawValue)
-        span.set("attache.answer_profile", configuration.answers.profile.rawValue)
-        span.set("attache.replayed", receipt.replayed)
-        span.set("attache.attempts", receipt.attempts)
-        span.set("attache.transform.plan", Self.plan(receipt.transform))
+        let profile = configuration.answers.profile.rawValue
+        span.update { attributes in
+            attributes.reserveCapacity(9)
+            attributes.put("attache.kind", kind)
+            attributes.put("attache.mime_type", receipt.mimeType)
+            attributes.put("attache.size.in", receipt.originalByteCount)
+            attributes.put("attache.size.out", receipt.sentByteCount)
+            attributes.put("attache.seal.scheme", receipt.seal.scheme.rawValue)
+            attributes.put("attache.answer_profile", profile)
+            attributes.put("attache.replayed", receipt.replayed)
+            attributes.put("attache.attempts", receipt.attempts)
+            attributes.put("attache.transform.plan", Self.plan(receipt.transform))
+        }
     }
 
     private func recordFailure(_ error: any Error, attachment: Attachment, facts: SendFacts, span: TelemetrySpan?) {
@@ -74,10 +78,13 @@ extension AttachmentPipeline {
         }
         telemetry.count(.attachments, [("attache.kind", kind), ("attache.outcome", outcome), ("error.type", code)])
         guard let span else { return }
-        span.set("attache.kind", kind)
-        if let detection { span.set("attache.mime_type", detection.mimeType) }
-        span.set("attache.answer_profile", configuration.answers.profile.rawValue)
-        if let error = error as? AttacheError { span.set("attache.stage", error.stage.rawValue) }
+        let profile = configuration.answers.profile.rawValue
+        span.update { attributes in
+            attributes.put("attache.kind", kind)
+            if let detection { attributes.put("attache.mime_type", detection.mimeType) }
+            attributes.put("attache.answer_profile", profile)
+            if let error = error as? AttacheError { attributes.put("attache.stage", error.stage.rawValue) }
+        }
     }
 
     /// What Transform did, in one word.

@@ -14,10 +14,14 @@ package struct Telemetry: Sendable {
     /// The tracer; nil when tracing is off.
     package let tracer: (any Tracer)?
 
+    /// The handles made so far from `metrics`, each made once; nil when metrics are off.
+    let handles: MetricHandles?
+
     /// Telemetry that goes to `metrics` and `tracer`.
     package init(metrics: (any MetricsFactory)?, tracer: (any Tracer)?) {
         self.metrics = metrics
         self.tracer = tracer
+        handles = metrics.map(MetricHandles.init(factory:))
     }
 
     /// Neither metrics nor spans.
@@ -41,29 +45,28 @@ package struct Telemetry: Sendable {
 
     /// Adds `amount` to the counter `name` with `dimensions`.
     package func count(_ name: MetricName, by amount: Int64 = 1, _ dimensions: [(String, String)] = []) {
-        guard let metrics, amount > 0 else { return }
-        Counter(label: name.rawValue, dimensions: dimensions, factory: metrics).increment(by: amount)
+        guard let handles, amount > 0 else { return }
+        handles.counter(name, dimensions).increment(by: amount)
     }
 
     /// Records `duration` in the timer (a histogram in seconds) `name`.
     package func record(_ duration: Duration, _ name: MetricName, _ dimensions: [(String, String)] = []) {
-        guard let metrics else { return }
+        guard let handles else { return }
         let (seconds, attoseconds) = duration.components
-        CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: metrics)
-            .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        handles.timer(name, dimensions).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
     /// Moves the up-down gauge `name` by `delta`.
     package func add(_ delta: Int64, to name: MetricName, _ dimensions: [(String, String)] = []) {
-        guard let metrics else { return }
-        let meter = Meter(label: name.rawValue, dimensions: dimensions, factory: metrics)
+        guard let handles else { return }
+        let meter = handles.meter(name, dimensions)
         if delta >= 0 { meter.increment(by: Double(delta)) } else { meter.decrement(by: Double(-delta)) }
     }
 
     /// Sets the gauge `name` to `value`.
     package func set(_ value: Int64, _ name: MetricName, _ dimensions: [(String, String)] = []) {
-        guard let metrics else { return }
-        Meter(label: name.rawValue, dimensions: dimensions, factory: metrics).set(value)
+        guard let handles else { return }
+        handles.meter(name, dimensions).set(value)
     }
 
     // MARK: Spans
@@ -163,6 +166,9 @@ package struct TelemetrySpan: Sendable {
     package func set(_ key: String, _ value: Int) { span.attributes[key] = SpanAttribute.int64(Int64(value)) }
     /// Sets `key` to a flag.
     package func set(_ key: String, _ value: Bool) { span.attributes[key] = SpanAttribute.bool(value) }
+    /// Sets several attributes in one update of the span (one lock, one copy of its attributes), where
+    /// each `set` above takes its own.
+    package func update(_ body: (inout SpanAttributes) -> Void) { span.updateAttributes(body) }
     /// Adds a link to the span of `context`.
     package func link(to context: InstrumentationContext) { span.addLink(SpanLink(context: context, attributes: [:])) }
 
@@ -180,6 +186,17 @@ package struct TelemetrySpan: Sendable {
         if error is CancellationError { return AttacheError.Code.cancelled.rawValue }
         return "\(type(of: error))"
     }
+}
+
+extension SpanAttributes {
+    /// Sets `key` to a string.
+    package mutating func put(_ key: String, _ value: String) { set(key, value: .string(value)) }
+    /// Sets `key` to an integer.
+    package mutating func put(_ key: String, _ value: Int) { set(key, value: .int64(Int64(value))) }
+    /// Sets `key` to an integer.
+    package mutating func put(_ key: String, _ value: Int64) { set(key, value: .int64(value)) }
+    /// Sets `key` to a flag.
+    package mutating func put(_ key: String, _ value: Bool) { set(key, value: .bool(value)) }
 }
 
 /// Writes propagation fields into header fields.

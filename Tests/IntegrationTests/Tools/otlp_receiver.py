@@ -5,6 +5,8 @@
   otlp_receiver.py OUT.jsonl
   otlp_receiver.py --discard       answers every export without decoding or writing it (a sink for
                                    Scripts/bench/observability.sh, cheap enough not to compete for the CPU)
+  otlp_receiver.py --trace-delay S OUT.jsonl
+                                   answers each span export S seconds late (a distant or busy collector)
 
 Listens on 127.0.0.1 on a free port and prints `listening PORT`. Accepts POST /v1/traces, /v1/metrics
 and /v1/logs with Content-Type application/x-protobuf, answers each with the empty Export*ServiceResponse,
@@ -20,6 +22,7 @@ Then one line per request: {"signal":"request","path","items"}. Anything else is
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
@@ -91,8 +94,13 @@ ROUTES = {
 
 
 def main():
-    discard = sys.argv[1] == "--discard"
-    out = None if discard else open(sys.argv[1], "a", encoding="utf-8")
+    arguments = sys.argv[1:]
+    trace_delay = 0.0
+    if arguments[0] == "--trace-delay":
+        trace_delay = float(arguments[1])
+        arguments = arguments[2:]
+    discard = arguments[0] == "--discard"
+    out = None if discard else open(arguments[0], "a", encoding="utf-8")
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -114,6 +122,8 @@ def main():
             if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/x-protobuf":
                 return self.answer(415, b"application/x-protobuf only\n")
             request_type, response_type, items = route
+            if trace_delay and request_type is ExportTraceServiceRequest:
+                time.sleep(trace_delay)
             if discard:
                 return self.answer(200, response_type().SerializeToString(), "application/x-protobuf")
             request = request_type()

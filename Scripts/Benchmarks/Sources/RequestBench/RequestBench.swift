@@ -4,6 +4,11 @@
 // and exits 1 if any answer is not a 200 with the expected body length.
 //
 //   attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]
+//
+// With ATTACHE_BENCH_EXPORT=COLLECTOR_URL it first bootstraps what `attache batch --metrics-listen ...
+// --otlp-endpoint COLLECTOR_URL` does (a Prometheus registry and swift-otel's OTLP/HTTP metrics under one
+// multiplexer, swift-otel's tracer) and flushes at the end, so the library's instrumentation records
+// every request (Scripts/bench/observability.sh).
 import Attache
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +33,7 @@ enum RequestBench {
         let concurrency = arguments.count > 3 ? Int(arguments[3]) ?? 8 : 8
         let answerBytes = arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200
 
+        let export = try? BenchExport.start()
         var configuration = RequestClient.Configuration()
         configuration.logger.logLevel = .warning
         configuration.connection.retry = .never
@@ -56,6 +62,7 @@ enum RequestBench {
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        await export?.shutdown()
         print("requests \(count) concurrency \(concurrency) seconds \(seconds) rps \(Double(count) / seconds)")
         if failures > 0 {
             printError("\(failures) of \(count) requests failed")
