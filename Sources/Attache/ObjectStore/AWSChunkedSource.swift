@@ -10,8 +10,14 @@ import FoundationEssentials
 /// length of every chunk and of the trailer is known in advance, so the encoded body has an exact
 /// `Content-Length` like any other.
 struct AWSChunkedSource: ByteSource {
+    /// The bytes of each chunk but the last one's, unless given: 64 MiB, so that a part of up to that
+    /// size is one chunk. S3 takes chunks of any size from 8 KiB, and a server that joins a body's
+    /// chunks by copying pays for every extra one: moto's decoder, which appends chunk by chunk, spent
+    /// 72 ms of CPU on a 16 MiB part in 1 MiB chunks and 2.5 ms on the same part in one.
+    static let defaultChunkSize: Int64 = 64 << 20
+
     /// The bytes of each chunk but the last one's.
-    static let chunkSize: Int64 = 1 << 20
+    let chunkSize: Int64
 
     /// The part.
     let decoded: any ByteSource
@@ -19,9 +25,10 @@ struct AWSChunkedSource: ByteSource {
     /// What the last reader put in the trailer.
     let checksum = StreamedChecksum()
 
-    init(_ decoded: any ByteSource, algorithm: MultipartSettings.ChecksumAlgorithm) {
+    init(_ decoded: any ByteSource, algorithm: MultipartSettings.ChecksumAlgorithm, chunkSize: Int64 = defaultChunkSize) {
         self.decoded = decoded
         self.algorithm = algorithm
+        self.chunkSize = max(8 << 10, chunkSize)
     }
 
     /// The request headers that announce the encoding (the signer adds `x-amz-content-sha256`).
@@ -37,10 +44,12 @@ struct AWSChunkedSource: ByteSource {
     /// `x-amz-content-sha256` of a body sent this way.
     static let payloadHash = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 
-    var byteCount: Int64 { Self.encodedByteCount(decoded.byteCount, algorithm: algorithm) }
+    var byteCount: Int64 { Self.encodedByteCount(decoded.byteCount, algorithm: algorithm, chunkSize: chunkSize) }
 
-    /// The encoded length of `count` bytes.
-    static func encodedByteCount(_ count: Int64, algorithm: MultipartSettings.ChecksumAlgorithm) -> Int64 {
+    /// The encoded length of `count` bytes in chunks of `chunkSize`.
+    static func encodedByteCount(
+        _ count: Int64, algorithm: MultipartSettings.ChecksumAlgorithm, chunkSize: Int64 = defaultChunkSize
+    ) -> Int64 {
         var total: Int64 = 0
         let whole = count / chunkSize
         total += whole * (Int64(String(chunkSize, radix: 16).utf8.count) + 4 + chunkSize)
@@ -112,7 +121,7 @@ struct AWSChunkedSource: ByteSource {
         private func queueNext(after chunk: Bool) throws {
             var text = chunk ? "\r\n" : ""
             if left > 0 {
-                inChunk = min(AWSChunkedSource.chunkSize, left)
+                inChunk = min(source.chunkSize, left)
                 text += String(inChunk, radix: 16) + "\r\n"
             } else {
                 let value = Base64.encode(try summer.finish())

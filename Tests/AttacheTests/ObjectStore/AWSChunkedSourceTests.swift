@@ -51,11 +51,11 @@ struct AWSChunkedSourceTests {
         return (data, sizes, trailer)
     }
 
-    @Test("1 MiB chunks, the empty chunk and the checksum trailer; the length is known before reading")
+    @Test("chunks of the size asked, the empty chunk and the checksum trailer; the length is known before reading")
     func framing() throws {
         let payload = randomPayload((2 << 20) + 123_457)
         for algorithm in MultipartSettings.ChecksumAlgorithm.allCases {
-            let source = AWSChunkedSource(DataSource(payload), algorithm: algorithm)
+            let source = AWSChunkedSource(DataSource(payload), algorithm: algorithm, chunkSize: 1 << 20)
             for size in [7, 4096, 1 << 20, 3 << 20] {
                 let body = try read(source, buffer: size)
                 #expect(Int64(body.count) == source.byteCount, "\(algorithm), buffer \(size)")
@@ -67,6 +67,11 @@ struct AWSChunkedSourceTests {
                 #expect(source.checksum.checksum == expected)
             }
         }
+        // By default a part of up to 64 MiB is one chunk (a server that joins chunks by copying pays per chunk).
+        let whole = AWSChunkedSource(DataSource(payload), algorithm: .crc32c)
+        let body = try read(whole, buffer: 1 << 16)
+        #expect(Int64(body.count) == whole.byteCount)
+        #expect(try decode(body).sizes == [payload.count, 0])
         let headers = AWSChunkedSource(DataSource(payload), algorithm: .sha256).headers
         #expect(headers.contains(HeaderField(name: "x-amz-decoded-content-length", value: String(payload.count))))
         #expect(headers.contains(HeaderField(name: "x-amz-trailer", value: "x-amz-checksum-sha256")))
