@@ -178,9 +178,9 @@ struct LibraryAPITests {
             #expect(error?.stage == .upload)
             #expect(error?.file == Self.pdf)
             // Not a timed assertion of speed: the stall and the stall timeout are 300 s, so ending well
-            // within that (the limit plus a minute's margin for a loaded machine) shows the limit
-            // cancelled the send.
-            #expect(clock.now - start < .seconds(60))
+            // within that (half of it: a loaded CI machine once took 71 s to make the pipeline, send and
+            // cancel) shows the limit cancelled the send.
+            #expect(clock.now - start < .seconds(150))
         }
     }
 
