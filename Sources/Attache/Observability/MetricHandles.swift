@@ -26,37 +26,31 @@ final class MetricHandles: Sendable {
 
     /// The counter `name` with `dimensions`.
     func counter(_ name: MetricName, _ dimensions: [(String, String)]) -> Counter {
-        let key = SeriesKey(name: name, dimensions: dimensions)
-        if let counter = state.withLock({ $0.counters[key] }) { return counter }
-        let counter = Counter(label: name.rawValue, dimensions: dimensions, factory: factory)
-        return state.withLock { state in
-            if let made = state.counters[key] { return made }
-            if state.count < Self.limit { state.counters[key] = counter }
-            return counter
-        }
+        handle(name, dimensions, \.counters) { Counter(label: name.rawValue, dimensions: dimensions, factory: factory) }
     }
 
     /// The timer `name` with `dimensions`.
     func timer(_ name: MetricName, _ dimensions: [(String, String)]) -> CoreMetrics.Timer {
-        let key = SeriesKey(name: name, dimensions: dimensions)
-        if let timer = state.withLock({ $0.timers[key] }) { return timer }
-        let timer = CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: factory)
-        return state.withLock { state in
-            if let made = state.timers[key] { return made }
-            if state.count < Self.limit { state.timers[key] = timer }
-            return timer
-        }
+        handle(name, dimensions, \.timers) { CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: factory) }
     }
 
     /// The meter `name` with `dimensions`.
     func meter(_ name: MetricName, _ dimensions: [(String, String)]) -> Meter {
+        handle(name, dimensions, \.meters) { Meter(label: name.rawValue, dimensions: dimensions, factory: factory) }
+    }
+
+    /// The handle kept in `table` for the series, else one `make` makes (kept while under ``limit``).
+    private func handle<Handle: Sendable>(
+        _ name: MetricName, _ dimensions: [(String, String)], _ table: WritableKeyPath<State, [SeriesKey: Handle]> & Sendable,
+        make: () -> Handle
+    ) -> Handle {
         let key = SeriesKey(name: name, dimensions: dimensions)
-        if let meter = state.withLock({ $0.meters[key] }) { return meter }
-        let meter = Meter(label: name.rawValue, dimensions: dimensions, factory: factory)
+        if let kept = state.withLock({ $0[keyPath: table][key] }) { return kept }
+        let made = make()
         return state.withLock { state in
-            if let made = state.meters[key] { return made }
-            if state.count < Self.limit { state.meters[key] = meter }
-            return meter
+            if let kept = state[keyPath: table][key] { return kept }
+            if state.count < Self.limit { state[keyPath: table][key] = made }
+            return made
         }
     }
 }
