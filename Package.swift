@@ -31,8 +31,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         // The config file's parser (TOML 1.0, toml++ underneath); the command-line tool only.
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
-        // `swift package generate-documentation` (Scripts/docs.sh): the DocC catalog in Sources/Attache.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // The scale-out queue's database client (AttacheQueue).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
         // Metrics and spans through the standard APIs (both already in the graph through Hummingbird):

@@ -14,15 +14,27 @@ cd "$(dirname "$0")/.."
 check_only=0
 [[ "${1:-}" == "--check-only" ]] && check_only=1
 
-if ((!check_only)); then
-    echo "==> swift package generate-documentation --target Attache"
-    swift package --allow-writing-to-directory .build/docs generate-documentation --target Attache \
-        --disable-indexing --transform-for-static-hosting --output-path .build/docs
-    echo "docs: .build/docs"
-fi
-
-echo "==> doc comment coverage of the public API"
+# One build, with the symbol graphs of every module (public symbols only), serves both the coverage
+# check and the site. (The swift-docc-plugin would build the target a second time with other flags.)
+echo "==> swift package dump-symbol-graph --minimum-access-level public"
 swift package dump-symbol-graph --minimum-access-level public >/dev/null
 graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
 [[ -n "$graphs" ]] || { echo "docs: no symbol graphs found under .build" >&2; exit 1; }
+
+echo "==> doc comment coverage of the public API"
 python3 Scripts/doc-coverage.py "$graphs" Attache AttacheCore AttacheBatch
+
+if ((!check_only)); then
+    # The site documents module Attache: its own graph and its extensions of other modules' types.
+    site_graphs=$(mktemp -d)
+    trap 'rm -rf "$site_graphs"' EXIT
+    cp "$graphs"/Attache.symbols.json "$site_graphs"/
+    find "$graphs" -maxdepth 1 -name 'Attache@*.symbols.json' -exec cp {} "$site_graphs"/ \;
+    echo "==> docc convert Sources/Attache/Attache.docc"
+    rm -rf .build/docs
+    "$(dirname "$(readlink -f "$(command -v swift)")")"/docc convert Sources/Attache/Attache.docc \
+        --additional-symbol-graph-dir "$site_graphs" \
+        --fallback-display-name Attache --fallback-bundle-identifier Attache \
+        --transform-for-static-hosting --output-path .build/docs
+    echo "docs: .build/docs"
+fi

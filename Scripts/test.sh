@@ -21,14 +21,22 @@ done
 
 Scripts/bootstrap.sh
 
+# SwiftPM passes a package's enabled traits to the compiler in the iteration order of a Set, which
+# changes from one run to the next under Swift's per-process random hashing; a changed command line
+# recompiles the module (Hummingbird, with two default traits) and everything that depends on it. A
+# fixed seed keeps the order, so the example package's build and the test's own find everything built.
+export SWIFT_DETERMINISTIC_HASHING=1
+
 if [[ -z "$sanitizer" ]]; then
     echo "==> swift build --build-tests"
     Scripts/swift-build-quiet.sh --build-tests
 
     # The example package (Samples/Examples) depends on Attache the way the README says; ExamplePackageTests
-    # builds and runs it. Built here first so that its minutes of compiling do not overlap the tests.
-    echo "==> swift build --package-path Samples/Examples"
-    Scripts/swift-build-quiet.sh --package-path Samples/Examples
+    # builds and runs it. Built here first, into this package's own .build: the modules it shares with
+    # this package (Attache and its dependencies, SwiftNIO, Hummingbird) are then compiled once, not twice,
+    # and only its two programs are new (25 s against 9 min on two cores for a scratch path of its own).
+    echo "==> swift build --package-path Samples/Examples --scratch-path .build"
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build"
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live

@@ -144,7 +144,10 @@ import Testing
     @Test func rejectsReorderedSegments() throws {
         let (k, _, sealed) = try Self.fixture()
         let s0 = Self.segment(sealed, 0), s1 = Self.segment(sealed, 1)
-        let swapped = Array(sealed[..<60]) + sealed[s1] + sealed[s0] + sealed[Self.segment(sealed, 2).lowerBound...]
+        var swapped: [UInt8] = Array(sealed[..<60])
+        swapped += sealed[s1]
+        swapped += sealed[s0]
+        swapped += sealed[Self.segment(sealed, 2).lowerBound...]
         #expect(Self.code(swapped, k) == .sealedSegmentMisplaced)
     }
 

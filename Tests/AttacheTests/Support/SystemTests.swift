@@ -72,7 +72,7 @@ struct SystemTests {
         try #require(fd >= 0)
         let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         defer { close(fd); unlink(path) }
-        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let bytes: [UInt8] = (0..<100_000).map { (i: Int) in UInt8(truncatingIfNeeded: i &* 7) }
         #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, $0) } == nil)
         #expect(bytes.withUnsafeBytes { FileDescriptor.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[..<10]), at: 5) } == nil)
         var back = [UInt8](repeating: 0, count: 20)

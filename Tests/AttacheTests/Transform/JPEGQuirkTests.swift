@@ -26,7 +26,8 @@ import Testing
             bytes.insert(contentsOf: [0x12, 0x34], at: bytes.count - 2)
         case .jfif201:
             // TurboJPEG writes APP0 "JFIF\0" first, version 1.01 at bytes 11 and 12.
-            #expect(Array(bytes[2...10]) == [0xFF, 0xE0, 0x00, 0x10] + Array("JFIF\0".utf8))
+            let app0: [UInt8] = [0xFF, 0xE0, 0x00, 0x10] + Array("JFIF\0".utf8)
+            #expect(Array(bytes[2...10]) == app0)
             bytes[11] = 2
             bytes[12] = 1
         }

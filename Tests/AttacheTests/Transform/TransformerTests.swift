@@ -167,7 +167,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // 300×200 with a transparent left quarter (PNG and WebP keep it; JPEG has no alpha).
         var rgba = TestImages.solid(width: 300, height: 200, [30, 140, 220, 255])
-        for y in 0..<200 { for x in 0..<75 { rgba.pixels[(y * 300 + x) * 4 + 3] = 0 } }
+        for y in 0..<200 { for x in 0..<75 { let pixel: Int = y * 300 + x; rgba.pixels[pixel * 4 + 3] = 0 } }
         let bytes: [UInt8]
         let mime: String
         switch source {
