@@ -54,6 +54,12 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
             ]) { $1 }.merging(extra) { $1 }
         }
 
+        /// The emulator's last `lines` lines of output (its request log, the traceback behind a 500): for a
+        /// failure message.
+        func log(lines: Int = 80) -> String {
+            "\(kind)'s output, last \(lines) lines:\n" + server.outputTail(lines: lines)
+        }
+
         func stop() {
             server.stop()
             scratch.remove()

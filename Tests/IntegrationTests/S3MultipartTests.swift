@@ -61,7 +61,7 @@ struct S3MultipartTests {
             let result = try await attache(
                 ["upload", file, "--url", "s3://media/big/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress",
                  "--parts-in-flight", "4"] + Self.partOptions, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect(object["parts"] as? Int == 5)
@@ -89,7 +89,7 @@ struct S3MultipartTests {
             let result = try await attache(
                 ["upload", file, "--url", "s3://media/faults/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
                  "--attempts", "4"] + Self.partOptions, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             let parts = try #require(object["parts"] as? Int)
@@ -187,7 +187,7 @@ struct S3MultipartTests {
             #expect(other != uploadId)
             #expect(try await pendingUploads(emulator).count == 2)
             let result = try await attache(arguments, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")
@@ -210,7 +210,7 @@ struct S3MultipartTests {
             let (original, arguments, recordPath) = try await startAndKill(.moto, emulator, proxy: proxy, in: folder)
             try FileManager.default.removeItem(atPath: recordPath)
             let result = try await attache(arguments, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")

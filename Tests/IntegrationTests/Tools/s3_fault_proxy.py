@@ -104,21 +104,32 @@ class Handler(BaseHTTPRequestHandler):
             upstream.putheader(name, value)
         upstream.endheaders()
         remaining = length
-        sent = 0
-        while remaining > 0:
-            chunk = self.rfile.read(min(remaining, 256 << 10))
-            if not chunk:
-                break
-            upstream.send(chunk)
-            count(len(chunk))
-            remaining -= len(chunk)
+        try:
+            while remaining > 0:
+                chunk = self.rfile.read(min(remaining, 256 << 10))
+                if not chunk:
+                    break
+                upstream.send(chunk)
+                count(len(chunk))
+                remaining -= len(chunk)
+        except OSError:
+            pass
+        if remaining > 0:
+            # The client went away mid-body (killed): the store sees its connection end too, as it would with no
+            # proxy between, rather than wait for the rest of the body until a timeout.
+            upstream.close()
+            record(self.command, part, "client-gone", 0)
+            self.close_connection = True
+            return
         answer = upstream.getresponse()
         body = answer.read()
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        # A HEAD answer has no body but the object's length, as the server gave it.
+        head_length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", head_length or str(len(body)))
         self.end_headers()
         self.wfile.write(body)
         upstream.close()
