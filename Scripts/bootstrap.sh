@@ -309,7 +309,8 @@ objectstore_check='import importlib.metadata as m, moto.server, boto3; assert m.
 # moto in the system's python3 counts only beside MiniStack and boto3 there.
 venv_ensure "moto's S3 server" "$objectstore_check"$'\n'"$s3_check" "$objectstore_check" "${objectstore_packages[@]}"
 # moto sums CRC-32C with the crc32c module when it can import it, else, silently, with CRC-32: the checksum
-# tests compare moto's object checksum with ours, so they need the real one (pinned).
+# tests compare moto's object checksum with ours, so they need the real one (pinned). The tests start
+# MiniStack with it too (Tests/IntegrationTests/Tools/ministack_server.py): its own CRC-32C is pure Python.
 crc_packages=(crc32c==2.9.post0)
 crc_check='import importlib.metadata as m, crc32c; assert m.version("crc32c") == "2.9.post0"'
 venv_ensure "crc32c (moto's CRC-32C)" "$crc_check"$'\n'"$objectstore_check" "$crc_check" "${crc_packages[@]}"

@@ -5,7 +5,8 @@ import Testing
 /// The two independent S3 implementations the object storage tests run against, both from PyPI and
 /// started on 127.0.0.1 on a free port: moto's server (which takes any signature) and MiniStack with
 /// `AUTH=true` (which checks the SigV4 signature of an IAM user's key as S3 does; its root key it takes
-/// unchecked, so the uploads under test use an IAM user's key). Objects are checked with boto3
+/// unchecked, so the uploads under test use an IAM user's key; its CRC-32C is the `crc32c` module's, see
+/// `Tools/ministack_server.py`). Objects are checked with boto3
 /// (`Tools/s3_objects.py`), never with Attache.
 enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
     case moto
@@ -54,6 +55,12 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
             ]) { $1 }.merging(extra) { $1 }
         }
 
+        /// The emulator's last `lines` lines of output (its request log, the traceback behind a 500): for a
+        /// failure message.
+        func log(lines: Int = 80) -> String {
+            "\(kind)'s output, last \(lines) lines:\n" + server.outputTail(lines: lines)
+        }
+
         func stop() {
             server.stop()
             scratch.remove()
@@ -72,9 +79,11 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
                 [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)], environment: Self.root,
                 ready: "Running on", port: port)
         case .ministack:
-            // MiniStack keeps a pid file in its temporary folder: one of our own, removed afterwards.
+            // MiniStack keeps a pid file in its temporary folder: one of our own, removed afterwards. Started
+            // through `ministack_server.py`, which gives it a CRC-32C summed in C (its own, in Python, took
+            // five minutes of the 1 GiB multipart test); it still checks every checksum it is sent.
             server = try await ServiceProcess(
-                [python, "-m", "ministack"],
+                [python, ServiceProcess.tools + "/ministack_server.py"],
                 environment: Self.root.merging([
                     "GATEWAY_PORT": String(port), "BIND_HOST": "127.0.0.1", "SERVICES": "s3,iam", "AUTH": "true",
                     "TMPDIR": scratch.path,

@@ -46,7 +46,7 @@ struct S3MultipartKillTests {
             for share in [0.3, 0.6, 0.9] {
                 let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
                 let killed = try await killWhenSent(child, at: Int64(share * Double(sealedSize)), proxy: proxy)
-                try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)")
+                try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)\n\(emulator.log())")
                 // One upload, the same one continued: a rerun that started over would leave a second.
                 #expect(try await pendingUploads(emulator).count == 1)
                 // The upload id and the parts sent are journalled beside the seal material.
@@ -54,7 +54,7 @@ struct S3MultipartKillTests {
                 #expect(records.count == 1, "\(records)")
             }
             let result = try await attache(arguments, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) > 0)

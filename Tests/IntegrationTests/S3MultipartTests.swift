@@ -61,7 +61,7 @@ struct S3MultipartTests {
             let result = try await attache(
                 ["upload", file, "--url", "s3://media/big/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress",
                  "--parts-in-flight", "4"] + Self.partOptions, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect(object["parts"] as? Int == 5)
@@ -89,7 +89,7 @@ struct S3MultipartTests {
             let result = try await attache(
                 ["upload", file, "--url", "s3://media/faults/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
                  "--attempts", "4"] + Self.partOptions, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             let parts = try #require(object["parts"] as? Int)
@@ -127,6 +127,39 @@ struct S3MultipartTests {
             #expect(try await pendingUploads(emulator).isEmpty)
             let listed = try await emulator.boto(["list", "media", "e/"])
             #expect(listed == "[]")
+        }
+    }
+
+    @Test("a completion whose answer was lost, then answered 500, 404 or 412 when sent again, is found done with HEAD",
+          arguments: S3Emulator.allCases)
+    func completionAnswerLost(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-lost")
+            defer { folder.remove() }
+            for status in [500, 404, 412] {
+                let proxy = try await Proxy(emulator, ["--complete-lost", String(status)])
+                defer { proxy.server.stop() }
+                let original = randomBytes(12 << 20)
+                let file = try folder.write("lost-\(status).bin", original)
+                let result = try await attache(
+                    ["upload", file, "--url", "s3://media/lost-\(status)/", "--s3-endpoint", proxy.endpoint, "--json",
+                     "--no-progress", "--attempts", "3"] + Self.partOptions, emulator)
+                #expect(result.status == 0, "answered \(status): \(result.all)\n\(emulator.log())")
+                guard result.status == 0 else { continue }
+                // The store completed the first; the ones sent again were refused, and a HEAD found the object.
+                let requests = try proxy.read().requests
+                let completes = requests.filter { $0.0 == "POST" }.map { $0.2 }.dropFirst()
+                #expect(completes.first == "lost-200", "\(requests)")
+                #expect(completes.dropFirst().allSatisfy { $0 == String(status) }, "\(requests)")
+                #expect(requests.contains { $0.0 == "HEAD" && $0.2 == "200" }, "\(requests)")
+                let receipt = try jsonObject(result.standardOutput)
+                let object = try #require(receipt["object"] as? [String: Any])
+                #expect((object["etag"] as? String)?.hasSuffix("-3") == true, "\(object)")
+                let stored = try await emulator.object(try #require(object["key"] as? String))
+                let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+                #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+                #expect(try await pendingUploads(emulator).isEmpty)
+            }
         }
     }
 
@@ -187,7 +220,7 @@ struct S3MultipartTests {
             #expect(other != uploadId)
             #expect(try await pendingUploads(emulator).count == 2)
             let result = try await attache(arguments, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")
@@ -210,7 +243,7 @@ struct S3MultipartTests {
             let (original, arguments, recordPath) = try await startAndKill(.moto, emulator, proxy: proxy, in: folder)
             try FileManager.default.removeItem(atPath: recordPath)
             let result = try await attache(arguments, emulator)
-            #expect(result.status == 0, "\(result.all)")
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
             let object = try #require(receipt["object"] as? [String: Any])
             #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "\(object)")

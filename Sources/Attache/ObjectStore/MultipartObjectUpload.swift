@@ -266,59 +266,13 @@ struct MultipartObjectUpload: Sendable {
         return [400, 411, 415, 501].contains(rejection.status)
     }
 
-    /// `CompleteMultipartUpload` (with `If-None-Match: *` unless the store does not take it), then the
-    /// composite ETag checked against the parts.
-    private func complete(uploadId: String, parts: [Part], plan: PartPlan) async throws -> ServerReceipt {
-        var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-        for part in parts {
-            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(part.etag)\"</ETag>"
-            if let checksum = part.checksum { xml += "<\(algorithm.element)>\(checksum)</\(algorithm.element)>" }
-            xml += "</Part>"
-        }
-        xml += "</CompleteMultipartUpload>"
-        let body = Array(xml.utf8)
-        let hash = hex(try SHA256Digest.hash(body))
-        let target = ObjectRequest.Target.signed(try store.address(forKey: key, query: [("uploadId", uploadId)]))
-        var conditional = settings.conditionalComplete
-        while true {
-            var headers = [HeaderField(name: "Content-Type", value: "application/xml")]
-            if conditional { headers.append(HeaderField(name: "If-None-Match", value: "*")) }
-            let answer = try await requester.send(
-                ObjectRequest(method: "POST", target: target, headers: headers, body: DataSource(body), payloadHash: hash))
-            if case .rejected(let rejection) = answer.outcome, conditional, rejection.status == 501 {
-                conditional = false
-                continue
-            }
-            let stored = try Self.storedOrThrow(answer, "the store refused to complete the multipart upload")
-            try checkComposite(stored, parts: parts)
-            try await checkObjectChecksum(stored, parts: parts)
-            return stored
-        }
-    }
-
-    /// The complete's `ETag`, when it has the `HEX-N` form, must be the MD5 of the parts' MD5s.
-    private func checkComposite(_ stored: ServerReceipt, parts: [Part]) throws {
-        guard let etag = ObjectReceipt.unquoted(stored.data["ETag"]?.stringValue), etag.contains("-") else { return }
-        var digests: [UInt8] = []
-        for part in parts {
-            guard let bytes = unhex(part.etag), bytes.count == 16 else { return }
-            digests += bytes
-        }
-        let expected = hex(try MD5Digest.hash(digests)) + "-\(parts.count)"
-        guard etag.lowercased() == expected else {
-            throw AttacheError(
-                .badResponse, stage: .interpret,
-                "the completed object's ETag \(etag) is not the one of the \(parts.count) parts sent (\(expected))")
-        }
-    }
-
     // MARK: Helpers
 
     private func stored(_ request: ObjectRequest, _ refused: String) async throws -> ServerReceipt {
         try Self.storedOrThrow(try await requester.send(request), refused)
     }
 
-    private static func storedOrThrow(_ answer: ObjectRequester.Answer, _ refused: String) throws -> ServerReceipt {
+    static func storedOrThrow(_ answer: ObjectRequester.Answer, _ refused: String) throws -> ServerReceipt {
         switch answer.outcome {
         case .stored(let receipt): return receipt
         case .rejected(let rejection): throw AttacheError(refusal: rejection, refused, file: "")

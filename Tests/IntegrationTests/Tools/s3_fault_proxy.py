@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An HTTP proxy in front of an S3 server that counts request body bytes and injects faults into parts.
 
-  s3_fault_proxy.py TARGET_PORT STATS_FILE [--faults] [--complete-error]
+  s3_fault_proxy.py TARGET_PORT STATS_FILE [--faults] [--complete-error] [--complete-lost STATUS]
 
 Listens on 127.0.0.1 on a free port and prints `listening PORT`. Every request is forwarded as it came
 (its Host header too, so SigV4 signatures still match), and its body bytes are counted as they pass. After
@@ -11,6 +11,10 @@ With --faults, the first attempt of every part whose number ends in 3 is cut mid
 closed with no answer), and of every part whose number ends in 7 is answered 500 InternalError, its second
 attempt 503 SlowDown: about 20 % of the parts fail at least once, each with S3's own retryable answers.
 With --complete-error, the first CompleteMultipartUpload is answered 200 with S3's <Error> InvalidPart.
+With --complete-lost STATUS, the first CompleteMultipartUpload goes to the server, which completes the upload,
+but its answer is lost (the connection closed with no answer); every later one is answered STATUS as a store
+may answer a completion sent again: 500 InternalError (moto while the first still stores the object), 404
+NoSuchUpload (S3 once the upload is gone) or 412 PreconditionFailed (If-None-Match: * and the object exists).
 """
 import http.client
 import json
@@ -25,6 +29,8 @@ TARGET = int(sys.argv[1])
 STATS = sys.argv[2]
 FAULTS = "--faults" in sys.argv[3:]
 COMPLETE_ERROR = "--complete-error" in sys.argv[3:]
+COMPLETE_LOST = int(sys.argv[sys.argv.index("--complete-lost") + 1]) if "--complete-lost" in sys.argv else None
+ANSWERS_AGAIN = {500: "InternalError", 404: "NoSuchUpload", 412: "PreconditionFailed"}
 completes = []
 lock = threading.Lock()
 state = {"bodyBytes": 0, "requests": []}
@@ -81,6 +87,22 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             record(self.command, None, "200-error", got)
             return
+        if COMPLETE_LOST and self.command == "POST" and "uploadId" in query:
+            with lock:
+                first = not completes
+                completes.append(1)
+            if not first:
+                got = len(self.rfile.read(length))
+                code = ANSWERS_AGAIN[COMPLETE_LOST]
+                body = f"<Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
+                self.send_response(COMPLETE_LOST)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                record(self.command, None, str(COMPLETE_LOST), got)
+                return
+            fault = "lost"
         if fault == "cut":
             got = len(self.rfile.read(length // 2))
             record(self.command, part, "cut", got)
@@ -104,21 +126,38 @@ class Handler(BaseHTTPRequestHandler):
             upstream.putheader(name, value)
         upstream.endheaders()
         remaining = length
-        sent = 0
-        while remaining > 0:
-            chunk = self.rfile.read(min(remaining, 256 << 10))
-            if not chunk:
-                break
-            upstream.send(chunk)
-            count(len(chunk))
-            remaining -= len(chunk)
+        try:
+            while remaining > 0:
+                chunk = self.rfile.read(min(remaining, 256 << 10))
+                if not chunk:
+                    break
+                upstream.send(chunk)
+                count(len(chunk))
+                remaining -= len(chunk)
+        except OSError:
+            pass
+        if remaining > 0:
+            # The client went away mid-body (killed): the store sees its connection end too, as it would with no
+            # proxy between, rather than wait for the rest of the body until a timeout.
+            upstream.close()
+            record(self.command, part, "client-gone", 0)
+            self.close_connection = True
+            return
         answer = upstream.getresponse()
         body = answer.read()
+        if fault == "lost":
+            upstream.close()
+            record(self.command, None, f"lost-{answer.status}", 0)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        # A HEAD answer has no body but the object's length, as the server gave it.
+        head_length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", head_length or str(len(body)))
         self.end_headers()
         self.wfile.write(body)
         upstream.close()
