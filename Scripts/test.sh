@@ -42,7 +42,12 @@ if [[ -z "$sanitizer" ]]; then
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live
     # tests now start `attache-server` as a process of its own (Tests/AttacheTestSupport), and no test
     # waits on a wall-clock deadline shorter than 30 s (docs/RELIABILITY.md).
-    echo "==> swift test"
+    # At most 8 tests at a time (Swift Testing otherwise starts every test at once): on two cores, a
+    # few hundred live tests, each with its own server processes, starved one another until tests
+    # timed out, and the run took no less time. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is
+    # Swift Testing's own setting; set it to change the width.
+    export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
+    echo "==> swift test (at most $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH tests at a time)"
     if ((${#test_args[@]} > 0)); then
         swift test --skip-build "${test_args[@]}"
     else
