@@ -180,6 +180,8 @@ struct S3ChecksumTests {
                 let expected = kind == .ministack ? fault.ministack : fault.moto
                 #expect(result.status == (kind == .ministack ? 77 : 76), "\(fault.flags): \(result.all)")
                 #expect(result.standardError.contains(expected), "\(fault.flags): \(result.all)")
+                // The error names the file, whether the store refused a part or our own check failed.
+                #expect(result.standardError.contains("victim.bin: "), "\(fault.flags): \(result.all)")
                 #expect(try jsonObject(result.standardOutput)["status"] as? String == "error")
                 let listed = try await emulator.boto(["list", "media", "corrupt-\(index)/"])
                 #expect(listed == "[]", "\(fault.flags): an object was stored: \(listed)")

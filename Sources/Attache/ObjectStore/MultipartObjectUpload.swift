@@ -238,7 +238,7 @@ struct MultipartObjectUpload: Sendable {
                     viaTrailer = false
                     continue
                 }
-                throw AttacheError(refusal: rejection, "the store refused part \(number) of \(plan.count)", file: "")
+                throw AttacheError(refusal: rejection, "the store refused part \(number) of \(plan.count)", file: nil)
             case .stored(let receipt):
                 guard let etag = ObjectReceipt.unquoted(receipt.data["ETag"]?.stringValue) else {
                     throw AttacheError(.badResponse, stage: .interpret, "the store took part \(number) but sent no ETag")
@@ -275,7 +275,7 @@ struct MultipartObjectUpload: Sendable {
     static func storedOrThrow(_ answer: ObjectRequester.Answer, _ refused: String) throws -> ServerReceipt {
         switch answer.outcome {
         case .stored(let receipt): return receipt
-        case .rejected(let rejection): throw AttacheError(refusal: rejection, refused, file: "")
+        case .rejected(let rejection): throw AttacheError(refusal: rejection, refused, file: nil)
         }
     }
 

@@ -29,7 +29,7 @@ extension ObjectStoreEndpoint {
             let answer = try await requester.send(ObjectRequest(method: "GET", target: .signed(try address(forKey: "", query: query))))
             guard case .stored(let page) = answer.outcome else {
                 if case .rejected(let rejection) = answer.outcome {
-                    throw AttacheError(refusal: rejection, "the store refused to list its multipart uploads", file: "")
+                    throw AttacheError(refusal: rejection, "the store refused to list its multipart uploads", file: nil)
                 }
                 break
             }
@@ -59,7 +59,7 @@ extension ObjectStoreEndpoint {
         let answer = try await requester.send(
             ObjectRequest(method: "DELETE", target: .signed(try address(forKey: upload.key, query: [("uploadId", upload.uploadId)]))))
         if case .rejected(let rejection) = answer.outcome {
-            throw AttacheError(refusal: rejection, "the store refused to abort the upload of \(upload.key)", file: "")
+            throw AttacheError(refusal: rejection, "the store refused to abort the upload of \(upload.key)", file: nil)
         }
     }
 }

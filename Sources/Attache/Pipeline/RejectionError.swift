@@ -9,7 +9,7 @@ extension AttacheError {
     /// The one mapping of a server's refusal to an error: `.badResponse` for an answer that could not be
     /// read, `.rejected` otherwise, both in stage `interpret`, with the refusal as the cause (read it back
     /// with ``rejection``). `message` says what was refused; the refusal's own description follows it.
-    init(refusal rejection: Rejection, _ message: String, file: String) {
+    init(refusal rejection: Rejection, _ message: String, file: String?) {
         self.init(
             rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret, "\(message): \(rejection)",
             file: file, cause: RejectionError(rejection: rejection))
