@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds the library's documentation (the DocC catalog Sources/Attache/Attache.docc and the doc comments
-# of module Attache) into a static site, and checks that every public symbol of the library modules
-# (Attache, AttacheCore, AttacheBatch) has a doc comment.
+# of the library modules Attache, AttacheCore and AttacheBatch) into one static site, and checks that every
+# public symbol of those modules has a doc comment. The site must build without a DocC warning (a link
+# that resolves nowhere, an undocumented parameter, ...): any warning fails the script.
 #
-#   Scripts/docs.sh                 build the site into .build/docs, then check coverage
-#   Scripts/docs.sh --check-only    only the coverage check (what Scripts/test.sh runs)
+#   Scripts/docs.sh                 check coverage, then build the site into .build/docs
+#   Scripts/docs.sh --check-only    only the coverage check
+#
+# A whole Scripts/test.sh run (no --filter) runs it without --check-only, so the site must stay clean.
 #
 # Open .build/docs/index.html through any static web server (DocC sites need one), e.g.
 #   python3 -m http.server -d .build/docs 8000   →   http://127.0.0.1:8000/documentation/attache
+# (and /documentation/attachecore, /documentation/attachebatch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,16 +29,21 @@ echo "==> doc comment coverage of the public API"
 python3 Scripts/doc-coverage.py "$graphs" Attache AttacheCore AttacheBatch
 
 if ((!check_only)); then
-    # The site documents module Attache: its own graph and its extensions of other modules' types.
+    # The site documents the three library modules, each with its extensions of other modules' types
+    # (Attache@AttacheCore.symbols.json: what Attache adds to AttacheCore's types). `import Attache`
+    # re-exports AttacheCore, so its types are part of what a user of Attache sees.
     site_graphs=$(mktemp -d)
     trap 'rm -rf "$site_graphs"' EXIT
-    cp "$graphs"/Attache.symbols.json "$site_graphs"/
-    find "$graphs" -maxdepth 1 -name 'Attache@*.symbols.json' -exec cp {} "$site_graphs"/ \;
-    echo "==> docc convert Sources/Attache/Attache.docc"
+    for module in Attache AttacheCore AttacheBatch; do
+        cp "$graphs/$module.symbols.json" "$site_graphs"/
+        find "$graphs" -maxdepth 1 -name "$module@*.symbols.json" -exec cp {} "$site_graphs"/ \;
+    done
+    echo "==> docc convert Sources/Attache/Attache.docc ($(cd "$site_graphs" && echo *.symbols.json))"
     rm -rf .build/docs
     "$(dirname "$(readlink -f "$(command -v swift)")")"/docc convert Sources/Attache/Attache.docc \
         --additional-symbol-graph-dir "$site_graphs" \
         --fallback-display-name Attache --fallback-bundle-identifier Attache \
+        --warnings-as-errors \
         --transform-for-static-hosting --output-path .build/docs
     echo "docs: .build/docs"
 fi

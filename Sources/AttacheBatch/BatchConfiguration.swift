@@ -42,7 +42,7 @@ public struct BatchConfiguration: Sendable {
     }
 
     /// Creates a configuration with a pipeline made from `configuration`.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a pipeline configuration no server could take
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a pipeline configuration no server could take
     ///   (`PipelineConfiguration.validate()`).
     package init(pipeline configuration: PipelineConfiguration, journalPath: String = BatchConfiguration.defaultJournalPath) throws {
         self.init(pipeline: try AttachmentPipeline(configuration: configuration), journalPath: journalPath)

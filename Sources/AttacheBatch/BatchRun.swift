@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Iterate it once. Cancelling the iterating task, or calling ``cancel()``, stops the whole run;
 /// ``cancel(_:)`` stops one file. The run waits for its consumer: while nobody takes events, at most
-/// ``BatchConfiguration/eventBufferLimit`` of them are buffered and no new file starts.
+/// 512 of them are buffered and no new file starts.
 public struct BatchRun: AsyncSequence, Sendable {
     public typealias Element = BatchEvent
 

@@ -2,7 +2,7 @@ import Attache
 import AttacheCore
 import Foundation
 
-/// Sends many files through an ``AttachmentPipeline`` with bounded concurrency, recording every step in
+/// Sends many files through an ``Attache/AttachmentPipeline`` with bounded concurrency, recording every step in
 /// an `UploadJournal` so that a run killed at any point resumes where it stopped and every file reaches
 /// the server exactly once.
 ///
@@ -12,10 +12,10 @@ import Foundation
 /// the key, so a file whose upload reached the server just before a crash is answered with its first
 /// receipt on the next run instead of being stored twice.
 ///
-/// The walk is lazy: files are discovered a page at a time, at most
-/// ``BatchConfiguration/discoveryLookahead`` ahead of the uploads. Cancel the task that iterates the run
-/// (or call ``BatchRun/cancel()``) to stop: no new file starts, the ones in flight are cancelled and go
-/// back to `pending` in the journal with their keys, and a `finished` event closes the run.
+/// The walk is lazy: files are discovered a page at a time, at most 10 000 ahead of the uploads. Cancel
+/// the task that iterates the run (or call ``BatchRun/cancel()``) to stop: no new file starts, the ones
+/// in flight are cancelled and go back to `pending` in the journal with their keys, and a `finished`
+/// event closes the run.
 ///
 /// ```swift
 /// let pipeline = try AttachmentPipeline(configuration: PipelineConfiguration(url: "http://127.0.0.1:8080/upload"))
@@ -41,12 +41,11 @@ public struct BatchUploader: Sendable {
     /// Starts sending the files under `paths` (files and folders) and returns the run's events.
     ///
     /// The work starts at once and runs until every file is handled, the run is cancelled, or the
-    /// consumer stops iterating (which cancels it). At most ``BatchConfiguration/eventBufferLimit`` events
-    /// wait for the consumer: a consumer that reads slowly slows the batch down rather than letting
-    /// events pile up (progress events are dropped instead of waiting, and limited to about ten per
-    /// second per file).
+    /// consumer stops iterating (which cancels it). At most 512 events wait for the consumer: a consumer
+    /// that reads slowly slows the batch down rather than letting events pile up (progress events are
+    /// dropped instead of waiting, and limited to about ten per second per file).
     ///
-    /// The sequence throws ``AttacheError`` `.journal` when the journal cannot be opened or written: a
+    /// The sequence throws ``AttacheCore/AttacheError`` `.journal` when the journal cannot be opened or written: a
     /// batch that cannot record what it sends stops rather than risk sending twice. Failures of single
     /// files are `failed` events, never thrown.
     public func run(_ paths: [String]) -> BatchRun {

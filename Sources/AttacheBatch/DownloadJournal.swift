@@ -29,7 +29,7 @@ package final class DownloadJournal: DownloadJournaling {
     ///   - readOnly: open without writing or locking (to inspect a journal another run uses); the
     ///     file must exist.
     ///   - durable: sync every commit to disk (`synchronous = FULL`), to survive a power loss too.
-    /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal,
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal` when the file cannot be opened or is not a journal,
     ///   `.journalBusy` when another process holds it.
     package init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
@@ -40,7 +40,7 @@ package final class DownloadJournal: DownloadJournaling {
     }
 
     /// The record for the absolute `destination`.
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func record(for destination: String) throws -> DownloadRecord? {
         try access("read the download journal") {
             try database.read { db in
@@ -52,7 +52,7 @@ package final class DownloadJournal: DownloadJournaling {
     }
 
     /// Every record, or those in `state`, ordered by destination.
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func records(in state: DownloadRecord.State? = nil) throws -> [DownloadRecord] {
         try access("read the download journal") {
             try database.read { db in
@@ -70,7 +70,7 @@ package final class DownloadJournal: DownloadJournaling {
     }
 
     /// How many records are in each state (states without records are absent).
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func counts() throws -> [DownloadRecord.State: Int] {
         try access("read the download journal") {
             try database.read { db in
@@ -84,7 +84,7 @@ package final class DownloadJournal: DownloadJournaling {
     }
 
     /// Inserts or replaces `records` in one commit.
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func save(_ records: [DownloadRecord]) throws {
         guard !records.isEmpty else { return }
         try access("write the download journal") {

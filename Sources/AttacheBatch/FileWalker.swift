@@ -8,7 +8,7 @@ import Foundation
 /// Symbolic links inside a folder are followed only when their target stays inside the folder given on
 /// the command line (a link to a folder is then skipped, since the folder itself is walked), unless
 /// `followSymlinks` is set; a path named on the command line is always followed. Blocking: call
-/// ``next(limit:)`` from a ``BlockingPool`` thread. The shared queue's enqueuer walks with it too.
+/// ``next(limit:)`` from a ``AttacheCore/BlockingPool`` thread. The shared queue's enqueuer walks with it too.
 package final class FileWalker: Sendable {
     /// One thing the walk found.
     package enum Item: Sendable, Equatable {

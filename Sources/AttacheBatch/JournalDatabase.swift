@@ -4,7 +4,7 @@ import GRDB
 import Glibc
 
 /// Runs one operation on a journal database, turning GRDB's and SQLite's errors into an
-/// ``AttacheError`` `.journal` of `stage` that names the file and keeps SQLite's extended result code.
+/// ``AttacheCore/AttacheError`` `.journal` of `stage` that names the file and keeps SQLite's extended result code.
 func journalAccess<T>(
     _ what: String, file: String, stage: AttacheError.Stage, _ body: () throws -> T
 ) throws -> T {
@@ -17,7 +17,7 @@ func journalAccess<T>(
     }
 }
 
-/// `error` as an ``AttacheError`` `.journal`, its message after `message`.
+/// `error` as an ``AttacheCore/AttacheError`` `.journal`, its message after `message`.
 func journalError(_ error: any Error, _ message: String, file: String, stage: AttacheError.Stage) -> AttacheError {
     if let error = error as? DatabaseError {
         return AttacheError(
@@ -62,7 +62,7 @@ struct JournalMigration: Sendable {
 /// Writable: the file is created 0600 (``restrictJournalAccess(_:stage:)``) and the `migrations` not
 /// yet applied run, in order. Read-only: the file must exist and hold `table`, or it is not this kind of journal.
 /// - Parameter name: what the messages call the file ("journal", "download journal").
-/// - Throws: ``AttacheError`` `.journal` of `stage` naming the file.
+/// - Throws: ``AttacheCore/AttacheError`` `.journal` of `stage` naming the file.
 func openJournalDatabase(
     at path: String, name: String, table: String, stage: AttacheError.Stage, migrations: [JournalMigration],
     configuration: Configuration

@@ -52,7 +52,7 @@ package final class UploadJournal: Sendable {
     /// - Parameters:
     ///   - readOnly: open without writing (for dry runs); the file must exist.
     ///   - durable: sync every commit to disk, so that not even a power loss forgets a stored key.
-    /// - Throws: ``AttacheError`` `.journal` when the file cannot be opened or is not a journal.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal` when the file cannot be opened or is not a journal.
     package init(path: String, readOnly: Bool = false, durable: Bool = false) throws {
         self.path = path
         database = try openJournalDatabase(
@@ -63,7 +63,7 @@ package final class UploadJournal: Sendable {
     // MARK: Reading
 
     /// The row for `path` (made absolute), if the journal has one.
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func entry(for path: String) throws -> JournalEntry? {
         let key = Self.absolute(path)
         return try access("read the journal") {
@@ -77,7 +77,7 @@ package final class UploadJournal: Sendable {
     /// Every row, or the rows in `state`, ordered by path.
     ///
     /// Loads the rows into memory; for very large journals prefer ``counts()``.
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func entries(in state: State? = nil) throws -> [JournalEntry] {
         try access("read the journal") {
             try database.read { db in
@@ -94,7 +94,7 @@ package final class UploadJournal: Sendable {
     }
 
     /// How many rows are in each state (states without rows are absent).
-    /// - Throws: ``AttacheError`` `.journal`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.journal`.
     package func counts() throws -> [State: Int] {
         try access("read the journal") {
             try database.read { db in

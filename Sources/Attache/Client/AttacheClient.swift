@@ -97,7 +97,7 @@ package final class AttacheClient: Sendable {
     /// Sends one attempt of an operation: the interceptors' adapters first, then the transport; the
     /// hooks and the log hear how it ended.
     ///
-    /// - Throws: ``AttacheError`` of the operation's stage: a transport failure attributed to it, an
+    /// - Throws: ``AttacheCore/AttacheError`` of the operation's stage: a transport failure attributed to it, an
     ///   adapter's failure, or the sink's or the body's own error as it is.
     func exchange(
         _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int

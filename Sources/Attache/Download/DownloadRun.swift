@@ -253,7 +253,7 @@ private struct SignedObject: Sendable {
     let signer: SigV4Signer
 
     /// The object of `request`, or nil for an `http(s)` download.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) for an `s3://` URL without an
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) for an `s3://` URL without an
     ///   object store, or one that names no object.
     init?(_ request: DownloadRequest) throws {
         guard S3Location(request.url) != nil else { return nil }

@@ -16,11 +16,14 @@ extension Downloader {
     /// ```
     ///
     /// - Parameters:
+    ///   - receipt: the receipt of the upload: its URL, digest and seal.
+    ///   - destination: the path the opened file is written to.
     ///   - key: the key to open a sealed file with, when the receipt carries none (a fixed key).
     ///   - headers: extra request headers (`Authorization`, …).
     ///   - objectStore: the store an object's receipt (its URL `s3://BUCKET/KEY`) is fetched from, with
     ///     signed GETs (`DownloadRequest.objectStore`); usually the endpoint the pipeline sent it to.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.download`) when the receipt has no URL,
+    ///   - progress: called as the download advances, as ``download(_:progress:)`` calls it.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `.download`) when the receipt has no URL,
     ///   `.invalidKey` (stage `.seal`) when a sealed file has no key; then whatever
     ///   ``download(_:progress:)`` throws (`corruptInput` for a digest that differs,
     ///   `authenticationFailed` for a key that does not open it, …).

@@ -202,9 +202,9 @@ public final class Downloader: Sendable {
     ///   not retried), `connectionFailed` when no attempt could connect, `retriesExhausted` when
     ///   5xx/429 answers or broken connections outlast the retry policy, `corruptInput` when the bytes
     ///   do not match the server's SHA-256 `ETag` or the size it announced, `fileUnwritable` for the local file,
-    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without an `DownloadRequest/objectStore`;
+    ///   `invalidArgument` (stage `configuration`) for an `s3://` URL without `DownloadRequest.objectStore`;
     ///   an object store's refusal (`NoSuchKey`, `SignatureDoesNotMatch`, ...) is `rejected` with the store's
-    ///   code as ``AttacheError/rejection``'s business code; unsealing errors (`authenticationFailed`, ...)
+    ///   code as ``AttacheCore/AttacheError/rejection``'s business code; unsealing errors (`authenticationFailed`, ...)
     ///   come from the seal stage. The `.part` file is kept on every error but a hash mismatch, so a
     ///   later call with `resume` continues it.
     public func download(

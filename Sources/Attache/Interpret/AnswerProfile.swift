@@ -30,8 +30,8 @@ public enum AnswerProfile: String, Sendable, Hashable, Codable, CaseIterable, Cu
     /// An S3, MinIO or Google Cloud Storage presigned POST form. `204` (empty), `200` and `201` (with a
     /// `PostResponse` XML body) are success; S3's XML errors (`AccessDenied`, `EntityTooLarge`,
     /// `SignatureDoesNotMatch`, an expired policy) are rejections carrying S3's code and message.
-    /// The request it implies has every form field first and exactly one file part last
-    /// (``sendsOneFilePerRequest``).
+    /// The request it implies has every form field first and exactly one file part last, so no thumbnail
+    /// goes inline with the attachment.
     case s3Post = "s3-post"
     /// An object store's answer to a `PUT` of the raw bytes (a presigned PUT URL, a signed `PutObject`) and
     /// to the steps of a multipart upload: any 2xx is success, and the receipt's data holds the `ETag`,

@@ -17,7 +17,7 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     package let tokens: [String]
 
     /// Parses the string form of a pointer.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when the text is not empty and does
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) when the text is not empty and does
     ///   not start with `/`, or holds a `~` not followed by `0` or `1`.
     public init(_ text: String) throws {
         guard !text.isEmpty else {

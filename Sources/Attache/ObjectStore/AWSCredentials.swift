@@ -40,7 +40,7 @@ public struct AWSCredentials: Sendable, CustomStringConvertible {
     /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` first, then the profile `AWS_PROFILE` names
     /// (`default` when it names none) of the same files.
     ///
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when none are found, or a
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) when none are found, or a
     ///   profile has a key id without a secret; the message names the places looked at, never a value.
     public static func resolve(
         profile: String? = nil, environment: [String: String]? = nil

@@ -7,7 +7,7 @@ extension MultipartObjectUpload {
     /// keeps a part's checksum without checking it (moto) still sums the bytes it stored, so a part changed
     /// on its way fails here. Nothing to compare when a part has no checksum or the store names none.
     ///
-    /// - Throws: ``AttacheError`` `.badResponse` when the two differ (the object removed first).
+    /// - Throws: ``AttacheCore/AttacheError`` `.badResponse` when the two differ (the object removed first).
     func checkObjectChecksum(_ stored: ServerReceipt, parts: [Part]) async throws {
         guard let expected = PartChecksummer.composite(parts.map(\.checksum), algorithm) else { return }
         var reported = stored.data[algorithm.element]?.stringValue

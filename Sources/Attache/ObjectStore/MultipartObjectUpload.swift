@@ -50,7 +50,7 @@ struct MultipartObjectUpload: Sendable {
     /// Runs the upload.
     ///
     /// - Parameter progress: bytes of the payload the store holds or is being sent, and the attempt.
-    /// - Throws: ``AttacheError``: a refusal (`.rejected`, with the store's code), a composite `ETag` that does
+    /// - Throws: ``AttacheCore/AttacheError``: a refusal (`.rejected`, with the store's code), a composite `ETag` that does
     ///   not match the parts (`.badResponse`), transport failures once retries are spent. The store's upload
     ///   is aborted first when ``MultipartSettings/onGiveUp`` says so (not when the task is cancelled).
     func run(progress: (@Sendable (_ bytes: Int64) -> Void)?) async throws -> Outcome {

@@ -59,7 +59,7 @@ struct ObjectRequester: Sendable {
     /// Sends `request` until it is settled or the connection's retry policy gives up.
     ///
     /// - Parameter progress: body bytes handed to the network in the current attempt, and the attempt.
-    /// - Throws: ``AttacheError`` of stage `upload` (or `download` for `GET`): transport failures that are
+    /// - Throws: ``AttacheCore/AttacheError`` of stage `upload` (or `download` for `GET`): transport failures that are
     ///   not retried, `.connectionFailed`/`.retriesExhausted` when the policy gives up, `.cancelled`.
     func send(
         _ request: ObjectRequest, policy: RetryPolicy? = nil,

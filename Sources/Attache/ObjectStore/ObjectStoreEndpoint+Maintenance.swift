@@ -16,7 +16,7 @@ extension ObjectStoreEndpoint {
     /// The multipart uploads under ``location``'s prefix that were started before `cutoff`
     /// (`ListMultipartUploads`, every page).
     ///
-    /// - Throws: ``AttacheError``: the store's refusal (`.rejected`), transport failures.
+    /// - Throws: ``AttacheCore/AttacheError``: the store's refusal (`.rejected`), transport failures.
     package func pendingMultipartUploads(startedBefore cutoff: Date, client: AttacheClient) async throws
         -> [PendingMultipartUpload]
     {
@@ -52,7 +52,7 @@ extension ObjectStoreEndpoint {
 
     /// `AbortMultipartUpload`: the store deletes the upload's parts.
     ///
-    /// - Throws: ``AttacheError``: the store's refusal (`.rejected`; `NoSuchUpload` when it is gone already),
+    /// - Throws: ``AttacheCore/AttacheError``: the store's refusal (`.rejected`; `NoSuchUpload` when it is gone already),
     ///   transport failures.
     package func abort(_ upload: PendingMultipartUpload, client: AttacheClient) async throws {
         let requester = ObjectRequester(client: client, signer: signer, logger: Logger(label: "attache.s3"))

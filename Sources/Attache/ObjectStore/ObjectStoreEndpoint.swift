@@ -49,7 +49,7 @@ public struct ObjectStoreEndpoint: Sendable {
     /// `endpointURL`, else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`, else the profile's `s3` →
     /// `endpoint_url` or `endpoint_url` in the config file, else AWS's.
     ///
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): `url` is not `s3://BUCKET/…`,
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`): `url` is not `s3://BUCKET/…`,
     ///   no credentials are found, the endpoint is not an `http(s)` URL.
     public static func resolve(
         url: String, profile: String? = nil, region: String? = nil, endpointURL: String? = nil,
@@ -81,7 +81,7 @@ public struct ObjectStoreEndpoint: Sendable {
     /// The address of the object an `s3://BUCKET/KEY` URL names, in this endpoint's store: the URL's bucket
     /// (not ``location``'s) and its key as written, not percent-decoded (as the AWS CLI reads it).
     ///
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when `url` names no object.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) when `url` names no object.
     package func address(ofObject url: String) throws -> S3ObjectAddress {
         guard let object = S3Location(url), !object.prefix.isEmpty, !object.prefix.hasSuffix("/") else {
             throw AttacheError(.invalidArgument, stage: .configuration, "expected s3://BUCKET/KEY, got \(url)", file: url)

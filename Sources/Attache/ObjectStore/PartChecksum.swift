@@ -39,7 +39,7 @@ struct PartChecksummer {
     private let sha: SHA256Digest?
 
     /// A fresh checksum of `algorithm`.
-    /// - Throws: ``AttacheError`` from OpenSSL.
+    /// - Throws: ``AttacheCore/AttacheError`` from OpenSSL.
     init(_ algorithm: MultipartSettings.ChecksumAlgorithm) throws {
         switch algorithm {
         case .crc32c:
@@ -66,7 +66,7 @@ struct PartChecksummer {
     }
 
     /// The base64 checksum of `source`, read once.
-    /// - Throws: what reading the source throws; ``AttacheError`` from OpenSSL.
+    /// - Throws: what reading the source throws; ``AttacheCore/AttacheError`` from OpenSSL.
     static func base64(of source: any ByteSource, _ algorithm: MultipartSettings.ChecksumAlgorithm) throws -> String {
         var summer = try PartChecksummer(algorithm)
         try ContentDigest.forEachChunk(of: source) { try summer.update($0) }

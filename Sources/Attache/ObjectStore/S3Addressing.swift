@@ -53,7 +53,7 @@ package struct S3ObjectAddress: Sendable {
     /// The address of `key` in `bucket` at `endpoint` (`https://s3.eu-west-1.amazonaws.com`,
     /// `http://127.0.0.1:9000`), with `query` parameters written as SigV4 signs them.
     ///
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`) when the endpoint is not an
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) when the endpoint is not an
     ///   `http(s)://host[:port]` URL, or virtual-hosted style is asked for a bucket that cannot be a host name.
     package init(
         endpoint: String, bucket: String, key: String, addressing: S3Addressing, query: [(String, String)] = []

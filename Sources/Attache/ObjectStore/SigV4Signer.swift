@@ -53,7 +53,7 @@ package struct SigV4Signer: Sendable {
     ///   - query: the query's parameters, not encoded; the URL must carry them as ``canonicalQuery(_:)``
     ///     writes them.
     ///   - host: `host` or `host:port`, as the transport sends it.
-    /// - Throws: ``AttacheError`` from OpenSSL.
+    /// - Throws: ``AttacheCore/AttacheError`` from OpenSSL.
     package func signS3(
         method: String, path: String, query: [(String, String)], host: String, headers: [HeaderField],
         payloadHash: String, date: Date
@@ -74,7 +74,7 @@ package struct SigV4Signer: Sendable {
     /// does; the headers to send, `Authorization` last. Uploads and downloads alike sign through here, each
     /// attempt anew (the date is part of the signature).
     ///
-    /// - Throws: ``AttacheError`` from OpenSSL.
+    /// - Throws: ``AttacheCore/AttacheError`` from OpenSSL.
     package func signS3(
         method: String, address: S3ObjectAddress, headers: [HeaderField], payloadHash: String, date: Date = Date()
     ) throws -> [HeaderField] {
@@ -86,7 +86,7 @@ package struct SigV4Signer: Sendable {
 
     /// Signs exactly `headers` (which must hold `host` and `x-amz-date` with `amzDate`).
     ///
-    /// - Throws: ``AttacheError`` from OpenSSL.
+    /// - Throws: ``AttacheCore/AttacheError`` from OpenSSL.
     package func sign(
         method: String, path: String, query: [(String, String)], headers: [HeaderField], payloadHash: String,
         amzDate: String

@@ -179,7 +179,7 @@ package struct TelemetrySpan: Sendable {
         span.setStatus(SpanStatus(code: .error))
     }
 
-    /// A low-cardinality name for `error`: an ``AttacheError``'s code, or the error's type.
+    /// A low-cardinality name for `error`: an ``AttacheCore/AttacheError``'s code, or the error's type.
     static func errorType(_ error: any Error) -> String {
         if let error = error as? AttacheError { return error.code.rawValue }
         if let error = error as? TransportError { return error.code.rawValue }

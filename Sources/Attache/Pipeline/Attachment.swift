@@ -89,7 +89,7 @@ public struct Attachment: Sendable {
     }
 
     /// An attachment read from a `file:` URL.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a URL that is not a file URL.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a URL that is not a file URL.
     public init(
         fileURL: URL, declaredKind: MessageKind? = nil, filename: String? = nil, fields: [UploadField] = [],
         idempotencyKey: String? = nil, sealMaterial: SealMaterial? = nil

@@ -34,7 +34,7 @@ public struct AttachmentPipeline: Sendable {
     package let telemetry: Telemetry
 
     /// Creates a pipeline, checking the configuration once for combinations no server could take.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`), as
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`), as
     ///   `PipelineConfiguration.validate()` describes.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) throws {
         try self.init(configuration: configuration, logger: logger, telemetry: .bootstrapped)
@@ -62,12 +62,13 @@ public struct AttachmentPipeline: Sendable {
     /// Sends one attachment and returns the server's receipt.
     ///
     /// - Parameters:
+    ///   - attachment: the file to send: a path, bytes in memory or a stream of chunks.
     ///   - options: what this send changes of the configuration (headers, fields, a time limit, the
     ///     answer profile, the seal); nothing by default.
     ///   - progress: stage changes and upload progress, from any thread.
-    /// - Throws: ``AttacheError`` naming the file and the stage: unreadable input, a refusal by the
-    ///   server (`.rejected`, `.badResponse`, with ``AttacheError/rejection``), retries exhausted,
-    ///   `.timedOut` past ``SendOptions/timeLimit``, cancellation.
+    /// - Throws: ``AttacheCore/AttacheError`` naming the file and the stage: unreadable input, a refusal by
+    ///   the server (`.rejected`, `.badResponse`, with ``AttacheCore/AttacheError/rejection``), retries
+    ///   exhausted, `.timedOut` past ``SendOptions/timeLimit``, cancellation.
     public func send(
         _ attachment: Attachment, options: SendOptions = SendOptions(),
         progress: (@Sendable (PipelineProgress) -> Void)? = nil

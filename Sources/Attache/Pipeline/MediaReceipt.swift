@@ -1,4 +1,4 @@
-/// What the Transform stage did to a video, voice note or animation (``MediaConverter``).
+/// What the Transform stage did to a video, voice note or animation (``AttacheCore/MediaConverter``).
 public struct MediaReceipt: Sendable, Codable, Hashable {
     /// `keep` (already compliant), `remux` (index moved to the front) or `encode`.
     public var plan: MediaConverter.VideoPlan

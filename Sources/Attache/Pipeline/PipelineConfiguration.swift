@@ -21,8 +21,8 @@ public struct PipelineConfiguration: Sendable {
     /// with an answer profile whose endpoint takes one file per request (`s3-post`), where they are not
     /// sent (`omitted`). See `thumbnailPlacement`.
     public var thumbnails: ThumbnailPlacement?
-    /// Send the placeholders (``Placeholders``) as the form fields `blurhash`, `thumbhash` and `stripped`.
-    /// Off by default: the receipt carries them either way.
+    /// Send the placeholders (``AttacheCore/Placeholders``) as the form fields `blurhash`, `thumbhash` and
+    /// `stripped`. Off by default: the receipt carries them either way.
     public var sendPlaceholderFields = false
     /// How content is detected and classified.
     package var detection = MIMEDetector.Configuration()
@@ -77,7 +77,7 @@ public struct PipelineConfiguration: Sendable {
 
     /// Checks the combinations no server could take. ``AttachmentPipeline/init(configuration:logger:)``
     /// calls it once, so a pipeline that exists has a configuration that passed.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`): thumbnails inline with a
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`): thumbnails inline with a
     ///   profile that takes one file per request; separate thumbnails to a presigned POST whose `key` field
     ///   names one fixed object (each thumbnail would replace the attachment).
     package func validate() throws {

@@ -1,4 +1,4 @@
-/// A server's refusal, carried as the `cause` of an ``AttacheError``.
+/// A server's refusal, carried as the `cause` of an ``AttacheCore/AttacheError``.
 package struct RejectionError: Error, Sendable, CustomStringConvertible {
     /// The refusal.
     package let rejection: Rejection

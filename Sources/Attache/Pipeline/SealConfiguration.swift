@@ -1,8 +1,8 @@
 /// How the Seal stage encrypts attachments.
 ///
-/// The default is `stream-gcm` with a fresh random key per attachment, returned in the receipt
-/// (``UploadReceipt/key``) for the message that carries the attachment, as Signal and Telegram do. With a
-/// fixed `key`, every attachment is sealed with it and no key is put in receipts.
+/// The default is `stream-gcm` with a fresh random key per attachment, returned in the receipt (the
+/// ``SealReceipt/key`` of ``UploadReceipt/seal``) for the message that carries the attachment, as Signal
+/// and Telegram do. With a fixed ``key``, every attachment is sealed with it and no key is put in receipts.
 public struct SealConfiguration: Sendable {
     /// The encryption scheme; `.none` sends the bytes as they are.
     public var scheme: SealScheme = .streamGCM

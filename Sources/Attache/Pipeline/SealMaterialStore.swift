@@ -31,7 +31,7 @@ package struct SealMaterialStore: Sendable {
     }
 
     /// Opens (creating, 0700) the folder.
-    /// - Throws: ``AttacheError`` `.fileUnwritable` when it cannot be created or made private.
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileUnwritable` when it cannot be created or made private.
     package init(directory: String) throws {
         self.directory = directory
         do {
@@ -50,7 +50,7 @@ package struct SealMaterialStore: Sendable {
 
     /// The material kept for `key` in `scope`, made (for `scheme`) and synced to disk first when there
     /// is none; `existed` tells whether an earlier call had made it.
-    /// - Throws: ``AttacheError`` `.fileUnwritable` or `.invalidKey` (a damaged file).
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileUnwritable` or `.invalidKey` (a damaged file).
     package func material(
         forKey key: String, scope: String, scheme: SealScheme
     ) throws -> (material: SealMaterial, existed: Bool) {
@@ -89,7 +89,7 @@ package struct SealMaterialStore: Sendable {
     /// Records the multipart upload under `key` in `scope` (its upload id and the parts the store
     /// confirmed), or forgets it (nil: completed or aborted), so that `attache upload --idempotency-key`
     /// run again continues it. Written to a temporary file, synced and renamed into place (0600).
-    /// - Throws: ``AttacheError`` `.fileUnwritable`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileUnwritable`.
     package func recordMultipart(_ record: MultipartRecord?, forKey key: String, scope: String) throws {
         let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".multipart"
         guard let record else {
@@ -115,7 +115,7 @@ package struct SealMaterialStore: Sendable {
     /// Records where the resumable upload under `key` in `scope` stands (its resource and the last
     /// offset the server confirmed), or forgets it (nil), so that `attache upload --idempotency-key` run
     /// again continues it. Written to a temporary file, synced and renamed into place (0600).
-    /// - Throws: ``AttacheError`` `.fileUnwritable`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileUnwritable`.
     package func recordResumable(_ state: ResumableState?, forKey key: String, scope: String) throws {
         let path = directory + "/" + Self.fileName(key: key, scope: scope) + ".resumable"
         guard let state else {

@@ -1,8 +1,9 @@
 /// What the Seal stage did to one attachment: what a receiver needs to open it.
 ///
-/// ``key`` is an ``AttachmentKey``: printing or logging a receipt shows its size, never the key; read it
-/// with ``AttachmentKey/base64``. Encoded (`attache upload --json`, the batch journal), the key is its
-/// text, because that is the receipt's purpose: the program that writes the chat message needs it.
+/// ``key`` is an ``AttacheCore/AttachmentKey``: printing or logging a receipt shows its size, never the
+/// key; read it with ``AttacheCore/AttachmentKey/base64``. Encoded (`attache upload --json`, the batch
+/// journal), the key is its text, because that is the receipt's purpose: the program that writes the chat
+/// message needs it.
 public struct SealReceipt: Sendable, Codable, Hashable {
     /// The scheme.
     public var scheme: SealScheme
@@ -59,7 +60,7 @@ public struct SealReceipt: Sendable, Codable, Hashable {
         }
     }
 
-    /// Writes the receipt, the key as its text (see ``AttachmentKey/base64``).
+    /// Writes the receipt, the key as its text (see ``AttacheCore/AttachmentKey/base64``).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(scheme, forKey: .scheme)

@@ -12,7 +12,7 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     /// of their own are in ``UploadReceipt/thumbnails``).
     public var thumbnails: [String]
     /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
-    /// could not read it (``TransformErrorPolicy/sendOriginal``): the error code and message. Absent
+    /// could not read it (``AttacheCore/TransformErrorPolicy/sendOriginal``): the error code and message. Absent
     /// otherwise (and in receipts written before this field existed).
     package var skipped: String?
     /// Which path the Transform stage took and why, for media and images: what the source lacked

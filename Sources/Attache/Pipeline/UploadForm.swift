@@ -58,7 +58,7 @@ struct UploadForm: Sendable {
     }
 
     /// The form as a `multipart/form-data` body: the fields, the file part, the inline file parts.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a name, filename or content type that
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a name, filename or content type that
     ///   ``MultipartBody`` cannot write.
     func multipartBody() throws -> MultipartBody {
         var body = MultipartBody()

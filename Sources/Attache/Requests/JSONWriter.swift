@@ -9,7 +9,7 @@ import FoundationEssentials
 /// without a fraction (`2`), others in the shortest form that reads back exactly (`0.1`, `1e-07`).
 enum JSONWriter {
     /// The JSON bytes of `value`.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.upload`) for a NaN or infinite number,
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `.upload`) for a NaN or infinite number,
     ///   which JSON cannot express.
     static func bytes(_ value: JSONValue) throws -> [UInt8] {
         var output: [UInt8] = []
@@ -80,7 +80,7 @@ enum JSONWriter {
 extension JSONValue {
     /// Compact JSON with sorted keys (see the rules of the writer in `JSONWriter.swift`): the bytes a
     /// ``RequestBody/json(_:)`` body carries.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a NaN or infinite number.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a NaN or infinite number.
     package func jsonBytes() throws -> [UInt8] {
         try JSONWriter.bytes(self)
     }

@@ -107,7 +107,7 @@ extension ParameterValue {
     /// struct Query: Encodable { let page: Int; let tags: [String] }
     /// let value = try ParameterValue(encoding: Query(page: 2, tags: ["a", "b"]))
     /// ```
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.upload`) when the value's `encode(to:)`
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `.upload`) when the value's `encode(to:)`
     ///   throws or encodes nothing.
     package init(encoding value: some Encodable) throws {
         self = try ParameterValueEncoder.encode(value)
@@ -115,7 +115,7 @@ extension ParameterValue {
 
     /// Top-level parameters from an `Encodable` that encodes as a keyed container (a struct, a class,
     /// a `[String: ...]` dictionary).
-    /// - Throws: ``AttacheError`` `.invalidArgument` when the value is not a dictionary at the top.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` when the value is not a dictionary at the top.
     package static func parameters(encoding value: some Encodable) throws -> Parameters {
         guard case .dictionary(let members) = try ParameterValue(encoding: value) else {
             throw AttacheError(

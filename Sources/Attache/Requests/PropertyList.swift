@@ -30,7 +30,7 @@ package enum PropertyListValue: Sendable, Hashable {
 extension PropertyListValue {
     /// Converts parameters: strings, numbers, booleans and dates map to their own kinds, a set to an
     /// array in its sorted form (see ``URLFormEncoder``), a dictionary to a `<dict>`.
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `.upload`) for a ``ParameterValue/null``
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `.upload`) for a ``ParameterValue/null``
     ///   anywhere: a property list has no null, and dropping it silently would change the meaning.
     package init(_ value: ParameterValue) throws {
         switch value {
@@ -52,14 +52,14 @@ extension PropertyListValue {
     }
 
     /// Converts parameters at the top level to a `<dict>`.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a null anywhere.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a null anywhere.
     package init(_ parameters: Parameters) throws {
         self = try PropertyListValue(ParameterValue.dictionary(parameters))
     }
 
     /// Converts a JSON value: integral numbers that are exact in a `Double` become `<integer>`, other
     /// numbers `<real>`.
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a JSON `null` anywhere.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a JSON `null` anywhere.
     package init(_ json: JSONValue) throws {
         self = try PropertyListValue(ParameterValue(json))
     }
@@ -218,7 +218,7 @@ extension PropertyListValue {
     /// A small, strict reader for answers of old servers: the XML declaration, comments, a DOCTYPE and
     /// CDATA sections are understood; the five predefined entities and numeric character references are
     /// decoded; nesting deeper than 512 levels is refused. Binary property lists are not read.
-    /// - Throws: ``AttacheError`` `.corruptInput` (stage `.interpret`) naming what is wrong and where.
+    /// - Throws: ``AttacheCore/AttacheError`` `.corruptInput` (stage `.interpret`) naming what is wrong and where.
     package init(xml bytes: some Collection<UInt8>) throws {
         var reader = PropertyListXMLReader(bytes: Array(bytes))
         self = try reader.document()

@@ -1,6 +1,6 @@
 public import FoundationEssentials
 
-/// The body of a request: its bytes as a re-openable ``ByteSource``, its content type and length.
+/// The body of a request: its bytes as a re-openable ``AttacheCore/ByteSource``, its content type and length.
 ///
 /// Every attempt of a request (a retry, a replay after a token refresh) opens `source` again with
 /// `makeReader()` and gets the same bytes from the first one: in-memory bodies are kept, a file is
@@ -64,7 +64,7 @@ public struct RequestBody: Sendable {
     }
 
     /// A form body of an `Encodable` (a struct or a dictionary at the top).
-    /// - Throws: ``AttacheError`` `.invalidArgument` when the value does not encode as a keyed container.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` when the value does not encode as a keyed container.
     public static func form(encoding value: some Encodable) throws -> RequestBody {
         try form(encoding: value, encoder: URLFormEncoder())
     }
@@ -75,7 +75,7 @@ public struct RequestBody: Sendable {
     }
 
     /// An `application/json` body: compact, keys sorted (`JSONValue.jsonBytes()`).
-    /// - Throws: ``AttacheError`` `.invalidArgument` for a NaN or infinite number.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` for a NaN or infinite number.
     public static func json(_ value: JSONValue) throws -> RequestBody {
         RequestBody(bytes: try value.jsonBytes(), contentType: jsonContentType)
     }
@@ -87,7 +87,7 @@ public struct RequestBody: Sendable {
     /// struct Message: Encodable { let chatId: Int; let text: String }
     /// let body = try RequestBody.json(encoding: Message(chatId: 42, text: "hi"))
     /// ```
-    /// - Throws: ``AttacheError`` `.invalidArgument` when encoding fails.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` when encoding fails.
     public static func json(encoding value: some Encodable, encoder: JSONEncoder? = nil) throws -> RequestBody {
         let encoder = encoder ?? defaultJSONEncoder()
         do {
@@ -116,7 +116,7 @@ public struct RequestBody: Sendable {
 
     /// A file streamed from disk in bounded chunks, never read whole; its size and modification time
     /// are taken now and checked by every attempt.
-    /// - Throws: ``AttacheError`` `.fileNotFound` or `.fileUnreadable` (stage `.read`) naming the path.
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileNotFound` or `.fileUnreadable` (stage `.read`) naming the path.
     public static func file(path: String, contentType: String? = "application/octet-stream") throws -> RequestBody {
         RequestBody(source: try FileSource(path: path), contentType: contentType)
     }

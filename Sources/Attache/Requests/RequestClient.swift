@@ -12,7 +12,10 @@ import Logging
 /// `RetryClassifier` retries, per the connection's ``RetryPolicy``, honouring `Retry-After`; retriers
 /// can decide otherwise. An HTTP answer, whatever its status, is the
 /// returned value (check it with ``ServerResponse/validate(statusCodes:contentTypes:)``); only failures to
-/// get one throw. Cancelling the calling task stops the transfer.
+/// get one throw: an ``AttacheCore/AttacheError`` with stage `request`, `.invalidArgument` for a URL or
+/// header that cannot be sent, `.connectionFailed`, `.connectionLost`, `.timedOut` or `.tlsFailure` when
+/// there was no answer (after retries, `.retriesExhausted` with the last one as cause), `.cancelled`, or
+/// an adapter's error. Cancelling the calling task stops the transfer.
 ///
 /// ```swift
 /// let client = RequestClient()
@@ -26,6 +29,8 @@ public final class RequestClient: Sendable {
     let client: AttacheClient
 
     /// Creates a client over the shared libcurl transport for the configuration's connection.
+    ///
+    /// - Parameter configuration: the defaults every request gets, and the connection's settings.
     public convenience init(configuration: Configuration = .init()) {
         self.init(client: AttacheClient(connection: configuration.connection, transport: nil), configuration)
     }
@@ -61,7 +66,7 @@ public final class RequestClient: Sendable {
     // MARK: Verbs
 
     /// `GET url`, with `query` added to the URL's query.
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func get(
         _ url: String, query: Parameters = [:], headers: [HeaderField] = []
     ) async throws -> ServerResponse {
@@ -69,7 +74,7 @@ public final class RequestClient: Sendable {
     }
 
     /// `HEAD url`.
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func head(
         _ url: String, query: Parameters = [:], headers: [HeaderField] = []
     ) async throws -> ServerResponse {
@@ -77,7 +82,7 @@ public final class RequestClient: Sendable {
     }
 
     /// `DELETE url`, with an optional body.
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func delete(
         _ url: String, query: Parameters = [:], headers: [HeaderField] = [],
         body: RequestBody? = nil
@@ -86,7 +91,7 @@ public final class RequestClient: Sendable {
     }
 
     /// `POST url` with `body`, or with `parameters` as a form body (system parameters merged in).
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func post(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [HeaderField] = [], body: RequestBody? = nil
@@ -96,7 +101,7 @@ public final class RequestClient: Sendable {
     }
 
     /// `PUT url` with `body`, or with `parameters` as a form body.
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func put(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [HeaderField] = [], body: RequestBody? = nil
@@ -106,7 +111,7 @@ public final class RequestClient: Sendable {
     }
 
     /// `PATCH url` with `body`, or with `parameters` as a form body.
-    /// - Throws: as ``send(_:progress:)``.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`) when no answer came: see ``RequestClient``.
     public func patch(
         _ url: String, query: Parameters = [:], parameters: Parameters = [:],
         headers: [HeaderField] = [], body: RequestBody? = nil
@@ -126,7 +131,7 @@ public final class RequestClient: Sendable {
     ///     nil keeps the body in memory up to the size cap.
     /// - Returns: the last attempt's answer, whatever its status: a 503 the retries could not get past
     ///   is returned, not thrown.
-    /// - Throws: ``AttacheError`` (stage `request`): `.invalidArgument` for a URL or header that cannot
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`): `.invalidArgument` for a URL or header that cannot
     ///   be sent; `.connectionFailed`, `.connectionLost`, `.timedOut`, `.tlsFailure` when there was no
     ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
     ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
@@ -209,7 +214,7 @@ public final class RequestClient: Sendable {
     /// ```swift
     /// let response = try client.sendBlocking(ClientRequest(method: .get, url: "http://127.0.0.1:8080/health"))
     /// ```
-    /// - Throws: ``AttacheError`` `.invalidArgument` when called from an async task; otherwise as
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` when called from an async task; otherwise as
     ///   ``send(_:writingBodyTo:progress:)``.
     package func sendBlocking(_ request: ClientRequest, writingBodyTo destination: String? = nil) throws -> ServerResponse {
         let inTask = withUnsafeCurrentTask { $0 != nil }
@@ -339,7 +344,7 @@ public final class RequestClient: Sendable {
     }
 }
 
-/// An adapter's own error, kept as the cause of the ``AttacheError`` it becomes.
+/// An adapter's own error, kept as the cause of the ``AttacheCore/AttacheError`` it becomes.
 struct AdapterFailure: Error, Sendable, CustomStringConvertible {
     let description: String
 }

@@ -18,7 +18,7 @@ import FoundationEssentials
 /// ```
 package protocol RequestAdapter: Sendable {
     /// Returns the request to send in place of `request`.
-    /// - Throws: any error; the request fails with it (an ``AttacheError`` as it is, others wrapped).
+    /// - Throws: any error; the request fails with it (an ``AttacheCore/AttacheError`` as it is, others wrapped).
     func adapt(_ request: ClientRequest) async throws -> ClientRequest
 }
 
@@ -62,8 +62,8 @@ package protocol RequestRetrier: Sendable {
 }
 
 extension ClientRequest {
-    /// This request as `adapters` leave it, run in order; a failure becomes an ``AttacheError`` of `stage`
-    /// (an adapter's own ``AttacheError`` as it is).
+    /// This request as `adapters` leave it, run in order; a failure becomes an ``AttacheCore/AttacheError`` of `stage`
+    /// (an adapter's own ``AttacheCore/AttacheError`` as it is).
     func adapted(by adapters: [any RequestAdapter], stage: AttacheError.Stage) async throws -> ClientRequest {
         var request = self
         for adapter in adapters {

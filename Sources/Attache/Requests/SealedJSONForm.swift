@@ -7,9 +7,10 @@ package import FoundationEssentials
 /// sent it) or **one named field** (`data=<percent-encoded base64>`, which any form parser reads).
 /// `docs/FORMAT.md` ("The encrypted JSON form POST") specifies every byte, with test vectors.
 ///
-/// Schemes: ``SealScheme/legacyCBC`` and ``SealScheme/legacyECB`` with a passphrase key, only for
-/// the old servers that know nothing else (they are unauthenticated: anyone on the path can alter the
-/// JSON undetected); ``SealScheme/streamGCM`` with a 32-byte key for new ones.
+/// Schemes: ``AttacheCore/SealScheme/legacyCBC`` and ``AttacheCore/SealScheme/legacyECB`` with a
+/// passphrase key, only for the old servers that know nothing else (they are unauthenticated: anyone on
+/// the path can alter the JSON undetected); ``AttacheCore/SealScheme/streamGCM`` with a 32-byte key for new
+/// ones.
 ///
 /// ```swift
 /// let form = SealedJSONForm(scheme: .legacyCBC, key: try AttachmentKey(passphraseFile: "server.pass"))
@@ -44,7 +45,7 @@ package struct SealedJSONForm: Sendable {
     }
 
     /// The body for a JSON value (written compact with sorted keys, `JSONValue.jsonBytes()`).
-    /// - Throws: ``AttacheError`` (stage `.seal`) `.invalidArgument` for a scheme this form does not
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `.seal`) `.invalidArgument` for a scheme this form does not
     ///   use, `.invalidKey` for a key that does not suit the scheme; `.invalidArgument` (stage
     ///   `.upload`) for a number JSON cannot express.
     package func body(json: JSONValue) throws -> RequestBody {
@@ -101,7 +102,7 @@ package struct SealedJSONForm: Sendable {
     /// only field when ``field`` is nil. The value is percent-decoded with `+` kept as `+` (a form
     /// encoder writes a real `+` as `%2B`, so a bare `+` is a base64 character an old sender did not
     /// escape). White space (line breaks of wrapped base64) is ignored.
-    /// - Throws: ``AttacheError`` (stage `.seal`): `.corruptInput` when the form has no such field,
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `.seal`): `.corruptInput` when the form has no such field,
     ///   `.base64Invalid`, then the unsealer's codes (`.sealedPaddingInvalid` for a wrong legacy key,
     ///   `.authenticationFailed`, `.sealedDataTruncated`, ...).
     package func open(_ body: some Collection<UInt8>) throws -> [UInt8] {

@@ -7,7 +7,7 @@ extension ServerResponse {
     /// struct Profile: Decodable { var name: String }
     /// let profile = try await client.get("https://api.example/me").decode(Profile.self)
     /// ```
-    /// - Throws: ``AttacheError`` `.badResponse` (stage `request`) naming the status and the decoding
+    /// - Throws: ``AttacheCore/AttacheError`` `.badResponse` (stage `request`) naming the status and the decoding
     ///   failure; `.limitExceeded` when the body was cut at the size cap.
     public func decode<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         try checkComplete()
@@ -21,7 +21,7 @@ extension ServerResponse {
     }
 
     /// The body as a JSON value.
-    /// - Throws: ``AttacheError`` `.badResponse` when the body is not JSON; `.limitExceeded` when it
+    /// - Throws: ``AttacheCore/AttacheError`` `.badResponse` when the body is not JSON; `.limitExceeded` when it
     ///   was cut at the size cap.
     public var json: JSONValue {
         get throws {
@@ -50,7 +50,7 @@ extension ServerResponse {
     ///   - statusCodes: the acceptable statuses.
     ///   - contentTypes: acceptable media types (`application/json`, `text/*`, `*/*`), compared without
     ///     parameters and case; nil accepts any. An empty body (204, HEAD) passes without a type.
-    /// - Throws: ``AttacheError`` (stage `request`): `.rejected` for an unacceptable 4xx status (not
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `request`): `.rejected` for an unacceptable 4xx status (not
     ///   retryable), `.retriesExhausted` for an unacceptable status that `RetryClassifier` retries
     ///   (retryable), `.badResponse` for any
     ///   other unacceptable status or content type; the message names the status and the type.

@@ -163,7 +163,7 @@ package struct URLFormEncoder: Sendable {
     /// struct Search: Encodable { let q: String; let page: Int }
     /// try URLFormEncoder().encode(Search(q: "a b", page: 2))   // "page=2&q=a%20b"
     /// ```
-    /// - Throws: ``AttacheError`` `.invalidArgument` when the value does not encode as a keyed container.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` when the value does not encode as a keyed container.
     ///
     /// A dictionary literal passed to `encode` is read as ``Parameters`` (this overload is disfavoured),
     /// so `encode(["a": 1])` never goes through `Encodable`.

@@ -4,7 +4,7 @@ import FoundationEssentials
 package struct ResumableUploadRequest: Sendable {
     /// The creation endpoint (the multipart endpoint of the same server, for the reference server).
     package var url: String
-    /// The bytes: the sealed payload. Chunks are opened with ``ByteSource/makeReader(startingAt:)``.
+    /// The bytes: the sealed payload. Chunks are opened with ``AttacheCore/ByteSource/makeReader(startingAt:)``.
     package var body: any ByteSource
     /// The body's content type (tus `filetype`, the IETF creation request's `Content-Type`).
     package var contentType: String

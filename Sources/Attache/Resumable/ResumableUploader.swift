@@ -67,7 +67,7 @@ package struct ResumableUploader: Sendable {
     /// - Returns: nil when the server speaks neither protocol (`.auto`: no `Tus-Resumable`, no upload
     ///   resource; `.ietf`: no `104` and a refusal of the raw body) and nothing was stored: send a
     ///   multipart upload instead.
-    /// - Throws: ``AttacheError`` — `.cancelled`; `.retriesExhausted` or `.connectionFailed` when appends
+    /// - Throws: ``AttacheCore/AttacheError`` — `.cancelled`; `.retriesExhausted` or `.connectionFailed` when appends
     ///   kept failing without progress (per ``ConnectionConfiguration/retry``); `.invalidArgument` for a
     ///   field name that cannot go in `Upload-Metadata`; source errors.
     package func upload(
@@ -87,7 +87,7 @@ package struct ResumableUploader: Sendable {
 extension ResumableUploader {
     /// Deletes an unfinished upload on the server (tus termination, IETF cancellation): `DELETE` on its
     /// resource. Returns true when the server removed it (2xx) or no longer had it (404, 410).
-    /// - Throws: ``AttacheError`` from the transport.
+    /// - Throws: ``AttacheCore/AttacheError`` from the transport.
     package func terminate(_ state: ResumableState) async throws -> Bool {
         var headers: [HeaderField] = []
         if state.protocolName == .tus { headers.append(HeaderField(name: "Tus-Resumable", value: "1.0.0")) }

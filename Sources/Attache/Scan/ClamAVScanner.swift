@@ -68,7 +68,7 @@ public struct ClamAVScanner: MalwareScanner {
 
     /// Scans `source`: its file by descriptor when it is a file and the transfer allows, else as a
     /// stream.
-    /// - Throws: ``AttacheError`` (stage `scan`): `.connectionFailed` and `.connectionLost`
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `scan`): `.connectionFailed` and `.connectionLost`
     ///   (retryable), `.timedOut` (clamd stopped answering), `.limitExceeded` (over clamd's
     ///   `StreamMaxLength`), `.scanFailed` (clamd's own error), `.invalidArgument` (a descriptor
     ///   transfer that cannot be made); reading the source's own errors.
@@ -105,7 +105,7 @@ public struct ClamAVScanner: MalwareScanner {
     /// Scans files by descriptor in one session, every request sent before the answers are read (see
     /// ``ClamdConnection/scanDescriptors(_:)``), as `clamdscan --fdpass --multiscan` does: for
     /// `attache scan` over many files. The verdicts come in the order of `paths`. Blocking.
-    /// - Throws: ``AttacheError`` when the session fails (every file of `paths` is then unscanned).
+    /// - Throws: ``AttacheCore/AttacheError`` when the session fails (every file of `paths` is then unscanned).
     package func scanFilesBlocking(_ paths: [String]) throws -> [Result<ScanVerdict, AttacheError>] {
         let configuration = configuration
         let (replies, version) = try sessions.withSession(connect: { try Self.connect(configuration) }) { connection in
@@ -146,7 +146,7 @@ public struct ClamAVScanner: MalwareScanner {
     }
 
     /// The versions clamd reports (read when a session begins; a kept session answers at once).
-    /// - Throws: ``AttacheError`` (stage `scan`) when clamd cannot be reached.
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `scan`) when clamd cannot be reached.
     public func engineVersion() async throws -> ScanEngineVersion {
         let configuration = configuration
         let sessions = sessions

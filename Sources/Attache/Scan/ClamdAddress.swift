@@ -7,7 +7,7 @@ public enum ClamdAddress: Sendable, Hashable, CustomStringConvertible {
     case tcp(host: String, port: Int)
 
     /// Reads `unix:PATH` or `tcp:HOST:PORT` (`tcp:[::1]:3310` for an IPv6 literal).
-    /// - Throws: ``AttacheError`` `.invalidArgument` (stage `configuration`).
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`).
     package init(parsing text: String) throws {
         func bad(_ why: String) -> AttacheError {
             AttacheError(

@@ -36,7 +36,7 @@ final class ClamdConnection {
     private var pending: [UInt8] = []
 
     /// Connects, begins a session and reads the version.
-    /// - Throws: ``AttacheError`` (stage `scan`): `.connectionFailed` (retryable) when clamd is not
+    /// - Throws: ``AttacheCore/AttacheError`` (stage `scan`): `.connectionFailed` (retryable) when clamd is not
     ///   there, `.timedOut`, `.connectionLost`, `.badResponse` for an answer that is not clamd's.
     init(address: ClamdAddress, timeouts: Timeouts) throws {
         self.address = address
@@ -66,7 +66,7 @@ final class ClamdConnection {
 
     /// Streams `source` as `zINSTREAM`: chunks of at most `chunkSize` bytes, each after its length as a
     /// 4-byte big-endian number, then a zero length; one buffer of `chunkSize` bytes whatever the size.
-    /// - Throws: ``AttacheError`` as ``ClamAVScanner``'s scans; reading the source's own errors.
+    /// - Throws: ``AttacheCore/AttacheError`` as ``ClamAVScanner``'s scans; reading the source's own errors.
     func scanStream(_ source: any ByteSource, chunkSize: Int, file: String) throws -> ClamdReply {
         let id = try begin("zINSTREAM")
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize + 4, alignment: 16)
@@ -92,7 +92,7 @@ final class ClamdConnection {
 
     /// Sends the open file `path` as `zFILDES` (UNIX sockets only): clamd reads the file itself through
     /// the descriptor, and no byte is copied through the socket.
-    /// - Throws: ``AttacheError``: opening the file (`.fileNotFound`, `.fileUnreadable`), and as
+    /// - Throws: ``AttacheCore/AttacheError``: opening the file (`.fileNotFound`, `.fileUnreadable`), and as
     ///   ``scanStream(_:chunkSize:file:)``.
     func scanDescriptor(path: String, file: String) throws -> ClamdReply {
         let fileDescriptor = try FileDescriptor.openForReading(path, stage: .scan)
@@ -106,7 +106,7 @@ final class ClamdConnection {
     /// `clamdscan --fdpass --multiscan` does: clamd scans them on its threads and answers each `N: …`
     /// when done, in any order. Keep `paths` short (clamd's `MaxQueue` is 100 by default). A file that
     /// cannot be opened, or is not a regular file, gets its error and no request.
-    /// - Throws: ``AttacheError`` as ``scanStream(_:chunkSize:file:)`` when the connection fails; then no
+    /// - Throws: ``AttacheCore/AttacheError`` as ``scanStream(_:chunkSize:file:)`` when the connection fails; then no
     ///   result stands.
     func scanDescriptors(_ paths: [String]) throws -> [Result<ClamdReply, AttacheError>] {
         var results = [Result<ClamdReply, AttacheError>?](repeating: nil, count: paths.count)
@@ -141,7 +141,7 @@ final class ClamdConnection {
 
     /// Opens `path` for clamd to read, only when it is a regular file: `O_NONBLOCK` (which changes
     /// nothing for a regular file) so that a FIFO put in a file's place is refused rather than waited on.
-    /// - Throws: ``AttacheError``: `.fileNotFound`, `.fileUnreadable`.
+    /// - Throws: ``AttacheCore/AttacheError``: `.fileNotFound`, `.fileUnreadable`.
     private static func openRegularFile(_ path: String) throws -> Int32 {
         let fileDescriptor = FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         guard fileDescriptor >= 0 else {

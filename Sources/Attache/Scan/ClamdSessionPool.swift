@@ -26,7 +26,7 @@ final class ClamdSessionPool: Sendable {
 
     /// Runs `body` with a session: an idle one when there is one, else a new one. When a reused session
     /// turns out to be closed (clamd restarted, or ended it), `body` runs once more on a new session.
-    /// Blocking: call it from a ``BlockingPool`` thread.
+    /// Blocking: call it from a ``AttacheCore/BlockingPool`` thread.
     func withSession<T>(
         connect: () throws -> ClamdConnection, _ body: (ClamdConnection) throws -> T
     ) throws -> T {

@@ -27,7 +27,7 @@ public final class ScanCache: Sendable {
     }
 
     /// A cache kept in the file at `path`: its entries are read now, new ones appended.
-    /// - Throws: ``AttacheError`` `.fileUnwritable` (stage `scan`) when the file cannot be opened.
+    /// - Throws: ``AttacheCore/AttacheError`` `.fileUnwritable` (stage `scan`) when the file cannot be opened.
     public init(path: String) throws {
         self.path = path
         descriptor = FileDescriptor.open(path, O_RDWR | O_CREAT | O_APPEND, mode: 0o600)

@@ -2,7 +2,7 @@
 ///
 /// With no ``scanner`` (the default) there is no Scan stage. With one, every attachment's bytes as
 /// they will be sealed (after Transform) are scanned before anything is sent; an infected file fails
-/// with ``AttacheError/Code/infected`` and nothing of it is sent.
+/// with ``AttacheCore/AttacheError/Code/infected`` and nothing of it is sent.
 public struct ScanConfiguration: Sendable {
     /// The scanner; nil: no scanning.
     public var scanner: (any MalwareScanner)?

@@ -8,8 +8,8 @@ import Glibc
 /// identity does not depend on how (or whether) an attachment is sealed.
 package enum ContentDigest {
     /// Reads `source` once, in 256 KiB chunks, and returns its SHA-256 as lower-case hex. Blocking: call
-    /// it from a ``BlockingPool`` thread.
-    /// - Throws: ``AttacheError`` from reading (`.fileNotFound`, `.fileUnreadable`, `.fileChanged`) or
+    /// it from a ``AttacheCore/BlockingPool`` thread.
+    /// - Throws: ``AttacheCore/AttacheError`` from reading (`.fileNotFound`, `.fileUnreadable`, `.fileChanged`) or
     ///   from OpenSSL.
     package static func sha256Hex(of source: any ByteSource) throws -> String {
         let digest = try SHA256Digest()

@@ -33,7 +33,7 @@ package struct LibHEIFDecoder: HEIFDecoding {
 
     /// Decodes the primary image of `data` into an uncompressed top-down 24-bit BMP (``HEIFDecoding``).
     ///
-    /// - Throws: ``AttacheError`` in stage `.transform`: `.corruptInput`, `.limitExceeded` (over
+    /// - Throws: ``AttacheCore/AttacheError`` in stage `.transform`: `.corruptInput`, `.limitExceeded` (over
     ///   `pixelLimit`, or out of memory), `.unsupportedInput` (a variant libheif has no decoder for),
     ///   `.nativeLibrary` (`libheif.so.1` cannot be loaded).
     package func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8] {

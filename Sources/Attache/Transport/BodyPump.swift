@@ -5,8 +5,8 @@ import Glibc
 /// Reads a request body ahead of the network, on the blocking pool, so that the transport's event
 /// loop never waits for a disk or a cipher.
 ///
-/// A producer task reads chunks of `chunkSize` bytes from the body's ``ByteReader`` on a
-/// ``BlockingPool`` thread into a queue of at most `depth` chunks, and waits — holding no thread —
+/// A producer task reads chunks of `chunkSize` bytes from the body's ``AttacheCore/ByteReader`` on a
+/// ``AttacheCore/BlockingPool`` thread into a queue of at most `depth` chunks, and waits — holding no thread —
 /// until the queue is down to `depth / 4` chunks (at least one, so that the network has a chunk while the
 /// producer wakes), then refills it in one job (a hand-off per few chunks, not
 /// per chunk). Consumed chunks are reused. curl's read callback copies from the queue on the loop's thread; when the

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Every transfer runs on one event loop — a thread of the transport's own running curl's multi
 /// interface (`curl_multi_poll`) — so a transfer waiting on the network holds no thread, and
-/// thousands can wait at once. Request bodies are read ahead on the ``BlockingPool`` by a
+/// thousands can wait at once. Request bodies are read ahead on the ``AttacheCore/BlockingPool`` by a
 /// ``BodyPump``; answers go to a ``ResponseSink`` on the loop's thread.
 ///
 /// All transfers of one transport share curl's connection cache, DNS cache and TLS sessions:

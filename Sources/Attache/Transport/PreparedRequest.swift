@@ -150,7 +150,7 @@ struct HTTPURL: Sendable, Hashable {
 extension TransportRequest {
     /// The request checked and parsed for an operation of `stage`.
     ///
-    /// - Throws: ``AttacheError`` `.invalidArgument` of `stage`.
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` of `stage`.
     func prepared(for stage: AttacheError.Stage) throws -> PreparedRequest {
         do {
             return try PreparedRequest(self)

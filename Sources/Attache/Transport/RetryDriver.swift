@@ -39,7 +39,7 @@ struct RetryDriver: Sendable {
 
     /// Runs `attempt` (given its number, from 1) until it is done or the policy gives up.
     ///
-    /// - Throws: ``AttacheError`` — `.connectionFailed` when no attempt ever reached the server,
+    /// - Throws: ``AttacheCore/AttacheError`` — `.connectionFailed` when no attempt ever reached the server,
     ///   `.retriesExhausted` otherwise (the last failure is the cause); `.cancelled` when the task is
     ///   cancelled; whatever `attempt` throws, as it is.
     func run<Value: Sendable>(

@@ -5,11 +5,11 @@ internal import CCurl
 ///
 /// It says what failed and whether another attempt may help, but not which stage of Attache's work
 /// it belongs to: only the operation that sent the request knows whether it was uploading, downloading
-/// or requesting, and it turns the failure into an ``AttacheError`` with `attributed(to:file:)`.
-/// Errors of a request body's source or of a sink are already ``AttacheError``s and pass through a
+/// or requesting, and it turns the failure into an ``AttacheCore/AttacheError`` with `attributed(to:file:)`.
+/// Errors of a request body's source or of a sink are already ``AttacheCore/AttacheError``s and pass through a
 /// transport as they are.
 package struct TransportError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong, in ``AttacheError``'s terms: `.connectionFailed`, `.timedOut`, `.connectionLost`,
+    /// What went wrong, in ``AttacheCore/AttacheError``'s terms: `.connectionFailed`, `.timedOut`, `.connectionLost`,
     /// `.tlsFailure`, `.invalidArgument`, `.rejected` (a redirect that may not be followed), `.cancelled`,
     /// `.nativeLibrary`.
     package var code: AttacheError.Code
@@ -77,7 +77,7 @@ extension Error {
 
 extension HTTPTransport {
     /// Sends `request` for an operation of `stage`: a transport failure comes back as an
-    /// ``AttacheError`` of that stage.
+    /// ``AttacheCore/AttacheError`` of that stage.
     func send(
         _ request: PreparedRequest, sink: (any ResponseSink)?, stage: AttacheError.Stage
     ) async throws -> ServerResponse {

@@ -3,10 +3,11 @@ import Glibc
 
 /// A `multipart/form-data` body (RFC 7578) whose exact length is known before it is sent.
 ///
-/// Fields and file parts are added in order; file parts are ``ByteSource``s that are read only when
-/// the body is streamed, so a body over a 10 GB file costs a few hundred bytes of memory until then.
+/// Fields and file parts are added in order; file parts are ``AttacheCore/ByteSource``s that are read only
+/// when the body is streamed, so a body over a 10 GB file costs a few hundred bytes of memory until then.
 /// Names and filenames are written so that every common receiver (Werkzeug, PHP, Python's `email`,
-/// MultipartKit-based servers) reads exactly one part with the same name: see ``escape(_:what:)``.
+/// MultipartKit-based servers) reads exactly one part with the same name: `"`, `\`, `/`, control
+/// characters and white space at either end are written as `%XX`, and an empty name is refused.
 ///
 /// ```swift
 /// var body = MultipartBody()
@@ -43,7 +44,7 @@ public struct MultipartBody: ByteSource {
     }
 
     /// Creates an empty body with the given boundary.
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when the boundary is empty, longer than 70
+    /// - Throws: ``AttacheCore/AttacheError/Code/invalidArgument`` when the boundary is empty, longer than 70
     ///   characters or contains characters RFC 2046 does not allow.
     package init(boundary: String) throws {
         let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=?")
@@ -56,14 +57,14 @@ public struct MultipartBody: ByteSource {
     }
 
     /// Adds a text field. Repeat the call to send a name several times (`tags[]`).
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name is empty.
+    /// - Throws: ``AttacheCore/AttacheError/Code/invalidArgument`` when the name is empty.
     public mutating func addField(name: String, value: String) throws {
         let head = try header(name: name, filename: nil, contentType: nil)
         parts.append(Part(head: head, content: DataSource(value), name: name, filename: nil))
     }
 
     /// Adds a file part whose bytes come from `source` when the body is streamed.
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when the name or filename is empty or the content
+    /// - Throws: ``AttacheCore/AttacheError/Code/invalidArgument`` when the name or filename is empty or the content
     ///   type holds a control character.
     public mutating func addFile(
         name: String, filename: String, contentType: String, source: any ByteSource
@@ -137,7 +138,7 @@ public struct MultipartBody: ByteSource {
     /// ```swift
     /// try MultipartBody.escape(#"say "hi"\.txt"#)  // "say %22hi%22%5C.txt"
     /// ```
-    /// - Throws: ``AttacheError/Code/invalidArgument`` when `value` is empty (PHP reads an empty
+    /// - Throws: ``AttacheCore/AttacheError/Code/invalidArgument`` when `value` is empty (PHP reads an empty
     ///   filename as "no file"); the message names `what`.
     package static func escape(_ value: String, what: String = "name") throws -> String {
         let scalars = Array(value.unicodeScalars)

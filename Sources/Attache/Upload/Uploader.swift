@@ -70,7 +70,7 @@ public struct UploadResult: Sendable {
 ///
 /// Attempts go through the client's `HTTPTransport` (`CurlTransport` unless told otherwise): a
 /// transfer waiting on the network holds no thread. Cancelling the calling task stops the running attempt and
-/// throws ``AttacheError/Code/cancelled``.
+/// throws ``AttacheCore/AttacheError/Code/cancelled``.
 ///
 /// ```swift
 /// var body = MultipartBody()
@@ -90,6 +90,11 @@ public struct Uploader: Sendable {
     let client: AttacheClient
 
     /// Creates an uploader over the shared libcurl transport for `connection`.
+    ///
+    /// - Parameters:
+    ///   - connection: timeouts, TLS, proxy, headers and the retry policy of every attempt.
+    ///   - answers: how the server's answers are read (the answer profile and its settings).
+    ///   - logger: where the uploader logs, at `debug`.
     public init(
         connection: ConnectionConfiguration = .init(),
         answers: ResponseInterpreter.Configuration = .init(),
@@ -134,12 +139,14 @@ public struct Uploader: Sendable {
 
     /// Sends `request`, retrying per the policy, and returns the server's decision.
     ///
-    /// - Parameter progress: called from the transport's thread with non-decreasing fractions: 0 first,
-    ///   1 last (1 only when the server stored the upload).
-    /// - Throws: ``AttacheError`` — `.cancelled`; `.connectionFailed` when no attempt could connect
-    ///   (refused, unresolvable; the last one is the `cause`); `.retriesExhausted` when every attempt
-    ///   failed with another retryable error (the last one is the `cause`); a non-retryable transport or source error
-    ///   (`.tlsFailure`, `.invalidArgument`, `.fileChanged`, …) as it happened.
+    /// - Parameters:
+    ///   - request: the URL, body, headers and idempotency key to send.
+    ///   - progress: called from the transport's thread with non-decreasing fractions: 0 first, 1 last
+    ///     (1 only when the server stored the upload).
+    /// - Throws: ``AttacheCore/AttacheError`` — `.cancelled`; `.connectionFailed` when no attempt could
+    ///   connect (refused, unresolvable; the last one is the `cause`); `.retriesExhausted` when every
+    ///   attempt failed with another retryable error (the last one is the `cause`); a non-retryable transport
+    ///   or source error (`.tlsFailure`, `.invalidArgument`, `.fileChanged`, …) as it happened.
     public func upload(
         _ request: UploadRequest,
         progress: (@Sendable (UploadProgress) -> Void)? = nil

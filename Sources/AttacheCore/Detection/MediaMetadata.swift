@@ -5,8 +5,8 @@
 /// from decoding pixels or samples.
 ///
 /// Width and height are the displayed size: a video whose track matrix rotates it by 90° reports
-/// its sides swapped and ``rotation`` set. For images, ``orientation`` is the EXIF value and the
-/// sides are as stored (before the orientation is applied), as in the EXIF convention.
+/// its sides swapped. For images the sides are as stored (before the EXIF orientation is applied),
+/// as in the EXIF convention.
 public struct MediaMetadata: Sendable, Hashable, Codable {
     /// Width in pixels (images, video).
     public var width: Int?

@@ -6,7 +6,7 @@
 /// makes an upload that may be replayed safe: a server that deduplicates by the idempotency key keeps the
 /// bytes of the first attempt, so every later attempt must send those same bytes, or the key in its
 /// receipt would not open what the server holds. Make the material durable (the batch journal, a queue
-/// row, ``SealMaterialStore``) before the first byte leaves, and hand it back on every attempt.
+/// row, `SealMaterialStore`) before the first byte leaves, and hand it back on every attempt.
 ///
 /// The parts of one upload (the attachment, then each thumbnail) each get their own header values,
 /// derived from the seed with HKDF-SHA256 and the part's index, so no two parts ever share a nonce.

@@ -116,7 +116,7 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         case download
         /// The batch engine and its journal.
         case batch
-        /// A request of ``RequestClient`` (not an upload).
+        /// A request of ``Attache/RequestClient`` (not an upload).
         case request
         /// The shared work queue (PostgreSQL) of `attache worker` and `attache enqueue`.
         case queue
@@ -175,7 +175,7 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
     }
 
     /// Reads an error written by ``encode(to:)``. A cause that was an ``AttacheError`` comes back as
-    /// one; any other cause was written as its description only and comes back as ``NativeError``
+    /// one; any other cause was written as its description only and comes back as `NativeError`
     /// (library `"text"`).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

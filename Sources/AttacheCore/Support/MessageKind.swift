@@ -1,6 +1,6 @@
 /// What a chat shows an attachment as.
 ///
-/// The pipeline decides the kind from the content (see ``MIMEDetector``); a caller may declare a kind,
+/// The pipeline decides the kind from the content (`MIMEDetector`); a caller may declare a kind,
 /// which is checked against the content and never trusted blindly.
 public enum MessageKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// A photo or picture, recompressed to JPEG.

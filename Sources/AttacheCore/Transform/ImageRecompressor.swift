@@ -1,8 +1,7 @@
 /// Recompresses photos to small, clean JPEGs (or WebP), and turns pictures into stickers.
 ///
 /// A photo is decoded with the TurboJPEG DCT scaling factor that lands on the smallest size still at
-/// least twice the target (``Options/decodeOversampling``; a 12 MP photo bound for 1280 px is decoded at
-/// 3/4 scale), resampled
+/// least twice the target (a 12 MP photo bound for 1280 px is decoded at 3/4 scale), resampled
 /// with a separable Lanczos-3 filter, turned upright according to its EXIF orientation, and encoded as
 /// 4:2:0 JPEG. YCbCr JPEGs go through as Y/Cb/Cr planes without ever being converted to RGB.
 ///
@@ -23,7 +22,7 @@
 /// 12 MP, 4:2:0). PNG and BMP rows also go straight into the resampler as they are decoded (a 100 MP
 /// PNG to 1280 px holds a few MB; a PNG whose image data fits the whole-image limit is inflated in one
 /// piece first, for speed), and a WebP larger than twice the target is scaled down by libwebp
-/// while it is decoded. What cannot stream is bounded by ``Options/wholeImageByteLimit``: an interlaced
+/// while it is decoded. What cannot stream is bounded by the whole-image limit (64 MiB): an interlaced
 /// PNG (decoded whole, 3–4 bytes per pixel), a lossless WebP (libwebp holds 4 bytes per pixel) and the
 /// alpha plane of a lossy WebP (1 byte per pixel). CMYK JPEGs are decoded whole at their DCT-scaled size.
 /// GIFs are not decoded at all (they are sent as they are).

@@ -6,7 +6,7 @@ import Glibc
 ///
 /// `attache upload`, `attache batch` and `attache recompress` all call it, so a file gets the same
 /// treatment whichever way it goes. A `Transformer` holds only its configuration. The codec work runs on
-/// ``BlockingPool/shared``, never on the cooperative thread pool.
+/// `BlockingPool.shared`, never on the cooperative thread pool.
 ///
 /// ```swift
 /// let transformer = Transformer()
@@ -309,8 +309,9 @@ public enum TransformErrorPolicy: String, Sendable, Codable, CaseIterable {
     /// The upload fails with the Transform stage's error (exit 65 for a broken image, from the command line).
     case fail
     /// The original bytes are sent unchanged, as any other file would be; the receipt's
-    /// ``TransformReceipt/skipped`` and a log notice give the reason. The default: the upload itself is
-    /// valid, and a picture that one decoder refuses often opens in another.
+    /// ``Attache/TransformReceipt`` (its `skipped` member, in the encoded receipt) and a log notice give the
+    /// reason. The default: the upload itself is valid, and a picture that one decoder refuses often opens
+    /// in another.
     case sendOriginal = "send-original"
 
     /// Whether `error` is about the picture itself (broken, truncated, over a limit, refused by a codec)

@@ -6,7 +6,7 @@ internal import COpenSSL
 enum MD5Digest {
     /// MD5 of `bytes`.
     ///
-    /// - Throws: ``AttacheError`` from OpenSSL.
+    /// - Throws: ``AttacheCore/AttacheError`` from OpenSSL.
     static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw failure("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }

@@ -3,7 +3,7 @@ import Glibc
 /// Makes video, voice notes and animations chat-ready with `ffmpeg` and `ffprobe` run as subprocesses.
 ///
 /// - Video: H.264 (High, yuv420p) + AAC-LC in MP4 with the index (`moov`) first, long side at most
-///   ``VideoOptions/maxSide``, even dimensions, rotation applied, frame rate capped, video bit rate capped
+///   1280 px by default, even dimensions, rotation applied, frame rate capped, video bit rate capped
 ///   by the short side as Telegram does. A file that already complies is sent as it is, or only remuxed
 ///   when its index is at the end or it carries a location (remuxing drops the metadata). A poster frame
 ///   becomes the thumbnails.
@@ -14,9 +14,8 @@ import Glibc
 /// Outputs are deterministic for a given ffmpeg (`-fflags +bitexact`: no random Ogg serial numbers, no
 /// version strings), so a retried or resumed upload, which transforms the file again, sends the same bytes
 /// under its idempotency key. Every run reads local files only (`-protocol_whitelist file,pipe`), under
-/// `ProcessLimits`, after a
-/// probe has checked the input against ``MediaOptions/maxDuration``, ``MediaOptions/maxPixels`` and
-/// ``MediaOptions/maxStreams``. Blocking: call it from a pool thread.
+/// `ProcessLimits`, after a probe has checked the input against the limits of ``MediaOptions`` (at most
+/// 3 hours, 7680 × 4320 pixels and 16 streams by default). Blocking: call it from a pool thread.
 ///
 /// ```swift
 /// let converter = MediaConverter(options: MediaOptions(), ffmpeg: "/usr/bin/ffmpeg", ffprobe: "/usr/bin/ffprobe")
