@@ -43,9 +43,9 @@ if [[ -z "$sanitizer" ]]; then
     # tests now start `attache-server` as a process of its own (Tests/AttacheTestSupport), and no test
     # waits on a wall-clock deadline shorter than 30 s (docs/RELIABILITY.md).
     # At most 8 tests at a time (Swift Testing otherwise starts every test at once): on two cores, a
-    # few hundred live tests, each with its own server processes, starved one another until tests
-    # timed out, and the run took no less time. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is
-    # Swift Testing's own setting; set it to change the width.
+    # few hundred live tests, each with its own server processes, starved one another until a dozen
+    # of them failed on time in one run. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is Swift
+    # Testing's own setting; set it to change the width.
     export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
     echo "==> swift test (at most $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH tests at a time)"
     if ((${#test_args[@]} > 0)); then
