@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 
 Scripts/bootstrap.sh
 
+# The same trait order as Scripts/test.sh's builds (see there), so neither recompiles what the other built.
+export SWIFT_DETERMINISTIC_HASHING=1
+
 echo "==> building attache and attache-server"
 Scripts/swift-build-quiet.sh --product attache
 Scripts/swift-build-quiet.sh --product attache-server
