@@ -1,36 +1,40 @@
 import Foundation
 
-/// `count` bytes from the system's random generator.
+/// `count` bytes from the system's random generator (read from /dev/urandom straight into the array).
 package func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    var bytes = [UInt8](repeating: 0, count: count)
-    var index = 0
-    while index < count {
-        var word = generator.next() as UInt64
-        for _ in 0..<8 where index < count {
-            bytes[index] = UInt8(truncatingIfNeeded: word)
-            word >>= 8
-            index += 1
+    let source = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+    precondition(source >= 0, "cannot open /dev/urandom: errno \(errno)")
+    defer { close(source) }
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        while initialized < count {
+            let got = read(source, buffer.baseAddress! + initialized, count - initialized)
+            precondition(got > 0 || (got < 0 && errno == EINTR), "cannot read /dev/urandom: errno \(errno)")
+            if got > 0 { initialized += got }
         }
     }
-    return bytes
 }
 
 /// Deterministic, non-repeating-looking bytes (a linear congruential generator's high bytes).
 package func patternBytes(_ count: Int, seed: UInt32 = 1) -> [UInt8] {
     var state = seed &* 2_654_435_761 | 1
-    return (0..<count).map { _ in
-        state = state &* 1_664_525 &+ 1_013_904_223
-        return UInt8(truncatingIfNeeded: state >> 24)
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count {
+            state = state &* 1_664_525 &+ 1_013_904_223
+            buffer[index] = UInt8(truncatingIfNeeded: state >> 24)
+        }
+        initialized = count
     }
 }
 
 /// Deterministic pseudo-random bytes that contain CR, LF and dashes, like real binary files.
 package func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
     var state = seed
-    return (0..<count).map { _ in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        return UInt8(truncatingIfNeeded: state >> 33)
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            buffer[index] = UInt8(truncatingIfNeeded: state >> 33)
+        }
+        initialized = count
     }
 }
 

@@ -36,7 +36,7 @@ package final class ChildProcess {
         guard exited else { return nil }
         _ = await error.waitForEnd(upTo: seconds)
         // Both pipes are closed, so the process has exited: this returns at once.
-        process.waitUntilExit()
+        process.waitForExit()
         return process.terminationStatus
     }
 

@@ -146,7 +146,7 @@ package final class ClamdProcess: Sendable {
             return current
         }) else { return }
         Glibc.kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        child.waitForExit()
     }
 
     /// SIGSTOP: clamd stops reading and answering, with its connections open.

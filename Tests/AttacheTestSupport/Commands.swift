@@ -28,7 +28,7 @@ private func runToExit(_ executable: String, _ arguments: [String], input: Data?
     try stdin.fileHandleForWriting.close()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    process.waitForExit()
     return (data, process.terminationStatus, message)
 }
 
@@ -83,7 +83,7 @@ package func runCommand(
     process.standardError = FileHandle(forWritingAtPath: errPath)
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    try await onOwnThread { process.waitUntilExit() }
+    try await onOwnThread { process.waitForExit() }
     return CommandResult(
         status: process.terminationStatus,
         standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
@@ -108,7 +108,7 @@ package func python(with modules: [String]) throws -> String {
         probe.standardOutput = FileHandle.nullDevice
         probe.standardError = FileHandle.nullDevice
         try probe.run()
-        probe.waitUntilExit()
+        probe.waitForExit()
         if probe.terminationStatus == 0 { return candidate }
     }
     throw TestFailure("no python3 can import \(modules.joined(separator: ", ")): run Scripts/bootstrap.sh")

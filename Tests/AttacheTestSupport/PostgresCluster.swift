@@ -141,7 +141,7 @@ package final class PostgresCluster: Sendable {
             return taken
         }) {
             kill(server.process.processIdentifier, SIGINT)
-            server.process.waitUntilExit()
+            server.process.waitForExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -70,7 +70,7 @@ package struct ReceiverProcess {
             try probe.run()
             let executable = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            probe.waitUntilExit()
+            probe.waitForExit()
             let system = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
             if probe.terminationStatus == 0,
                 URL(fileURLWithPath: executable).resolvingSymlinksInPath().path != system

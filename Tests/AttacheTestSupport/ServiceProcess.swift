@@ -83,7 +83,7 @@ package final class ServiceProcess {
     /// SIGKILL by pid, then reap.
     package func stop() {
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 
     /// The last `lines` lines the server wrote (of its last 256 KiB), for a failure message.

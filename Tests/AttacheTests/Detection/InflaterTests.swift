@@ -24,7 +24,7 @@ struct InflaterTests {
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.waitForExit()
         try #require(process.terminationStatus == 0)
         return [UInt8](data)
     }

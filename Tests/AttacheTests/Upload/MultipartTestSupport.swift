@@ -88,7 +88,7 @@ func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: 
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    process.waitForExit()
     guard process.terminationStatus == 0 else { throw TestFailure("python3/werkzeug failed: \(errorText)") }
     struct Output: Decodable {
         var fields: [String: [String]]
