@@ -7,7 +7,8 @@ import Testing
 import Tracing
 
 /// The pipeline's spans and metrics against the live reference server: one send span per attachment,
-/// a child span per stage, the attempts under the upload stage, and the counters an operator reads.
+/// a child span per stage, the attempts and the reading of their answers under the send, and the
+/// counters an operator reads.
 @Suite("Pipeline telemetry")
 struct PipelineTelemetryTests {
     static func sample(_ name: String) -> String { PipelineIntegrationTests.sample(name) }
@@ -42,7 +43,9 @@ struct PipelineTelemetryTests {
             }
             // Prepare and Upload are timed but have no span: the attempts are the upload's spans.
             #expect(!spans.contains { $0.operationName == "attache.prepare" || $0.operationName == "attache.upload" })
-            #expect(spans.count == 7, "send, detect, transform, seal, two attempts, interpret: \(spans.map(\.operationName))")
+            #expect(
+                spans.count == 8,
+                "send, detect, transform, seal, two attempts, the reading of each answer: \(spans.map(\.operationName))")
             let attempts = spans.filter { $0.operationName == "POST" }
             #expect(attempts.count == 2)
             #expect(attempts.allSatisfy { $0.parentSpanID == send.spanID })
