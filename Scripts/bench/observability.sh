@@ -13,6 +13,10 @@
 #       requests/s (first request to last answer) on ÷ off, target >= 0.97
 # Every part also prints CPU seconds per file (request) of the whole process, which the other work on a
 # busy machine disturbs less than the wall clock.
+# With BASELINE_BIN (and BASELINE_REQUEST_BENCH_BIN for (c)), a third mode runs in each round: that build
+# with nothing bootstrapped, the baseline of "no backend" (export off) ÷ base, target >= 0.99. The
+# baseline is meant to be the same source with the telemetry hooks taken out
+# (Scripts/bench/telemetry-bypass.py edits a checkout so).
 # Normally started by Scripts/bench.sh, which builds the release binaries and exports ATTACHE_BIN and
 # ATTACHE_SERVER_BIN.
 #
@@ -25,6 +29,7 @@
 #   PARALLEL=8             requests in flight in (c)
 #   PARTS="a b c"          the parts to run
 #   ATTACHE_REQUEST_BENCH_BIN   the driver of (c) (default: attache-request-bench in ATTACHE_BENCH_DRIVERS)
+#   BASELINE_BIN, BASELINE_REQUEST_BENCH_BIN   the "base" mode's attache and driver (optional)
 #   BENCH_TMPDIR=/var/tmp  where the files and the server's store go
 set -euo pipefail
 # shellcheck source=Scripts/bench/lib.sh
@@ -48,6 +53,14 @@ python=${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv/bin/python3
 "$python" -c 'import opentelemetry.proto' 2>/dev/null \
     || bench_die "no python3 imports opentelemetry.proto (run Scripts/bootstrap.sh)"
 
+modes="off on"
+if [[ -n "${BASELINE_BIN:-}" ]]; then
+    [[ -x "$BASELINE_BIN" ]] || bench_die "BASELINE_BIN $BASELINE_BIN is not an executable"
+    if [[ $parts == *" c "* ]]; then
+        [[ -x "${BASELINE_REQUEST_BENCH_BIN:-}" ]] || bench_die "BASELINE_BIN with part c needs BASELINE_REQUEST_BENCH_BIN"
+    fi
+    modes="base off on"
+fi
 if [[ $parts == *" c "* ]]; then
     driver=${ATTACHE_REQUEST_BENCH_BIN:-${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-request-bench}
     [[ -x "$driver" ]] \
@@ -85,10 +98,12 @@ fi
 
 clear_store() { find "$store" -mindepth 1 ! -type d -delete; }
 
-declare -A rate=() cpu=() batch_cpu=() rps=() request_cpu=()
+declare -A rate=() cpu=() upload_wall=() batch_cpu=() rps=() request_cpu=()
 for ((run = 1; run <= runs; run++)); do
-    for mode in off on; do
+    for mode in $modes; do
         batch_export=() upload_export=() driver_export=""
+        bin=$ATTACHE_BIN mode_driver=${driver:-}
+        if [[ $mode == base ]]; then bin=$BASELINE_BIN mode_driver=${BASELINE_REQUEST_BENCH_BIN:-}; fi
         if [[ $mode == on ]]; then
             batch_export=(--metrics-listen 127.0.0.1:0 --metrics-linger 0 --otlp-endpoint "$collector")
             upload_export=(--otlp-endpoint "$collector")
@@ -97,7 +112,7 @@ for ((run = 1; run <= runs; run++)); do
         if [[ $parts == *" a "* ]]; then
             clear_store
             rm -f "$work/journal.sqlite"*
-            figures=$(bench_measure_cpu "$ATTACHE_BIN" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
+            figures=$(bench_measure_cpu "$bin" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
                 --concurrency "$concurrency" --no-progress "${batch_export[@]}" 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache batch failed ($mode)"; }
             read -r s _ c <<<"$figures"
@@ -109,16 +124,17 @@ for ((run = 1; run <= runs; run++)); do
 
         if [[ $parts == *" b "* ]]; then
             clear_store
-            figures=$(bench_measure_cpu "$ATTACHE_BIN" upload "$work/big.bin" --url "$url" "${upload_export[@]}" 2>"$work/err") \
+            figures=$(bench_measure_cpu "$bin" upload "$work/big.bin" --url "$url" "${upload_export[@]}" 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache upload failed ($mode)"; }
             read -r s _ c <<<"$figures"
             cpu[$mode]+="$c "
+            upload_wall[$mode]+="$s "
             bench_log "run $run/$runs export $mode: upload of $size in ${s}s, client CPU ${c}s"
         fi
 
         if [[ $parts == *" c "* ]]; then
             figures=$(ATTACHE_BENCH_EXPORT=$driver_export BENCH_STDOUT="$work/out" \
-                bench_measure_cpu "$driver" "$answer_url" "$count" "$parallel" 200 2>"$work/err") \
+                bench_measure_cpu "$mode_driver" "$answer_url" "$count" "$parallel" 200 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache-request-bench failed ($mode)"; }
             read -r _ _ c <<<"$figures"
             # The driver's own clock: from the first request to the last answer (start-up and the final
@@ -146,8 +162,25 @@ if [[ $parts == *" a "* ]]; then
 fi
 if [[ $parts == *" b "* ]]; then
     row "(b) upload of $size stream-gcm, client CPU s" "${cpu[off]}" "${cpu[on]}" '<= 1.02'
+    row "    upload wall s" "${upload_wall[off]}" "${upload_wall[on]}" ''
 fi
 if [[ $parts == *" c "* ]]; then
     row "(c) $count RequestClient POSTs, requests/s" "${rps[off]}" "${rps[on]}" '>= 0.97'
     row "    CPU ms per request (whole process)" "${request_cpu[off]}" "${request_cpu[on]}" ''
+fi
+if [[ $modes == base* ]]; then
+    printf '\nNo backend bootstrapped (export off) vs the baseline build (BASELINE_BIN), same rounds\n\n'
+    printf '%-48s %10s %10s %8s %s\n' measure base off 'off/base' target
+    if [[ $parts == *" a "* ]]; then
+        row "(a) batch of $files small files, files/s" "${rate[base]}" "${rate[off]}" '>= 0.99'
+        row "    CPU ms per file (whole process)" "${batch_cpu[base]}" "${batch_cpu[off]}" ''
+    fi
+    if [[ $parts == *" b "* ]]; then
+        row "(b) upload of $size stream-gcm, client CPU s" "${cpu[base]}" "${cpu[off]}" '<= 1.01'
+        row "    upload wall s" "${upload_wall[base]}" "${upload_wall[off]}" ''
+    fi
+    if [[ $parts == *" c "* ]]; then
+        row "(c) $count RequestClient POSTs, requests/s" "${rps[base]}" "${rps[off]}" '>= 0.99'
+        row "    CPU ms per request (whole process)" "${request_cpu[base]}" "${request_cpu[off]}" ''
+    fi
 fi

@@ -63,10 +63,10 @@ package final class OTLPExport: Sendable {
     }
 
     /// Attache's defaults for the batch span processor, where swift-otel's (the specification's: 2,048 spans
-    /// held, 512 sent every 5 s) drop spans of a batch of small files. A file makes about nine spans, so a
-    /// batch at 300 files/s ends 2,700 spans a second: the processor must send more than that, and hold a
-    /// batch of a thousand files whole while a slow collector answers.
-    /// - `maxQueueSize` 16,384 spans: 1,800 files' spans with nothing sent yet, some 16 MiB held at most
+    /// held, 512 sent every 5 s) drop spans of a batch of small files. A file makes six spans or more, so
+    /// a batch at 300 files/s ends 1,800 spans a second or more: the processor must send more than that,
+    /// and hold a batch of a thousand files whole while a slow collector answers.
+    /// - `maxQueueSize` 16,384 spans: 2,700 files' spans with nothing sent yet, some 16 MiB held at most
     ///   (about 1 KiB a span in memory); above that spans are still dropped, never memory grown without
     ///   bound.
     /// - `maxExportBatchSize` 4,096 spans per request (about 0.55 MB of protobuf, well under collectors'

@@ -11,7 +11,7 @@ struct OTLPExportTests {
     static let headerSecret = "hdr-otlp-a4c9e2f7b1d05386"
     static let querySecret = "sig-otlp-3b8d6f1e9a2c7054"
     static let collectorPassword = "pw-otlp-c7e1a5d93f0b2864"
-    static let stages: Set<String> = ["attache.prepare", "attache.detect", "attache.transform", "attache.seal", "attache.upload"]
+    static let stages: Set<String> = ["attache.detect", "attache.transform", "attache.seal"]
 
     /// 50 files; requests 2–9 answered 503 (retried), requests 30–34 answered 413 (five files fail for good).
     @Test func batchAndServerSpansFormOneTracePerFileWithRetriesFailuresAndNoSecret() async throws {
@@ -69,9 +69,8 @@ struct OTLPExportTests {
         var failures = 0
         for send in sends {
             let children = client.filter { $0.parentSpanID == send.spanID }
-            let upload = try #require(children.first { $0.name == "attache.upload" }, "no upload stage in \(send.traceID)")
-            // Each retry is an attempt span of its own under the upload stage, counted by resend_count.
-            let tries = attempts.filter { $0.parentSpanID == upload.spanID }
+            // Each retry is an attempt span of its own under the send, counted by resend_count.
+            let tries = attempts.filter { $0.parentSpanID == send.spanID }
                 .sorted { $0.resendCount < $1.resendCount }
             #expect(!tries.isEmpty)
             #expect(tries.map(\.resendCount) == Array(0..<tries.count), "resend counts \(tries.map(\.resendCount))")
@@ -85,7 +84,7 @@ struct OTLPExportTests {
                 #expect(tries.last?.attributes["http.response.status_code"] as? Int == 413)
                 #expect(tries.last?.attributes["error.type"] as? String == "413")
             } else {
-                #expect(Set(children.map(\.name)).isSuperset(of: Self.stages), "\(children.map(\.name))")
+                #expect(Set(children.map(\.name)).isSuperset(of: Self.stages.union(["attache.interpret"])), "\(children.map(\.name))")
                 #expect(tries.last?.attributes["http.response.status_code"] as? Int == 200)
             }
         }
@@ -153,15 +152,14 @@ struct OTLPExportTests {
         let sends = spans.filter { $0.name == "attache.send" }
         #expect(sends.count == files, "\(sends.count) of \(files) send spans arrived")
         #expect(Set(sends.map(\.traceID)).count == files)
-        // Each trace whole: the five stages under its send, an attempt and the answer's reading under upload.
+        // Each trace whole: the three stage spans, an attempt and the answer's reading under its send.
         var byParent: [String: [ExportedSpan]] = [:]
         for span in spans { byParent[span.parentSpanID, default: []].append(span) }
         var whole = 0
         for send in sends {
             let children = byParent[send.spanID] ?? []
-            guard Set(children.map(\.name)).isSuperset(of: Self.stages),
-                let upload = children.first(where: { $0.name == "attache.upload" }),
-                (byParent[upload.spanID] ?? []).contains(where: { $0.kind == 3 && $0.name == "POST" })
+            guard Set(children.map(\.name)).isSuperset(of: Self.stages.union(["attache.interpret"])),
+                children.contains(where: { $0.kind == 3 && $0.name == "POST" })
             else { continue }
             whole += 1
         }

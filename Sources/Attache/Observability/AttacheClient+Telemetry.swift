@@ -20,9 +20,8 @@ extension AttacheClient {
                     attributes.put("attache.operation", operation.rawValue)
                     if attempt > 1 { attributes.put("http.request.resend_count", attempt - 1) }
                 }
-                var headers = request.headers
-                telemetry.inject(into: &headers)
-                sent = try request.replacingHeaders(headers)
+                let fields = telemetry.propagationFields()
+                if !fields.isEmpty { sent = try request.setting(fields) }
             }
             let response = try await measuredExchange(sent, sink: sink, operation: operation, attempt: attempt)
             if let span {
@@ -81,20 +80,11 @@ struct ServerAddress {
 
     init(_ request: PreparedRequest) {
         host = request.target.host
-        port = Self.port(of: request.url) ?? (request.target.isHTTPS ? 443 : 80)
+        port = request.target.port ?? (request.target.isHTTPS ? 443 : 80)
     }
 
-    /// The explicit port of `url`, if any.
-    static func port(of url: String) -> Int? {
-        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
-        var authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if authority.first == "[", let close = authority.firstIndex(of: "]") {
-            authority = authority[authority.index(after: close)...]
-        }
-        guard let colon = authority.lastIndex(of: ":") else { return nil }
-        return Int(authority[authority.index(after: colon)...])
-    }
+    /// The explicit port of `url`, if any (as the request's parsed target holds it).
+    static func port(of url: String) -> Int? { HTTPURL(url)?.port }
 
     /// `url` without user info, every query value replaced by `REDACTED` and without a fragment:
     /// presigned URLs carry signatures and tokens in their queries.

@@ -202,7 +202,7 @@ extension SpanAttributes {
 /// Writes propagation fields into header fields.
 struct HeaderFieldInjector: Injector {
     func inject(_ value: String, forKey key: String, into carrier: inout [HeaderField]) {
-        carrier.removeAll { $0.name.lowercased() == key.lowercased() }
+        carrier.removeAll { $0.name.equalsIgnoringASCIICase(key) }
         carrier.append(HeaderField(name: key, value: value))
     }
 }
@@ -210,6 +210,6 @@ struct HeaderFieldInjector: Injector {
 /// Reads propagation fields from header fields.
 struct HeaderFieldExtractor: Extractor {
     func extract(key: String, from carrier: [HeaderField]) -> String? {
-        carrier.first { $0.name.lowercased() == key.lowercased() }?.value
+        carrier.first { $0.name.equalsIgnoringASCIICase(key) }?.value
     }
 }

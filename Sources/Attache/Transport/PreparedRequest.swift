@@ -44,6 +44,17 @@ package struct PreparedRequest: Sendable {
         return PreparedRequest(checked: request, target: target)
     }
 
+    /// The request with `fields` added, each replacing the fields of its name; only `fields` are checked
+    /// (the others were when the request was prepared). For the trace context an attempt carries.
+    /// - Throws: ``TransportError`` `.invalidArgument` when a field is not a valid header field.
+    package func setting(_ fields: [HeaderField]) throws -> PreparedRequest {
+        try Self.check(fields)
+        var request = request
+        request.headers.removeAll { header in fields.contains { $0.name.equalsIgnoringASCIICase(header.name) } }
+        request.headers.append(contentsOf: fields)
+        return PreparedRequest(checked: request, target: target)
+    }
+
     private static func check(_ headers: [HeaderField]) throws {
         for header in headers {
             guard HeaderFieldSyntax.isValidName(header.name), HeaderFieldSyntax.isValidValue(header.value) else {
@@ -76,13 +87,16 @@ extension TransportRequest {
 /// An `http` or `https` URL with a host, parsed from its text in one pass over its bytes.
 ///
 /// Only what the transport needs is kept: whether it is `https` and its host (lower-cased, without
-/// user info or port), for the redirect rules. curl parses the URL again for the connection.
+/// user info or port), for the redirect rules, and the explicit port, for telemetry's `server.port`. curl
+/// parses the URL again for the connection.
 struct HTTPURL: Sendable, Hashable {
     /// The URL as given.
     let string: String
     let isHTTPS: Bool
     /// The host, lower-cased; an IPv6 literal keeps its brackets.
     let host: String
+    /// The port the URL names, or nil when it names none (the scheme's default applies).
+    let port: Int?
 
     /// Parses `string`; nil when it is not an `http`/`https` URL with a host, or holds a byte a URL may
     /// not hold (a space, a control character, a non-ASCII byte, one of `"<>\^`{|}`).
@@ -95,11 +109,12 @@ struct HTTPURL: Sendable, Hashable {
         self.string = string
         self.isHTTPS = parsed.isHTTPS
         self.host = parsed.host
+        self.port = parsed.port
     }
 
     private static func parse<Bytes: RandomAccessCollection<UInt8>>(
         _ bytes: Bytes
-    ) -> (isHTTPS: Bool, host: String)? where Bytes.Index == Int {
+    ) -> (isHTTPS: Bool, host: String, port: Int?)? where Bytes.Index == Int {
         guard bytes.allSatisfy(isURLByte), let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
         let scheme = bytes[bytes.startIndex..<colon]
         let isHTTPS: Bool
@@ -125,14 +140,20 @@ struct HTTPURL: Sendable, Hashable {
         } else {
             hostEnd = authority.firstIndex(of: UInt8(ascii: ":")) ?? authority.endIndex
         }
-        let port = authority[hostEnd...]
-        if let first = port.first {
-            guard first == UInt8(ascii: ":"), port.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        let portText = authority[hostEnd...]
+        var port: Int?
+        if let first = portText.first {
+            guard first == UInt8(ascii: ":"), portText.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            // Up to five digits; a longer run is no port (nil rather than an overflow).
+            let digits = portText.dropFirst()
+            if !digits.isEmpty, digits.count <= 5 { port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) } }
         }
         let host = authority[authority.startIndex..<hostEnd]
         guard !host.isEmpty else { return nil }
-        guard host.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return (isHTTPS, String(decoding: host, as: UTF8.self)) }
-        return (isHTTPS, String(decoding: host.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self))
+        guard host.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else {
+            return (isHTTPS, String(decoding: host, as: UTF8.self), port)
+        }
+        return (isHTTPS, String(decoding: host.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self), port)
     }
 
     private static func isURLByte(_ byte: UInt8) -> Bool {
