@@ -1,6 +1,7 @@
 import AttacheCLI
 import AttacheCore
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs a command and returns its standard output; fails the test when it exits non-zero.
@@ -50,6 +51,12 @@ package struct CommandResult: Sendable {
     package var standardOutput: String
     package var standardError: String
     package var all: String { standardOutput + standardError }
+
+    package init(status: Int32, standardOutput: String, standardError: String) {
+        self.status = status
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
 }
 
 /// Runs `attache` with `arguments` in this process (``RootCommand/run(arguments:environment:)``), with
@@ -94,6 +101,18 @@ package func runCommand(
 /// (`$XDG_CACHE_HOME/attache/s3-venv`, else `~/.cache/attache/s3-venv`), the first `python3` on PATH, or
 /// the system's.
 package func python(with modules: [String]) throws -> String {
+    // Each probe starts an interpreter that imports the modules (boto3 and moto take a CPU-second
+    // together), and the S3 suites ask for the same ones at every emulator start: asked once per run.
+    let key = modules.joined(separator: ",")
+    if let known = pythonsFound.withLock({ $0[key] }) { return known }
+    let found = try findPython(with: modules)
+    pythonsFound.withLock { $0[key] = found }
+    return found
+}
+
+private let pythonsFound = Mutex<[String: String]>([:])
+
+private func findPython(with modules: [String]) throws -> String {
     let environment = ProcessInfo.processInfo.environment
     let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
         ?? (NSHomeDirectory() + "/.cache")

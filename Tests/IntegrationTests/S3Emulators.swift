@@ -22,6 +22,8 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
         let kind: S3Emulator
         let python: String
         let server: ServiceProcess
+        /// The boto3 commands' interpreter (`s3_objects.py ENDPOINT serve`), with the root credentials.
+        let boto3: BotoSession
         let scratch: ScratchFolder
         /// The credentials uploads use: an IAM user's on MiniStack (signatures checked), the root's on moto.
         let uploader: [String: String]
@@ -32,7 +34,7 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
         /// Runs `s3_objects.py ENDPOINT arguments...` with the root credentials; its standard output.
         @discardableResult
         func boto(_ arguments: [String]) async throws -> String {
-            let result = try await runCommand(python, [tool, endpoint] + arguments, environment: S3Emulator.root)
+            let result = try await boto3.run(arguments)
             try #require(result.status == 0, "s3_objects.py \(arguments.joined(separator: " ")): \(result.standardError)")
             return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         }
@@ -62,6 +64,7 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
         }
 
         func stop() {
+            boto3.stop()
             server.stop()
             scratch.remove()
         }
@@ -90,14 +93,24 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
                 ]) { $1 },
                 ready: "Running on", port: port)
         }
-        var running = Running(kind: self, python: python, server: server, scratch: scratch, uploader: Self.root)
+        let boto3: BotoSession
+        do {
+            boto3 = try BotoSession(
+                python: python, tool: ServiceProcess.tools + "/s3_objects.py", endpoint: "http://127.0.0.1:\(server.port)",
+                environment: Self.root)
+        } catch {
+            server.stop()
+            scratch.remove()
+            throw error
+        }
+        var running = Running(kind: self, python: python, server: server, boto3: boto3, scratch: scratch, uploader: Self.root)
         defer { running.stop() }
         try await running.boto(["make-bucket", "media"])
         if self == .ministack {
             let user = try JSONSerialization.jsonObject(with: Data(try await running.boto(["iam-user", "uploader"]).utf8))
             let keys = try #require(user as? [String: String])
             running = Running(
-                kind: self, python: python, server: server, scratch: scratch,
+                kind: self, python: python, server: server, boto3: boto3, scratch: scratch,
                 uploader: ["AWS_ACCESS_KEY_ID": try #require(keys["id"]), "AWS_SECRET_ACCESS_KEY": try #require(keys["secret"])])
         }
         try await body(running)

@@ -17,11 +17,18 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT iam-user NAME               makes an IAM user allowed s3:*, prints its
                                                      {"id","secret"} (an emulator checks the signatures of
                                                      such keys; its root key it takes unchecked)
+  s3_objects.py ENDPOINT serve                       runs the commands above read from stdin, one JSON
+                                                     array of arguments per line, and answers each with one
+                                                     JSON line {"status", "out", "err"}: boto3 is imported
+                                                     once for a whole test instead of once per command
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
+import traceback
 
 import boto3
 from botocore.config import Config
@@ -33,7 +40,7 @@ def client(endpoint):
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
 
 
-def main():
+def make_parser():
     parser = argparse.ArgumentParser()
     parser.add_argument("endpoint")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -69,9 +76,10 @@ def main():
     create_upload.add_argument("bucket")
     create_upload.add_argument("key")
     sub.add_parser("iam-user").add_argument("name")
-    args = parser.parse_args()
-    s3 = client(args.endpoint)
+    return parser
 
+
+def run(args, s3):
     if args.command == "make-bucket":
         s3.create_bucket(Bucket=args.bucket)
     elif args.command == "presign-put":
@@ -123,6 +131,32 @@ def main():
         key = iam.create_access_key(UserName=args.name)["AccessKey"]
         print(json.dumps({"id": key["AccessKeyId"], "secret": key["SecretAccessKey"]}))
     return 0
+
+
+def serve(endpoint, parser):
+    s3 = client(endpoint)
+    for line in sys.stdin:
+        out, err = io.StringIO(), io.StringIO()
+        status = 0
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                run(parser.parse_args([endpoint] + json.loads(line)), s3)
+        except SystemExit as stop:  # argparse's usage errors
+            status = stop.code if isinstance(stop.code, int) and stop.code else 2
+        except Exception:
+            status = 1
+            err.write(traceback.format_exc())
+        sys.stdout.write(json.dumps({"status": status, "out": out.getvalue(), "err": err.getvalue()}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def main():
+    parser = make_parser()
+    if len(sys.argv) == 3 and sys.argv[2] == "serve":
+        return serve(sys.argv[1], parser)
+    args = parser.parse_args()
+    return run(args, client(args.endpoint))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+import AttacheTestSupport
+import Foundation
+import Synchronization
+
+/// `s3_objects.py ENDPOINT serve` for as long as an emulator runs: boto3 is imported once, and each
+/// command is one JSON line in and one out. (Started once per command, the interpreter spent about half
+/// a CPU-second importing boto3 each time, and the S3 suites run a few hundred commands.)
+final class BotoSession: Sendable {
+    private struct Pipes: @unchecked Sendable {
+        let process: Process
+        let input: FileHandle
+        let output: FileHandle
+        var pending = Data()
+    }
+
+    private let pipes: Mutex<Pipes>
+    private let processIdentifier: Int32
+
+    init(python: String, tool: String, endpoint: String, environment: [String: String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [tool, endpoint, "serve"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        processIdentifier = process.processIdentifier
+        pipes = Mutex(Pipes(process: process, input: input.fileHandleForWriting, output: output.fileHandleForReading))
+    }
+
+    /// Runs one command (`s3_objects.py`'s arguments after the endpoint), on a thread of its own.
+    func run(_ arguments: [String]) async throws -> CommandResult {
+        let line = try JSONSerialization.data(withJSONObject: arguments) + Data("\n".utf8)
+        return try await onOwnThread { [self] in
+            try pipes.withLock { pipes -> CommandResult in
+                try pipes.input.write(contentsOf: line)
+                while !pipes.pending.contains(UInt8(ascii: "\n")) {
+                    let chunk = pipes.output.availableData
+                    guard !chunk.isEmpty else { throw TestFailure("s3_objects.py serve ended") }
+                    pipes.pending.append(chunk)
+                }
+                let end = pipes.pending.firstIndex(of: UInt8(ascii: "\n"))!
+                let answer = pipes.pending[pipes.pending.startIndex..<end]
+                pipes.pending = Data(pipes.pending[(end + 1)...])
+                guard let object = try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any],
+                    let status = object["status"] as? Int
+                else { throw TestFailure("s3_objects.py serve answered \(String(decoding: answer, as: UTF8.self))") }
+                return CommandResult(
+                    status: Int32(status), standardOutput: object["out"] as? String ?? "",
+                    standardError: object["err"] as? String ?? "")
+            }
+        }
+    }
+
+    /// SIGKILL by pid, then reap.
+    func stop() {
+        kill(processIdentifier, SIGKILL)
+        pipes.withLock { $0.process.waitForExit() }
+    }
+}
