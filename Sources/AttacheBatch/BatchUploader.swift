@@ -142,12 +142,7 @@ private struct BatchDriver: Sendable {
             var discoveredBytes: Int64 = 0
             var running = 0
             let concurrency = max(1, configuration.concurrency)
-            // With a scanner, each file waits for clamd before it can send: twice as many files are
-            // prepared (read, journalled, detected, scanned) at once, and `concurrency` of them send,
-            // so that the scans' waits do not leave send slots idle.
-            let sendSlots = configuration.pipeline.configuration.scan.scanner == nil ? nil : AsyncLimiter(limit: concurrency)
-            let admitted = sendSlots == nil ? concurrency : 2 * concurrency
-            let lookahead = max(admitted, configuration.discoveryLookahead)
+            let lookahead = max(concurrency, configuration.discoveryLookahead)
 
             while true {
                 let stopping = Task.isCancelled || fatal != nil
@@ -198,16 +193,16 @@ private struct BatchDriver: Sendable {
                         head = 0
                     }
                 }
-                while !stopping, running < admitted, head < queue.count {
+                while !stopping, running < concurrency, head < queue.count {
                     let file = queue[head]
                     head += 1
                     running += 1
-                    group.addTask { await process(file, journal: journal, runID: runID, sendSlots: sendSlots) }
+                    group.addTask { await process(file, journal: journal, runID: runID) }
                 }
                 if running == 0, stopping || (walkDone && head == queue.count) {
                     break
                 }
-                let mustWait = stopping || running == admitted || walkDone || queue.count - head >= lookahead
+                let mustWait = stopping || running == concurrency || walkDone || queue.count - head >= lookahead
                 if mustWait, let outcome = await group.next() {
                     running -= 1
                     if case .fatal(let error) = outcome {
@@ -283,8 +278,8 @@ private struct BatchDriver: Sendable {
         }
     }
 
-    /// One file: identity, journal decision, send (in one of `sendSlots` when given), journal result.
-    private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64, sendSlots: AsyncLimiter?) async -> Outcome {
+    /// One file: identity, journal decision, send, journal result.
+    private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
         if Task.isCancelled { return .notStarted }
         // The file's identity and the journal's decision in one job on the pool: one hand-off per file
         // instead of two, which a batch of small files feels.
@@ -378,21 +373,6 @@ private struct BatchDriver: Sendable {
         }
         guard let journal else { return .fatal(AttacheError(.internalError, stage: .batch, "no journal")) }
 
-        if let sendSlots {
-            do {
-                try await sendSlots.enter()
-            } catch {
-                // Cancelled while waiting to send: claimed and not sent, so the next run takes it up.
-                let failure = AttacheError(.cancelled, stage: .batch, "cancelled", file: file.path)
-                do {
-                    try await pool.run { try journal.markPending(path: file.path) }
-                } catch {
-                    return .fatal(Self.attacheError(error, file: file.path))
-                }
-                await events.send(.failed(file, failure))
-                return .failed(file, failure)
-            }
-        }
         await events.send(.started(file, idempotencyKey: key, resumed: resumed))
         // The journal committed the key and seal material before this point: every attempt, in this
         // process or the next, seals to the same bytes, so a replayed receipt's key opens what the
@@ -440,7 +420,6 @@ private struct BatchDriver: Sendable {
             send.cancel()
         }
         control.unregister(file.id)
-        sendSlots?.leave()
 
         do {
             switch result {
