@@ -1,4 +1,3 @@
-import Synchronization
 package import ArgumentParser
 import Attache
 import AttacheBatch
@@ -37,7 +36,7 @@ package struct ScanCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How bytes reach clamd: auto (the default), stream or descriptor.", valueName: "mode"))
     var clamdTransfer = ClamAVScanner.Transfer.automatic
 
-    @Option(help: ArgumentHelp("Files scanned at once (default: 8).", valueName: "n"))
+    @Option(help: ArgumentHelp("Sessions with clamd at once, each with up to 16 files by descriptor (default: 8).", valueName: "n"))
     var concurrency = 8
 
     @Option(help: ArgumentHelp("Seconds clamd may take to scan one file once it has it all (default: 300).", valueName: "seconds"))
@@ -75,30 +74,17 @@ package struct ScanCommand: AsyncParsableCommand {
         defer { scanner.closeIdleSessions() }
         let start = ContinuousClock.now
         var tally = Tally()
-        // The walk first, on a pool thread: what cannot be scanned is printed at once.
-        let roots = files
-        let (paths, unscanned) = try await BlockingPool.shared.run { Self.walk(roots) }
-        let early = unscanned.compactMap { notScanned($0, into: &tally) }.joined()
-        if !early.isEmpty { writeToStandardOutput(early) }
-        // One blocking thread per session, each taking the next file and waiting for clamd's answer
-        // itself; the answers come back here, in the command's task, to be printed.
-        let (results, sink) = AsyncStream.makeStream(of: [(String, Result<ScanVerdict, AttacheError>)].self)
-        let taken = NextIndex()
+        // The walk feeds the sessions as it goes, so that clamd has the first files at once. One blocking
+        // thread per session takes files from it; by descriptor each keeps up to 16 requests unanswered
+        // and sends the next file as soon as an answer frees a place, as clamdscan pipelines them;
+        // streamed, one file at a time. The results come back here in runs, to be printed.
+        let walker = FileWalker(roots: files, followSymlinks: false)
+        let (results, sink) = AsyncStream.makeStream(of: [Entry].self)
         let workers = Task {
             await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<min(concurrency, paths.count) {
+                for _ in 0..<concurrency {
                     group.addTask {
-                        _ = try? await BlockingPool.shared.run {
-                            // By descriptor, files go in runs of 16 requests sent before the answers are
-                            // read, as clamdscan pipelines them; streamed, one at a time.
-                            let run = scanner.passesDescriptors ? 16 : 1
-                            while true {
-                                let start = taken.take(run)
-                                guard start < paths.count else { return }
-                                let chunk = Array(paths[start..<min(start + run, paths.count)])
-                                sink.yield(Self.scan(chunk, with: scanner))
-                            }
-                        }
+                        _ = try? await BlockingPool.shared.run { Self.scanFiles(from: walker, with: scanner, into: sink) }
                     }
                 }
             }
@@ -106,7 +92,12 @@ package struct ScanCommand: AsyncParsableCommand {
         }
         // A run's lines in one write.
         for await run in results {
-            let text = run.compactMap { line($0, $1, into: &tally) }.joined()
+            let text = run.compactMap { entry -> String? in
+                switch entry {
+                case .result(let path, let result): line(path, result, into: &tally)
+                case .unscanned(let item): notScanned(item, into: &tally)
+                }
+            }.joined()
             if !text.isEmpty { writeToStandardOutput(text) }
         }
         await workers.value
@@ -124,37 +115,78 @@ package struct ScanCommand: AsyncParsableCommand {
         if let status = tally.firstFailure { throw ExitCode(status) }
     }
 
-    /// The files' verdicts, or their errors naming them: in one pipelined run by descriptor, else one by
-    /// one.
-    private static func scan(_ paths: [String], with scanner: ClamAVScanner) -> [(String, Result<ScanVerdict, AttacheError>)] {
+    /// What a scanning thread hands on to be printed.
+    private enum Entry: Sendable {
+        /// A file's verdict, or its error naming it.
+        case result(String, Result<ScanVerdict, AttacheError>)
+        /// What the walk met that is not scanned.
+        case unscanned(FileWalker.Item)
+    }
+
+    /// One session's thread: takes files from `walker` until it is done, scans them with `scanner`
+    /// (pipelined by descriptor, else one by one) and yields the results to `sink` in runs: every 32, and
+    /// whenever clamd has not answered for 50 ms, so that a slow file does not hold back the lines
+    /// before it.
+    private static func scanFiles(from walker: FileWalker, with scanner: ClamAVScanner, into sink: AsyncStream<[Entry]>.Continuation) {
+        var run: [Entry] = []
+        func flush() {
+            if !run.isEmpty { sink.yield(run) }
+            run.removeAll(keepingCapacity: true)
+        }
+        func add(_ entry: Entry) {
+            run.append(entry)
+            if run.count >= 32 { flush() }
+        }
+        // The next regular file of the walk, taken 16 at a time (the threads share the walk's lock); what
+        // is not one is handed on as it is met.
+        var taken: [FileWalker.Item] = []
+        var nextTaken = 0
+        func nextFile() -> String? {
+            while true {
+                if nextTaken == taken.count {
+                    taken = walker.next(limit: 16)
+                    nextTaken = 0
+                    if taken.isEmpty { return nil }
+                }
+                let item = taken[nextTaken]
+                nextTaken += 1
+                if case .file(let path, _) = item { return path }
+                add(.unscanned(item))
+            }
+        }
         func failure(_ error: any Error, _ path: String) -> Result<ScanVerdict, AttacheError> {
             .failure((error as? AttacheError)?.concerning(path) ?? AttacheError(.internalError, stage: .scan, "\(error)", file: path))
         }
+        defer { flush() }
         if scanner.passesDescriptors {
             // The walk found regular files; the connection opens each without blocking and checks it
             // again, so that one replaced by a FIFO since is refused, not waited on.
-            do {
-                return zip(paths, try scanner.scanFilesBlocking(paths)).map { path, result in
-                    (path, result.mapError { $0.concerning(path) })
+            while let first = nextFile() {
+                var pending: String? = first
+                do {
+                    try scanner.scanFilesBlocking(
+                        window: 16,
+                        next: {
+                            defer { pending = nil }
+                            return pending ?? nextFile()
+                        },
+                        deliver: { path, result in add(.result(path, result.mapError { $0.concerning(path) })) },
+                        idle: flush)
+                } catch {
+                    // No session: the file taken first fails with the reason, and the next gets a new try.
+                    if let pending { add(.result(pending, failure(error, pending))) }
                 }
-            } catch {
-                return paths.map { ($0, failure(error, $0)) }
             }
+            return
         }
-        return paths.map { path in
+        while let path = nextFile() {
             do {
-                return (path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path)))
+                add(.result(path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path))))
             } catch {
-                return (path, failure(error, path))
+                add(.result(path, failure(error, path)))
             }
+            flush()
         }
-    }
-
-    /// The next file to take, shared by the scanning threads.
-    private final class NextIndex: Sendable {
-        private let next = Atomic<Int>(0)
-        /// The first of the next `count` files.
-        func take(_ count: Int) -> Int { next.add(count, ordering: .relaxed).oldValue }
     }
 
     private struct Tally {
@@ -203,23 +235,6 @@ package struct ScanCommand: AsyncParsableCommand {
             }
             return TerminalText.escaping("\(path): \(error.message) ERROR") + "\n"
         }
-    }
-
-    /// The regular files named and under the folders named, in the walk's order (``FileWalker``, as
-    /// batch walks), and what the walk met that is not scanned: skipped (not a regular file, a link
-    /// that leaves its folder) or failed (a dangling link, a folder that cannot be listed).
-    static func walk(_ arguments: [String]) -> (files: [String], unscanned: [FileWalker.Item]) {
-        let walker = FileWalker(roots: arguments, followSymlinks: false)
-        var files: [String] = []
-        var unscanned: [FileWalker.Item] = []
-        while true {
-            let page = walker.next(limit: 4096)
-            if page.isEmpty { break }
-            for item in page {
-                if case .file(let path, _) = item { files.append(path) } else { unscanned.append(item) }
-            }
-        }
-        return (files, unscanned)
     }
 
     /// The output line of a path the walk did not give as a file, counted into `tally`.

@@ -118,6 +118,33 @@ public struct ClamAVScanner: MalwareScanner {
         }
     }
 
+    /// Scans by descriptor, in one new session, the files `next` gives until it gives nil, with up to
+    /// `window` requests unanswered at a time (see ``ClamdConnection/scanDescriptors(window:next:deliver:idle:)``):
+    /// `attache scan`'s way, a new request as soon as an answer frees a place. Each file's result goes to
+    /// `deliver` when its answer arrives, in any order; `idle` is called when no answer came for 50 ms.
+    /// Blocking.
+    /// - Throws: ``AttacheCore/AttacheError`` when the session cannot be opened (no file was taken then) or
+    ///   fails (every file taken and not answered was delivered with the error first).
+    package func scanFilesBlocking(
+        window: Int, next: () -> String?, deliver: (String, Result<ScanVerdict, AttacheError>) -> Void,
+        idle: () -> Void = {}
+    ) throws {
+        let configuration = configuration
+        try sessions.withSession(reusing: false, connect: { try Self.connect(configuration) }) { connection in
+            let version = connection.version
+            try connection.scanDescriptors(
+                window: window, next: next,
+                deliver: { _, path, reply in
+                    deliver(
+                        path,
+                        Result {
+                            try Self.verdict(try reply.get(), version: version, address: configuration.address, file: path)
+                        }.mapError { ($0 as? AttacheError) ?? AttacheError(.internalError, stage: .scan, "\($0)", file: path) })
+                },
+                idle: idle)
+        }
+    }
+
     private static func scan(
         _ source: any ByteSource, path: String?, file: String, configuration: Configuration, sessions: ClamdSessionPool,
         remembering: (answers: LockedValue<[String: ClamdReply]>, digest: String)? = nil

@@ -110,33 +110,88 @@ final class ClamdConnection {
     ///   result stands.
     func scanDescriptors(_ paths: [String]) throws -> [Result<ClamdReply, AttacheError>] {
         var results = [Result<ClamdReply, AttacheError>?](repeating: nil, count: paths.count)
-        var waiting: [Int: Int] = [:]
-        for (index, path) in paths.enumerated() {
-            let fileDescriptor: Int32
-            do {
-                fileDescriptor = try Self.openRegularFile(path)
-            } catch let error as AttacheError {
-                results[index] = .failure(error)
-                continue
-            }
-            // The kernel holds the file once it is sent: closing this end at once is safe.
-            defer { Glibc.close(fileDescriptor) }
-            let id = try begin("zFILDES")
-            try pass(fileDescriptor)
-            waiting[id] = index
-        }
-        while !waiting.isEmpty {
-            let answer = try readAnswer(timeout: timeouts.reply)
-            guard let colon = answer.firstIndex(of: ":"), let id = Int(answer[..<colon]),
-                  let index = waiting.removeValue(forKey: id)
-            else {
-                isReusable = false
-                throw AttacheError(
-                    .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(answer))")
-            }
-            results[index] = .success(try finish(answer, id: id))
-        }
+        var remaining = paths.makeIterator()
+        try scanDescriptors(
+            window: max(1, paths.count), next: { remaining.next() }, deliver: { index, _, result in results[index] = result })
         return results.map { $0! }
+    }
+
+    /// Scans by descriptor the files `next` gives until it gives nil, with up to `window` requests sent
+    /// and not yet answered: a new request goes out as soon as an answer frees a place, so clamd's
+    /// threads never wait for the client between files. Each result goes to `deliver`, with the file's
+    /// place in the order `next` gave it, when its answer arrives (in any order); a file that cannot be
+    /// opened, or is not a regular file, gets its error and no request. `idle` is called when no answer
+    /// came for 50 ms (a caller that buffers results hands them on then).
+    /// - Throws: ``AttacheCore/AttacheError`` as ``scanStream(_:chunkSize:file:)`` when the connection fails, after
+    ///   every file taken and not answered was delivered with that error.
+    func scanDescriptors(
+        window: Int, next: () -> String?, deliver: (Int, String, Result<ClamdReply, AttacheError>) -> Void,
+        idle: () -> Void = {}
+    ) throws {
+        var waiting: [Int: (index: Int, path: String)] = [:]
+        var inHand: (index: Int, path: String)?
+        var taken = 0
+        var exhausted = false
+        do {
+            while true {
+                while !exhausted, waiting.count < window {
+                    guard let path = next() else {
+                        exhausted = true
+                        break
+                    }
+                    let file = (index: taken, path: path)
+                    taken += 1
+                    let fileDescriptor: Int32
+                    do {
+                        fileDescriptor = try Self.openRegularFile(path)
+                    } catch let error as AttacheError {
+                        deliver(file.index, path, .failure(error))
+                        continue
+                    }
+                    inHand = file
+                    // The kernel holds the file once it is sent: closing this end at once is safe.
+                    defer { Glibc.close(fileDescriptor) }
+                    let id = try begin("zFILDES")
+                    try pass(fileDescriptor)
+                    waiting[id] = file
+                    inHand = nil
+                }
+                if waiting.isEmpty { return }
+                // Wait for an answer only when nothing more can be sent; else take what has come.
+                var answer = takeAnswer()
+                if answer == nil, exhausted || waiting.count >= window {
+                    if !readable(within: .milliseconds(50)) { idle() }
+                    answer = try readAnswer(timeout: timeouts.reply)
+                } else if answer == nil {
+                    answer = try availableAnswer()
+                }
+                while let text = answer {
+                    answer = takeAnswer()
+                    guard let colon = text.firstIndex(of: ":"), let id = Int(text[..<colon]),
+                          let file = waiting.removeValue(forKey: id)
+                    else {
+                        isReusable = false
+                        throw AttacheError(
+                            .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(text))")
+                    }
+                    deliver(file.index, file.path, .success(try finish(text, id: id)))
+                }
+            }
+        } catch let error as AttacheError {
+            isReusable = false
+            if let inHand { deliver(inHand.index, inHand.path, .failure(error)) }
+            for file in waiting.values { deliver(file.index, file.path, .failure(error)) }
+            throw error
+        }
+    }
+
+    /// Whether an answer can be read within `timeout` (false also when waiting failed: the read that
+    /// follows reports it).
+    private func readable(within timeout: Duration) -> Bool {
+        if pending.contains(0) { return true }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return FileDescriptor.retryingInterrupts { poll(&entry, 1, milliseconds) } != 0
     }
 
     /// Opens `path` for clamd to read, only when it is a regular file: `O_NONBLOCK` (which changes
@@ -207,9 +262,19 @@ final class ClamdConnection {
 
     /// Reads up to the next NUL (the `z` commands' delimiter).
     private func readAnswer(timeout: Duration) throws -> String {
+        try readAnswer(waitingUpTo: timeout)!
+    }
+
+    /// The next answer already received or waiting in the socket, nil when there is none yet.
+    private func availableAnswer() throws -> String? {
+        try readAnswer(waitingUpTo: nil)
+    }
+
+    /// The next answer, waiting for it up to `timeout` (without one, not at all: nil when none came).
+    private func readAnswer(waitingUpTo timeout: Duration?) throws -> String? {
         if let answer = takeAnswer() { return answer }
         return try withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
-            try readAnswer(timeout: timeout, into: buffer)
+            try readAnswer(waitingUpTo: timeout, into: buffer)
         }
     }
 
@@ -221,8 +286,8 @@ final class ClamdConnection {
         return answer
     }
 
-    /// Receives into `buffer` until an answer is whole.
-    private func readAnswer(timeout: Duration, into buffer: UnsafeMutableRawBufferPointer) throws -> String {
+    /// Receives into `buffer` until an answer is whole (without `timeout`, until the socket is empty).
+    private func readAnswer(waitingUpTo timeout: Duration?, into buffer: UnsafeMutableRawBufferPointer) throws -> String? {
         while true {
             if let answer = takeAnswer() { return answer }
             guard pending.count < 64 * 1024 else {
@@ -238,6 +303,7 @@ final class ClamdConnection {
                     .connectionLost, stage: .scan, "clamd at \(address) closed the connection before answering",
                     isRetryable: true)
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                guard let timeout else { return nil }
                 try wait(for: Int16(POLLIN), timeout: timeout, doing: "answer")
             } else if errno != EINTR {
                 throw lost(errno, "reading the answer")

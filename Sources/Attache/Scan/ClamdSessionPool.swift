@@ -26,11 +26,12 @@ final class ClamdSessionPool: Sendable {
 
     /// Runs `body` with a session: an idle one when there is one, else a new one. When a reused session
     /// turns out to be closed (clamd restarted, or ended it), `body` runs once more on a new session.
+    /// With `reusing` false, `body` runs once, on a new session (for a body that must not run twice).
     /// Blocking: call it from a ``AttacheCore/BlockingPool`` thread.
     func withSession<T>(
-        connect: () throws -> ClamdConnection, _ body: (ClamdConnection) throws -> T
+        reusing: Bool = true, connect: () throws -> ClamdConnection, _ body: (ClamdConnection) throws -> T
     ) throws -> T {
-        var reused = take()
+        var reused = reusing ? take() : nil
         while true {
             let connection: ClamdConnection
             if let reused {

@@ -60,6 +60,39 @@ struct ClamAVScannerTests {
         #expect(scanner.sessionsOpened == 1)
     }
 
+    /// The sliding window (`attache scan`'s way): files taken one by one while at most 4 requests are
+    /// unanswered, each answer freeing a place for the next file. Every file is delivered once, with its
+    /// own verdict; a missing file gets its error without a request; one session serves them all.
+    @Test func aSlidingWindowDeliversEveryFileOnceWithItsVerdict() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-window")
+        defer { folder.remove() }
+        let samples = try ScanSample.make(in: folder, clean: 90).shuffled()
+        var paths = samples.map(\.path)
+        paths.insert(folder.path + "/no-such-file", at: 40)
+        let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        var remaining = paths.makeIterator()
+        var delivered: [String: Result<ScanVerdict, AttacheError>] = [:]
+        var deliveries = 0
+        try scanner.scanFilesBlocking(
+            window: 4, next: { remaining.next() },
+            deliver: { path, result in
+                deliveries += 1
+                delivered[path] = result
+            })
+        #expect(deliveries == paths.count)
+        #expect(delivered.count == paths.count)
+        for path in paths {
+            let result = try #require(delivered[path], "\(path)")
+            if path.hasSuffix("no-such-file") {
+                #expect(throws: AttacheError.self) { try result.get() }
+                continue
+            }
+            #expect(try result.get().signature == samples.first { $0.path == path }?.signature, "\(path)")
+        }
+        #expect(scanner.sessionsOpened == 1)
+    }
+
     /// A scan told the content's SHA-256 gives clamd's earlier answer for that content without asking
     /// again; without the digest, or with another one, clamd is asked.
     @Test func aKnownDigestIsAnsweredWithoutClamd() async throws {
