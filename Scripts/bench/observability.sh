@@ -156,31 +156,24 @@ row() { # label, off list, on list, target
     off=$(median_of "$2") on=$(median_of "$3")
     printf '%-48s %10s %10s %8s %s\n' "$1" "$off" "$on" "$(bench_ratio "$on" "$off")" "$4"
 }
-if [[ $parts == *" a "* ]]; then
-    row "(a) batch of $files small files, files/s" "${rate[off]}" "${rate[on]}" '>= 0.97'
-    row "    CPU ms per file (whole process)" "${batch_cpu[off]}" "${batch_cpu[on]}" ''
-fi
-if [[ $parts == *" b "* ]]; then
-    row "(b) upload of $size stream-gcm, client CPU s" "${cpu[off]}" "${cpu[on]}" '<= 1.02'
-    row "    upload wall s" "${upload_wall[off]}" "${upload_wall[on]}" ''
-fi
-if [[ $parts == *" c "* ]]; then
-    row "(c) $count RequestClient POSTs, requests/s" "${rps[off]}" "${rps[on]}" '>= 0.97'
-    row "    CPU ms per request (whole process)" "${request_cpu[off]}" "${request_cpu[on]}" ''
-fi
+# The table of one mode against another (the second over the first), with the targets for a, b and c.
+rows() { # mode, mode, target a, target b, target c
+    if [[ $parts == *" a "* ]]; then
+        row "(a) batch of $files small files, files/s" "${rate[$1]}" "${rate[$2]}" "$3"
+        row "    CPU ms per file (whole process)" "${batch_cpu[$1]}" "${batch_cpu[$2]}" ''
+    fi
+    if [[ $parts == *" b "* ]]; then
+        row "(b) upload of $size stream-gcm, client CPU s" "${cpu[$1]}" "${cpu[$2]}" "$4"
+        row "    upload wall s" "${upload_wall[$1]}" "${upload_wall[$2]}" ''
+    fi
+    if [[ $parts == *" c "* ]]; then
+        row "(c) $count RequestClient POSTs, requests/s" "${rps[$1]}" "${rps[$2]}" "$5"
+        row "    CPU ms per request (whole process)" "${request_cpu[$1]}" "${request_cpu[$2]}" ''
+    fi
+}
+rows off on '>= 0.97' '<= 1.02' '>= 0.97'
 if [[ $modes == base* ]]; then
     printf '\nNo backend bootstrapped (export off) vs the baseline build (BASELINE_BIN), same rounds\n\n'
     printf '%-48s %10s %10s %8s %s\n' measure base off 'off/base' target
-    if [[ $parts == *" a "* ]]; then
-        row "(a) batch of $files small files, files/s" "${rate[base]}" "${rate[off]}" '>= 0.99'
-        row "    CPU ms per file (whole process)" "${batch_cpu[base]}" "${batch_cpu[off]}" ''
-    fi
-    if [[ $parts == *" b "* ]]; then
-        row "(b) upload of $size stream-gcm, client CPU s" "${cpu[base]}" "${cpu[off]}" '<= 1.01'
-        row "    upload wall s" "${upload_wall[base]}" "${upload_wall[off]}" ''
-    fi
-    if [[ $parts == *" c "* ]]; then
-        row "(c) $count RequestClient POSTs, requests/s" "${rps[base]}" "${rps[off]}" '>= 0.99'
-        row "    CPU ms per request (whole process)" "${request_cpu[base]}" "${request_cpu[off]}" ''
-    fi
+    rows base off '>= 0.99' '<= 1.01' '>= 0.99'
 fi
