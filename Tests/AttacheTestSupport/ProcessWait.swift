@@ -8,7 +8,7 @@ extension Process {
     /// the end: on any thread but the one that called `run()`, that run loop has nothing to wait on and
     /// returns at once, so the wait spins a core for as long as the child runs. A test that runs
     /// `attache` and waits on a thread of its own paid a core for the whole run; over the suite that was
-    /// about a fifth of the test process's CPU.
+    /// about 30 % of the test process's CPU (docs/RELIABILITY.md).
     package func waitForExit() {
         var pause: useconds_t = 500
         while isRunning {
