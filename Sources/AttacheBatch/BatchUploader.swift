@@ -106,22 +106,36 @@ private struct BatchDriver: Sendable {
         case fatal(AttacheError)
     }
 
-    /// `run` inside the batch run's span, when tracing is on.
+    /// `run` inside the batch run's span, when tracing is on. The consumer hears the end only after the
+    /// span has ended, so that a process that exits (and flushes its exporters) when the events end
+    /// never loses the run's span.
     func tracedRun(_ paths: [String]) async {
         let telemetry = configuration.pipeline.telemetry
-        guard telemetry.tracer != nil else { return await run(paths) }
-        await telemetry.withSpan("attache.batch") { _ in await run(paths) }
+        let ending = telemetry.tracer == nil
+            ? await run(paths) : await telemetry.withSpan("attache.batch") { _ in await run(paths) }
+        switch ending {
+        case .finished(let summary):
+            await events.send(.finished(summary))
+            events.finish()
+        case .failed(let error):
+            events.finish(throwing: error)
+        }
     }
 
-    func run(_ paths: [String]) async {
+    /// How a run ended: its summary, or the journal error that stopped it.
+    enum Ending: Sendable {
+        case finished(BatchSummary)
+        case failed(any Error)
+    }
+
+    func run(_ paths: [String]) async -> Ending {
         let clock = ContinuousClock()
         let start = clock.now
         let opened: (UploadJournal?, Int64, JournalLock?)
         do {
             opened = try await openJournal()
         } catch {
-            events.finish(throwing: error)
-            return
+            return .failed(error)
         }
         let (journal, runID, lock) = opened
 
@@ -227,12 +241,8 @@ private struct BatchDriver: Sendable {
         }
         // Released before the consumer hears the end, so that it can start the next run at once.
         lock?.unlock()
-        if let fatal {
-            events.finish(throwing: fatal)
-            return
-        }
-        await events.send(.finished(summary))
-        events.finish()
+        if let fatal { return .failed(fatal) }
+        return .finished(summary)
     }
 
     private func openJournal() async throws -> (UploadJournal?, Int64, JournalLock?) {

@@ -81,8 +81,9 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Ctrl-C is the run's own (InterruptHandler); SIGTERM stops it too while spans are exported.
-        try await metrics.serving(stopSignals: [SIGTERM]) { try await runBatch() }
+        // Ctrl-C and SIGTERM are the run's own (InterruptHandler): the run stops, its journal, receipts and
+        // spans complete, and only then do the exporters flush.
+        try await metrics.serving { try await runBatch() }
     }
 
     private func runBatch() async throws {
@@ -102,7 +103,7 @@ struct BatchCommand: AsyncParsableCommand {
 
         let batch = BatchUploader(configuration: configuration)
         let run = batch.run(paths)
-        let interrupts = InterruptHandler { run.cancel() }
+        let interrupts = InterruptHandler(signals: [SIGINT, SIGTERM]) { run.cancel() }
         defer { interrupts.stop() }
 
         let mode: BatchOutput.Mode =
@@ -124,7 +125,7 @@ struct BatchCommand: AsyncParsableCommand {
         if summary.cancelled || interrupts.wasTriggered {
             Console.err("attache: interrupted; the journal is consistent. To resume, run:")
             Console.err("  \(resumeCommand())")
-            throw ExitCode(ExitStatus.cancelled)
+            throw ExitCode(interrupts.wasTriggered ? interrupts.exitStatus : ExitStatus.cancelled)
         }
         if summary.failed > 0 || summary.previouslyFailed > 0 {
             throw ExitCode(ExitStatus.someFailed)
@@ -168,45 +169,52 @@ func shellQuoted(_ word: String) -> String {
     return quoted + "'"
 }
 
-/// Turns the first SIGINT into a cancellation of the run; a second one exits at once (the journal is
-/// consistent at every commit, so nothing is lost but the in-flight files' pending marks).
+/// Turns the first of `signals` (SIGINT, and for `batch` SIGTERM too) into a cancellation of the run; a
+/// second one exits at once (the journal is consistent at every commit, so nothing is lost but the in-flight
+/// files' pending marks).
 final class InterruptHandler {
-    private final class Count: Sendable {
-        let value = LockedValue(0)
-        func increment() -> Int {
-            value.withLock { value in
-                value += 1
-                return value
+    private let sources: [any DispatchSourceSignal]
+    private let numbers: [Int32]
+    /// How many signals arrived, and the first one.
+    private let seen = LockedValue<(count: Int, first: Int32?)>((0, nil))
+
+    init(signals numbers: [Int32] = [SIGINT], onInterrupt: @escaping @Sendable () -> Void) {
+        self.numbers = numbers
+        var sources: [any DispatchSourceSignal] = []
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [seen] in
+                let count = seen.withLock { seen in
+                    seen.count += 1
+                    if seen.first == nil { seen.first = number }
+                    return seen.count
+                }
+                let name = number == SIGINT ? "Ctrl-C" : "SIGTERM"
+                Console.clearStatus()
+                if count == 1 {
+                    Console.err("attache: stopping: no new files; cancelling the ones in flight (\(name) again to quit now)")
+                    onInterrupt()
+                } else {
+                    Console.err("attache: quit; run the same command again to resume")
+                    exit(128 + number)
+                }
             }
+            source.resume()
+            sources.append(source)
         }
+        self.sources = sources
     }
 
-    private let source: any DispatchSourceSignal
-    private let count = Count()
+    var wasTriggered: Bool { seen.withLock { $0.count > 0 } }
 
-    init(onInterrupt: @escaping @Sendable () -> Void) {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        self.source = source
-        source.setEventHandler { [count] in
-            if count.increment() == 1 {
-                Console.clearStatus()
-                Console.err("attache: stopping: no new files; cancelling the ones in flight (Ctrl-C again to quit now)")
-                onInterrupt()
-            } else {
-                Console.clearStatus()
-                Console.err("attache: quit; run the same command again to resume")
-                exit(ExitStatus.cancelled)
-            }
-        }
-        source.resume()
-    }
-
-    var wasTriggered: Bool { count.value.withLock { $0 > 0 } }
+    /// The exit status of a run stopped by a signal: 128 + the first signal (130 for Ctrl-C, 143 for
+    /// SIGTERM).
+    var exitStatus: Int32 { 128 + (seen.withLock { $0.first } ?? SIGINT) }
 
     func stop() {
-        source.cancel()
-        signal(SIGINT, SIG_DFL)
+        for source in sources { source.cancel() }
+        for number in numbers { signal(number, SIG_DFL) }
     }
 }
 

@@ -194,8 +194,9 @@ struct OTLPExportTests {
         let spans = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").compactMap { line in
             (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map(ExportedSpan.init)
         }
-        #expect(spans.contains { $0.name == "attache.batch" })
-        let send = try #require(spans.first { $0.name == "attache.send" }, "the in-flight file's span was not exported")
+        #expect(spans.contains { $0.name == "attache.batch" }, "\(batch.standardError)")
+        let send = try #require(
+            spans.first { $0.name == "attache.send" }, "the in-flight file's span was not exported: \(batch.standardError)")
         #expect(send.attributes["error.type"] != nil)
     }
 }
