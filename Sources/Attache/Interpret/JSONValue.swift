@@ -16,12 +16,6 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     /// An object; member order is not kept.
     case object([String: JSONValue])
 
-    /// Parses `bytes` as JSON.
-    /// - Throws: a `DecodingError` when the bytes are not valid JSON.
-    package static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-    }
-
     /// The member named `key` of an object, or nil.
     public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }
@@ -84,10 +78,10 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The value as compact JSON text (``jsonBytes()``: members sorted, slashes not escaped), or `null`
+    /// for a value JSON cannot express (a NaN or infinite number).
     public var description: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+        guard let bytes = try? jsonBytes() else { return "null" }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
