@@ -23,7 +23,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        // Without its default ConfigurationSupport trait: nothing here reads swift-configuration, whose
+        // modules would otherwise be compiled by every build.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: ["FullFoundation"]),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.5.0"),
         // HTTPResponsePart, for the reference server's `104 Upload Resumption Supported` interim head
         // (already in the graph through Hummingbird).
