@@ -141,6 +141,13 @@ public struct MultipartBody: ByteSource {
     /// - Throws: ``AttacheCore/AttacheError/Code/invalidArgument`` when `value` is empty (PHP reads an empty
     ///   filename as "no file"); the message names `what`.
     package static func escape(_ value: String, what: String = "name") throws -> String {
+        // The common case, printable ASCII with nothing to replace (no space, quote, slash, backslash or
+        // percent sign), goes as it is without the scalar-by-scalar pass below.
+        if !value.isEmpty,
+            value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C && $0 != 0x2F && $0 != 0x25 })
+        {
+            return value
+        }
         let scalars = Array(value.unicodeScalars)
         guard !scalars.isEmpty else {
             throw AttacheError(.invalidArgument, stage: .upload, "the \(what) is empty")
