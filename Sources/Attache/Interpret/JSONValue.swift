@@ -78,8 +78,8 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
-    /// The value as compact JSON text (``jsonBytes()``: members sorted, slashes not escaped), or `null`
-    /// for a value JSON cannot express (a NaN or infinite number).
+    /// The value as compact JSON text, members sorted and slashes not escaped, or `null` for a value
+    /// JSON cannot express (a NaN or infinite number).
     public var description: String {
         guard let bytes = try? jsonBytes() else { return "null" }
         return String(decoding: bytes, as: UTF8.self)
