@@ -3,7 +3,6 @@ import AttacheCore
 import ArgumentParser
 import Attache
 import AttacheBatch
-import Dispatch
 import Foundation
 import Logging
 
@@ -173,49 +172,31 @@ func shellQuoted(_ word: String) -> String {
 /// second one exits at once (the journal is consistent at every commit, so nothing is lost but the in-flight
 /// files' pending marks).
 final class InterruptHandler {
-    private let sources: [any DispatchSourceSignal]
-    private let numbers: [Int32]
-    /// How many signals arrived, and the first one.
-    private let seen = LockedValue<(count: Int, first: Int32?)>((0, nil))
+    private let watch: SignalWatch
 
     init(signals numbers: [Int32] = [SIGINT], onInterrupt: @escaping @Sendable () -> Void) {
-        self.numbers = numbers
-        var sources: [any DispatchSourceSignal] = []
-        for number in numbers {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [seen] in
-                let count = seen.withLock { seen in
-                    seen.count += 1
-                    if seen.first == nil { seen.first = number }
-                    return seen.count
-                }
-                let name = number == SIGINT ? "Ctrl-C" : "SIGTERM"
+        watch = SignalWatch(
+            numbers,
+            first: { number in
                 Console.clearStatus()
-                if count == 1 {
-                    Console.err("attache: stopping: no new files; cancelling the ones in flight (\(name) again to quit now)")
-                    onInterrupt()
-                } else {
-                    Console.err("attache: quit; run the same command again to resume")
-                    exit(128 + number)
-                }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
+                let name = number == SIGINT ? "Ctrl-C" : "SIGTERM"
+                Console.err("attache: stopping: no new files; cancelling the ones in flight (\(name) again to quit now)")
+                onInterrupt()
+            },
+            again: { number in
+                Console.clearStatus()
+                Console.err("attache: quit; run the same command again to resume")
+                exit(128 + number)
+            })
     }
 
-    var wasTriggered: Bool { seen.withLock { $0.count > 0 } }
+    var wasTriggered: Bool { watch.received != nil }
 
     /// The exit status of a run stopped by a signal: 128 + the first signal (130 for Ctrl-C, 143 for
     /// SIGTERM).
-    var exitStatus: Int32 { 128 + (seen.withLock { $0.first } ?? SIGINT) }
+    var exitStatus: Int32 { 128 + (watch.received ?? SIGINT) }
 
-    func stop() {
-        for source in sources { source.cancel() }
-        for number in numbers { signal(number, SIG_DFL) }
-    }
+    func stop() { watch.stop() }
 }
 
 /// Prints a batch's events: a live progress line, plain lines, or JSON lines.

@@ -4,7 +4,6 @@ import AttacheCore
 import ArgumentParser
 import Attache
 import AttacheQueue
-import Dispatch
 import Foundation
 import Logging
 
@@ -236,10 +235,10 @@ struct WorkerCommand: AsyncParsableCommand {
         let summary = try await withQueue(queue, logger: logger, maximumConnections: 3) { database in
             let worker = QueueWorker(database: database, sender: sender, configuration: workerConfiguration)
             let task = Task { try await worker.run { event in WorkerOutput.print(event, json: json) } }
-            let signals = StopSignals {
+            let signals = SignalWatch([SIGTERM, SIGINT]) { _ in
                 Console.err("attache: stopping: no new files; finishing the ones in flight (again to cancel them)")
                 worker.stop()
-            } again: {
+            } again: { _ in
                 stoppedHard.store(true, ordering: .sequentiallyConsistent)
                 Console.err("attache: cancelling the files in flight and handing them back")
                 task.cancel()
@@ -314,36 +313,6 @@ enum WorkerOutput {
         case .released(let count):
             if json { Console.outJSON(EventLine(event: "released", count: count)) }
         }
-    }
-}
-
-/// SIGTERM and SIGINT: the first calls `first`, the next one `again`.
-final class StopSignals {
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ first: @escaping @Sendable () -> Void, again: @escaping @Sendable () -> Void) {
-        let count = LockedValue(0)
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                let seen = count.withLock { count -> Int in
-                    count += 1
-                    return count
-                }
-                if seen == 1 { first() } else if seen == 2 { again() }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
-    }
-
-    func stop() {
-        for source in sources { source.cancel() }
-        signal(SIGTERM, SIG_DFL)
-        signal(SIGINT, SIG_DFL)
     }
 }
 

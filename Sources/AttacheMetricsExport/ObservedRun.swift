@@ -1,7 +1,6 @@
 import ArgumentParser
 import AttacheCore
 import CoreMetrics
-import Dispatch
 import Glibc
 import Tracing
 
@@ -78,49 +77,12 @@ enum ObservedRun {
             return
         }
         let work = Task { try await body() }
-        let signals = SignalCancellation(stopSignals) { work.cancel() }
+        let signals = SignalWatch(stopSignals, first: { _ in work.cancel() }, again: { _exit(128 + $0) })
         let result = await work.result
         signals.stop()
         await export.shutdown()
         await prometheus?.endpoint.finish()
         if let signal = signals.received { throw ExitCode(128 + signal) }
         try result.get()
-    }
-}
-
-/// While exporting: the first of the given signals calls `cancel` (and is remembered for the exit status);
-/// a second one ends the process at once, as the signal would have.
-final class SignalCancellation {
-    private let sources: [any DispatchSourceSignal]
-    private let numbers: [Int32]
-    /// The first signal seen (signal sources run on any thread).
-    private let first = LockedValue<Int32?>(nil)
-
-    init(_ numbers: [Int32], cancel: @escaping @Sendable () -> Void) {
-        self.numbers = numbers
-        var sources: [any DispatchSourceSignal] = []
-        for number in numbers {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [first] in
-                let isFirst = first.withLock { seen in
-                    guard seen == nil else { return false }
-                    seen = number
-                    return true
-                }
-                if isFirst { cancel() } else { _exit(128 + number) }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
-    }
-
-    /// The signal that cancelled the work, if one did.
-    var received: Int32? { first.withLock { $0 } }
-
-    func stop() {
-        for source in sources { source.cancel() }
-        for number in numbers { signal(number, SIG_DFL) }
     }
 }

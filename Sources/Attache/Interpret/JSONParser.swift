@@ -82,22 +82,40 @@ private struct JSONParser {
         index += count
     }
 
-    mutating func enter() throws {
+    /// Steps into an array or object at its opening bracket; returns whether `closing` follows at once
+    /// (an empty one, then already left).
+    mutating func enter(closing: UInt8) throws -> Bool {
         depth += 1
         guard depth <= JSONValue.maximumDepth else { throw failure("nested too deeply") }
         index += 1
         skipWhitespace()
+        return leave(at: closing)
+    }
+
+    /// After an element or member: a comma, or `closing`. Returns whether the array or object ended. One
+    /// trailing comma is accepted, as Foundation's reader accepts it.
+    mutating func next(closing: UInt8) throws -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("unexpected end") }
+        if leave(at: closing) { return true }
+        guard bytes[index] == UInt8(ascii: ",") else { throw failure("expected ',' or '\(UnicodeScalar(closing))'") }
+        index += 1
+        skipWhitespace()
+        return leave(at: closing)
+    }
+
+    /// Leaves the array or object when `closing` is next.
+    mutating func leave(at closing: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == closing else { return false }
+        index += 1
+        depth -= 1
+        return true
     }
 
     mutating func object() throws -> JSONValue {
-        try enter()
         var members: [String: JSONValue] = [:]
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return .object(members)
-        }
-        while true {
+        if try enter(closing: UInt8(ascii: "}")) { return .object(members) }
+        repeat {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let key = try string()
             skipWhitespace()
@@ -107,55 +125,17 @@ private struct JSONParser {
             let member = try value()
             // A repeated name keeps its first value, as Foundation's reader does.
             if members[key] == nil { members[key] = member }
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                skipWhitespace()
-                // One trailing comma is accepted, as Foundation's reader accepts it.
-                if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    depth -= 1
-                    return .object(members)
-                }
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                depth -= 1
-                return .object(members)
-            } else {
-                throw failure("expected ',' or '}'")
-            }
-        }
+        } while try !next(closing: UInt8(ascii: "}"))
+        return .object(members)
     }
 
     mutating func array() throws -> JSONValue {
-        try enter()
         var elements: [JSONValue] = []
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return .array(elements)
-        }
-        while true {
+        if try enter(closing: UInt8(ascii: "]")) { return .array(elements) }
+        repeat {
             elements.append(try value())
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                skipWhitespace()
-                if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-                    index += 1
-                    depth -= 1
-                    return .array(elements)
-                }
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                depth -= 1
-                return .array(elements)
-            } else {
-                throw failure("expected ',' or ']'")
-            }
-        }
+        } while try !next(closing: UInt8(ascii: "]"))
+        return .array(elements)
     }
 
     /// A string, with `index` at its opening quote. Its bytes must be UTF-8; control characters must be
