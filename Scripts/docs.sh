@@ -20,8 +20,11 @@ check_only=0
 
 # One build, with the symbol graphs of every module (public symbols only), serves both the coverage
 # check and the site. (The swift-docc-plugin would build the target a second time with other flags.)
-echo "==> swift package dump-symbol-graph --minimum-access-level public"
-swift package dump-symbol-graph --minimum-access-level public >/dev/null
+# The symbol graphs need no debug information: without it, the build Scripts/test.sh made (which passes
+# the same flags through ATTACHE_SWIFTPM_FLAGS) is reused instead of compiled again with DWARF.
+read -r -a swiftpm_flags <<<"${ATTACHE_SWIFTPM_FLAGS:--debug-info-format none}"
+echo "==> swift package ${swiftpm_flags[*]} dump-symbol-graph --minimum-access-level public"
+swift package "${swiftpm_flags[@]}" dump-symbol-graph --minimum-access-level public >/dev/null
 graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
 [[ -n "$graphs" ]] || { echo "docs: no symbol graphs found under .build" >&2; exit 1; }
 

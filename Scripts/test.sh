@@ -28,15 +28,23 @@ Scripts/bootstrap.sh
 export SWIFT_DETERMINISTIC_HASHING=1
 
 if [[ -z "$sanitizer" ]]; then
-    echo "==> swift build --build-tests"
-    Scripts/swift-build-quiet.sh --build-tests
+    # No debug information (DWARF) in this build: emitting it was about a fifth of a cold build's
+    # time (689 s against 567 s on two cores), and nothing in a test run reads it; a failure names
+    # its file and line from the test's own source locations, a crash its functions from the symbol
+    # table. Every SwiftPM command below (and docs.sh, and the example package's test, through
+    # ATTACHE_SWIFTPM_FLAGS) passes the same flag, so each finds this build up to date. To debug
+    # in lldb, build as usual (`swift build --build-tests`, DWARF on).
+    export ATTACHE_SWIFTPM_FLAGS="-debug-info-format none"
+    read -r -a swiftpm_flags <<<"$ATTACHE_SWIFTPM_FLAGS"
+    echo "==> swift build --build-tests $ATTACHE_SWIFTPM_FLAGS"
+    Scripts/swift-build-quiet.sh --build-tests "${swiftpm_flags[@]}"
 
     # The example package (Samples/Examples) depends on Attache the way the README says; ExamplePackageTests
     # builds and runs it. Built here first, into this package's own .build: the modules it shares with
     # this package (Attache and its dependencies, SwiftNIO, Hummingbird) are then compiled once, not twice,
     # and only its two programs are new (25 s against 9 min on two cores for a scratch path of its own).
-    echo "==> swift build --package-path Samples/Examples --scratch-path .build"
-    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build"
+    echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}"
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live
@@ -49,20 +57,20 @@ if [[ -z "$sanitizer" ]]; then
     export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
     echo "==> swift test (at most $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH tests at a time)"
     if ((${#test_args[@]} > 0)); then
-        swift test --skip-build "${test_args[@]}"
+        swift test --skip-build "${swiftpm_flags[@]}" "${test_args[@]}"
     else
         # A test that fails in the parallel run is run once more, alone with the others that failed, and
         # must pass then; each is named above the second run, so a flaky test is visible, not hidden.
         # More than a few failures, or a failure the xUnit report cannot name (a crash), fail at once.
         results=$(mktemp -d)
         trap 'rm -rf "$results"' EXIT
-        if ! swift test --skip-build --xunit-output "$results/tests.xml"; then
+        if ! swift test --skip-build "${swiftpm_flags[@]}" --xunit-output "$results/tests.xml"; then
             if ! again=$(python3 Scripts/failed-tests.py 8 "$results/tests.xml" "$results/tests-swift-testing.xml"); then
                 echo "test.sh: the parallel run failed (see above); nothing to run again" >&2
                 exit 1
             fi
             echo "==> swift test: the tests that failed in the parallel run, once more: ${again}"
-            swift test --skip-build --filter "$again"
+            swift test --skip-build "${swiftpm_flags[@]}" --filter "$again"
         fi
     fi
 

@@ -24,9 +24,11 @@ struct ExamplePackageTests {
     /// scratch path of its own, which compiles Attache, GRDB, SwiftNIO and Hummingbird a second time).
     /// `Scripts/test.sh` runs the same build before the tests, so this one finds everything up to date.
     /// `--ignore-lock`: the running `swift test` holds that build folder's lock for as long as it runs.
+    /// `ATTACHE_SWIFTPM_FLAGS` (set by `Scripts/test.sh`) holds the flags that build was made with.
     static func build() async throws -> String {
         let scratch = root.appendingPathComponent(".build").path
-        let arguments = ["build", "--package-path", examples, "--scratch-path", scratch, "--ignore-lock"]
+        let flags = (ProcessInfo.processInfo.environment["ATTACHE_SWIFTPM_FLAGS"] ?? "").split(separator: " ").map(String.init)
+        let arguments = ["build", "--package-path", examples, "--scratch-path", scratch, "--ignore-lock"] + flags
         let built = try await runCommand("/usr/bin/env", ["swift"] + arguments)
         try #require(built.status == 0, "the example package does not build:\n\(built.all.suffix(4000))")
         let bin = try await runCommand("/usr/bin/env", ["swift"] + arguments + ["--show-bin-path"])
