@@ -167,9 +167,7 @@ final class ClamdConnection {
                 }
                 while let text = answer {
                     answer = takeAnswer()
-                    guard let colon = text.firstIndex(of: ":"), let id = Int(text[..<colon]),
-                          let file = waiting.removeValue(forKey: id)
-                    else {
+                    guard let id = Self.requestNumber(of: text), let file = waiting.removeValue(forKey: id) else {
                         isReusable = false
                         throw AttacheError(
                             .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(text))")
@@ -242,13 +240,34 @@ final class ClamdConnection {
 
     /// The answer's text after its `N: ` prefix, checked against the request's number.
     private func strip(_ answer: String, id: Int) throws -> String {
-        let prefix = "\(id): "
-        guard answer.hasPrefix(prefix) else {
+        guard Self.requestNumber(of: answer) == id else {
             isReusable = false
             throw AttacheError(
                 .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(answer))")
         }
-        return String(answer.dropFirst(prefix.count))
+        let utf8 = answer.utf8
+        let digits = utf8.firstIndex(of: UInt8(ascii: ":"))!
+        return String(answer[utf8.index(digits, offsetBy: 2)...])
+    }
+
+    /// The request number `N` of an answer `N: …` (one to eighteen digits, a colon and a space), read
+    /// from its bytes; nil when it does not begin that way.
+    static func requestNumber(of answer: String) -> Int? {
+        var number = 0
+        var digits = 0
+        var utf8 = answer.utf8.makeIterator()
+        while let byte = utf8.next() {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where digits < 18:
+                number = number * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+            case UInt8(ascii: ":") where digits > 0:
+                return utf8.next() == UInt8(ascii: " ") ? number : nil
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 
     /// The reply to scan `id`; the connection stays reusable only after a verdict.
@@ -314,9 +333,9 @@ final class ClamdConnection {
     // MARK: - Socket
 
     private func write(command: String) throws {
-        try Array(command.utf8CString).withUnsafeBytes { bytes in
+        try command.withCString { text in
             // The `z` form: the command ends with its NUL.
-            try write(UnsafeRawBufferPointer(rebasing: bytes[..<(command.utf8.count + 1)]), timeout: timeouts.stall)
+            try write(UnsafeRawBufferPointer(start: text, count: command.utf8.count + 1), timeout: timeouts.stall)
         }
     }
 

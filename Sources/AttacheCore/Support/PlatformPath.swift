@@ -19,6 +19,10 @@ package enum PlatformPath {
 
     /// The string that stands for the path bytes `bytes` (no NUL).
     package static func string(fromBytes bytes: some Collection<UInt8>) -> String {
+        // Valid UTF-8 without a 0xF4 byte (which begins every reserved code point) is its own string.
+        if let text = bytes.withContiguousStorageIfAvailable({ plainString($0) }) ?? plainString(Array(bytes)) {
+            return text
+        }
         let bytes = Array(bytes)
         var scalars = String.UnicodeScalarView()
         var index = 0
@@ -44,9 +48,15 @@ package enum PlatformPath {
         return String(scalars)
     }
 
+    /// `bytes` as a string when they are valid UTF-8 with no byte 0xF4, else nil.
+    private static func plainString(_ bytes: some Collection<UInt8>) -> String? {
+        if bytes.contains(0xF4) { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// The string for a NUL-terminated C path.
     package static func string(cString: UnsafePointer<CChar>) -> String {
-        string(fromBytes: UnsafeBufferPointer(start: cString, count: strlen(cString)).lazy.map { UInt8(bitPattern: $0) })
+        string(fromBytes: UnsafeRawBufferPointer(start: cString, count: strlen(cString)))
     }
 
     /// The process's arguments with their exact bytes (`CommandLine.arguments` replaces bytes that are
@@ -73,7 +83,9 @@ package enum PlatformPath {
 
     /// Whether `path` holds bytes that are not valid UTF-8 (or escaped reserved code points).
     package static func hasRawBytes(_ path: String) -> Bool {
-        path.unicodeScalars.contains { $0.value >= first }
+        // Every reserved code point begins with the byte 0xF4, which most paths never hold.
+        guard path.utf8.contains(0xF4) else { return false }
+        return path.unicodeScalars.contains { $0.value >= first }
     }
 
     /// Calls `body` with the NUL-terminated bytes of `path`, for system calls.

@@ -18,6 +18,22 @@ struct ClamdProtocolTests {
         #expect(ClamdReply(parsing: text) == expected)
     }
 
+    @Test(arguments: [
+        ("1: OK", 1 as Int?),
+        ("42: fd[12]: Eicar FOUND", 42),
+        ("123456789012345678: OK", 123_456_789_012_345_678),
+        ("1234567890123456789: OK", nil),
+        ("7:OK", nil),
+        (": OK", nil),
+        ("x1: OK", nil),
+        ("1 : OK", nil),
+        ("12", nil),
+        ("", nil),
+    ])
+    func requestNumbers(answer: String, expected: Int?) {
+        #expect(ClamdConnection.requestNumber(of: answer) == expected)
+    }
+
     @Test func versions() {
         let full = ClamdConnection.parseVersion("ClamAV 1.4.6/27470/Thu Nov 26 09:29:01 2026")
         #expect(full == ScanEngineVersion(engine: "ClamAV 1.4.6", signatures: "27470"))
