@@ -20,8 +20,13 @@ final class LeaseBook: Sendable {
         }
     }
 
-    func drop(_ id: Int64) {
-        _ = state.withLock { $0.removeValue(forKey: id) }
+    /// Forgets `job`'s lease: only that lease, by its token. The same row claimed again meanwhile (its
+    /// result committed as a retry, then taken by this worker's next claim before this call) carries a
+    /// new token, and that lease stays.
+    func drop(_ job: QueueJob) {
+        state.withLock { state in
+            if state[job.id]?.token == job.leaseToken { state[job.id] = nil }
+        }
     }
 
     func held() -> [(id: Int64, token: Int64)] {
@@ -29,12 +34,13 @@ final class LeaseBook: Sendable {
     }
 
     /// Extends the leases the database renewed; the others of those asked about were taken over (or
-    /// committed meanwhile) and are forgotten. Leases taken after the question are left alone.
-    func renew(_ renewed: Set<Int64>, of asked: Set<Int64>, until: ContinuousClock.Instant) {
+    /// committed meanwhile) and are forgotten. Leases taken after the question (a new token for the
+    /// same row) are left alone.
+    func renew(_ renewed: Set<Int64>, of asked: [(id: Int64, token: Int64)], until: ContinuousClock.Instant) {
         state.withLock { state in
-            for id in asked {
-                guard let lease = state[id] else { continue }
-                state[id] = renewed.contains(id) ? (lease.token, until) : nil
+            for (id, token) in asked {
+                guard let lease = state[id], lease.token == token else { continue }
+                state[id] = renewed.contains(id) ? (token, until) : nil
             }
         }
     }

@@ -229,10 +229,10 @@ public final class QueueWorker: Sendable {
             // same key, which the server answers with this send's receipt.
             database.logger.error(
                 "cannot commit a file's result", metadata: ["file": "\(job.path)", "error": "\(error)"])
-            leases.drop(job.id)
+            leases.drop(job)
             return
         }
-        leases.drop(job.id)
+        leases.drop(job)
         guard committed else {
             telemetry.count(.queueFencingRefusals)
             summary.withLock { $0.leaseLost += 1 }
@@ -350,7 +350,7 @@ public final class QueueWorker: Sendable {
     private func release(_ jobs: [QueueJob], committer: QueueCommitter) async -> Int {
         var released = 0
         for job in jobs {
-            leases.drop(job.id)
+            leases.drop(job)
             if (try? await committer.commit(.release(job))) == true { released += 1 }
         }
         return released
@@ -410,7 +410,7 @@ public final class QueueWorker: Sendable {
             """, "renew leases")
         var renewed: Set<Int64> = []
         for try await id in rows.decode(Int64.self) { renewed.insert(id) }
-        leases.renew(renewed, of: Set(ids), until: expiry)
+        leases.renew(renewed, of: held, until: expiry)
     }
 
     private func parkExpired() async throws {
