@@ -84,7 +84,8 @@ package enum PlatformPath {
     /// Whether `path` holds bytes that are not valid UTF-8 (or escaped reserved code points).
     package static func hasRawBytes(_ path: String) -> Bool {
         // Every reserved code point begins with the byte 0xF4, which most paths never hold.
-        guard path.utf8.contains(0xF4) else { return false }
+        let mayHold = path.utf8.withContiguousStorageIfAvailable { $0.contains(0xF4) } ?? path.utf8.contains(0xF4)
+        guard mayHold else { return false }
         return path.unicodeScalars.contains { $0.value >= first }
     }
 
