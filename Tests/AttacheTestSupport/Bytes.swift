@@ -38,22 +38,30 @@ package func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
     }
 }
 
-/// The SHA-256 of `bytes` in lower-case hex, computed by coreutils' `sha256sum`: a hash that shares no
+/// The program that computes the tests' reference SHA-256: the `openssl` command, in its own process,
+/// sharing no code with the Swift under test, and printing coreutils' format (`HEX *NAME`, with `-r`).
+/// coreutils' `sha256sum` was used before; it took six CPU-seconds a GiB here against OpenSSL's one
+/// (SHA-NI), and the tests hash several GiB.
+package let sha256Command = (name: "openssl", arguments: ["dgst", "-sha256", "-r"])
+
+/// The SHA-256 of `bytes` in lower-case hex, computed by ``sha256Command``: a hash that shares no
 /// code with the one under test.
 package func sha256Hex(_ bytes: [UInt8]) throws -> String {
-    let output = try run("sha256sum", [], input: Data(bytes))
-    let text = String(decoding: output, as: UTF8.self)
-    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
-    return String(text.prefix(64))
+    try digestHex(try run(sha256Command.name, sha256Command.arguments, input: Data(bytes)))
 }
 
-/// `sha256Hex` for async code: `sha256sum` runs and is waited for on a thread of its own, not on the
+/// `sha256Hex` for async code: the command runs and is waited for on a thread of its own, not on the
 /// cooperative pool.
 package func sha256Hex(_ bytes: [UInt8]) async throws -> String {
-    let output = try await run("sha256sum", [], input: Data(bytes))
+    try digestHex(try await run(sha256Command.name, sha256Command.arguments, input: Data(bytes)))
+}
+
+/// The hex digest at the start of ``sha256Command``'s output.
+private func digestHex(_ output: Data) throws -> String {
     let text = String(decoding: output, as: UTF8.self)
-    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
-    return String(text.prefix(64))
+    let hex = text.prefix(64)
+    guard hex.count == 64, hex.allSatisfy(\.isHexDigit) else { throw TestFailure("\(sha256Command.name) printed \(text)") }
+    return String(hex)
 }
 
 /// Writes `count` bytes of ``SeededGenerator`` output (seeded with `seed`) to a new file at `path`, a
@@ -78,10 +86,7 @@ package func writeSeededFile(_ path: String, count: Int64, seed: UInt64) throws 
     }
 }
 
-/// The SHA-256 of the file at `path` in lower-case hex, by coreutils' `sha256sum` (read as it streams).
+/// The SHA-256 of the file at `path` in lower-case hex, by ``sha256Command`` (read as it streams).
 package func sha256Hex(ofFile path: String) async throws -> String {
-    let output = try await run("sha256sum", [path])
-    let text = String(decoding: output, as: UTF8.self)
-    guard text.count >= 64 else { throw TestFailure("sha256sum printed \(text)") }
-    return String(text.prefix(64))
+    try digestHex(try await run(sha256Command.name, sha256Command.arguments + [path]))
 }

@@ -83,8 +83,7 @@ struct ResumableUploadTests {
     }
 
     static func sha256(ofFile path: String) async throws -> String {
-        let output = try await run("sha256sum", [path])
-        return String(String(decoding: output, as: UTF8.self).prefix(64))
+        try await sha256Hex(ofFile: path)
     }
 
     /// A pipeline configuration for `server` with quick retries and the given resumable settings.

@@ -55,7 +55,7 @@ struct MusicIsNotVoiceTests {
     }
 
     static func sha256(_ path: String) throws -> String {
-        try MediaTools.run("/usr/bin/sha256sum", [path]).split(separator: " ").first.map(String.init) ?? ""
+        try MediaTools.run("/usr/bin/" + sha256Command.name, sha256Command.arguments + [path]).split(separator: " ").first.map(String.init) ?? ""
     }
 
     @Test("Samples/song.mp3 is a file with its title, performer, album and duration")
