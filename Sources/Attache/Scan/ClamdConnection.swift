@@ -167,12 +167,12 @@ final class ClamdConnection {
                 }
                 while let text = answer {
                     answer = takeAnswer()
-                    guard let id = Self.requestNumber(of: text), let file = waiting.removeValue(forKey: id) else {
+                    guard let (id, body) = Self.numbered(text), let file = waiting.removeValue(forKey: id) else {
                         isReusable = false
                         throw AttacheError(
                             .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(text))")
                     }
-                    deliver(file.index, file.path, .success(try finish(text, id: id)))
+                    deliver(file.index, file.path, .success(record(ClamdReply(parsing: String(body)))))
                 }
             }
         } catch let error as AttacheError {
@@ -240,39 +240,21 @@ final class ClamdConnection {
 
     /// The answer's text after its `N: ` prefix, checked against the request's number.
     private func strip(_ answer: String, id: Int) throws -> String {
-        guard Self.requestNumber(of: answer) == id else {
+        guard let (number, body) = Self.numbered(answer), number == id else {
             isReusable = false
             throw AttacheError(
                 .badResponse, stage: .scan, "clamd at \(address) answered out of turn: \(Self.excerpt(answer))")
         }
-        let utf8 = answer.utf8
-        let digits = utf8.firstIndex(of: UInt8(ascii: ":"))!
-        return String(answer[utf8.index(digits, offsetBy: 2)...])
-    }
-
-    /// The request number `N` of an answer `N: …` (one to eighteen digits, a colon and a space), read
-    /// from its bytes; nil when it does not begin that way.
-    static func requestNumber(of answer: String) -> Int? {
-        var number = 0
-        var digits = 0
-        var utf8 = answer.utf8.makeIterator()
-        while let byte = utf8.next() {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9") where digits < 18:
-                number = number * 10 + Int(byte - UInt8(ascii: "0"))
-                digits += 1
-            case UInt8(ascii: ":") where digits > 0:
-                return utf8.next() == UInt8(ascii: " ") ? number : nil
-            default:
-                return nil
-            }
-        }
-        return nil
+        return String(body)
     }
 
     /// The reply to scan `id`; the connection stays reusable only after a verdict.
     private func finish(_ answer: String, id: Int) throws -> ClamdReply {
-        let reply = ClamdReply(parsing: try strip(answer, id: id))
+        record(ClamdReply(parsing: try strip(answer, id: id)))
+    }
+
+    /// Counts a scan's reply; the connection stays reusable only after a verdict.
+    private func record(_ reply: ClamdReply) -> ClamdReply {
         if case .error = reply { isReusable = false }
         scans += 1
         lastUsed = .now
@@ -459,61 +441,10 @@ final class ClamdConnection {
             isRetryable: true, cause: NativeError.posix(code))
     }
 
-    // MARK: - Text
-
-    /// `ClamAV 1.4.6/27470/Thu Nov 26 09:29:01 2026` → engine `ClamAV 1.4.6`, signatures `27470`.
-    static func parseVersion(_ text: String) -> ScanEngineVersion {
-        let parts = text.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-        let engine = parts.first.map(String.init) ?? text
-        let signatures = parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil
-        return ScanEngineVersion(engine: engine.isEmpty ? "ClamAV" : engine, signatures: signatures)
-    }
-
     private static func putLength(_ length: UInt32, into buffer: UnsafeMutableRawBufferPointer) {
         buffer[0] = UInt8(truncatingIfNeeded: length >> 24)
         buffer[1] = UInt8(truncatingIfNeeded: length >> 16)
         buffer[2] = UInt8(truncatingIfNeeded: length >> 8)
         buffer[3] = UInt8(truncatingIfNeeded: length)
-    }
-
-    static func seconds(_ duration: Duration) -> String {
-        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        return value == value.rounded() ? String(Int(value)) : String(value)
-    }
-
-    static func excerpt(_ text: String) -> String {
-        TerminalText.escaping(String(text.prefix(120)))
-    }
-}
-
-/// One answer of clamd to a scan, without the request number.
-enum ClamdReply: Sendable, Equatable {
-    /// `stream: OK`
-    case clean
-    /// `stream: Eicar-Signature FOUND`
-    case infected(signature: String)
-    /// `INSTREAM size limit exceeded. ERROR`, `… ERROR`, or anything else.
-    case error(String)
-
-    /// Whether this is a verdict (clean or infected) rather than clamd's error.
-    var isVerdict: Bool {
-        if case .error = self { return false }
-        return true
-    }
-
-    /// Reads clamd's text (`stream: OK`, `fd[12]: NAME FOUND`, `MESSAGE ERROR`).
-    init(parsing text: String) {
-        if text.hasSuffix(" FOUND") {
-            let body = text.dropLast(" FOUND".count)
-            // The signature follows the scanned name (`stream`, `fd[12]`, a path) and ": ".
-            let signature = body.firstRange(of: ": ").map { String(body[$0.upperBound...]) } ?? String(body)
-            self = .infected(signature: signature)
-        } else if text.hasSuffix(": OK") {
-            self = .clean
-        } else if text.hasSuffix(" ERROR") {
-            self = .error(String(text.dropLast(" ERROR".count)))
-        } else {
-            self = .error(text)
-        }
     }
 }

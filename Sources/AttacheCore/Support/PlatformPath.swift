@@ -19,11 +19,9 @@ package enum PlatformPath {
 
     /// The string that stands for the path bytes `bytes` (no NUL).
     package static func string(fromBytes bytes: some Collection<UInt8>) -> String {
-        // Valid UTF-8 without a 0xF4 byte (which begins every reserved code point) is its own string.
-        if let text = bytes.withContiguousStorageIfAvailable({ plainString($0) }) ?? plainString(Array(bytes)) {
-            return text
-        }
         let bytes = Array(bytes)
+        // Valid UTF-8 without a 0xF4 byte (which begins every reserved code point) is its own string.
+        if let text = plainString(bytes) { return text }
         var scalars = String.UnicodeScalarView()
         var index = 0
         while index < bytes.count {
@@ -49,7 +47,7 @@ package enum PlatformPath {
     }
 
     /// `bytes` as a string when they are valid UTF-8 with no byte 0xF4, else nil.
-    private static func plainString(_ bytes: some Collection<UInt8>) -> String? {
+    private static func plainString(_ bytes: [UInt8]) -> String? {
         if bytes.contains(0xF4) { return nil }
         return String(validating: bytes, as: UTF8.self)
     }
