@@ -26,7 +26,6 @@ let package = Package(
         // Without its default ConfigurationSupport trait: nothing here reads swift-configuration, whose
         // modules would otherwise be compiled by every build.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: ["FullFoundation"]),
-        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.5.0"),
         // HTTPResponsePart, for the reference server's `104 Upload Resumption Supported` interim head
         // (already in the graph through Hummingbird).
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
@@ -202,7 +201,6 @@ let package = Package(
                 "Attache", "COpenSSL",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -236,7 +234,6 @@ let package = Package(
             dependencies: [
                 "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheCore", "AttacheFuzzTargets",
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
@@ -255,7 +252,6 @@ let package = Package(
                 "AttacheTestSupport",
                 "AttacheServer",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
@@ -263,7 +259,6 @@ let package = Package(
             dependencies: [
                 "AttacheTestSupport",
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheServer", "AttacheCLI",
-                .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

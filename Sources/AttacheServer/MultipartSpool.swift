@@ -1,6 +1,6 @@
 import Attache
 import Foundation
-import MultipartKit
+import Hummingbird
 import Glibc
 
 /// One part of a received multipart body: a file part spooled to a temporary file, or a text field
@@ -33,11 +33,11 @@ enum MultipartRejection: Error, Sendable {
     case fieldTooLarge(name: String, limit: Int)
 }
 
-/// Streams a multipart body through MultipartKit's `MultipartParser` into temporary files.
+/// Streams a multipart body through ``MultipartReader`` into temporary files.
 ///
 /// File parts go to disk chunk by chunk while their SHA-256 is computed, so no part is ever held in
 /// memory whole; text fields are kept in memory up to a limit. All work happens in ``consume(_:)``
-/// and ``finish()``, which do blocking file I/O and are meant to run on `BlockingPool`. The parser
+/// and ``finish()``, which do blocking file I/O and are meant to run on `BlockingPool`. The reader
 /// and the open files are not thread-safe; the mutex serialises callers (in practice one request's
 /// task, one call at a time) and is what makes the type `Sendable`.
 final class MultipartSpool: Sendable {
@@ -55,7 +55,9 @@ final class MultipartSpool: Sendable {
     /// - Throws: ``MultipartRejection`` for bad input, ``AttacheError`` when a temporary file fails.
     func consume(_ buffers: [ByteBuffer]) throws {
         try state.withLock { state in
-            for buffer in buffers { try state.consume(buffer) }
+            for buffer in buffers {
+                try buffer.withUnsafeReadableBytes { try state.reader.read($0) }
+            }
         }
     }
 
@@ -63,113 +65,33 @@ final class MultipartSpool: Sendable {
     /// temporary files (the caller moves or deletes them).
     /// - Throws: ``MultipartRejection/malformed(_:)`` when the closing delimiter never came.
     func finish() throws -> [SpooledPart] {
-        try state.withLock { state in try state.finish() }
+        try state.withLock { state in
+            try state.reader.finish()
+            return state.collector.parts
+        }
     }
 
     /// Deletes every temporary file this spool created.
     func discard() {
-        state.withLock { state in state.discard() }
+        state.withLock { state in state.collector.discard() }
     }
 
     private struct State: ~Copyable {
-        let parser: MultipartParser
+        var reader: MultipartReader
         let collector: PartCollector
-        let closingDelimiter: [UInt8]
-        /// The last bytes seen, so a closing delimiter split across two chunks is still found.
-        var tail: [UInt8] = []
-        var sawClosingDelimiter = false
 
         init(boundary: String, temporaryDirectory: String, fieldLimit: Int) {
-            parser = MultipartParser(boundary: boundary)
             collector = PartCollector(temporaryDirectory: temporaryDirectory, fieldLimit: fieldLimit)
-            closingDelimiter = Array("\r\n--\(boundary)--".utf8)
-            let collector = self.collector
-            parser.onHeader = { name, value in collector.header(name: name, value: value) }
-            parser.onBody = { buffer in collector.body(&buffer) }
-            parser.onPartComplete = { collector.complete() }
+            reader = MultipartReader(boundary: boundary, delegate: collector)
         }
-
-        mutating func consume(_ buffer: ByteBuffer) throws {
-            if !sawClosingDelimiter { scanForClosingDelimiter(buffer) }
-            do {
-                try parser.execute(buffer)
-            } catch {
-                throw MultipartRejection.malformed("malformed multipart body")
-            }
-            if let error = collector.error { throw error }
-        }
-
-        /// The parser ignores everything after the closing delimiter and does not report whether it
-        /// saw one, so a body cut short would look complete; this finds the delimiter itself. Part
-        /// bodies cannot contain `CRLF--boundary`, so its first occurrence with `--` is the end.
-        mutating func scanForClosingDelimiter(_ buffer: ByteBuffer) {
-            let window = closingDelimiter.count
-            var bytes = tail
-            buffer.withUnsafeReadableBytes { raw in
-                if raw.count >= window {
-                    // Search the seam plus the start, then the chunk itself, without copying it all.
-                    bytes.append(contentsOf: raw.prefix(window - 1))
-                    if contains(bytes) {
-                        sawClosingDelimiter = true
-                    } else if containsDelimiter(raw) {
-                        sawClosingDelimiter = true
-                    }
-                    tail = Array(raw.suffix(window - 1))
-                } else {
-                    bytes.append(contentsOf: raw)
-                    if contains(bytes) { sawClosingDelimiter = true }
-                    tail = Array(bytes.suffix(window - 1))
-                }
-            }
-        }
-
-        func contains(_ bytes: [UInt8]) -> Bool {
-            guard bytes.count >= closingDelimiter.count else { return false }
-            return bytes.withUnsafeBytes { containsDelimiter($0) }
-        }
-
-        /// Whether `raw` contains the closing delimiter: `memchr` finds candidates for its first
-        /// byte, `memcmp` checks them (glibc's `memmem` is not visible to Swift).
-        func containsDelimiter(_ raw: UnsafeRawBufferPointer) -> Bool {
-            let length = closingDelimiter.count
-            guard let base = raw.baseAddress, raw.count >= length else { return false }
-            return closingDelimiter.withUnsafeBytes { pattern in
-                var offset = 0
-                while offset <= raw.count - length {
-                    guard let hit = memchr(base + offset, Int32(pattern[0]), raw.count - length + 1 - offset) else {
-                        return false
-                    }
-                    if memcmp(hit, pattern.baseAddress!, length) == 0 { return true }
-                    offset = base.distance(to: UnsafeRawPointer(hit)) + 1
-                }
-                return false
-            }
-        }
-
-        func finish() throws -> [SpooledPart] {
-            if let error = collector.error { throw error }
-            guard sawClosingDelimiter, !collector.hasOpenPart else {
-                throw MultipartRejection.malformed(
-                    collector.parts.isEmpty && !collector.hasOpenPart
-                        ? "malformed multipart body: no part found for the declared boundary"
-                        : "malformed multipart body: it ends before the closing boundary")
-            }
-            return collector.parts
-        }
-
-        func discard() { collector.discard() }
     }
 }
 
-/// Receives the parser's callbacks and turns them into spooled parts.
-///
-/// The callbacks cannot throw, so the first failure is kept in ``error`` and every later callback is
-/// ignored; the spool rethrows it after the parser returns.
-private final class PartCollector {
+/// Turns what ``MultipartReader`` finds into spooled parts.
+private final class PartCollector: MultipartReader.Delegate {
     private let temporaryDirectory: String
     private let fieldLimit: Int
     private(set) var parts: [SpooledPart] = []
-    private(set) var error: (any Error)?
     private var headers: [(String, String)] = []
     private var current: OpenPart?
     private var temporaryPaths: [String] = []
@@ -189,55 +111,39 @@ private final class PartCollector {
         self.fieldLimit = fieldLimit
     }
 
-    /// Whether a part has started (headers or bytes seen) but not completed.
-    var hasOpenPart: Bool { current != nil || !headers.isEmpty }
-
-    func header(name: String, value: String) {
-        guard error == nil else { return }
+    func header(name: String, value: String) throws {
         headers.append((name, value))
     }
 
-    func body(_ buffer: inout ByteBuffer) {
-        guard error == nil else { return }
-        do {
-            if current == nil { current = try open() }
-            try buffer.withUnsafeReadableBytes { bytes in
-                switch current!.sink {
-                case .file(let file, _):
-                    try file.write(bytes)
-                case .field(var value):
-                    guard value.count + bytes.count <= fieldLimit else {
-                        throw MultipartRejection.fieldTooLarge(name: current!.part.name, limit: fieldLimit)
-                    }
-                    current!.sink = .field([])  // keep the buffer uniquely referenced while appending
-                    value.append(contentsOf: bytes)
-                    current!.sink = .field(value)
-                }
-                current!.part.size += Int64(bytes.count)
+    func body(_ bytes: UnsafeRawBufferPointer) throws {
+        if current == nil { current = try open() }
+        switch current!.sink {
+        case .file(let file, _):
+            try file.write(bytes)
+        case .field(var value):
+            guard value.count + bytes.count <= fieldLimit else {
+                throw MultipartRejection.fieldTooLarge(name: current!.part.name, limit: fieldLimit)
             }
-        } catch {
-            self.error = error
+            current!.sink = .field([])  // keep the buffer uniquely referenced while appending
+            value.append(contentsOf: bytes)
+            current!.sink = .field(value)
         }
+        current!.part.size += Int64(bytes.count)
     }
 
-    func complete() {
-        guard error == nil else { return }
-        do {
-            if current == nil { current = try open() }
-            var part = current!.part
-            switch current!.sink {
-            case .file(let file, let hasher):
-                try file.close()
-                part.sha256 = try hasher.finalizeHex()
-            case .field(let value):
-                part.value = String(decoding: value, as: UTF8.self)
-            }
-            parts.append(part)
-            current = nil
-            headers = []
-        } catch {
-            self.error = error
+    func partComplete() throws {
+        if current == nil { current = try open() }
+        var part = current!.part
+        switch current!.sink {
+        case .file(let file, let hasher):
+            try file.close()
+            part.sha256 = try hasher.finalizeHex()
+        case .field(let value):
+            part.value = String(decoding: value, as: UTF8.self)
         }
+        parts.append(part)
+        current = nil
+        headers = []
     }
 
     func discard() {
@@ -322,9 +228,9 @@ enum ContentDisposition {
 
 /// A temporary file being written; owns its descriptor.
 ///
-/// Writes are gathered into a buffer first: the multipart parser hands over a body in pieces as
-/// small as one byte (it splits at every CR), and a syscall and a digest update per piece made a
-/// 50 MB upload take minutes. When given a hasher, it sees exactly the bytes that reach the disk.
+/// Writes are gathered into a buffer first: a body arrives in the network's pieces, some of them a
+/// few bytes long (a seam held back in case it began a boundary), and a syscall and a digest update
+/// per piece would cost more than the bytes. When given a hasher, it sees exactly the bytes that reach the disk.
 final class SpoolFile {
     private var descriptor: Int32
     private let path: String

@@ -6,7 +6,7 @@ import Testing
 
 /// Names that broke on the wire, sent through the real upload path (AttachmentPipeline, libcurl) to
 /// four receivers that parse `multipart/form-data` each in its own way: Werkzeug, Python's `email`
-/// package, PHP, and `attache-server` (Hummingbird + MultipartKit). Each must see exactly one file
+/// package, PHP, and `attache-server` (Hummingbird and its own streaming reader). Each must see exactly one file
 /// part, under the field name and filename Attache documents (the name itself, or its clearly
 /// replaced form: see `MultipartBody.escape`), with exactly the bytes of the file.
 @Suite("Hostile filenames on the wire", .serialized)
@@ -145,7 +145,7 @@ struct HostileFilenameTests {
         }
         let receipt = try JSONDecoder().decode(Receipt.self, from: JSONEncoder().encode(data))
         return ReceiverReport(
-            receiver: "MultipartKit",
+            receiver: "attache-server",
             files: receipt.parts.map {
                 .init(field: hexUTF8($0.name), filename: hexUTF8($0.filename), size: $0.size, sha256: $0.sha256)
             },

@@ -6,7 +6,7 @@ import Glibc
 /// Fields and file parts are added in order; file parts are ``AttacheCore/ByteSource``s that are read only
 /// when the body is streamed, so a body over a 10 GB file costs a few hundred bytes of memory until then.
 /// Names and filenames are written so that every common receiver (Werkzeug, PHP, Python's `email`,
-/// MultipartKit-based servers) reads exactly one part with the same name: `"`, `\`, `/`, control
+/// `attache-server`) reads exactly one part with the same name: `"`, `\`, `/`, control
 /// characters and white space at either end are written as `%XX`, and an empty name is refused.
 ///
 /// ```swift

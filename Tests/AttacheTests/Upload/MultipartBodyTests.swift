@@ -24,13 +24,13 @@ struct MultipartBodyTests {
         (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) },
     ]
 
-    @Test("length is exact and MultipartKit reads the parts back", arguments: payloads)
-    func multipartKitRoundTrip(payload: [UInt8]) throws {
+    @Test("length is exact and Python's email parser reads the parts back", arguments: payloads)
+    func emailRoundTrip(payload: [UInt8]) async throws {
         let body = try sampleBody(file: payload)
         let bytes = try readAll(body)
         #expect(Int64(bytes.count) == body.byteCount)
 
-        let parts = try parseWithMultipartKit(bytes, boundary: body.boundary)
+        let parts = try await parseWithEmail(bytes, boundary: body.boundary)
         try #require(parts.count == 5)
         #expect(String(decoding: parts[0].bytes, as: UTF8.self) == "42")
         #expect(parts[0].headers["content-disposition"] == "form-data; name=\"chatId\"")
@@ -75,8 +75,8 @@ struct MultipartBodyTests {
         var body = MultipartBody()
         try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
         let bytes = try readAll(body)
-        // MultipartKit hands over the header exactly as written.
-        let parts = try parseWithMultipartKit(bytes, boundary: body.boundary)
+        // Python's email parser hands over the header exactly as written.
+        let parts = try await parseWithEmail(bytes, boundary: body.boundary)
         try #require(parts.count == 1)
         #expect(parts[0].headers["content-disposition"] == "form-data; name=\"file\"; filename=\"\(expected)\"")
         // Werkzeug must see exactly one file part with that name.
@@ -88,11 +88,11 @@ struct MultipartBodyTests {
     }
 
     @Test("a 300-character non-ASCII filename survives", arguments: [300])
-    func longFilename(length: Int) throws {
+    func longFilename(length: Int) async throws {
         let filename = String(repeating: "é", count: length - 4) + ".txt"
         var body = MultipartBody()
         try body.addFile(name: "file", filename: filename, contentType: "text/plain", source: DataSource("x"))
-        let parts = try parseWithMultipartKit(try readAll(body), boundary: body.boundary)
+        let parts = try await parseWithEmail(try readAll(body), boundary: body.boundary)
         #expect(parts.first?.headers["content-disposition"]?.contains(filename) == true)
     }
 
@@ -120,7 +120,7 @@ struct MultipartBodyTests {
     }
 
     @Test("the body streams a file from disk in the reader's chunk size")
-    func streamsFromDisk() throws {
+    func streamsFromDisk() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("attache-mp-\(UUID().uuidString)").path
         let content = (0..<1_000_003).map { UInt8(truncatingIfNeeded: $0 &* 131) }
         try Data(content).write(to: URL(fileURLWithPath: path))
@@ -129,7 +129,7 @@ struct MultipartBodyTests {
         try body.addFile(name: "file", filename: "big.bin", contentType: "application/octet-stream", source: try FileSource(path: path))
         let bytes = try readAll(body, chunk: 65_536)
         #expect(Int64(bytes.count) == body.byteCount)
-        let parts = try parseWithMultipartKit(bytes, boundary: body.boundary)
+        let parts = try await parseWithEmail(bytes, boundary: body.boundary)
         #expect(parts.first?.bytes == content)
     }
 }

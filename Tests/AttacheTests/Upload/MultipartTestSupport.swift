@@ -1,5 +1,4 @@
 import Foundation
-import MultipartKit
 import AttacheTestSupport
 import Testing
 @testable import Attache
@@ -27,30 +26,68 @@ func readAll(_ source: any ByteSource, chunk: Int = 7) throws -> [UInt8] {
     return out
 }
 
-/// Parses `body` with MultipartKit's streaming parser, feeding it in small pieces.
-func parseWithMultipartKit(_ body: [UInt8], boundary: String) throws -> [(headers: [String: String], bytes: [UInt8])] {
-    let parser = MultipartParser(boundary: boundary)
-    var parts: [(headers: [String: String], bytes: [UInt8])] = []
-    var headers: [String: String] = [:]
-    var bytes: [UInt8] = []
-    parser.onHeader = { name, value in headers[name.lowercased()] = value }
-    parser.onBody = { buffer in bytes.append(contentsOf: buffer.readableBytesView) }
-    parser.onPartComplete = {
-        parts.append((headers, bytes))
-        headers = [:]
-        bytes = []
+/// Parses `body` with the multipart parser of Python's `email` package (a parser that is not ours),
+/// and returns each part's header fields exactly as written (names lowercased) and its bytes.
+func parseWithEmail(_ body: [UInt8], boundary: String) async throws -> [(headers: [String: String], bytes: [UInt8])] {
+    try await onOwnThread { () throws -> [(headers: [String: String], bytes: [UInt8])] in
+        let script = """
+            import email.parser, email.policy, json, sys
+            body = open(sys.argv[1], 'rb').read()
+            head = b'Content-Type: multipart/form-data; boundary="' + sys.argv[2].encode() + b'"\\r\\n\\r\\n'
+            message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(head + body)
+            if message.defects:
+                sys.exit('defects: %r' % message.defects)
+            parts = []
+            for part in message.get_payload():
+                raw = lambda text: text.encode('ascii', 'surrogateescape').hex()
+                parts.append({'headers': {k.lower(): raw(v) for k, v in part.raw_items()},
+                              'bytes': (part.get_payload(decode=True) or b'').hex()})
+            print(json.dumps(parts))
+            """
+        struct Part: Decodable {
+            var headers: [String: String]
+            var bytes: String
+        }
+        let output = try runPython(script, input: body, arguments: [boundary])
+        return try JSONDecoder().decode([Part].self, from: output).map { part in
+            (part.headers.mapValues { String(decoding: bytes(fromHex: $0), as: UTF8.self) }, bytes(fromHex: part.bytes))
+        }
     }
-    var offset = 0
-    while offset < body.count {
-        let end = min(body.count, offset + 1000)
-        try parser.execute(Array(body[offset..<end]))
-        offset = end
-    }
-    return parts
 }
 
-/// Parses `body` with Werkzeug's form parser in the system Python, a parser that is neither ours nor
-/// MultipartKit's. Returns text fields (repeated names kept in order) and file parts.
+/// The bytes that a string of hex digits spells.
+private func bytes(fromHex hex: String) -> [UInt8] {
+    let digits = Array(hex.utf8)
+    return stride(from: 0, to: digits.count - 1, by: 2).map {
+        UInt8(String(decoding: digits[$0...($0 + 1)], as: UTF8.self), radix: 16)!
+    }
+}
+
+/// Runs `script` with `python3 -c`, the body in a temporary file as its first argument and `arguments`
+/// after it; returns what it printed, or throws with its standard error when it fails.
+private func runPython(_ script: String, input: [UInt8], arguments: [String]) throws -> Data {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-py-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let bodyFile = directory.appendingPathComponent("body")
+    try Data(input).write(to: bodyFile)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = ["-c", script, bodyFile.path] + arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitForExit()
+    guard process.terminationStatus == 0 else { throw TestFailure("python3 failed: \(errorText)") }
+    return data
+}
+
+/// Parses `body` with Werkzeug's form parser in the system Python, a parser that is not ours.
+/// Returns text fields (repeated names kept in order) and file parts.
 func parseWithWerkzeug(_ body: [UInt8], contentType: String) async throws -> (fields: [String: [String]], files: [ParsedPart]) {
     try await onOwnThread { () throws -> (fields: [String: [String]], files: [ParsedPart]) in
         try parseWithWerkzeug(body, contentType: contentType)
@@ -59,11 +96,6 @@ func parseWithWerkzeug(_ body: [UInt8], contentType: String) async throws -> (fi
 
 /// `parseWithWerkzeug`'s work, blocking its thread while python3 runs.
 func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: [String: [String]], files: [ParsedPart]) {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-wz-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let bodyFile = directory.appendingPathComponent("body")
-    try Data(body).write(to: bodyFile)
     let script = """
         import hashlib, io, json, sys
         from werkzeug.formparser import parse_form_data
@@ -78,18 +110,7 @@ func parseWithWerkzeug(_ body: [UInt8], contentType: String) throws -> (fields: 
                                  'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()})
         print(json.dumps(out))
         """
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = ["-c", script, bodyFile.path, contentType]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitForExit()
-    guard process.terminationStatus == 0 else { throw TestFailure("python3/werkzeug failed: \(errorText)") }
+    let data = try runPython(script, input: body, arguments: [contentType])
     struct Output: Decodable {
         var fields: [String: [String]]
         var files: [ParsedPart]

@@ -4,7 +4,7 @@ import Testing
 @testable import AttacheCore
 
 /// The pipeline's stages driven in memory, up to the form: nothing is sent (the URL is never contacted).
-/// What goes on the wire is read back with MultipartKit.
+/// What goes on the wire is read back with Python's `email` parser.
 @Suite("pipeline stages")
 struct PipelineStageTests {
     static let photo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -31,9 +31,9 @@ struct PipelineStageTests {
     }
 
     /// The text fields of `form`'s multipart body, in order, and its file parts' dispositions.
-    static func wire(_ form: UploadForm) throws -> (fields: [String], files: [String]) {
+    static func wire(_ form: UploadForm) async throws -> (fields: [String], files: [String]) {
         let body = try form.multipartBody()
-        let parts = try parseWithMultipartKit(try readAll(body), boundary: body.boundary)
+        let parts = try await parseWithEmail(try readAll(body), boundary: body.boundary)
         var fields: [String] = []
         var files: [String] = []
         for part in parts {
@@ -55,7 +55,7 @@ struct PipelineStageTests {
         let (forms, cleanup) = try await Self.forms(
             pipeline, Attachment(bytes: bytes, filename: "a.pdf", fields: [UploadField(name: "chatId", value: "7")]))
         defer { cleanup() }
-        let wire = try Self.wire(forms.attachment)
+        let wire = try await Self.wire(forms.attachment)
         let metadata = forms.attachment.uploadMetadata.map { "\($0.name)=\($0.value)" }
         #expect(wire.fields == metadata, "the multipart body and Upload-Metadata carry the same fields")
         #expect(Array(wire.fields.prefix(3)) == ["tenant=acme", "chatId=7", "mimeType=application/pdf"])
@@ -73,11 +73,11 @@ struct PipelineStageTests {
         }
         let (forms, cleanup) = try await Self.forms(pipeline, Attachment(path: Self.photo))
         defer { cleanup() }
-        let main = try Self.wire(forms.attachment)
+        let main = try await Self.wire(forms.attachment)
         #expect(main.files.count == 1, "no thumbnail part in the attachment's own request")
         #expect(forms.separateThumbnails.map(\.thumbnail.thumbnail.name) == ["thumbnail", "thumbnailTiny"])
         for (sealed, form) in forms.separateThumbnails {
-            let wire = try Self.wire(form)
+            let wire = try await Self.wire(form)
             let thumbnail = sealed.thumbnail
             #expect(wire.fields == [
                 "tenant=acme", "mimeType=image/jpeg", "width=\(thumbnail.width)", "height=\(thumbnail.height)",
@@ -96,7 +96,7 @@ struct PipelineStageTests {
         }
         let (forms, cleanup) = try await Self.forms(pipeline, Attachment(path: Self.photo))
         defer { cleanup() }
-        let wire = try Self.wire(forms.attachment)
+        let wire = try await Self.wire(forms.attachment)
         #expect(wire.fields == ["tenant=acme"])
         #expect(wire.files.count == 3)
         #expect(wire.files.dropFirst().map { $0.contains(#"name="thumbnail"#) } == [true, true])
