@@ -186,7 +186,8 @@ struct DownloadManagerTests {
             _ = try await next(&events, where: { if case .cancelled = $0 { true } else { false } })
             let summary = try await manager.waitUntilSettled()
             #expect(summary.cancelled == 1 && summary.completed == 0)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: setup.folder).isEmpty)
+            let left = try FileManager.default.contentsOfDirectory(atPath: setup.folder)
+            #expect(left.isEmpty, "\(left)")
             #expect(manager.status(id)?.phase == .cancelled)
             manager.close()
         }

@@ -107,7 +107,8 @@ extension DownloadManager {
     }
 
     func finished(_ id: DownloadID, generation: Int, _ result: Result<DownloadReceipt, AttacheError>) {
-        var remove: [String] = []
+        // Files are unlinked under the lock, before the transfer's new phase is visible: a caller that
+        // sees it cancelled (its event, `status(_:)`, `waitUntilSettled()`) finds its bytes gone.
         state.withLock { state in
             guard var transfer = state.transfers[id], transfer.generation == generation, transfer.phase == .running
             else { return }
@@ -123,7 +124,7 @@ extension DownloadManager {
             switch (result, intent) {
             case (.success, .cancel?):
                 // Finished just as it was cancelled: a cancelled transfer leaves nothing.
-                remove.append(id.path)
+                unlink(id.path)
                 state.move(id, to: .cancelled)
                 writer?.enqueue(transfer.record(.cancelled))
                 continuation.yield(.cancelled(id))
@@ -140,10 +141,10 @@ extension DownloadManager {
                 writer?.enqueue(record)
                 continuation.yield(.completed(id, receipt))
             case (.failure, .restart?):
-                remove.append(id.path + ".part")
+                unlink(id.path + ".part")
                 state.requeueFresh(id, writer: writer, events: continuation)
             case (.failure, .cancel?):
-                remove.append(id.path + ".part")
+                unlink(id.path + ".part")
                 state.move(id, to: .cancelled)
                 writer?.enqueue(transfer.record(.cancelled))
                 continuation.yield(.cancelled(id))
@@ -167,7 +168,6 @@ extension DownloadManager {
                 }
             }
         }
-        for path in remove { unlink(path) }
         state.withLock { $0.settleIfIdle() }
         pump()
     }
