@@ -20,9 +20,9 @@ check_only=0
 
 # One build, with the symbol graphs of every module (public symbols only), serves both the coverage
 # check and the site. (The swift-docc-plugin would build the target a second time with other flags.)
-# The symbol graphs need no debug information: without it, the build Scripts/test.sh made (which passes
-# the same flags through ATTACHE_SWIFTPM_FLAGS) is reused instead of compiled again with DWARF.
-read -r -a swiftpm_flags <<<"${ATTACHE_SWIFTPM_FLAGS:--debug-info-format none}"
+# The symbol graphs need no debug information and no index: without them, the build Scripts/test.sh
+# made (which passes the same flags through ATTACHE_SWIFTPM_FLAGS) is reused instead of compiled again.
+read -r -a swiftpm_flags <<<"${ATTACHE_SWIFTPM_FLAGS:--debug-info-format none --disable-index-store}"
 echo "==> swift package ${swiftpm_flags[*]} dump-symbol-graph --minimum-access-level public"
 swift package "${swiftpm_flags[@]}" dump-symbol-graph --minimum-access-level public >/dev/null
 graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
