@@ -51,6 +51,7 @@ if [[ -z "$sanitizer" ]]; then
     # and only its two programs are new (25 s against 9 min on two cores for a scratch path of its own).
     echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
     Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}"
+    export ATTACHE_EXAMPLE_PACKAGE_BUILT=1
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live
