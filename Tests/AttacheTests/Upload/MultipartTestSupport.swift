@@ -64,26 +64,15 @@ private func bytes(fromHex hex: String) -> [UInt8] {
 }
 
 /// Runs `script` with `python3 -c`, the body in a temporary file as its first argument and `arguments`
-/// after it; returns what it printed, or throws with its standard error when it fails.
+/// after it; returns what it printed (a failure, with its standard error, fails the test).
 private func runPython(_ script: String, input: [UInt8], arguments: [String]) throws -> Data {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attache-py-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let bodyFile = directory.appendingPathComponent("body")
     try Data(input).write(to: bodyFile)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = ["-c", script, bodyFile.path] + arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitForExit()
-    guard process.terminationStatus == 0 else { throw TestFailure("python3 failed: \(errorText)") }
-    return data
+    // Debian's interpreter, with Debian's Werkzeug (2.2), whatever python3 comes first on PATH.
+    return try run("/usr/bin/python3", ["-c", script, bodyFile.path] + arguments)
 }
 
 /// Parses `body` with Werkzeug's form parser in the system Python, a parser that is not ours.
