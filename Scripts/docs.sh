@@ -18,15 +18,29 @@ cd "$(dirname "$0")/.."
 check_only=0
 [[ "${1:-}" == "--check-only" ]] && check_only=1
 
-# One build, with the symbol graphs of every module (public symbols only), serves both the coverage
-# check and the site. (The swift-docc-plugin would build the target a second time with other flags.)
-# The symbol graphs need no debug information and no index: without them, the build Scripts/test.sh
-# made (which passes the same flags through ATTACHE_SWIFTPM_FLAGS) is reused instead of compiled again.
-read -r -a swiftpm_flags <<<"${ATTACHE_SWIFTPM_FLAGS:--debug-info-format none --disable-index-store}"
-echo "==> swift package ${swiftpm_flags[*]} dump-symbol-graph --minimum-access-level public"
-swift package "${swiftpm_flags[@]}" dump-symbol-graph --minimum-access-level public >/dev/null
-graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
-[[ -n "$graphs" ]] || { echo "docs: no symbol graphs found under .build" >&2; exit 1; }
+# One set of symbol graphs (public symbols only) serves both the coverage check and the site. (The
+# swift-docc-plugin would build the target a second time with other flags.) Scripts/test.sh sets
+# ATTACHE_SYMBOL_GRAPH_DIR for its build, and the library modules write their graphs there as they
+# compile (Package.swift): nothing to extract then. Otherwise SwiftPM extracts them; that needs no
+# debug information and no index, so with the flags Scripts/test.sh uses (ATTACHE_SWIFTPM_FLAGS) its
+# build is reused instead of compiled again.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+built="${ATTACHE_SYMBOL_GRAPH_DIR:-}"
+if [[ -n "$built" && -f "$built/Attache.symbols.json" && -f "$built/AttacheCore.symbols.json" \
+    && -f "$built/AttacheBatch.symbols.json" ]]; then
+    # The compiler's graph of Attache holds AttacheCore's symbols too (Attache re-exports it); the
+    # split gives the files the extractor writes.
+    echo "==> symbol graphs written by the build ($built)"
+    graphs="$work/graphs"
+    python3 Scripts/split-symbol-graphs.py "$built" "$graphs" Attache AttacheCore AttacheBatch
+else
+    read -r -a swiftpm_flags <<<"${ATTACHE_SWIFTPM_FLAGS:--debug-info-format none --disable-index-store}"
+    echo "==> swift package ${swiftpm_flags[*]} dump-symbol-graph --minimum-access-level public"
+    swift package "${swiftpm_flags[@]}" dump-symbol-graph --minimum-access-level public >/dev/null
+    graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
+    [[ -n "$graphs" ]] || { echo "docs: no symbol graphs found under .build" >&2; exit 1; }
+fi
 
 echo "==> doc comment coverage of the public API"
 python3 Scripts/doc-coverage.py "$graphs" Attache AttacheCore AttacheBatch
@@ -35,8 +49,8 @@ if ((!check_only)); then
     # The site documents the three library modules, each with its extensions of other modules' types
     # (Attache@AttacheCore.symbols.json: what Attache adds to AttacheCore's types). `import Attache`
     # re-exports AttacheCore, so its types are part of what a user of Attache sees.
-    site_graphs=$(mktemp -d)
-    trap 'rm -rf "$site_graphs"' EXIT
+    site_graphs="$work/site"
+    mkdir -p "$site_graphs"
     for module in Attache AttacheCore AttacheBatch; do
         cp "$graphs/$module.symbols.json" "$site_graphs"/
         find "$graphs" -maxdepth 1 -name "$module@*.symbols.json" -exec cp {} "$site_graphs"/ \;

@@ -42,6 +42,9 @@ if [[ -z "$sanitizer" ]]; then
     # the test targets alone an index store at this path (the one SwiftPM reads) when it is set.
     ATTACHE_TEST_INDEX_STORE="$(swift build --show-bin-path "${swiftpm_flags[@]}")/index/store"
     export ATTACHE_TEST_INDEX_STORE
+    # The library modules write their public symbol graphs while they compile, for docs.sh below.
+    export ATTACHE_SYMBOL_GRAPH_DIR="$PWD/.build/symbol-graphs"
+    mkdir -p "$ATTACHE_SYMBOL_GRAPH_DIR"
     echo "==> swift build --build-tests $ATTACHE_SWIFTPM_FLAGS"
     Scripts/swift-build-quiet.sh --build-tests "${swiftpm_flags[@]}"
 

@@ -8,6 +8,7 @@ public struct BatchFileID: Hashable, Sendable, Codable, CustomStringConvertible 
     public let rawValue: Int
     /// Creates an id.
     package init(_ rawValue: Int) { self.rawValue = rawValue }
+    /// `#` and the number, as progress lines show it.
     public var description: String { "#\(rawValue)" }
 }
 
@@ -39,6 +40,7 @@ public enum BatchSkipReason: Sendable, Hashable, Codable, CustomStringConvertibl
     /// The walk does not send this path (a symbolic link leaving the folder, a device, a socket).
     case notSent(String)
 
+    /// The reason in words (`already done`, `given twice`).
     public var description: String {
         switch self {
         case .alreadyDone: return "already done"

@@ -8,6 +8,7 @@ import Foundation
 /// ``cancel(_:)`` stops one file. The run waits for its consumer: while nobody takes events, at most
 /// 512 of them are buffered and no new file starts.
 public struct BatchRun: AsyncSequence, Sendable {
+    /// Each element is one event of the run.
     public typealias Element = BatchEvent
 
     private let stream: AsyncThrowingStream<BatchEvent, any Error>
@@ -25,6 +26,8 @@ public struct BatchRun: AsyncSequence, Sendable {
         var base: AsyncThrowingStream<BatchEvent, any Error>.AsyncIterator
         let buffer: BatchEventBuffer
 
+        /// The next event, or `nil` after `finished`.
+        /// - Throws: `CancellationError` when the iterating task is cancelled.
         public mutating func next() async throws -> BatchEvent? {
             let event = try await base.next()
             if event != nil { buffer.consumed() }
@@ -32,6 +35,7 @@ public struct BatchRun: AsyncSequence, Sendable {
         }
     }
 
+    /// The iterator of the run's events. Make one; a run has one consumer.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: stream.makeAsyncIterator(), buffer: buffer)
     }

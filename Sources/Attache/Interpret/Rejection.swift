@@ -31,6 +31,8 @@ public struct Rejection: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// One line for people: the HTTP status or the server's error code, and the server's message
+    /// (`HTTP 413: file too large`).
     public var description: String {
         switch reason {
         case .status:

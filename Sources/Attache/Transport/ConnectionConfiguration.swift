@@ -71,6 +71,7 @@ public enum HTTPAuthorization: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The scheme, never the credential: `Bearer <redacted>`, safe to log.
     public var description: String {
         switch self {
         case .bearer: return "Bearer <redacted>"

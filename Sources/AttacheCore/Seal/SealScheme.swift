@@ -19,6 +19,7 @@ public enum SealScheme: String, Sendable, CaseIterable, Codable, CustomStringCon
     /// No encryption: the plaintext as it is.
     case none
 
+    /// The scheme's name, as the CLI and receipts spell it (`stream-gcm`).
     public var description: String { rawValue }
 
     /// Whether the scheme detects modified ciphertext (`matrix`: by the SHA-256 the message carries).
@@ -37,6 +38,7 @@ public enum TransferEncoding: String, Sendable, Codable, CaseIterable, CustomStr
     /// RFC 4648 §5 base64url, without padding, no line breaks.
     case base64URL = "base64url"
 
+    /// The encoding's name, as the CLI and receipts spell it (`base64url`).
     public var description: String { rawValue }
 }
 

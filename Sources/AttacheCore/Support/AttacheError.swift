@@ -23,6 +23,7 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         public let rawValue: String
         /// Creates a code from its stable identifier.
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The stable identifier (`file-not-found`).
         public var description: String { rawValue }
 
         /// Reads the stable identifier (`"file-not-found"`).

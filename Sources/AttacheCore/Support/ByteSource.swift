@@ -23,6 +23,9 @@ public protocol ByteSource: Sendable {
 }
 
 extension ByteSource {
+    /// Reads and discards the first `offset` bytes of a new reader: the default for sources that
+    /// cannot start elsewhere.
+    /// - Throws: ``AttacheError`` when the source cannot be opened or read.
     public func makeReader(startingAt offset: Int64) throws -> any ByteReader {
         let reader = try makeReader()
         try reader.skip(offset)

@@ -14,5 +14,6 @@ public enum MessageKind: String, Sendable, Hashable, Codable, CaseIterable, Cust
     /// Anything else, sent as it is.
     case file
 
+    /// The kind's name, as the CLI and receipts spell it (`voice`).
     public var description: String { rawValue }
 }

@@ -19,7 +19,8 @@ import Testing
         var bytes = jpeg
         switch quirk {
         case .strayBytesBeforeDQT:
-            let dqt = try #require((2..<(bytes.count - 1)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDB })
+            let markers: Range<Int> = 2..<(bytes.count - 1)
+            let dqt = try #require(markers.first { (i: Int) -> Bool in bytes[i] == 0xFF && bytes[i + 1] == 0xDB })
             bytes.insert(contentsOf: [0x12, 0x34], at: dqt)
         case .strayBytesBeforeEOI:
             #expect(Array(bytes.suffix(2)) == [0xFF, 0xD9])

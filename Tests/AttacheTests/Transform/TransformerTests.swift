@@ -187,8 +187,10 @@ import Testing
         let header = try WebPHeader(webp)
         #expect(header.width == 512 && header.height == 341)
         let decoded = try WebPDecoder.decodeRGBA(webp, header: header)
-        let alphaLeft = decoded.pixels[(170 * 512 + 20) * 4 + 3]
-        let alphaRight = decoded.pixels[(170 * 512 + 400) * 4 + 3]
+        // Typed indices: integer literals mixed into a [UInt8] subscript take the type checker seconds.
+        let left: Int = (170 * 512 + 20) * 4 + 3, right: Int = (170 * 512 + 400) * 4 + 3
+        let alphaLeft = decoded.pixels[left]
+        let alphaRight = decoded.pixels[right]
         #expect(alphaRight == 255)
         #expect(alphaLeft == (source == "jpeg" ? 255 : 0))
         #expect(output.thumbnails.count == 2)
