@@ -38,13 +38,26 @@ if [[ -z "$sanitizer" ]]; then
     # as usual (`swift build --build-tests`).
     export ATTACHE_SWIFTPM_FLAGS="-debug-info-format none --disable-index-store"
     read -r -a swiftpm_flags <<<"$ATTACHE_SWIFTPM_FLAGS"
+    # Every variable the SwiftPM commands below see is set here, before the first of them: SwiftPM
+    # keys its cache of compiled package manifests by the whole environment, and a command that runs
+    # with one variable more compiles the manifests of all 30-odd packages again (10-15 s each time).
+    #
     # SwiftPM finds the tests on Linux by reading the test targets' index units; Package.swift gives
-    # the test targets alone an index store at this path (the one SwiftPM reads) when it is set.
-    ATTACHE_TEST_INDEX_STORE="$(swift build --show-bin-path "${swiftpm_flags[@]}")/index/store"
-    export ATTACHE_TEST_INDEX_STORE
+    # the test targets alone an index store at this path (the one SwiftPM reads: the bin path, which
+    # `swift build --show-bin-path` prints) when it is set.
+    triple=$(swiftc -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["unversionedTriple"])')
+    export ATTACHE_TEST_INDEX_STORE="$PWD/.build/$triple/debug/index/store"
     # The library modules write their public symbol graphs while they compile, for docs.sh below.
     export ATTACHE_SYMBOL_GRAPH_DIR="$PWD/.build/symbol-graphs"
     mkdir -p "$ATTACHE_SYMBOL_GRAPH_DIR"
+    # ExamplePackageTests builds the example package itself unless this script has (below).
+    export ATTACHE_EXAMPLE_PACKAGE_BUILT=1
+    # At most 8 tests at a time (Swift Testing otherwise starts every test at once): on two cores, a
+    # few hundred live tests, each with its own server processes, starved one another until a dozen
+    # of them failed on time in one run. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is Swift
+    # Testing's own setting; set it to change the width.
+    export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
+
     echo "==> swift build --build-tests $ATTACHE_SWIFTPM_FLAGS"
     Scripts/swift-build-quiet.sh --build-tests "${swiftpm_flags[@]}"
 
@@ -54,17 +67,12 @@ if [[ -z "$sanitizer" ]]; then
     # and only its two programs are new (25 s against 9 min on two cores for a scratch path of its own).
     echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
     Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}"
-    export ATTACHE_EXAMPLE_PACKAGE_BUILT=1
+    [[ -d "$PWD/.build/$triple/debug/index/store" ]] || { echo "test.sh: no index store at $ATTACHE_TEST_INDEX_STORE" >&2; exit 1; }
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live
     # tests now start `attache-server` as a process of its own (Tests/AttacheTestSupport), and no test
     # waits on a wall-clock deadline shorter than 30 s (docs/RELIABILITY.md).
-    # At most 8 tests at a time (Swift Testing otherwise starts every test at once): on two cores, a
-    # few hundred live tests, each with its own server processes, starved one another until a dozen
-    # of them failed on time in one run. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH is Swift
-    # Testing's own setting; set it to change the width.
-    export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
     echo "==> swift test (at most $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH tests at a time)"
     if ((${#test_args[@]} > 0)); then
         swift test --skip-build "${swiftpm_flags[@]}" "${test_args[@]}"

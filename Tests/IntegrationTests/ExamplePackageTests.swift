@@ -25,7 +25,7 @@ struct ExamplePackageTests {
     /// `Scripts/test.sh` runs the same build before the tests, so this one finds everything up to date.
     /// `--ignore-lock`: the running `swift test` holds that build folder's lock for as long as it runs.
     /// `ATTACHE_SWIFTPM_FLAGS` (set by `Scripts/test.sh`) holds the flags that build was made with.
-    /// `ATTACHE_EXAMPLE_PACKAGE_BUILT` (also set by the script, once that same command has succeeded)
+    /// `ATTACHE_EXAMPLE_PACKAGE_BUILT` (also set by the script, which runs that same command before the tests)
     /// saves loading the package graph a second time to find nothing to do.
     static func build() async throws -> String {
         let scratch = root.appendingPathComponent(".build").path
