@@ -35,8 +35,10 @@ if [[ -z "$sanitizer" ]]; then
     # own source locations, a crash its functions from the symbol table. Every SwiftPM command below
     # (and docs.sh, and the example package's test, through ATTACHE_SWIFTPM_FLAGS) passes the same
     # flags, so each finds this build up to date. To debug in lldb or to index for an editor, build
-    # as usual (`swift build --build-tests`).
-    export ATTACHE_SWIFTPM_FLAGS="-debug-info-format none --disable-index-store"
+    # as usual (`swift build --build-tests`). The executables and the test bundle are linked with LLVM's
+    # lld, which the Swift toolchain ships: 1.5 s against GNU gold's 3.6 s for the test bundle, on the
+    # build's critical path.
+    export ATTACHE_SWIFTPM_FLAGS="-debug-info-format none --disable-index-store -Xswiftc -use-ld=lld"
     read -r -a swiftpm_flags <<<"$ATTACHE_SWIFTPM_FLAGS"
     # Every variable the SwiftPM commands below see is set here, before the first of them: SwiftPM
     # keys its cache of compiled package manifests by the whole environment, and a command that runs
