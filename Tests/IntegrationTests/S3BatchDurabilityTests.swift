@@ -57,7 +57,7 @@ struct S3BatchDurabilityTests {
                 try ChildProcess(
                     executable: try attacheBinary(),
                     arguments: [
-                        "batch", scratch.path + "/files", "--url", "s3://media/bulk/", "--s3-endpoint", emulator.endpoint,
+                        "batch", scratch.path + "/files", "--url", "s3://\(emulator.bucket)/bulk/", "--s3-endpoint", emulator.endpoint,
                         "--journal", journal, "--concurrency", "2",
                     ],
                     environment: environment)
@@ -106,7 +106,7 @@ struct S3BatchDurabilityTests {
             let objects = scratch.path + "/objects"
             try FileManager.default.createDirectory(atPath: objects, withIntermediateDirectories: true)
             let listed = try JSONDecoder().decode(
-                [String].self, from: Data(try await emulator.boto(["get-all", "media", "bulk/", objects]).utf8))
+                [String].self, from: Data(try await emulator.boto(["get-all", emulator.bucket, "bulk/", objects]).utf8))
             #expect(listed.count == expected.count)
             #expect(Set(listed) == Set(expected))
 

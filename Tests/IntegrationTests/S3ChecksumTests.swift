@@ -31,13 +31,13 @@ struct S3ChecksumTests {
         }
     }
 
-    /// `attache upload FILE` to `s3://media/PREFIX/` through `endpoint`, with 5 MiB parts.
+    /// `attache upload FILE` to `s3://BUCKET/PREFIX/` (the test's bucket) through `endpoint`, with 5 MiB parts.
     func upload(
         _ file: String, prefix: String, endpoint: String, _ emulator: S3Emulator.Running, _ extra: [String] = []
     ) async throws -> CommandResult {
         try await runCommand(
             try attacheBinary(),
-            ["upload", file, "--url", "s3://media/\(prefix)/", "--s3-endpoint", endpoint, "--json", "--no-progress"]
+            ["upload", file, "--url", "s3://\(emulator.bucket)/\(prefix)/", "--s3-endpoint", endpoint, "--json", "--no-progress"]
                 + Self.partOptions + extra,
             environment: emulator.environment())
     }
@@ -47,7 +47,7 @@ struct S3ChecksumTests {
     func storedChecksums(_ emulator: S3Emulator.Running, key: String, algorithm: String) async throws -> [String: Any] {
         let result = try await runCommand(
             emulator.python,
-            [ServiceProcess.tools + "/s3_checksums.py", emulator.endpoint, "media", key, String(Self.partSize), algorithm],
+            [ServiceProcess.tools + "/s3_checksums.py", emulator.endpoint, emulator.bucket, key, String(Self.partSize), algorithm],
             environment: S3Emulator.root)
         try #require(result.status == 0, "s3_checksums.py: \(result.standardError)")
         return try jsonObject(result.standardOutput)
@@ -183,7 +183,7 @@ struct S3ChecksumTests {
                 // The error names the file, whether the store refused a part or our own check failed.
                 #expect(result.standardError.contains("victim.bin: "), "\(fault.flags): \(result.all)")
                 #expect(try jsonObject(result.standardOutput)["status"] as? String == "error")
-                let listed = try await emulator.boto(["list", "media", "corrupt-\(index)/"])
+                let listed = try await emulator.boto(["list", emulator.bucket, "corrupt-\(index)/"])
                 #expect(listed == "[]", "\(fault.flags): an object was stored: \(listed)")
             }
         }

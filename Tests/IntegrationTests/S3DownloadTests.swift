@@ -28,24 +28,24 @@ struct S3DownloadTests {
                 ("c.bin", randomBytes(70_000)),
             ]
             for object in objects {
-                try await emulator.boto(["put", "media", object.key, try folder.write(UUID().uuidString, object.bytes)])
+                try await emulator.boto(["put", emulator.bucket, object.key, try folder.write(UUID().uuidString, object.bytes)])
             }
 
             // The endpoint from --s3-endpoint.
             let single = folder.path + "/single.bin"
             let result = try await attache(
-                ["download", "s3://media/in box/a+1.bin", "-o", single, "--s3-endpoint", emulator.endpoint, "--json"], emulator)
+                ["download", "s3://\(emulator.bucket)/in box/a+1.bin", "-o", single, "--s3-endpoint", emulator.endpoint, "--json"], emulator)
             #expect(result.status == 0, "\(result.all)")
             #expect(try bytes(single) == objects[0].bytes)
-            #expect(try jsonObject(result.standardOutput)["url"] as? String == "s3://media/in box/a+1.bin")
+            #expect(try jsonObject(result.standardOutput)["url"] as? String == "s3://\(emulator.bucket)/in box/a+1.bin")
 
             // The endpoint from AWS_ENDPOINT_URL; a presigned GET (plain http, unsigned by us) among them.
             // Keys with spaces go in JSON lines (a plain line splits at spaces).
-            let plain = try await emulator.boto(["presign-get", "media", "c.bin"])
+            let plain = try await emulator.boto(["presign-get", emulator.bucket, "c.bin"])
             let list = try folder.write(
                 "list.txt",
-                #"{"url":"s3://media/in box/a+1.bin","output":"first.bin"}"# + "\n# a comment\n"
-                    + #"{"url":"s3://media/in box/b.bin"}"# + "\ns3://media/c.bin third.bin\n\(plain) presigned.bin\n")
+                #"{"url":"s3://\#(emulator.bucket)/in box/a+1.bin","output":"first.bin"}"# + "\n# a comment\n"
+                    + #"{"url":"s3://\#(emulator.bucket)/in box/b.bin"}"# + "\ns3://\(emulator.bucket)/c.bin third.bin\n\(plain) presigned.bin\n")
             let many = try await attache(
                 ["download", "--from", list, "-d", folder.path + "/out", "--json", "--concurrency", "2"], emulator,
                 environment: ["AWS_ENDPOINT_URL": emulator.endpoint])
@@ -64,11 +64,11 @@ struct S3DownloadTests {
             let folder = try ScratchFolder(prefix: "attache-s3-resume")
             defer { folder.remove() }
             let original = randomBytes(2_000_000)
-            try await emulator.boto(["put", "media", "big/part.bin", try folder.write("source", original)])
+            try await emulator.boto(["put", emulator.bucket, "big/part.bin", try folder.write("source", original)])
             let out = folder.path + "/part.bin"
             _ = try folder.write("part.bin.part", Array(original[..<750_000]))
             let result = try await attache(
-                ["download", "s3://media/big/part.bin", "-o", out, "--resume", "--json"], emulator,
+                ["download", "s3://\(emulator.bucket)/big/part.bin", "-o", out, "--resume", "--json"], emulator,
                 environment: ["AWS_ENDPOINT_URL_S3": emulator.endpoint])
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
@@ -78,7 +78,7 @@ struct S3DownloadTests {
             #expect(!FileManager.default.fileExists(atPath: out + ".part"))
 
             // The manager journals the object by its s3:// URL: a second run of the same list fetches nothing.
-            let list = try folder.write("list.txt", "s3://media/big/part.bin again.bin\n")
+            let list = try folder.write("list.txt", "s3://\(emulator.bucket)/big/part.bin again.bin\n")
             for run in 0..<2 {
                 let many = try await attache(
                     ["download", "--from", list, "-d", folder.path + "/dir", "--json"], emulator,
@@ -99,12 +99,12 @@ struct S3DownloadTests {
             let original = randomBytes(900_000)
             let file = try folder.write("minutes.bin", original)
             let upload = try await attache(
-                ["upload", file, "--url", "s3://media/inbox/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress"],
+                ["upload", file, "--url", "s3://\(emulator.bucket)/inbox/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress"],
                 emulator)
             #expect(upload.status == 0, "\(upload.all)")
             let receipt = try jsonObject(upload.standardOutput)
             let url = try #require(receipt["url"] as? String)
-            #expect(url.hasPrefix("s3://media/inbox/"))
+            #expect(url.hasPrefix("s3://\(emulator.bucket)/inbox/"))
             let key = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
 
             let sealed = folder.path + "/sealed.bin"
@@ -132,11 +132,11 @@ struct S3DownloadTests {
             let original = randomBytes(600_000)
             let file = try folder.write("ledger.bin", original)
             let store = try ObjectStoreEndpoint.resolve(
-                url: "s3://media/library/", endpointURL: emulator.endpoint, environment: emulator.environment())
-            var configuration = PipelineConfiguration(url: "s3://media/library/")
+                url: "s3://\(emulator.bucket)/library/", endpointURL: emulator.endpoint, environment: emulator.environment())
+            var configuration = PipelineConfiguration(url: "s3://\(emulator.bucket)/library/")
             configuration.objectStore = store
             let receipt = try await AttachmentPipeline(configuration: configuration).send(Attachment(path: file))
-            #expect(receipt.url?.hasPrefix("s3://media/library/") == true)
+            #expect(receipt.url?.hasPrefix("s3://\(emulator.bucket)/library/") == true)
 
             let out = folder.path + "/ledger-again.bin"
             let downloaded = try await Downloader().download(receipt: receipt, to: out, objectStore: store)
@@ -151,20 +151,20 @@ struct S3DownloadTests {
         try await S3Emulator.ministack.run { emulator in
             let folder = try ScratchFolder(prefix: "attache-s3-refused")
             defer { folder.remove() }
-            try await emulator.boto(["put", "media", "here.bin", try folder.write("source", randomBytes(10_000))])
+            try await emulator.boto(["put", emulator.bucket, "here.bin", try folder.write("source", randomBytes(10_000))])
             let missing = try await attache(
-                ["download", "s3://media/not-here.bin", "-o", folder.path + "/x", "--s3-endpoint", emulator.endpoint], emulator)
+                ["download", "s3://\(emulator.bucket)/not-here.bin", "-o", folder.path + "/x", "--s3-endpoint", emulator.endpoint], emulator)
             #expect(missing.status == 77, "\(missing.all)")
-            #expect(missing.standardError.contains("s3://media/not-here.bin: download:"), "\(missing.all)")
+            #expect(missing.standardError.contains("s3://\(emulator.bucket)/not-here.bin: download:"), "\(missing.all)")
             #expect(missing.standardError.contains("NoSuchKey"), "\(missing.all)")
 
             let secret = "wrong-secret-\(UUID().uuidString)"
             let token = "session-\(UUID().uuidString)"
             let wrong = try await attache(
-                ["download", "s3://media/here.bin", "-o", folder.path + "/y", "--s3-endpoint", emulator.endpoint], emulator,
+                ["download", "s3://\(emulator.bucket)/here.bin", "-o", folder.path + "/y", "--s3-endpoint", emulator.endpoint], emulator,
                 environment: ["AWS_SECRET_ACCESS_KEY": secret, "AWS_SESSION_TOKEN": token])
             #expect(wrong.status == 77, "\(wrong.all)")
-            #expect(wrong.standardError.contains("s3://media/here.bin"), "\(wrong.all)")
+            #expect(wrong.standardError.contains("s3://\(emulator.bucket)/here.bin"), "\(wrong.all)")
             #expect(
                 wrong.standardError.contains("SignatureDoesNotMatch") || wrong.standardError.contains("InvalidClientTokenId")
                     || wrong.standardError.contains("InvalidToken"), "\(wrong.all)")

@@ -1,5 +1,6 @@
 import Foundation
 import AttacheTestSupport
+import Synchronization
 import Testing
 
 /// The two independent S3 implementations the object storage tests run against, both from PyPI and
@@ -17,16 +18,21 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
     /// The emulator's root credentials: what boto3 checks objects with.
     static let root = ["AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret"]
 
-    /// A running emulator with a bucket `media`.
+    /// An emulator a test runs against: the server of its kind, shared by every test of this process,
+    /// and a bucket of the test's own (``bucket``), which no other test touches.
     struct Running {
         let kind: S3Emulator
         let python: String
         let server: ServiceProcess
-        /// The boto3 commands' interpreter (`s3_objects.py ENDPOINT serve`), with the root credentials.
+        /// The boto3 commands' interpreter (`s3_objects.py ENDPOINT serve`), with the root credentials:
+        /// one per test, so that one test's long download does not hold another's commands.
         let boto3: BotoSession
+        /// A folder of the test's own, removed when it ends.
         let scratch: ScratchFolder
         /// The credentials uploads use: an IAM user's on MiniStack (signatures checked), the root's on moto.
         let uploader: [String: String]
+        /// The test's bucket (`media-N`).
+        let bucket: String
 
         var endpoint: String { "http://127.0.0.1:\(server.port)" }
         var tool: String { ServiceProcess.tools + "/s3_objects.py" }
@@ -39,10 +45,10 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
             return result.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
-        /// The object's bytes, read with boto3.
-        func object(_ key: String, bucket: String = "media") async throws -> [UInt8] {
+        /// The object's bytes, read with boto3 (from the test's bucket unless `bucket` says otherwise).
+        func object(_ key: String, bucket: String? = nil) async throws -> [UInt8] {
             let path = scratch.path + "/object-\(UUID().uuidString)"
-            try await boto(["get", bucket, key, path])
+            try await boto(["get", bucket ?? self.bucket, key, path])
             defer { try? FileManager.default.removeItem(atPath: path) }
             return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         }
@@ -58,23 +64,59 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
         }
 
         /// The emulator's last `lines` lines of output (its request log, the traceback behind a 500): for a
-        /// failure message.
+        /// failure message. The server is shared, so other tests' requests are among them.
         func log(lines: Int = 80) -> String {
             "\(kind)'s output, last \(lines) lines:\n" + server.outputTail(lines: lines)
         }
-
-        func stop() {
-            boto3.stop()
-            server.stop()
-            scratch.remove()
-        }
     }
 
-    /// Starts the emulator, makes the bucket `media`, runs `body`, and stops it by pid.
+    /// Makes a bucket of the test's own on the server of this kind (started by the first test that asks),
+    /// and runs `body`.
+    ///
+    /// One server of each kind serves the whole test process: a start costs about two CPU-seconds (an
+    /// interpreter importing moto or MiniStack, a bucket, an IAM user), and the S3 suites ran about forty
+    /// of them. Tests keep apart by bucket. The servers are killed by pid when the process exits.
     func run(_ body: (Running) async throws -> Void) async throws {
+        let shared = try await Self.shared(self)
+        let scratch = try ScratchFolder(prefix: "attache-s3-\(rawValue)")
+        defer { scratch.remove() }
+        let boto3 = try BotoSession(
+            python: shared.python, tool: ServiceProcess.tools + "/s3_objects.py",
+            endpoint: "http://127.0.0.1:\(shared.server.port)", environment: Self.root)
+        defer { boto3.stop() }
+        let running = Running(
+            kind: self, python: shared.python, server: shared.server, boto3: boto3, scratch: scratch,
+            uploader: shared.uploader, bucket: "media-\(Self.buckets.add(1, ordering: .relaxed).newValue)")
+        try await running.boto(["make-bucket", running.bucket])
+        try await body(running)
+    }
+
+    /// A server of this process, and what every test of it shares.
+    private struct Shared: @unchecked Sendable {
+        let python: String
+        let server: ServiceProcess
+        let uploader: [String: String]
+    }
+
+    private static let buckets = Atomic<Int>(0)
+    private static let servers = Mutex<[S3Emulator: Task<Shared, any Error>]>([:])
+
+    /// The server of `kind`, started once: the tests that ask while it starts wait for the same start
+    /// (and share its failure).
+    private static func shared(_ kind: S3Emulator) async throws -> Shared {
+        let start = servers.withLock { servers in
+            if let started = servers[kind] { return started }
+            let started = Task { try await kind.start() }
+            servers[kind] = started
+            return started
+        }
+        return try await start.value
+    }
+
+    private func start() async throws -> Shared {
         let python = try python(with: ["ministack", "boto3", "moto", "crc32c"])
         let port = try freePort()
-        let scratch = try ScratchFolder(prefix: "attache-s3-\(rawValue)")
+        let scratch = try ScratchFolder(prefix: "attache-s3-\(rawValue)-server")
         let server: ServiceProcess
         switch self {
         case .moto:
@@ -93,26 +135,43 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
                 ]) { $1 },
                 ready: "Running on", port: port)
         }
-        let boto3: BotoSession
-        do {
-            boto3 = try BotoSession(
-                python: python, tool: ServiceProcess.tools + "/s3_objects.py", endpoint: "http://127.0.0.1:\(server.port)",
-                environment: Self.root)
-        } catch {
-            server.stop()
+        SharedServers.killAtExit(server.process.processIdentifier, removing: scratch)
+        guard self == .ministack else { return Shared(python: python, server: server, uploader: Self.root) }
+        // The uploads under test sign with an IAM user's key, whose signatures MiniStack checks.
+        let boto3 = try BotoSession(
+            python: python, tool: ServiceProcess.tools + "/s3_objects.py", endpoint: "http://127.0.0.1:\(port)",
+            environment: Self.root)
+        defer { boto3.stop() }
+        let made = try await boto3.run(["iam-user", "uploader"])
+        try #require(made.status == 0, "s3_objects.py iam-user: \(made.standardError)")
+        let keys = try #require(try JSONSerialization.jsonObject(with: Data(made.standardOutput.utf8)) as? [String: String])
+        return Shared(
+            python: python, server: server,
+            uploader: ["AWS_ACCESS_KEY_ID": try #require(keys["id"]), "AWS_SECRET_ACCESS_KEY": try #require(keys["secret"])])
+    }
+}
+
+/// The emulators shared by the tests of this process, killed by pid (and their folders removed) when it
+/// exits.
+private enum SharedServers {
+    private static let started = Mutex<[(pid: Int32, scratch: ScratchFolder)]>([])
+    private static let registered = Mutex(false)
+
+    static func killAtExit(_ pid: Int32, removing scratch: ScratchFolder) {
+        started.withLock { $0.append((pid, scratch)) }
+        let first = registered.withLock { registered in
+            defer { registered = true }
+            return !registered
+        }
+        if first { atexit { SharedServers.stopAll() } }
+    }
+
+    private static func stopAll() {
+        for (pid, scratch) in started.withLock({ $0 }) {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
             scratch.remove()
-            throw error
         }
-        var running = Running(kind: self, python: python, server: server, boto3: boto3, scratch: scratch, uploader: Self.root)
-        defer { running.stop() }
-        try await running.boto(["make-bucket", "media"])
-        if self == .ministack {
-            let user = try JSONSerialization.jsonObject(with: Data(try await running.boto(["iam-user", "uploader"]).utf8))
-            let keys = try #require(user as? [String: String])
-            running = Running(
-                kind: self, python: python, server: server, boto3: boto3, scratch: scratch,
-                uploader: ["AWS_ACCESS_KEY_ID": try #require(keys["id"]), "AWS_SECRET_ACCESS_KEY": try #require(keys["secret"])])
-        }
-        try await body(running)
     }
 }

@@ -39,7 +39,7 @@ struct S3MultipartKillTests {
             let originalHash = try await sha256Hex(ofFile: file)
             let material = folder.path + "/material"
             let arguments =
-                ["upload", file, "--url", "s3://media/resume/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+                ["upload", file, "--url", "s3://\(emulator.bucket)/resume/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
                  "--idempotency-key", "movie-\(kind)", "--seal-material-dir", material,
                  "--parts-in-flight", "4", "--on-give-up", "keep"] + Self.partOptions
             let sealedSize = size + 60 + (size + 65535) / 65536 * 16
@@ -67,7 +67,7 @@ struct S3MultipartKillTests {
             #expect(Double(total) <= 1.1 * Double(sealedSize), "sent \(total) bytes for \(sealedSize)")
             // The object, read back with boto3 to a file, is the sealed bytes: its size, and it opens to the source.
             let stored = folder.path + "/stored.bin"
-            try await emulator.boto(["get", "media", try #require(object["key"] as? String), stored])
+            try await emulator.boto(["get", emulator.bucket, try #require(object["key"] as? String), stored])
             let storedSize = try #require(try FileManager.default.attributesOfItem(atPath: stored)[.size] as? Int)
             #expect(Int64(storedSize) == sealedSize)
             let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)

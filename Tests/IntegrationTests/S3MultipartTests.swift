@@ -47,7 +47,7 @@ struct S3MultipartTests {
     }
 
     func pendingUploads(_ emulator: S3Emulator.Running) async throws -> [String] {
-        try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", "media"]).utf8)) as? [String] ?? []
+        try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", emulator.bucket]).utf8)) as? [String] ?? []
     }
 
     @Test("a large file goes in parts, 4 in flight; the object is the sealed bytes and no upload is left",
@@ -59,7 +59,7 @@ struct S3MultipartTests {
             let original = randomBytes(23 << 20)
             let file = try folder.write("video.bin", original)
             let result = try await attache(
-                ["upload", file, "--url", "s3://media/big/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress",
+                ["upload", file, "--url", "s3://\(emulator.bucket)/big/", "--s3-endpoint", emulator.endpoint, "--json", "--no-progress",
                  "--parts-in-flight", "4"] + Self.partOptions, emulator)
             #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
@@ -87,7 +87,7 @@ struct S3MultipartTests {
             let original = randomBytes(90 << 20)
             let file = try folder.write("long.bin", original)
             let result = try await attache(
-                ["upload", file, "--url", "s3://media/faults/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+                ["upload", file, "--url", "s3://\(emulator.bucket)/faults/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
                  "--attempts", "4"] + Self.partOptions, emulator)
             #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)
@@ -118,14 +118,14 @@ struct S3MultipartTests {
             defer { proxy.server.stop() }
             let file = try folder.write("doomed.bin", randomBytes(12 << 20))
             let result = try await attache(
-                ["upload", file, "--url", "s3://media/e/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress"]
+                ["upload", file, "--url", "s3://\(emulator.bucket)/e/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress"]
                     + Self.partOptions, emulator)
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("InvalidPart"), "\(result.all)")
             #expect(try jsonObject(result.standardOutput)["status"] as? String == "error")
             // Given up: the upload was aborted (the default), and no object exists.
             #expect(try await pendingUploads(emulator).isEmpty)
-            let listed = try await emulator.boto(["list", "media", "e/"])
+            let listed = try await emulator.boto(["list", emulator.bucket, "e/"])
             #expect(listed == "[]")
         }
     }
@@ -142,7 +142,7 @@ struct S3MultipartTests {
                 let original = randomBytes(12 << 20)
                 let file = try folder.write("lost-\(status).bin", original)
                 let result = try await attache(
-                    ["upload", file, "--url", "s3://media/lost-\(status)/", "--s3-endpoint", proxy.endpoint, "--json",
+                    ["upload", file, "--url", "s3://\(emulator.bucket)/lost-\(status)/", "--s3-endpoint", proxy.endpoint, "--json",
                      "--no-progress", "--attempts", "3"] + Self.partOptions, emulator)
                 #expect(result.status == 0, "answered \(status): \(result.all)\n\(emulator.log())")
                 guard result.status == 0 else { continue }
@@ -187,7 +187,7 @@ struct S3MultipartTests {
         let file = try folder.write("clip.bin", original)
         let material = folder.path + "/material"
         let arguments =
-            ["upload", file, "--url", "s3://media/journalled/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
+            ["upload", file, "--url", "s3://\(emulator.bucket)/journalled/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
              "--idempotency-key", "clip-\(kind)", "--seal-material-dir", material,
              "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
         let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
@@ -216,7 +216,7 @@ struct S3MultipartTests {
             #expect(record["checksums"] as? Bool == false || parts.allSatisfy { $0["checksum"] is String }, "\(record)")
             // A second, newer upload under the same key: listing the store's uploads would pick it.
             try await Task.sleep(for: .seconds(1.5))
-            let other = try await emulator.boto(["create-upload", "media", key])
+            let other = try await emulator.boto(["create-upload", emulator.bucket, key])
             #expect(other != uploadId)
             #expect(try await pendingUploads(emulator).count == 2)
             let result = try await attache(arguments, emulator)
@@ -264,7 +264,7 @@ struct S3MultipartTests {
             let file = try folder.write("left.bin", randomBytes(40 << 20))
             let child = try ChildProcess(
                 executable: try attacheBinary(),
-                arguments: ["upload", file, "--url", "s3://media/stale/", "--s3-endpoint", proxy.endpoint, "--no-progress",
+                arguments: ["upload", file, "--url", "s3://\(emulator.bucket)/stale/", "--s3-endpoint", proxy.endpoint, "--no-progress",
                             "--parts-in-flight", "1"] + Self.partOptions,
                 environment: emulator.environment())
             for _ in 0..<15_000 {
@@ -274,7 +274,7 @@ struct S3MultipartTests {
             kill(child.processIdentifier, SIGKILL)
             _ = try await child.wait(upTo: 60)
             try #require(try await pendingUploads(emulator).count == 1)
-            let base = ["s3", "abort-stale", "--url", "s3://media/stale/", "--s3-endpoint", emulator.endpoint, "--older-than", "0"]
+            let base = ["s3", "abort-stale", "--url", "s3://\(emulator.bucket)/stale/", "--s3-endpoint", emulator.endpoint, "--older-than", "0"]
             let listed = try await attache(base + ["--json"], emulator)
             #expect(listed.status == 0, "\(listed.all)")
             #expect(try jsonObject(listed.standardOutput)["aborted"] as? Bool == false)

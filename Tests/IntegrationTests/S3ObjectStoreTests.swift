@@ -28,7 +28,7 @@ struct S3ObjectStoreTests {
             let file = try folder.write("report.bin", original)
             // The URL signs the Content-Type: the upload must send exactly that one.
             let url = try await emulator.boto(
-                ["presign-put", "media", "inbox/report.bin", "--content-type", "application/octet-stream"])
+                ["presign-put", emulator.bucket, "inbox/report.bin", "--content-type", "application/octet-stream"])
             let result = try await attache(["upload", file, "--url", url, "--method", "PUT", "--json", "--no-progress"], emulator)
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
@@ -39,12 +39,12 @@ struct S3ObjectStoreTests {
             let stored = try await emulator.object("inbox/report.bin")
             #expect(stored.count == sent)
             #expect(object["byteCount"] as? Int == sent)
-            let head = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["head", "media", "inbox/report.bin"]).utf8))
+            let head = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["head", emulator.bucket, "inbox/report.bin"]).utf8))
             #expect((head as? [String: Any])?["etag"] as? String == object["etag"] as? String)
             #expect(try await open(stored, key: key, in: folder) == original)
 
             // attache download of a presigned GET, then decrypt with the receipt's key.
-            let getURL = try await emulator.boto(["presign-get", "media", "inbox/report.bin"])
+            let getURL = try await emulator.boto(["presign-get", emulator.bucket, "inbox/report.bin"])
             let downloaded = folder.path + "/downloaded"
             let fetched = try await attache(["download", getURL, "-o", downloaded], emulator)
             #expect(fetched.status == 0, "\(fetched.all)")
@@ -66,7 +66,7 @@ struct S3ObjectStoreTests {
                 "photo.jpg", Array(try Data(contentsOf: ExitStatusTests.packageRoot.appendingPathComponent("Samples/photo.jpg"))))
             // A prefix with a space and a plus: keys are URI-encoded once, and signed as sent.
             let result = try await attache(
-                ["upload", file, photo, "--url", "s3://media/in box+1/", "--s3-endpoint", emulator.endpoint,
+                ["upload", file, photo, "--url", "s3://\(emulator.bucket)/in box+1/", "--s3-endpoint", emulator.endpoint,
                  "--json", "--no-progress", "--concurrency", "1"],
                 emulator)
             #expect(result.status == 0, "\(result.all)")
@@ -78,8 +78,8 @@ struct S3ObjectStoreTests {
             let key = try #require(object["key"] as? String)
             #expect(key.hasPrefix("in box+1/") && key.hasSuffix(".bin"))
             #expect(receipt["fileId"] as? String == key)
-            #expect(object["bucket"] as? String == "media")
-            #expect(receipt["url"] as? String == "s3://media/" + key)
+            #expect(object["bucket"] as? String == emulator.bucket)
+            #expect(receipt["url"] as? String == "s3://\(emulator.bucket)/" + key)
             let stored = try await emulator.object(key)
             #expect(stored.count == receipt["sentByteCount"] as? Int)
             let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
@@ -88,7 +88,7 @@ struct S3ObjectStoreTests {
             let image = try jsonObject(lines[1])
             let thumbnails = try #require(image["thumbnails"] as? [[String: Any]])
             #expect(thumbnails.count == 2)
-            let listed = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["list", "media", "in box+1/"]).utf8))
+            let listed = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["list", emulator.bucket, "in box+1/"]).utf8))
             let keys = Set(((listed as? [[String: Any]]) ?? []).compactMap { $0["key"] as? String })
             #expect(keys.count == 4)
             for thumbnail in thumbnails {
@@ -111,7 +111,7 @@ struct S3ObjectStoreTests {
             let file = try folder.write("secret.bin", randomBytes(20_000))
             let secret = "wrong-secret-\(UUID().uuidString)"
             let result = try await attache(
-                ["upload", file, "--url", "s3://media/x/", "--s3-endpoint", emulator.endpoint, "-v", "--no-progress"],
+                ["upload", file, "--url", "s3://\(emulator.bucket)/x/", "--s3-endpoint", emulator.endpoint, "-v", "--no-progress"],
                 emulator, environment: ["AWS_SECRET_ACCESS_KEY": secret])
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("SignatureDoesNotMatch"), "\(result.all)")

@@ -31,7 +31,7 @@ struct S3QueueResumeTests {
                 try #require(result.status == 0, "\(result.all)")
             }
             let worker =
-                ["worker", "--queue", url, "--url", "s3://media/q/", "--s3-endpoint", proxy.endpoint, "--lease", "2",
+                ["worker", "--queue", url, "--url", "s3://\(emulator.bucket)/q/", "--s3-endpoint", proxy.endpoint, "--lease", "2",
                  "--drain", "--retry-delay", "0.2", "--parts-in-flight", "1", "--on-give-up", "keep"]
                 + S3MultipartTests.partOptions
             let first = try ChildProcess(executable: try attacheBinary(), arguments: worker, environment: environment)
@@ -47,7 +47,7 @@ struct S3QueueResumeTests {
             #expect(!parts.isEmpty && parts.allSatisfy { ($0["etag"] as? String)?.isEmpty == false }, "\(record)")
             // A newer upload under the same key, which listing the store's uploads would pick; then past the lease.
             try await Task.sleep(for: .seconds(1.5))
-            #expect(try await emulator.boto(["create-upload", "media", key]) != uploadId)
+            #expect(try await emulator.boto(["create-upload", emulator.bucket, key]) != uploadId)
             try await Task.sleep(for: .seconds(1.5))
 
             let second = try await attache(worker)
@@ -57,7 +57,7 @@ struct S3QueueResumeTests {
             #expect((Int(resumed) ?? 0) >= 10 << 20, "resumed \(resumed)")
             #expect(try await cluster.scalar("SELECT multipart_upload IS NULL FROM attache_file", in: url) == "t")
             // The recorded upload was completed; the newer one is left as it was.
-            let pending = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", "media"]).utf8))
+            let pending = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", emulator.bucket]).utf8))
             #expect(pending as? [String] == [key])
             let sealKey = try await cluster.scalar("SELECT receipt->'seal'->>'key' FROM attache_file", in: url)
             #expect(try await S3MultipartTests().openedEqual(try await emulator.object(key), key: sealKey, original: original, in: folder))
