@@ -52,7 +52,7 @@ if [[ -z "$sanitizer" ]]; then
     # The library modules write their public symbol graphs while they compile, for docs.sh below.
     export ATTACHE_SYMBOL_GRAPH_DIR="$PWD/.build/symbol-graphs"
     mkdir -p "$ATTACHE_SYMBOL_GRAPH_DIR"
-    # ExamplePackageTests builds the example package itself unless this script has (below).
+    # ExamplePackageTests builds the example package itself unless this script has (below, before the tests).
     export ATTACHE_EXAMPLE_PACKAGE_BUILT=1
     # At most 8 tests at a time (Swift Testing otherwise starts every test at once): on two cores, a
     # few hundred live tests, each with its own server processes, starved one another until a dozen
@@ -60,15 +60,17 @@ if [[ -z "$sanitizer" ]]; then
     # Testing's own setting; set it to change the width.
     export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}"
 
-    echo "==> swift build --build-tests $ATTACHE_SWIFTPM_FLAGS"
-    Scripts/swift-build-quiet.sh --build-tests "${swiftpm_flags[@]}"
-
     # The example package (Samples/Examples) depends on Attache the way the README says; ExamplePackageTests
-    # builds and runs it. Built here first, into this package's own .build: the modules it shares with
-    # this package (Attache and its dependencies, SwiftNIO, Hummingbird) are then compiled once, not twice,
-    # and only its two programs are new (25 s against 9 min on two cores for a scratch path of its own).
+    # builds and runs it. Built into this package's own .build: the modules it shares with this package
+    # (Attache and its dependencies, SwiftNIO, Hummingbird) are then compiled once, not twice, and only
+    # its two programs are new (25 s against 9 min on two cores for a scratch path of its own). Built
+    # first: each SwiftPM command on another root package compiles the dependencies' package plugins
+    # again (about 10 s), so this package's build and its tests come last, one after the other.
     echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
     Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}"
+
+    echo "==> swift build --build-tests $ATTACHE_SWIFTPM_FLAGS"
+    Scripts/swift-build-quiet.sh --build-tests "${swiftpm_flags[@]}"
     [[ -d "$PWD/.build/$triple/debug/index/store" ]] || { echo "test.sh: no index store at $ATTACHE_TEST_INDEX_STORE" >&2; exit 1; }
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
