@@ -135,7 +135,7 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
                 ]) { $1 },
                 ready: "Running on", port: port)
         }
-        SharedServers.killAtExit(server.process.processIdentifier, removing: scratch)
+        SharedServers.stopAtExit(server, removing: scratch)
         guard self == .ministack else { return Shared(python: python, server: server, uploader: Self.root) }
         // The uploads under test sign with an IAM user's key, whose signatures MiniStack checks.
         let boto3 = try BotoSession(
@@ -151,27 +151,27 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
     }
 }
 
-/// The emulators shared by the tests of this process, killed by pid (and their folders removed) when it
-/// exits.
+/// The emulators shared by the tests of this process, stopped by pid (``ServiceProcess/stop()``) and their
+/// folders removed when it exits.
 private enum SharedServers {
-    private static let started = Mutex<[(pid: Int32, scratch: ScratchFolder)]>([])
-    private static let registered = Mutex(false)
+    private struct Started: @unchecked Sendable {
+        let server: ServiceProcess
+        let scratch: ScratchFolder
+    }
 
-    static func killAtExit(_ pid: Int32, removing scratch: ScratchFolder) {
-        started.withLock { $0.append((pid, scratch)) }
-        let first = registered.withLock { registered in
-            defer { registered = true }
-            return !registered
-        }
-        if first { atexit { SharedServers.stopAll() } }
+    private static let started = Mutex<[Started]>([])
+    /// The exit handler, registered by the first server started.
+    private static let registration: Void = { atexit { SharedServers.stopAll() } }()
+
+    static func stopAtExit(_ server: ServiceProcess, removing scratch: ScratchFolder) {
+        _ = registration
+        started.withLock { $0.append(Started(server: server, scratch: scratch)) }
     }
 
     private static func stopAll() {
-        for (pid, scratch) in started.withLock({ $0 }) {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            scratch.remove()
+        for started in started.withLock({ $0 }) {
+            started.server.stop()
+            started.scratch.remove()
         }
     }
 }
