@@ -55,6 +55,11 @@ final class BotoSession: Sendable {
         }
     }
 
+    /// SIGKILL by pid, without waiting: for the process's exit, where the interpreter is not reaped.
+    func killAtExit() {
+        kill(processIdentifier, SIGKILL)
+    }
+
     /// SIGKILL by pid, then reap.
     func stop() {
         kill(processIdentifier, SIGKILL)

@@ -25,7 +25,8 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
         let python: String
         let server: ServiceProcess
         /// The boto3 commands' interpreter (`s3_objects.py ENDPOINT serve`), with the root credentials:
-        /// one per test, so that one test's long download does not hold another's commands.
+        /// the test's own while it runs, so that one test's long download does not hold another's
+        /// commands (taken from the idle ones a test before it left, see ``S3Emulator/run(_:)``).
         let boto3: BotoSession
         /// A folder of the test's own, removed when it ends.
         let scratch: ScratchFolder
@@ -76,19 +77,38 @@ enum S3Emulator: String, CaseIterable, CustomStringConvertible, Sendable {
     /// One server of each kind serves the whole test process: a start costs about two CPU-seconds (an
     /// interpreter importing moto or MiniStack, a bucket, an IAM user), and the S3 suites ran about forty
     /// of them. Tests keep apart by bucket. The servers are killed by pid when the process exits.
+    ///
+    /// The boto3 interpreter is the test's alone while it runs. A test that passes leaves it idle for the
+    /// next test of this kind (an interpreter importing boto3 costs about half a CPU-second, and the S3
+    /// suites have about seventy test cases, at most eight at a time); a test that throws stops it, since
+    /// a command may have been left half-answered.
     func run(_ body: (Running) async throws -> Void) async throws {
         let shared = try await Self.shared(self)
         let scratch = try ScratchFolder(prefix: "attache-s3-\(rawValue)")
         defer { scratch.remove() }
-        let boto3 = try BotoSession(
+        let idle = Self.idleSessions.withLock { $0[self]?.popLast() }
+        let boto3 = try idle ?? BotoSession(
             python: shared.python, tool: ServiceProcess.tools + "/s3_objects.py",
             endpoint: "http://127.0.0.1:\(shared.server.port)", environment: Self.root)
-        defer { boto3.stop() }
         let running = Running(
             kind: self, python: shared.python, server: shared.server, boto3: boto3, scratch: scratch,
             uploader: shared.uploader, bucket: "media-\(Self.buckets.add(1, ordering: .relaxed).newValue)")
-        try await running.boto(["make-bucket", running.bucket])
-        try await body(running)
+        do {
+            try await running.boto(["make-bucket", running.bucket])
+            try await body(running)
+        } catch {
+            boto3.stop()
+            throw error
+        }
+        Self.idleSessions.withLock { $0[self, default: []].append(boto3) }
+    }
+
+    /// The boto3 interpreters no test holds, by kind.
+    private static let idleSessions = Mutex<[S3Emulator: [BotoSession]]>([:])
+
+    /// Kills the idle interpreters by pid (at the process's exit).
+    fileprivate static func killIdleSessions() {
+        for session in idleSessions.withLock({ $0.values.flatMap { $0 } }) { session.killAtExit() }
     }
 
     /// A server of this process, and what every test of it shares.
@@ -169,6 +189,7 @@ private enum SharedServers {
     }
 
     private static func stopAll() {
+        S3Emulator.killIdleSessions()
         for started in started.withLock({ $0 }) {
             started.server.stop()
             started.scratch.remove()
