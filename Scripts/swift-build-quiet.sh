@@ -6,7 +6,14 @@
 # driver prints for every module compiled whole (`-wmo`, as Scripts/test.sh builds): batch mode and
 # incremental compilation do not apply to a whole-module compile.
 # Errors and our own warnings still show; the exit status is swift build's.
+# `swift-build-quiet.sh test ARGS...` runs `swift test ARGS...` (which builds first) the same way; the
+# tests' own output passes through unchanged.
 set -uo pipefail
-swift build "$@" 2>&1 | grep --line-buffered -v -E \
+command=build
+if [[ "${1:-}" == "test" ]]; then
+    command=test
+    shift
+fi
+swift "$command" "$@" 2>&1 | grep --line-buffered -v -E \
     '^\[[0-9]+/[0-9]+\] |unhandled; explicitly declare them|/checkouts/swift-distributed-tracing/.*CMakeLists\.txt$|in statically linked applications requires at runtime|the use of .mktemp. is dangerous|ignoring .-enable-batch-mode. because .-whole-module-optimization.|Incremental compilation has been disabled: it is not compatible with whole module'
 exit "${PIPESTATUS[0]}"
