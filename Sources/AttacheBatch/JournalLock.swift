@@ -10,8 +10,24 @@ import Foundation
 /// for the run and released by the kernel when the process ends in any way (`kill -9` included), so a
 /// crashed run never leaves a stale lock behind. The file itself stays (removing it would let a third
 /// process lock a different file of the same name); it holds the pid of the last run, for the message.
+///
+/// A child process that this process forks holds a copy of the descriptor, and so of the lock, from the
+/// fork until its `exec` closes it (the descriptor is `O_CLOEXEC`), which can take a while on a busy
+/// machine. A journal closed and opened again at such a moment finds its own process's lock still held
+/// by no journal of this process: that lock is waited for (at most about a second), where a lock held
+/// by another process, or by another open journal of this one, is refused at once.
 final class JournalLock: Sendable {
     private let descriptor: LockedValue<Int32>
+    private let identity: FileIdentity
+
+    /// A lock file, by device and inode.
+    private struct FileIdentity: Hashable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// The lock files this process's open journals hold.
+    private static let held = LockedValue<Set<FileIdentity>>([])
 
     /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it
     /// (`holder` says what kind of run that is).
@@ -21,8 +37,24 @@ final class JournalLock: Sendable {
         guard fd >= 0 else {
             throw AttacheError.system("cannot create the journal's lock file", .journal, stage: stage, file: path)
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
             let reason = errno
+            close(fd)
+            throw AttacheError.system("cannot read the journal's lock file", errno: reason, .journal, stage: stage, file: path)
+        }
+        let identity = FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        var reason = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno
+        var waits = 0
+        while reason == EWOULDBLOCK, waits < 40, Self.readPid(fd) == getpid(),
+            !Self.held.withLock({ $0.contains(identity) })
+        {
+            // This process's own lock, held by no journal of it: a child in the middle of starting.
+            usleep(25_000)
+            waits += 1
+            reason = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno
+        }
+        guard reason == 0 else {
             let pid = Self.readPid(fd)
             close(fd)
             guard reason == EWOULDBLOCK else {
@@ -39,6 +71,8 @@ final class JournalLock: Sendable {
             _ = pid.utf8CString.withUnsafeBufferPointer { pwrite(fd, $0.baseAddress, $0.count - 1, 0) }
         }
         descriptor = LockedValue(fd)
+        self.identity = identity
+        Self.held.withLock { _ = $0.insert(identity) }
     }
 
     /// Releases the lock (closing the descriptor releases the flock); also done on deinit.
@@ -47,7 +81,10 @@ final class JournalLock: Sendable {
             defer { fd = -1 }
             return fd
         }
-        if fd >= 0 { close(fd) }
+        if fd >= 0 {
+            Self.held.withLock { _ = $0.remove(identity) }
+            close(fd)
+        }
     }
 
     deinit { unlock() }
