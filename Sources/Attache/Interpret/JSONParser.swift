@@ -247,6 +247,7 @@ private struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw failure("invalid number") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
+        let mantissaEnd = index
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
@@ -263,6 +264,11 @@ private struct JSONParser {
             return digits[0] == UInt8(ascii: "-") ? -Double(magnitude) : Double(magnitude)
         }
         guard let value = Double(String(decoding: digits, as: UTF8.self)), value.isFinite else {
+            throw failure("a number out of range")
+        }
+        // A value that underflows to zero from digits that are not all zero (`1e-400`) is out of range
+        // too, as it is for Foundation: the document does not say zero.
+        if value == 0, bytes[start..<mantissaEnd].contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) {
             throw failure("a number out of range")
         }
         return value
