@@ -7,7 +7,7 @@ import Foundation
 import Logging
 
 /// `attache batch PATH... --url URL`
-struct BatchCommand: AsyncParsableCommand {
+struct BatchCommand: AsyncParsableCommand, PipelineCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Send every file under the given paths, resumably, recording each one in a journal.",
@@ -35,7 +35,11 @@ struct BatchCommand: AsyncParsableCommand {
     @Argument(help: "Files and folders to send.", completion: .file())
     var paths: [String]
 
+    @OptionGroup var endpointSelection: EndpointOptions
     @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var scanning: ScanOptions
+    @OptionGroup(title: "Object storage") var objectStore: ObjectStoreOptions
 
     @OptionGroup(title: "Observability") var metrics: MetricsOptions
 
@@ -74,6 +78,7 @@ struct BatchCommand: AsyncParsableCommand {
     var noProgress = false
 
     func validate() throws {
+        try flags.validate()
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         guard !journal.isEmpty else { throw ValidationError("--journal needs a file name") }
@@ -88,7 +93,7 @@ struct BatchCommand: AsyncParsableCommand {
     private func runBatch() async throws {
         let logger = global.bootstrapLogging()
         // A dry run sends nothing, so it needs no URL.
-        let pipelineConfiguration = try pipeline.resolvedConfiguration(
+        let pipelineConfiguration = try flags.resolvedConfiguration(
             retry: .batch, url: dryRun ? "http://127.0.0.1/" : nil, scanWait: 600)
 
         var configuration = BatchConfiguration(

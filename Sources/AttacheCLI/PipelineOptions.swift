@@ -3,15 +3,15 @@ package import Attache
 import FoundationEssentials
 import Glibc
 
-/// The options that shape the pipeline, shared by `upload`, `batch` and `worker`.
+/// The options that shape the pipeline, shared by `upload`, `batch` and `worker`, beside the groups
+/// they share with other commands (``PipelineFlags``).
 ///
 /// Each value is parsed once, into its type, when the command line is parsed; ``validate()`` only checks
-/// how options fit together, and ``configuration(endpoint:environment:retry:)`` turns them, the endpoint
-/// of the config file and the environment into the configuration the command runs with.
+/// how options fit together, and ``PipelineFlags/configuration(endpoint:environment:retry:url:scanWait:)``
+/// turns them, the endpoint of the config file and the environment into the configuration the command
+/// runs with.
 package struct PipelineOptions: ParsableArguments {
     package init() {}
-
-    @OptionGroup package var endpointSelection: EndpointOptions
 
     @Option(help: "The upload endpoint (http:// or https://). Default: the --endpoint's url, else $ATTACHE_URL.")
     package var url: String?
@@ -24,11 +24,6 @@ package struct PipelineOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("The form name of the attachment part (default: file).", valueName: "name"))
     package var fileField: String?
-
-    @OptionGroup package var connection: ConnectionOptions
-
-    @OptionGroup package var scanning: ScanOptions
-    @OptionGroup(title: "Object storage") package var objectStore: ObjectStoreOptions
 
     @Option(help: ArgumentHelp(
         "Encryption: stream-gcm (the default; a fresh key per file, printed with its receipt), signal, matrix (the receipt carries the EncryptedFile object), legacy-cbc or legacy-ecb (INSECURE, need --key-file/--key-env), none.",
@@ -123,18 +118,11 @@ package struct PipelineOptions: ParsableArguments {
         do { return try JSONPointer(text) } catch let error as AttacheError { throw ValidationError("--id-pointer: \(error.message)") }
     }
 
-    /// Whether the URL may still come from the config file (`--endpoint`), so that its absence cannot
-    /// be reported before the file is read.
-    package var urlMayComeFromEndpoint: Bool { endpointSelection.endpoint != nil }
-
     /// Checks how the options fit together (a dry run needs no URL, so the URL is checked by the
-    /// command); each value was checked when it was parsed.
+    /// command; a passphrase that the config file may give, by ``PipelineFlags/validate()``); each value
+    /// was checked when it was parsed.
     package func validate() throws {
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
-        // With --endpoint, the key may come from the file: checked once merged (configuration(...)).
-        if let scheme, scheme.usesPassphrase, keyFile == nil, keyEnv == nil, endpointSelection.endpoint == nil {
-            throw ValidationError("\(scheme) needs a passphrase from --key-file or --key-env")
-        }
         guard (16...16384).contains(maxSide) else { throw ValidationError("--max-side must be 16...16384") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100") }
         try Self.checkAnswerSettings(profile: answerProfile, thumbnails: thumbnails)
@@ -149,20 +137,12 @@ package struct PipelineOptions: ParsableArguments {
         }
     }
 
-    /// The pipeline configuration the command runs with: each setting from its flag, else from
-    /// `endpoint` (the `--endpoint` of the config file; ``Endpoint/none`` without it), else from
-    /// `environment` (`ATTACHE_URL`; the variables that `--key-env`, `--bearer-env`, `--user-env` and the
-    /// endpoint's `*-env` keys name), else the default. Reads no process state: the environment is
-    /// passed in; the files named (`--key-file`, `--header @FILE`, the CA file) are read as given.
-    ///
-    /// - Parameter url: what to use when no URL is given anywhere (a dry run); nil makes that an error.
-    /// - Parameter scanWait: the `--scan-wait` default in seconds (batch and worker: 600).
-    /// - Throws: `ValidationError` (exit 64) when no URL is given, or when merged settings do not fit
-    ///   together; ``AttacheError`` for a key that cannot be read (`.invalidKey`, `.fileNotFound`, ...),
-    ///   or `.configInvalid` (78) for a variable the endpoint names that is not set.
-    package func configuration(
-        endpoint: Endpoint = .none, environment: [String: String], retry: RetryPolicy = .standard,
-        url fallbackURL: String? = nil, scanWait: Double = 0
+    /// The configuration these options and the groups beside them make, with `endpoint` and
+    /// `environment`: ``PipelineFlags/configuration(endpoint:environment:retry:url:scanWait:)``.
+    func configuration(
+        connection: ConnectionOptions, scanning: ScanOptions, objectStore: ObjectStoreOptions,
+        endpoint: Endpoint, environment: [String: String], retry: RetryPolicy, url fallbackURL: String?,
+        scanWait: Double
     ) throws -> PipelineConfiguration {
         guard let url = url ?? endpoint.url ?? environment["ATTACHE_URL"] ?? fallbackURL else {
             if endpoint.name.isEmpty { throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)") }
@@ -218,25 +198,6 @@ package struct PipelineOptions: ParsableArguments {
         // The check the pipeline makes when it is made, as a usage error (64) naming what to change.
         do { try configuration.validate() } catch let error as AttacheError { throw ValidationError(error.message) }
         return configuration
-    }
-}
-
-extension PipelineOptions {
-    /// ``configuration(endpoint:environment:retry:url:)`` as a command runs it: with the endpoint of
-    /// `--endpoint` read and the process's environment; an ``AttacheError`` is printed as one line and
-    /// becomes its exit status (docs/EXIT-STATUS.md).
-    package func resolvedConfiguration(
-        retry: RetryPolicy = .standard, url fallbackURL: String? = nil, scanWait: Double = 0
-    ) throws -> PipelineConfiguration {
-        let endpoint = try endpointSelection.load()
-        do {
-            return try configuration(
-                endpoint: endpoint, environment: CommandIO.environment, retry: retry, url: fallbackURL,
-                scanWait: scanWait)
-        } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
-        }
     }
 }
 

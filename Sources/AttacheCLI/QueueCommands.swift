@@ -142,7 +142,7 @@ struct EnqueueCommand: AsyncParsableCommand {
 }
 
 /// `attache worker --queue URL --url URL`
-struct WorkerCommand: AsyncParsableCommand {
+struct WorkerCommand: AsyncParsableCommand, PipelineCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Take files from the shared PostgreSQL queue and send them, alongside any number of other workers.",
@@ -166,7 +166,11 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var queue: QueueOptions
+    @OptionGroup var endpointSelection: EndpointOptions
     @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var scanning: ScanOptions
+    @OptionGroup(title: "Object storage") var objectStore: ObjectStoreOptions
     @OptionGroup(title: "Observability") var metrics: MetricsOptions
 
     @Option(help: ArgumentHelp("Files sent at the same time.", valueName: "n"))
@@ -197,6 +201,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var stubUploads = false
 
     func validate() throws {
+        try flags.validate()
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let claimBatch, !(1...1000).contains(claimBatch) { throw ValidationError("--claim-batch must be 1 to 1000") }
         guard lease >= 1, lease <= 86_400 else { throw ValidationError("--lease must be 1 to 86400 seconds") }
@@ -214,7 +219,7 @@ struct WorkerCommand: AsyncParsableCommand {
         if stubUploads {
             sender = StubQueueSender()
         } else {
-            var pipelineConfiguration = try pipeline.resolvedConfiguration(retry: .batch, scanWait: 600)
+            var pipelineConfiguration = try flags.resolvedConfiguration(retry: .batch, scanWait: 600)
             pipelineConfiguration.transformConcurrency = min(pipelineConfiguration.transformConcurrency, concurrency)
             sender = PipelineQueueSender(
                 pipeline: try AttachmentPipeline(configuration: pipelineConfiguration, logger: logger),

@@ -7,7 +7,7 @@ import Glibc
 import Logging
 
 /// `attache upload FILE... --url URL`
-package struct UploadCommand: AsyncParsableCommand {
+package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
@@ -41,7 +41,11 @@ package struct UploadCommand: AsyncParsableCommand {
     @Argument(help: "Files to send.", completion: .file())
     package var files: [String]
 
+    @OptionGroup package var endpointSelection: EndpointOptions
     @OptionGroup package var pipeline: PipelineOptions
+    @OptionGroup package var connection: ConnectionOptions
+    @OptionGroup package var scanning: ScanOptions
+    @OptionGroup(title: "Object storage") package var objectStore: ObjectStoreOptions
 
     @OptionGroup(title: "Observability") package var otlp: OTLPOptions
 
@@ -73,6 +77,7 @@ package struct UploadCommand: AsyncParsableCommand {
     package var noProgress = false
 
     package func validate() throws {
+        try flags.validate()
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
             throw ValidationError("--idempotency-key can be given for one file only")
@@ -85,7 +90,7 @@ package struct UploadCommand: AsyncParsableCommand {
 
     private func runUpload() async throws {
         let logger = global.bootstrapLogging()
-        let configuration = try self.pipeline.resolvedConfiguration()
+        let configuration = try flags.resolvedConfiguration()
         let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
 
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal

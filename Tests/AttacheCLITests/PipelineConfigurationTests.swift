@@ -4,12 +4,12 @@ import Foundation
 import Testing
 @testable import AttacheCLI
 
-/// ``PipelineOptions/configuration(endpoint:environment:retry:url:)``: the parsed flags, the endpoint of the
+/// ``PipelineFlags/configuration(endpoint:environment:retry:url:scanWait:)``: the parsed flags, the endpoint of the
 /// config file and the environment (a dictionary) in, the configuration `upload`, `batch` and `worker` run
 /// with out. Each setting comes from its flag, else the config file, else the environment, else the default.
 @Suite struct PipelineConfigurationTests {
-    static func flags(_ arguments: [String]) throws -> PipelineOptions {
-        try PipelineOptions.parse(arguments)
+    static func flags(_ arguments: [String]) throws -> PipelineFlags {
+        try PipelineFlagsParser.parse(arguments).flags
     }
 
     static func exitStatus(of error: any Error) -> Int32 {
@@ -136,9 +136,9 @@ import Testing
             "--voice-preset", "high", "--on-transform-error", "fail", "--kind", "Voice", "--answer-profile", "S3-POST",
             "--thumbnails", "separate", "--id-pointer", "/Key",
         ])
-        #expect(flags.resumable == .tus)
-        #expect(flags.resumableThreshold == ByteSize(bytes: 64 << 20))
-        #expect(flags.kind == .voice)
+        #expect(flags.pipeline.resumable == .tus)
+        #expect(flags.pipeline.resumableThreshold == ByteSize(bytes: 64 << 20))
+        #expect(flags.pipeline.kind == .voice)
         let configuration = try flags.configuration(environment: [:])
         #expect(configuration.resumable.mode == .tus)
         #expect(configuration.resumable.threshold == 64 << 20)

@@ -9,7 +9,7 @@ import Testing
     static func configuration(_ arguments: [String], endpoint: Endpoint = .none, scanWait: Double = 0) throws
         -> PipelineConfiguration
     {
-        try PipelineOptions.parse(["--url", "http://127.0.0.1:9/upload"] + arguments)
+        try PipelineFlagsParser.parse(["--url", "http://127.0.0.1:9/upload"] + arguments).flags
             .configuration(endpoint: endpoint, environment: [:], scanWait: scanWait)
     }
 
