@@ -1,4 +1,4 @@
-package import ArgumentParser
+import ArgumentParser
 package import Attache
 
 /// What `upload`, `batch` and `worker` are given that shapes the pipeline: their option groups, side by
