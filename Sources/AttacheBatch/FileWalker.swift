@@ -26,8 +26,7 @@ package final class FileWalker: Sendable {
         var index = 0
         /// The real path of the command-line folder this one is under.
         var rootReal: String
-        var device: UInt64
-        var inode: UInt64
+        var node: FileNode
     }
 
     // The walk state is only touched under the lock; the lock makes the walker Sendable so that pages
@@ -131,8 +130,8 @@ package final class FileWalker: Sendable {
                 }
             }
             if isDirectory {
-                let id = (UInt64(target.st_dev), UInt64(target.st_ino))
-                if ancestors.contains(where: { ($0.device, $0.inode) == id }) {
+                let node = FileNode(target)
+                if ancestors.contains(where: { $0.node == node }) {
                     return .skipped(path: path, reason: "symbolic link loop")
                 }
                 return enter(path, info: target, rootReal: rootReal, push: push)
@@ -157,8 +156,7 @@ package final class FileWalker: Sendable {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         push(
             Frame(
-                directory: trimmed, names: names, rootReal: rootReal, device: UInt64(info.st_dev),
-                inode: UInt64(info.st_ino)))
+                directory: trimmed, names: names, rootReal: rootReal, node: FileNode(info)))
         return nil
     }
 

@@ -18,16 +18,10 @@ import Foundation
 /// by another process, or by another open journal of this one, is refused at once.
 final class JournalLock: Sendable {
     private let descriptor: LockedValue<Int32>
-    private let identity: FileIdentity
-
-    /// A lock file, by device and inode.
-    private struct FileIdentity: Hashable {
-        let device: UInt64
-        let inode: UInt64
-    }
+    private let node: FileNode
 
     /// The lock files this process's open journals hold.
-    private static let held = LockedValue<Set<FileIdentity>>([])
+    private static let held = LockedValue<Set<FileNode>>([])
 
     /// Locks the journal at `journalPath`, or throws `.journalBusy` naming the process that holds it
     /// (`holder` says what kind of run that is).
@@ -43,11 +37,11 @@ final class JournalLock: Sendable {
             close(fd)
             throw AttacheError.system("cannot read the journal's lock file", errno: reason, .journal, stage: stage, file: path)
         }
-        let identity = FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        let node = FileNode(status)
         var reason = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno
         var waits = 0
         while reason == EWOULDBLOCK, waits < 40, Self.readPid(fd) == getpid(),
-            !Self.held.withLock({ $0.contains(identity) })
+            !Self.held.withLock({ $0.contains(node) })
         {
             // This process's own lock, held by no journal of it: a child in the middle of starting.
             usleep(25_000)
@@ -71,8 +65,8 @@ final class JournalLock: Sendable {
             _ = pid.utf8CString.withUnsafeBufferPointer { pwrite(fd, $0.baseAddress, $0.count - 1, 0) }
         }
         descriptor = LockedValue(fd)
-        self.identity = identity
-        Self.held.withLock { _ = $0.insert(identity) }
+        self.node = node
+        Self.held.withLock { _ = $0.insert(node) }
     }
 
     /// Releases the lock (closing the descriptor releases the flock); also done on deinit.
@@ -82,7 +76,7 @@ final class JournalLock: Sendable {
             return fd
         }
         if fd >= 0 {
-            Self.held.withLock { _ = $0.remove(identity) }
+            Self.held.withLock { _ = $0.remove(node) }
             close(fd)
         }
     }

@@ -36,8 +36,7 @@ struct WriterWatch {
         0x0102_1994,  // tmpfs
     ]
 
-    private let device: UInt64
-    private let inode: UInt64
+    private let node: FileNode
     private let size: Int64
     private let modification: timespec
     private let statusChange: timespec
@@ -57,8 +56,7 @@ struct WriterWatch {
         let age = Self.nanoseconds(now) - Self.nanoseconds(info.st_ctim)
         guard age >= Self.settleTime else { return nil }
         guard attache_probe_no_writers(descriptor) == 1 else { return nil }
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
+        node = FileNode(info)
         size = Int64(info.st_size)
         modification = info.st_mtim
         statusChange = info.st_ctim
@@ -70,7 +68,7 @@ struct WriterWatch {
         guard attache_probe_no_writers(descriptor) == 1 else { return false }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return false }
-        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode && Int64(info.st_size) == size
+        return FileNode(info) == node && Int64(info.st_size) == size
             && Self.same(info.st_mtim, modification) && Self.same(info.st_ctim, statusChange)
     }
 
