@@ -35,14 +35,34 @@ package final class ChildProcess {
         let exited = await output.waitForEnd(upTo: seconds)
         guard exited else { return nil }
         _ = await error.waitForEnd(upTo: seconds)
-        // Both pipes are closed, so the process has exited: this returns at once.
-        process.waitForExit()
-        return process.terminationStatus
+        // Both pipes are closed, so the process has ended or is about to. Foundation learns of the end
+        // from SIGCHLD, and has been seen to miss it: a child left a zombie that `isRunning` called
+        // running for good, and the wait hung a test run. So Foundation gets a few seconds, and then the
+        // kernel is asked directly.
+        for _ in 0..<200 where process.isRunning {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        guard process.isRunning else { return process.terminationStatus }
+        var status: Int32 = 0
+        guard waitpid(process.processIdentifier, &status, WNOHANG) == process.processIdentifier else {
+            throw TestFailure("the child \(process.processIdentifier) closed its output but has not ended")
+        }
+        // The encoding of `wait(2)`: the low 7 bits are the signal that ended it, else bits 8-15 the status.
+        let signal = status & 0x7F
+        let ended = signal != 0 ? (status: signal, bySignal: true) : (status: (status >> 8) & 0xFF, bySignal: false)
+        reaped.withLock { $0 = ended }
+        return ended.status
     }
+
+    /// How the process ended when this type had to reap it itself (``wait(upTo:)``).
+    private let reaped = Mutex<(status: Int32, bySignal: Bool)?>(nil)
 
     /// Whether the process ended by a signal (a kill), not by exiting; meaningful once ``wait(upTo:)``
     /// returned a status.
-    package var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
+    package var endedBySignal: Bool {
+        if let reaped = reaped.withLock({ $0 }) { return reaped.bySignal }
+        return !process.isRunning && process.terminationReason == .uncaughtSignal
+    }
 
     /// Waits until stdout holds `count` occurrences of `text`.
     package func waitForOutput(containing text: String, count: Int, upTo seconds: Double) async throws {
