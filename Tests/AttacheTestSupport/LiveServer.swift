@@ -22,9 +22,10 @@ package struct LiveServer: Sendable {
     package var uploadURL: String { "\(scheme)://127.0.0.1:\(port)/upload" }
 
     /// Runs `body` against a new server with its own temporary store, then stops it and deletes the store.
+    /// With `uploadLog`, the server appends a JSON line to that file for each keyed upload it answers.
     package static func with<T: Sendable>(
         faults: String? = nil, maxBodySize: Int64? = nil, tls: ReferenceServerConfiguration.TLSFiles? = nil,
-        _ body: @Sendable (LiveServer) async throws -> T
+        uploadLog: String? = nil, _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let store = FileManager.default.temporaryDirectory
             .appendingPathComponent("attache-it-\(UUID().uuidString)").path
@@ -35,6 +36,7 @@ package struct LiveServer: Sendable {
         if let faults { configuration.faults = try FaultPlan(parsing: faults) }
         configuration.maxBodySize = maxBodySize
         configuration.tls = tls
+        configuration.uploadLogPath = uploadLog
         let scheme = configuration.scheme
         return try await withReferenceServerProcess(configuration: configuration) { port in
             try await body(LiveServer(port: port, store: store, scheme: scheme))

@@ -9,7 +9,9 @@ import Testing
 struct ScanBatchTests {
     /// Exactly the 10 infected files are refused, each with its signature named; none of their bytes
     /// reach the server. Killing clamd halfway makes the files wait (nothing leaves unscanned); after
-    /// clamd is back the batch finishes, and the journal keeps each verdict.
+    /// clamd is back the batch finishes, and the journal keeps each verdict. The batch seals as it does
+    /// by default (a fresh key per file): what the server stored is opened with the receipts' keys.
+    /// A rerun with clamd gone finds everything decided and scans nothing.
     @Test func thousandFilesWithClamdKilledHalfway() async throws {
         let scratch = try ScratchFolder(prefix: "attache-scan-batch")
         defer { scratch.remove() }
@@ -21,13 +23,13 @@ struct ScanBatchTests {
         let infected = Dictionary(uniqueKeysWithValues: samples.compactMap { sample in sample.signature.map { (sample.path, $0) } })
         #expect(samples.count == 1000 && infected.count == 10)
         let journal = scratch.path + "/journal.sqlite"
-        try await LiveServer.with { server in
-            let batch = try ChildProcess(
-                executable: try attacheBinary(),
-                arguments: [
-                    "batch", files.path + "/infected", files.path + "/clean", "--url", server.uploadURL, "--json",
-                    "--scheme", "none", "--journal", journal, "--concurrency", "8", "--clamd", clamd.unixAddress,
-                ])
+        let uploadLog = scratch.path + "/uploads.jsonl"
+        try await LiveServer.with(uploadLog: uploadLog) { server in
+            let arguments = [
+                "batch", files.path + "/infected", files.path + "/clean", "--url", server.uploadURL, "--json",
+                "--journal", journal, "--concurrency", "8", "--clamd", clamd.unixAddress,
+            ]
+            let batch = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
             // The server's count, watched by a process of its own: a loaded test process reads the batch's
             // output (or polls) late, and the batch could be done before clamd is killed.
             let pid = try #require(clamd.processIdentifier)
@@ -43,9 +45,7 @@ struct ScanBatchTests {
             try await clamd.start()
             let status = try await batch.wait(upTo: 600)
             #expect(status == 3, "\(batch.standardError)")
-            let events = batch.standardOutput.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }
+            let events = Self.events(batch.standardOutput)
             let failed = events.filter { $0["event"] as? String == "failed" }
             #expect(failed.count == 10)
             for event in failed {
@@ -59,40 +59,87 @@ struct ScanBatchTests {
             let verdicts = succeeded.compactMap { (($0["receipt"] as? [String: Any])?["scan"] as? [String: Any])?["verdict"] as? String }
             #expect(verdicts.count == 990 && verdicts.allSatisfy { $0 == "clean" })
             #expect(succeeded.allSatisfy { infected[$0["path"] as? String ?? ""] == nil })
-            // What the server holds: 990 uploads, none with the infected files' bytes.
-            #expect(try await server.stats().uploads == 990)
-            let forbidden = Set(try infected.keys.map { try Data(contentsOf: URL(fileURLWithPath: $0)) })
-            let stored = FileManager.default.enumerator(atPath: server.store)?.compactMap { $0 as? String } ?? []
-            for name in stored {
-                guard let data = FileManager.default.contents(atPath: server.store + "/" + name) else { continue }
-                #expect(!forbidden.contains(data), "\(name) holds an infected file's bytes")
-                #expect(data.range(of: Data(ClamdProcess.eicar)) == nil, "\(name) holds the EICAR string")
+
+            // The server's upload log: 990 keyed uploads, each stored once, and no other request (a refused
+            // or unscanned one would be logged too).
+            let logged = try String(contentsOfFile: uploadLog, encoding: .utf8).split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
             }
-            // The journal keeps each verdict: a receipt with scan clean, or the infected error.
+            #expect(logged.count == 990, "\(logged.filter { $0["outcome"] as? String != "stored" })")
+            let storedIds = Set(logged.compactMap { $0["outcome"] as? String == "stored" ? $0["fileId"] as? String : nil })
+            #expect(storedIds.count == 990)
+            #expect(try await server.stats().uploads == 990)
+
+            // The journal keeps each verdict, and each receipt's key opens what the server stored under
+            // its file id, giving back the clean source; no stored file is any other.
             let entries = try UploadJournal(path: journal, readOnly: true).entries()
-            #expect(entries.filter { $0.receipt?.scan?.verdict == .clean }.count == 990)
             #expect(entries.filter { $0.errorCode == "infected" && $0.errorStage == "scan" }.count == 10)
+            let done = entries.filter { $0.receipt?.scan?.verdict == .clean }
+            #expect(done.count == 990)
+            var opened = Set<String>()
+            for entry in done {
+                let receipt = try #require(entry.receipt)
+                let fileId = try #require(receipt.fileId)
+                #expect(receipt.seal.scheme == .streamGCM)
+                let key = try #require(receipt.seal.key, "no key in the receipt of \(entry.path)")
+                let stored = try Data(contentsOf: URL(fileURLWithPath: server.store + "/files/" + fileId))
+                let plain = try Unsealer(scheme: receipt.seal.scheme, key: key, transferEncoding: receipt.seal.transferEncoding)
+                    .unseal(DataSource(Array(stored))).readToEnd()
+                #expect(infected[entry.path] == nil)
+                #expect(plain == Array(try Data(contentsOf: URL(fileURLWithPath: entry.path))), "\(entry.path) does not open to its source")
+                opened.insert(fileId)
+            }
+            #expect(opened == storedIds)
+
+            // A rerun with clamd gone: the stored files are skipped and the infected ones stay failed, none
+            // of them is scanned (a scan would wait for clamd), and nothing more is sent.
+            clamd.stop()
+            let rerun = try await runCommand(try attacheBinary(), arguments)
+            #expect(rerun.status == 3, "\(rerun.standardError)")
+            let skipped = Self.events(rerun.standardOutput).filter { $0["event"] as? String == "skipped" }
+            #expect(skipped.filter { $0["reason"] as? String == "already-done" }.count == 990)
+            #expect(skipped.filter { $0["reason"] as? String == "previously-failed" }.count == 10)
+            #expect(try await server.stats().uploads == 990)
         }
     }
 
-    /// With `--scan-failure send` and no clamd, the files go out and every receipt says `unscanned`.
+    static func events(_ output: String) -> [[String: Any]] {
+        output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// With `--scan-failure send`, killing clamd in the middle of a batch does not stop it: the files
+    /// scanned before go out `clean`, the later ones go out and their receipts say `unscanned` and why,
+    /// and every file is stored once.
     @Test func sendUnscannedWhenAsked() async throws {
         let files = try ScratchFolder(prefix: "attache-scan-batch-files")
         defer { files.remove() }
         let scratch = try ScratchFolder(prefix: "attache-scan-batch")
         defer { scratch.remove() }
-        for index in 0..<20 { try files.write("file-\(index).txt", "file \(index)\n") }
+        let clamd = try await ClamdProcess(hashed: [])
+        defer { clamd.stop() }
+        for index in 0..<300 { _ = try files.write("file-\(index).txt", "file \(index)\n") }
         try await LiveServer.with { server in
-            let run = try await runCommand(
-                try attacheBinary(),
-                [
-                    "batch", files.path, "--url", server.uploadURL, "--json", "--scheme", "none", "--journal",
-                    scratch.path + "/journal.sqlite", "--clamd", "unix:\(scratch.path)/no-clamd.sock", "--scan-failure", "send",
+            let batch = try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: [
+                    "batch", files.path, "--url", server.uploadURL, "--json", "--journal", scratch.path + "/journal.sqlite",
+                    "--concurrency", "4", "--clamd", clamd.unixAddress, "--scan-failure", "send",
                 ])
-            #expect(run.status == 0, "\(run.standardError)")
-            let unscanned = run.standardOutput.components(separatedBy: "\"verdict\":\"unscanned\"").count - 1
-            #expect(unscanned == 20)
-            #expect(try await server.stats().uploads == 20)
+            let pid = try #require(clamd.processIdentifier)
+            let killer = try StatsKiller.start(pid: pid, statsURL: "http://127.0.0.1:\(server.port)/stats", key: "uploads", atLeast: 40)
+            #expect(try await killer.wait(upTo: 300) == 0)
+            clamd.kill()
+            let status = try await batch.wait(upTo: 600)
+            #expect(status == 0, "\(batch.standardError)")
+            let scans = Self.events(batch.standardOutput).filter { $0["event"] as? String == "succeeded" }.compactMap {
+                ($0["receipt"] as? [String: Any])?["scan"] as? [String: Any]
+            }
+            #expect(scans.count == 300)
+            let clean = scans.filter { $0["verdict"] as? String == "clean" }
+            let unscanned = scans.filter { $0["verdict"] as? String == "unscanned" }
+            #expect(clean.count >= 40 && clean.count + unscanned.count == 300, "\(clean.count) clean, \(unscanned.count) unscanned")
+            #expect(!unscanned.isEmpty && unscanned.allSatisfy { ($0["reason"] as? String)?.isEmpty == false }, "\(unscanned.first ?? [:])")
+            #expect(try await server.stats().uploads == 300)
         }
     }
 }
