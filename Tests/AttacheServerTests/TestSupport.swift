@@ -70,24 +70,10 @@ struct CurlResult: Sendable {
     var stderr: String
 }
 
-/// Runs /usr/bin/curl with `arguments` and waits for it to exit.
+/// Runs /usr/bin/curl with `arguments` and waits for it to exit, on a thread of its own: its output is
+/// read while it runs (a body larger than a pipe's buffer would otherwise hold curl up), and the wait
+/// does not depend on Foundation seeing the child's end (``Foundation/Process/waitForExit()``).
 func curl(_ arguments: [String]) async throws -> CurlResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["--silent", "--show-error"] + arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    return try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            let err = errors.fileHandleForReading.readDataToEndOfFile()
-            continuation.resume(
-                returning: CurlResult(
-                    exitCode: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                    stderr: String(decoding: err, as: UTF8.self)))
-        }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
+    let result = try await runCommand("/usr/bin/curl", ["--silent", "--show-error"] + arguments)
+    return CurlResult(exitCode: result.status, stdout: result.standardOutput, stderr: result.standardError)
 }

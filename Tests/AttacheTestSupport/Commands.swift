@@ -29,8 +29,7 @@ private func runToExit(_ executable: String, _ arguments: [String], input: Data?
     try stdin.fileHandleForWriting.close()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitForExit()
-    return (data, process.terminationStatus, message)
+    return (data, process.waitForExit(), message)
 }
 
 /// Runs a command on a thread of its own and returns its standard output; fails the test when it exits
@@ -90,9 +89,9 @@ package func runCommand(
     process.standardError = FileHandle(forWritingAtPath: errPath)
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    try await onOwnThread { process.waitForExit() }
+    let status = try await onOwnThread { process.waitForExit() }
     return CommandResult(
-        status: process.terminationStatus,
+        status: status,
         standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
         standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
 }
@@ -127,8 +126,7 @@ private func findPython(with modules: [String]) throws -> String {
         probe.standardOutput = FileHandle.nullDevice
         probe.standardError = FileHandle.nullDevice
         try probe.run()
-        probe.waitForExit()
-        if probe.terminationStatus == 0 { return candidate }
+        if probe.waitForExit() == 0 { return candidate }
     }
     throw TestFailure("no python3 can import \(modules.joined(separator: ", ")): run Scripts/bootstrap.sh")
 }

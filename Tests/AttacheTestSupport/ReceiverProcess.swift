@@ -70,9 +70,9 @@ package struct ReceiverProcess {
             try probe.run()
             let executable = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            probe.waitForExit()
+            let status = probe.waitForExit()
             let system = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
-            if probe.terminationStatus == 0,
+            if status == 0,
                 URL(fileURLWithPath: executable).resolvingSymlinksInPath().path != system
             {
                 pythons.append(candidate)

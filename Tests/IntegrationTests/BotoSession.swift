@@ -63,6 +63,6 @@ final class BotoSession: Sendable {
     /// SIGKILL by pid, then reap.
     func stop() {
         kill(processIdentifier, SIGKILL)
-        pipes.withLock { $0.process.waitForExit() }
+        _ = pipes.withLock { $0.process.waitForExit() }
     }
 }

@@ -24,8 +24,7 @@ struct InflaterTests {
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitForExit()
-        try #require(process.terminationStatus == 0)
+        try #require(process.waitForExit() == 0)
         return [UInt8](data)
     }
 

@@ -21,8 +21,7 @@ enum MediaTools {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let errorText = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitForExit()
-        guard process.terminationStatus == 0 else {
+        guard process.waitForExit() == 0 else {
             throw ToolFailure(message: "\(executable) \(arguments.joined(separator: " ")): \(errorText)")
         }
         return String(decoding: data, as: UTF8.self)
