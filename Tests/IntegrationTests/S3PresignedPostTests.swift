@@ -7,21 +7,22 @@ import Testing
 /// by an S3 SDK (boto3). MiniStack checks a signed form as S3 does: the policy's signature against the
 /// secret it was started with, its expiration, its conditions, and fields the policy does not list, and
 /// answers with S3's XML errors.
-@Suite("S3 presigned POST", .serialized)
+@Suite("S3 presigned POST")
 struct S3PresignedPostTests {
     /// The emulator's root key and the SDK's credentials; they reach both through the environment.
-    static let credentials = ["AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret"]
+    static let credentials = S3Emulator.root
 
+    /// The shared MiniStack (``S3Emulator/ministack``) and a bucket of the test's own.
     struct Emulator {
-        let python: String
-        let server: ServiceProcess
-        var endpoint: String { "http://127.0.0.1:\(server.port)" }
+        let running: S3Emulator.Running
+        var bucket: String { running.bucket }
         var tool: String { ServiceProcess.tools + "/s3_form.py" }
 
         func form(
             _ arguments: [String], credentials: [String: String] = S3PresignedPostTests.credentials
         ) async throws -> (url: String, fields: [(String, String)]) {
-            let result = try await runCommand(python, [tool, endpoint, "presign"] + arguments, environment: credentials)
+            let result = try await runCommand(
+                running.python, [tool, running.endpoint, "presign", bucket] + arguments, environment: credentials)
             try #require(result.status == 0, "\(result.standardError)")
             let object = try #require(
                 try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
@@ -29,34 +30,18 @@ struct S3PresignedPostTests {
             return (try #require(object["url"] as? String), fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         }
 
-        func object(bucket: String, key: String, into path: String) async throws -> [UInt8] {
-            let result = try await runCommand(
-                python, [tool, endpoint, "get", bucket, key, path], environment: S3PresignedPostTests.credentials)
-            try #require(result.status == 0, "\(result.standardError)")
-            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        /// The object's bytes, read with boto3.
+        func object(_ key: String) async throws -> [UInt8] {
+            try await running.object(key)
         }
     }
 
+    /// Runs `body` against the MiniStack the S3 suites share, in a bucket of the test's own. MiniStack
+    /// checks a form's policy signature against the root secret it was started with.
     func withEmulator(_ body: (Emulator) async throws -> Void) async throws {
-        let python = try python(with: ["ministack", "boto3"])
-        let port = try freePort()
-        // MiniStack keeps a pid file in its temporary folder: one of our own, removed afterwards.
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("attache-s3-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let server = try await ServiceProcess(
-            [python, "-m", "ministack"],
-            environment: Self.credentials.merging([
-                "GATEWAY_PORT": String(port), "BIND_HOST": "127.0.0.1", "SERVICES": "s3", "AUTH": "true",
-                "TMPDIR": scratch,
-            ]) { $1 },
-            ready: "Running on", port: port)
-        defer { server.stop() }
-        let emulator = Emulator(python: python, server: server)
-        let made = try await runCommand(
-            python, [emulator.tool, emulator.endpoint, "make-bucket", "media"], environment: Self.credentials)
-        try #require(made.status == 0, "\(made.standardError)")
-        try await body(emulator)
+        try await S3Emulator.ministack.run { running in
+            try await body(Emulator(running: running))
+        }
     }
 
     func upload(_ file: String, form: (url: String, fields: [(String, String)]), _ extra: [String] = []) async throws -> CommandResult {
@@ -73,7 +58,7 @@ struct S3PresignedPostTests {
             let original = randomBytes(300_000)
             let file = try TemporaryFile(name: "report.bin", bytes: original)
             defer { file.remove() }
-            let form = try await emulator.form(["media", "uploads/report.bin"])
+            let form = try await emulator.form(["uploads/report.bin"])
             let result = try await upload(file.path, form: form)
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
@@ -83,9 +68,10 @@ struct S3PresignedPostTests {
             #expect(seal["scheme"] as? String == "stream-gcm")
             let key = try #require(seal["key"] as? String)
 
-            let stored = try await emulator.object(bucket: "media", key: "uploads/report.bin", into: file.directory + "/stored")
+            let stored = try await emulator.object("uploads/report.bin")
             #expect(stored.count == sent)
             #expect(stored != original)
+            try Data(stored).write(to: URL(fileURLWithPath: file.directory + "/stored"))
             try Data(key.utf8).write(to: URL(fileURLWithPath: file.directory + "/key"))
             let opened = await attache(
                 ["decrypt", file.directory + "/stored", "-o", file.directory + "/opened", "--key-file", file.directory + "/key"])
@@ -102,12 +88,12 @@ struct S3PresignedPostTests {
             let original = randomBytes(50_000)
             let file = try TemporaryFile(name: "notes.bin", bytes: original)
             defer { file.remove() }
-            let form = try await emulator.form(["media", "plain/${filename}", "--success-status", "201"])
+            let form = try await emulator.form(["plain/${filename}", "--success-status", "201"])
             let result = try await upload(file.path, form: form, ["--scheme", "none"])
             #expect(result.status == 0, "\(result.all)")
             let receipt = try jsonObject(result.standardOutput)
             #expect(receipt["fileId"] as? String == "plain/notes.bin")
-            let stored = try await emulator.object(bucket: "media", key: "plain/notes.bin", into: file.directory + "/stored")
+            let stored = try await emulator.object("plain/notes.bin")
             #expect(stored == original)
         }
     }
@@ -117,7 +103,7 @@ struct S3PresignedPostTests {
         try await withEmulator { emulator in
             let file = try TemporaryFile(name: "late.bin", bytes: randomBytes(10_000))
             defer { file.remove() }
-            let form = try await emulator.form(["media", "uploads/late.bin", "--expires-in", "-60"])
+            let form = try await emulator.form(["uploads/late.bin", "--expires-in", "-60"])
             let result = try await upload(file.path, form: form)
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("AccessDenied"), "\(result.all)")
@@ -130,7 +116,7 @@ struct S3PresignedPostTests {
         try await withEmulator { emulator in
             let file = try TemporaryFile(name: "forged.bin", bytes: randomBytes(10_000))
             defer { file.remove() }
-            let form = try await emulator.form(["media", "uploads/forged.bin", "--tamper"])
+            let form = try await emulator.form(["uploads/forged.bin", "--tamper"])
             let result = try await upload(file.path, form: form)
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("SignatureDoesNotMatch"), "\(result.all)")
@@ -144,7 +130,7 @@ struct S3PresignedPostTests {
             defer { file.remove() }
             var credentials = Self.credentials
             credentials["AWS_SECRET_ACCESS_KEY"] = "not-the-emulator-secret"
-            let form = try await emulator.form(["media", "uploads/stranger.bin"], credentials: credentials)
+            let form = try await emulator.form(["uploads/stranger.bin"], credentials: credentials)
             let result = try await upload(file.path, form: form)
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("SignatureDoesNotMatch"), "\(result.all)")
@@ -156,7 +142,7 @@ struct S3PresignedPostTests {
         try await withEmulator { emulator in
             let file = try TemporaryFile(name: "asked.bin", bytes: randomBytes(10_000))
             defer { file.remove() }
-            let form = try await emulator.form(["media", "uploads/asked.bin"])
+            let form = try await emulator.form(["uploads/asked.bin"])
             let result = try await upload(file.path, form: form, ["--metadata-fields"])
             #expect(result.status == 77, "\(result.all)")
             #expect(result.standardError.contains("AccessDenied"), "\(result.all)")
@@ -170,7 +156,7 @@ struct S3PresignedPostTests {
         try await withEmulator { emulator in
             let photo = try TemporaryFile(name: "photo.jpg", bytes: try Self.photo())
             defer { photo.remove() }
-            let form = try await emulator.form(["media", "pics/${filename}"])
+            let form = try await emulator.form(["pics/${filename}"])
             let plain = try await upload(photo.path, form: form, ["--scheme", "none"])
             #expect(plain.status == 0, "\(plain.all)")
             let receipt = try jsonObject(plain.standardOutput)
@@ -183,12 +169,12 @@ struct S3PresignedPostTests {
             #expect(Set(uploads.compactMap { $0["fileId"] as? String }) == ["pics/photo.thumbnail.jpg", "pics/photo.thumbnail-tiny.jpg"])
             for upload in uploads {
                 let key = try #require(upload["fileId"] as? String)
-                let stored = try await emulator.object(bucket: "media", key: key, into: photo.directory + "/thumb")
+                let stored = try await emulator.object(key)
                 #expect(stored.count == upload["sentByteCount"] as? Int)
                 #expect(stored.starts(with: [0xFF, 0xD8, 0xFF]))
             }
             // The attachment itself is still the photo, not a thumbnail.
-            let main = try await emulator.object(bucket: "media", key: "pics/photo.jpg", into: photo.directory + "/main")
+            let main = try await emulator.object("pics/photo.jpg")
             #expect(main.count == receipt["sentByteCount"] as? Int)
         }
     }

@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""Makes buckets, presigned POST forms and reads objects on a local S3 emulator, with boto3.
+"""Makes presigned POST forms for a local S3 emulator, with boto3 (buckets and objects: s3_objects.py).
 
-Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, never argv.
+Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, never argv: a test
+that signs with another secret runs this with another environment.
 
-  s3_form.py ENDPOINT make-bucket BUCKET
   s3_form.py ENDPOINT presign BUCKET KEY [--expires-in S] [--max-size N] [--success-status 201] [--tamper]
       prints {"url": ..., "fields": {...}} on one line; --tamper changes the signed policy after signing
-  s3_form.py ENDPOINT get BUCKET KEY OUT    writes the object's bytes to OUT
 """
 import argparse
 import base64
@@ -27,8 +26,6 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("endpoint")
     sub = parser.add_subparsers(dest="command", required=True)
-    make = sub.add_parser("make-bucket")
-    make.add_argument("bucket")
     presign = sub.add_parser("presign")
     presign.add_argument("bucket")
     presign.add_argument("key")
@@ -36,16 +33,10 @@ def main():
     presign.add_argument("--max-size", type=int, default=10 * 1024 * 1024)
     presign.add_argument("--success-status")
     presign.add_argument("--tamper", action="store_true")
-    get = sub.add_parser("get")
-    get.add_argument("bucket")
-    get.add_argument("key")
-    get.add_argument("out")
     args = parser.parse_args()
     s3 = client(args.endpoint)
 
-    if args.command == "make-bucket":
-        s3.create_bucket(Bucket=args.bucket)
-    elif args.command == "presign":
+    if args.command == "presign":
         fields = {}
         conditions = [["content-length-range", 1, args.max_size]]
         if args.key.endswith("${filename}"):
@@ -63,10 +54,6 @@ def main():
                     condition[2] = args.max_size * 100
             form["fields"]["policy"] = base64.b64encode(json.dumps(policy).encode()).decode()
         print(json.dumps(form))
-    elif args.command == "get":
-        body = s3.get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
-        with open(args.out, "wb") as out:
-            out.write(body)
     return 0
 
 
