@@ -15,6 +15,9 @@ final class BotoSession: Sendable {
 
     private let pipes: Mutex<Pipes>
     private let processIdentifier: Int32
+    /// The interpreter's own standard error (a failed import, a crash; each command's is in its answer),
+    /// for the failure message when it ends. Removed with the session.
+    private let errorLog: String
 
     init(python: String, tool: String, endpoint: String, environment: [String: String]) throws {
         let process = Process()
@@ -25,7 +28,12 @@ final class BotoSession: Sendable {
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        errorLog = FileManager.default.temporaryDirectory.appendingPathComponent("attache-boto3-\(UUID().uuidString).err").path
+        guard FileManager.default.createFile(atPath: errorLog, contents: nil), let errors = FileHandle(forWritingAtPath: errorLog) else {
+            throw TestFailure("cannot create \(errorLog)")
+        }
+        defer { try? errors.close() }
+        process.standardError = errors
         try process.run()
         processIdentifier = process.processIdentifier
         pipes = Mutex(Pipes(process: process, input: input.fileHandleForWriting, output: output.fileHandleForReading))
@@ -39,7 +47,7 @@ final class BotoSession: Sendable {
                 try pipes.input.write(contentsOf: line)
                 while !pipes.pending.contains(UInt8(ascii: "\n")) {
                     let chunk = pipes.output.availableData
-                    guard !chunk.isEmpty else { throw TestFailure("s3_objects.py serve ended") }
+                    guard !chunk.isEmpty else { throw TestFailure("s3_objects.py serve ended: \(errorTail())") }
                     pipes.pending.append(chunk)
                 }
                 let end = pipes.pending.firstIndex(of: UInt8(ascii: "\n"))!
@@ -55,14 +63,22 @@ final class BotoSession: Sendable {
         }
     }
 
+    /// The last 2 KiB of the interpreter's standard error.
+    private func errorTail() -> String {
+        let text = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+        return text.isEmpty ? "(nothing on its standard error)" : String(text.suffix(2048))
+    }
+
     /// SIGKILL by pid, without waiting: for the process's exit, where the interpreter is not reaped.
     func killAtExit() {
         kill(processIdentifier, SIGKILL)
+        try? FileManager.default.removeItem(atPath: errorLog)
     }
 
     /// SIGKILL by pid, then reap.
     func stop() {
         kill(processIdentifier, SIGKILL)
         _ = pipes.withLock { $0.process.waitForExit() }
+        try? FileManager.default.removeItem(atPath: errorLog)
     }
 }
