@@ -9,13 +9,13 @@ cd "$(dirname "$0")/.."
 
 Scripts/bootstrap.sh
 
-# The same trait order as Scripts/test.sh's builds (see there), so neither recompiles what the other built.
-export SWIFT_DETERMINISTIC_HASHING=1
+# The flags and environment of Scripts/test.sh's build, so that neither recompiles what the other built.
+. Scripts/build-env.sh
 
 echo "==> building attache and attache-server"
-Scripts/swift-build-quiet.sh --product attache
-Scripts/swift-build-quiet.sh --product attache-server
-bin=$(swift build --show-bin-path)
+Scripts/swift-build-quiet.sh --product attache "${swiftpm_flags[@]}"
+Scripts/swift-build-quiet.sh --product attache-server "${swiftpm_flags[@]}"
+bin=$(swift build --show-bin-path "${swiftpm_flags[@]}")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attache-demo.XXXXXX")
 server_pid=""
