@@ -36,8 +36,12 @@ if [[ -z "$sanitizer" ]]; then
     # its two programs are new (25 s against 9 min on two cores for a scratch path of its own). Built
     # first: each SwiftPM command on another root package compiles the dependencies' package plugins
     # again (about 10 s), so this package's build and its tests come last, one after the other.
+    # --disable-build-manifest-caching: with a build plan of this package cached in .build (after
+    # Scripts/demo.sh, which builds with the same flags), SwiftPM took that plan for the example
+    # package's too, reported the build complete and made neither of its programs.
     echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
-    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}"
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}" \
+        --disable-build-manifest-caching
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before
     # was the reference server sharing the test process's cooperative pool with CPU-bound tests: live

@@ -32,7 +32,9 @@ struct ExamplePackageTests {
         let environment = ProcessInfo.processInfo.environment
         if environment["ATTACHE_EXAMPLE_PACKAGE_BUILT"] == nil {
             let flags = (environment["ATTACHE_SWIFTPM_FLAGS"] ?? "").split(separator: " ").map(String.init)
-            let arguments = ["build", "--package-path", examples, "--scratch-path", scratch, "--ignore-lock"] + flags
+            // --disable-build-manifest-caching: SwiftPM would otherwise take the plan it cached for this
+            // package's own build in the same folder, and make neither program (Scripts/test.sh).
+            let arguments = ["build", "--package-path", examples, "--scratch-path", scratch, "--ignore-lock", "--disable-build-manifest-caching"] + flags
             let built = try await runCommand("/usr/bin/env", ["swift"] + arguments)
             try #require(built.status == 0, "the example package does not build:\n\(built.all.suffix(4000))")
         }
