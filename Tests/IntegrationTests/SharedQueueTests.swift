@@ -279,6 +279,59 @@ struct SharedQueueTests {
         #expect(done >= 20 && done < 200)
         #expect(try scratch.storedKeys().count == done)
     }
+
+    /// `attache worker --clamd`: while clamd is down, the claimed files wait in the Scan stage and nothing
+    /// is sent or decided; once it is up, the clean files are sent and their rows keep receipts that say
+    /// `scan {clean}` (and whose keys open what the server stored), and the infected ones fail with
+    /// `infected` in their rows, never sent.
+    @Test func aWorkerScansBeforeItSendsAndItsRowsKeepTheVerdicts() async throws {
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let scratch = try QueueScratch(files: 20)
+        defer { scratch.remove() }
+        var infected: Set<String> = []
+        for index in 0..<3 {
+            let path = scratch.folder + "/eicar-\(index).txt"
+            try Data(ClamdProcess.eicar + Array(" \(index)\n".utf8)).write(to: URL(fileURLWithPath: path))
+            infected.insert(path)
+        }
+        let clamd = try await ClamdProcess(hashed: [])
+        defer { clamd.stop() }
+        clamd.kill()
+        try await scratch.attache(["queue", "migrate", "--queue", url], cluster)
+        try await scratch.attache(["enqueue", scratch.folder, "--queue", url], cluster)
+        try await scratch.withServer { server in
+            let worker = try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: [
+                    "worker", "--queue", url, "--url", server.uploadURL, "--concurrency", "4", "--drain", "--clamd", clamd.unixAddress,
+                ],
+                environment: cluster.environment)
+            try await Task.sleep(for: .seconds(3))
+            #expect(try await server.stats().uploads == 0, "files went out with clamd down")
+            let decided = try await cluster.scalar("SELECT count(*) FROM attache_file WHERE state IN ('done', 'failed')", in: url)
+            #expect(decided == "0", "rows were decided with clamd down")
+            try await clamd.start()
+            let status = try await worker.wait(upTo: 300)
+            #expect(status == 0, "\(worker.standardError)")
+            #expect(try await server.stats().uploads == 20)
+        }
+        let failed = try await cluster.scalar(
+            "SELECT string_agg(path || '|' || error_code || '|' || error_stage || '|' || error_message, E'\\n' ORDER BY path) FROM attache_file WHERE state = 'failed'",
+            in: url)
+        let rows = failed.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        #expect(Set(rows.map { $0[0] }) == infected, "\(failed)")
+        #expect(rows.allSatisfy { $0.count == 4 && $0[1] == "infected" && $0[2] == "scan" && $0[3] == "infected: Attache.Test.EICAR.UNOFFICIAL" }, "\(failed)")
+        let receipts = try await scratch.attache(["queue", "receipts", "--json", "--queue", url], cluster)
+        let done = try receipts.standardOutput.split(separator: "\n").map { try JSONDecoder().decode(QueueReceipt.self, from: Data($0.utf8)) }
+        #expect(done.count == 20)
+        for row in done {
+            #expect(row.receipt.scan?.verdict == .clean, "\(row.path)")
+            #expect(row.receipt.scan?.engine?.hasPrefix("ClamAV 1.") == true)
+            try scratch.expectOpens(row)
+        }
+        #expect(Set(try scratch.storedKeys().keys).count == 20)
+    }
 }
 
 /// Connection strings: parsing, the password's ways in, and what messages show.
