@@ -38,23 +38,19 @@ package final class ChildProcess {
         // Both pipes are closed, so the process has ended or is about to. Foundation learns of the end
         // from SIGCHLD, and has been seen to miss it: a child left a zombie that `isRunning` called
         // running for good, and the wait hung a test run. So Foundation gets a few seconds, and then the
-        // kernel is asked directly.
+        // kernel is asked (``Foundation/Process/zombieEnd(_:)``).
         for _ in 0..<200 where process.isRunning {
             try await Task.sleep(for: .milliseconds(25))
         }
         guard process.isRunning else { return process.terminationStatus }
-        var status: Int32 = 0
-        guard waitpid(process.processIdentifier, &status, WNOHANG) == process.processIdentifier else {
+        guard let ended = Process.zombieEnd(process.processIdentifier) else {
             throw TestFailure("the child \(process.processIdentifier) closed its output but has not ended")
         }
-        // The encoding of `wait(2)`: the low 7 bits are the signal that ended it, else bits 8-15 the status.
-        let signal = status & 0x7F
-        let ended = signal != 0 ? (status: signal, bySignal: true) : (status: (status >> 8) & 0xFF, bySignal: false)
         reaped.withLock { $0 = ended }
         return ended.status
     }
 
-    /// How the process ended when this type had to reap it itself (``wait(upTo:)``).
+    /// How the process ended when Foundation missed it and the kernel was asked (``wait(upTo:)``).
     private let reaped = Mutex<(status: Int32, bySignal: Bool)?>(nil)
 
     /// Whether the process ended by a signal (a kill), not by exiting; meaningful once ``wait(upTo:)``

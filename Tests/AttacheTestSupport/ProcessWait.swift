@@ -40,9 +40,17 @@ extension Process {
         return terminationStatus
     }
 
-    /// The exit status of `pid` when it is a zombie (ended, not yet reaped), from the `state` and
-    /// `exit_code` fields of `/proc/PID/stat` (`proc(5)`); nil while it runs or once it is gone.
+    /// The exit status of `pid` when it is a zombie (ended, not yet reaped), the signal's number when a
+    /// signal ended it; nil while it runs or once it is gone (``zombieEnd(_:)``).
     package static func zombieStatus(_ pid: Int32) -> Int32? {
+        zombieEnd(pid)?.status
+    }
+
+    /// How `pid` ended when it is a zombie, from the `state` and `exit_code` fields of `/proc/PID/stat`
+    /// (`proc(5)`): the status, or the signal's number and `bySignal`. Nil while it runs or once it is
+    /// gone. The one place the tests read a child's end from the kernel (``waitForExit()``,
+    /// ``ChildProcess/wait(upTo:)``).
+    package static func zombieEnd(_ pid: Int32) -> (status: Int32, bySignal: Bool)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
@@ -53,6 +61,6 @@ extension Process {
         else { return nil }
         // The encoding of `wait(2)`: the low 7 bits are the signal that ended it, else bits 8-15 the status.
         let signal = code & 0x7F
-        return signal != 0 ? signal : (code >> 8) & 0xFF
+        return signal != 0 ? (signal, true) : ((code >> 8) & 0xFF, false)
     }
 }
