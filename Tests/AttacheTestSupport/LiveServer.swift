@@ -43,6 +43,18 @@ package struct LiveServer: Sendable {
         }
     }
 
+    /// The entries of a server's upload log (`uploadLog`), one JSON object a line: `key`, `outcome`
+    /// (`stored`, `replayed`, `in-progress`, `infected`, …) and `fileId`. None when the file is missing.
+    package static func uploadLogEntries(_ path: String) throws -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw TestFailure("not a JSON object in the upload log: \(line)")
+            }
+            return object
+        }
+    }
+
     package struct Stats: Decodable {
         package var files: Int
         package var uploads: Int

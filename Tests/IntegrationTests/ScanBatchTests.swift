@@ -62,9 +62,7 @@ struct ScanBatchTests {
 
             // The server's upload log: 990 keyed uploads, each stored once, and no other request (a refused
             // or unscanned one would be logged too).
-            let logged = try String(contentsOfFile: uploadLog, encoding: .utf8).split(separator: "\n").map {
-                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-            }
+            let logged = try LiveServer.uploadLogEntries(uploadLog)
             #expect(logged.count == 990, "\(logged.filter { $0["outcome"] as? String != "stored" })")
             let storedIds = Set(logged.compactMap { $0["outcome"] as? String == "stored" ? $0["fileId"] as? String : nil })
             #expect(storedIds.count == 990)

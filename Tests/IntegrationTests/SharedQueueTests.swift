@@ -445,10 +445,8 @@ struct QueueScratch {
 
     /// How many times the server stored each key as a new upload (its upload log).
     func storedKeys() throws -> [String: Int] {
-        guard let text = try? String(contentsOfFile: uploadLog, encoding: .utf8) else { return [:] }
         var counts: [String: Int] = [:]
-        for line in text.split(separator: "\n") {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        for object in try LiveServer.uploadLogEntries(uploadLog) {
             guard object["outcome"] as? String == "stored", let key = object["key"] as? String else { continue }
             counts[key, default: 0] += 1
         }
