@@ -14,12 +14,15 @@
 #   ATTACHE_BIN, ATTACHE_SERVER_BIN  binaries to use (Scripts/bench.sh exports them); built here otherwise
 #
 # Prints, per run: wall time, files/s, MB/s, CPU utilisation of the client (user+sys / wall; 200 % =
-# both cores), peak RSS of the client, and the ratio to the curl loop. Needs: swift, curl, ImageMagick
-# (convert), sox, GNU time (/usr/bin/time).
+# both cores), peak RSS of the client, and the ratio to the curl loop; then each figure against its bar
+# (rows batch.* of Scripts/bench/thresholds.tsv). Needs: swift, curl, ImageMagick (convert), sox, GNU
+# time (/usr/bin/time).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+# bench_check only: this script keeps its own EXIT trap.
+. Scripts/bench/lib.sh --thresholds-only
 N=${BENCH_FILES:-2000}
 WORK=${BENCH_DIR:-${TMPDIR:-/tmp}/attache-bench-batch}
 CONCURRENCY=${BENCH_CONCURRENCY:-8}
@@ -130,6 +133,10 @@ report() { # name wall user sys rss baseline_files_per_s   (server CPU from the 
 }
 
 files_per_second() { awk -v wall="$1" -v n="$COUNT" 'BEGIN { printf "%.3f", n / wall }'; }
+# The figures the bars name, from the last measured run (wall user sys rss): printed after the table.
+checks=()
+ratio_to_curl() { awk -v wall="$wall" -v n="$COUNT" -v base="$BASE" 'BEGIN { printf "%.2f", n / wall / base }'; }
+rss_mb() { awk -v k="$rss" 'BEGIN { printf "%.1f", k * 1024 / 1e6 }'; }
 
 # CPU = the client's user + sys over wall time (200 % = both cores); server = the reference server's, same
 # run (the two share the machine's two cores).
@@ -158,9 +165,12 @@ run_batch() { # name extra-args...
 batch_help=$("$ATTACHE" batch --help 2>&1 || true)
 if grep -q -- '--no-transform' <<< "$batch_help"; then
     run_batch "attache batch (transforms off)" --no-transform
+    checks+=("$(bench_check batch.transforms-off "$(ratio_to_curl)")")
     run_batch "attache batch (full pipeline)"
+    checks+=("$(bench_check batch.full-pipeline "$(ratio_to_curl)")" "$(bench_check batch.rss "$(rss_mb)")")
 else
     run_batch "attache batch (pipeline as built)"
+    checks+=("$(bench_check batch.full-pipeline "$(ratio_to_curl)")" "$(bench_check batch.rss "$(rss_mb)")")
     echo "note: this build has no --no-transform switch; one run only" >&2
 fi
 
@@ -176,6 +186,7 @@ if grep -q -- '--no-transform' <<< "$batch_help"; then
     stop_server
     COUNT=$(find "$PHOTOS" -type f | wc -l) TOTAL_BYTES=$(find "$PHOTOS" -type f -printf '%s\n' | awk '{s+=$1} END {print s}') \
         report "attache batch (photos only, CPU-bound)" "$wall" "$user" "$sys" "$rss" -1
+    checks+=("$(bench_check batch.cpu-bound "$(awk -v w="$wall" -v u="$user" -v s="$sys" 'BEGIN { printf "%.0f", (u + s) / w * 100 }')")")
 fi
 
 # Resume cost: the same run again, everything already done (hash + journal lookup only).
@@ -184,3 +195,6 @@ read -r wall user sys rss < <(measure "$ATTACHE" batch "$FILES" --url "$URL" --j
     --concurrency "$CONCURRENCY" --no-progress)
 stop_server
 report "attache batch (re-run, all done)" "$wall" "$user" "$sys" "$rss" "$BASE"
+
+printf '\n'
+printf '%s\n' "${checks[@]}"

@@ -5,9 +5,12 @@
 #   SIZE_MB=256 RUNS=3 Scripts/bench/chat.sh
 # Prints the placeholder cost (medians of in-process thread CPU, `attache recompress --measure-placeholders`),
 # matrix encrypt throughput (best of RUNS, file to file, per user-CPU second as openssl speed counts) with its ratio to `openssl speed -evp aes-256-ctr`
-# and to `openssl speed -evp sha256` (the format hashes every ciphertext byte), and the encrypt's peak RSS.
+# and to `openssl speed -evp sha256` (the format hashes every ciphertext byte), and the encrypt's peak RSS;
+# then each figure against its bar (rows chat.* of Scripts/bench/thresholds.tsv).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# bench_check only: this script keeps its own EXIT trap.
+. Scripts/bench/lib.sh --thresholds-only
 
 SIZE_MB=${SIZE_MB:-1024}
 RUNS=${RUNS:-3}
@@ -26,7 +29,10 @@ fi
 echo "== placeholders: a 12 MP photo (the images benchmark's), $REPEATS runs of each variant"
 convert -size 4000x3000 -seed 7 plasma:fractal -blur 0x1 +noise Gaussian -attenuate 0.3 \
     -quality 90 -sampling-factor 2x2 "$WORK/photo.jpg"
-"$BIN" recompress "$WORK/photo.jpg" -o /dev/null --measure-placeholders "$REPEATS" | sed 's/^/  /'
+placeholders=$("$BIN" recompress "$WORK/photo.jpg" -o /dev/null --measure-placeholders "$REPEATS")
+printf '%s\n' "$placeholders" | sed 's/^/  /'
+# "placeholder step alone: 0.17 ms = 0.15 % of the recompress"
+step_share=$(printf '%s\n' "$placeholders" | sed -n 's/^placeholder step alone: .* = \(-\{0,1\}[0-9.]*\) % of the recompress$/\1/p')
 
 echo "== matrix seal: $SIZE_MB MiB of random data"
 head -c $((SIZE_MB * 1024 * 1024)) /dev/urandom >"$WORK/plain"
@@ -70,3 +76,8 @@ printf '  %-46s %7.3f GB/s  -> %.2fx\n' "both in series, 1/(1/ctr + 1/sha)" "$(e
     "$(echo "$gbps * (1 / $ctr + 1 / $sha)" | bc -l)"
 printf '  %-46s %7.1f MB (%.1f MB for 1 KiB)\n' "peak RSS, attache encrypt --scheme matrix" \
     "$(echo "$rss / 1000" | bc -l)" "$(echo "$rss_small / 1000" | bc -l)"
+
+echo "== bars"
+bench_check chat.placeholders "${step_share:-n/a}"
+bench_check chat.matrix "$(printf '%.2f' "$(echo "$gbps / $ctr" | bc -l)")"
+bench_check chat.matrix.rss "$(printf '%.1f' "$(echo "$rss / 1000" | bc -l)")"

@@ -5,10 +5,13 @@
 #      `attache detect` over ten times as many, for the cost per file apart from start-up;
 #   2. in process: MIMEDetector.detect(prefix:) on 4 KiB buffers per second (attache-fuzz --bench,
 #      five runs: minimum, median, maximum);
-#   3. accuracy: the labelled corpus, expected type vs each tool's answer.
+#   3. accuracy: the labelled corpus, expected type vs each tool's answer;
+# then each figure against its bar (rows detect.* of Scripts/bench/thresholds.tsv).
 # Usage: [STATIC=1] Scripts/bench/detect.sh [COPIES]   (default 4 copies of the ~100-file corpus)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# bench_check only: this script keeps its own EXIT trap.
+. Scripts/bench/lib.sh --thresholds-only
 copies="${1:-4}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -43,7 +46,7 @@ hyperfine --warmup 3 --min-runs 20 -N --export-json "$work/hyperfine.json" \
     -n "file --mime-type" "file --mime-type ${few[*]}" \
     -n "attache detect (${#all[@]} files)" "$bin/attache detect ${all[*]}" 2>/dev/null | grep -vE '^\s*$' || true
 cd - > /dev/null
-python3 - "$work/hyperfine.json" "$count" "${#all[@]}" <<'PY'
+whole=$(python3 - "$work/hyperfine.json" "$count" "${#all[@]}" <<'PY'
 import json, sys
 results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 few, many = int(sys.argv[2]), int(sys.argv[3])
@@ -55,14 +58,17 @@ per_file = (m["median"] - a["median"]) / (many - few)
 print(f"attache detect per file: ({m['median']*1000:.2f} ms - {a['median']*1000:.2f} ms) / {many - few} = "
       f"{per_file*1e6:.2f} us; start-up and the rest: {(a['median'] - few * per_file)*1000:.2f} ms")
 PY
+)
+printf '%s\n' "$whole"
 
 echo "== in process, 4 KiB buffers (5 runs of 1 s)"
-"$bin/attache-fuzz" --bench --runs 5 "$work/corpus"/*
+in_process=$("$bin/attache-fuzz" --bench --runs 5 "$work/corpus"/*)
+printf '%s\n' "$in_process"
 
 echo "== accuracy on the labelled corpus"
 "$bin/attache" detect --json "$work/corpus"/* > "$work/attache.jsonl" || true
 file --mime-type "$work/corpus"/* > "$work/file.txt" || true
-python3 - "$work/corpus" "$work/attache.jsonl" "$work/file.txt" <<'PY'
+accuracy=$(python3 - "$work/corpus" "$work/attache.jsonl" "$work/file.txt" <<'PY'
 import json, os, sys
 folder, ours, theirs = sys.argv[1:4]
 labels = [l.rstrip("\n").split("\t") for l in open(os.path.join(folder, "labels.tsv"))]
@@ -98,3 +104,12 @@ n = len(rows)
 print(f"\nattache: type {ours_ok}/{n}, type+kind {sum(1 for r in rows if r[4] == 'ok')}/{n}; "
       f"file --mime-type: exact {magic_ok}/{n}, counting its aliases {magic_alias}/{n}")
 PY
+)
+printf '%s\n' "$accuracy"
+
+echo "== bars"
+# "median: ... ratio 29.0x faster", "per_second min=... median=1520000 max=...", "type+kind 101/101"
+bench_check detect.whole-process "$(sed -n 's/^median: .*, ratio \([0-9.]*\)x faster$/\1/p' <<<"$whole")"
+bench_check detect.in-process "$(sed -n 's/^per_second .*median=\([0-9]*\) .*$/\1/p' <<<"$in_process")"
+bench_check detect.accuracy "$(sed -n 's|^attache: .*type+kind \([0-9]*\)/\([0-9]*\);.*$|\1 \2|p' <<<"$accuracy" \
+    | awk '$2 > 0 { printf "%.3f", $1 / $2 }')"

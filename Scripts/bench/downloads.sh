@@ -7,7 +7,9 @@
 #   2. one big file: BENCH_BIG_MB MB with `attache download URL -o OUT` and `curl -o OUT`: MB/s.
 # Each run starts with an empty output folder and no dirty pages (`sync`, untimed: otherwise a run pays
 # for the write-back of the previous one's gigabytes); every output is checked (count and total size)
-# after the run. Normally started by Scripts/bench.sh, which builds the binaries and exports ATTACHE_BIN.
+# after the run; the figures are checked against their bars (rows downloads.* of
+# Scripts/bench/thresholds.tsv). Normally started by Scripts/bench.sh, which builds the binaries and
+# exports ATTACHE_BIN.
 #
 # Environment:
 #   RUNS=5               runs per tool (medians reported, with the range); tools alternate within a run
@@ -128,12 +130,12 @@ for tool in attache aria2c curl; do
     printf '%-8s %9.2f %7.2f-%-7.2f %10.1f\n' "$tool" "${median_fps[$tool]}" "$(min_of "${f[@]}")" "$(max_of "${f[@]}")" \
         "$(awk -v k="$(bench_median "${k[@]}")" 'BEGIN { print k / 1024 }')"
 done
-printf 'files/s attache/aria2c: %sx (target >= 1.0)   attache/curl: %sx (target >= 1.0)\n' \
+printf 'files/s attache/aria2c: %sx   attache/curl: %sx\n' \
     "$(bench_ratio "${median_fps[attache]}" "${median_fps[aria2c]}")" \
     "$(bench_ratio "${median_fps[attache]}" "${median_fps[curl]}")"
 read -r -a k <<<"${rss[attache]}"
-printf 'attache peak RSS at concurrency %s: %s MiB (target <= 40)\n' "$concurrency" \
-    "$(awk -v k="$(bench_median "${k[@]}")" 'BEGIN { printf "%.1f", k / 1024 }')"
+many_rss=$(awk -v k="$(bench_median "${k[@]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+printf 'attache peak RSS at concurrency %s: %s MiB\n' "$concurrency" "$many_rss"
 
 printf '\none file of %s MB, median of %s runs\n' "$big_mb" "$runs"
 printf '  attache: %s download URL -o OUT --no-progress\n  curl:    curl -sS --fail -o OUT URL\n' "$ATTACHE_BIN"
@@ -146,4 +148,10 @@ for tool in attache curl; do
     printf '%-8s %9.1f %7.1f-%-7.1f %10.1f\n' "$tool" "${median_mbps[$tool]}" "$(min_of "${m[@]}")" "$(max_of "${m[@]}")" \
         "$(awk -v k="$(bench_median "${k[@]}")" 'BEGIN { print k / 1024 }')"
 done
-printf 'MB/s attache/curl: %sx (target >= 0.9)\n' "$(bench_ratio "${median_mbps[attache]}" "${median_mbps[curl]}")"
+printf 'MB/s attache/curl: %sx\n' "$(bench_ratio "${median_mbps[attache]}" "${median_mbps[curl]}")"
+
+printf '\n'
+bench_check downloads.many.curl "$(bench_ratio "${median_fps[attache]}" "${median_fps[curl]}")"
+bench_check downloads.many.aria2c "$(bench_ratio "${median_fps[attache]}" "${median_fps[aria2c]}")"
+bench_check downloads.rss "$many_rss"
+bench_check downloads.big "$(bench_ratio "${median_mbps[attache]}" "${median_mbps[curl]}")"

@@ -7,7 +7,8 @@
 # Then the pixel cap: cap.png, an all-zero 10000×9999 RGB PNG (100 MP, ~291 KB), through `attache
 # recompress` and vipsthumbnail, through `attache upload` and, eight copies, `attache batch` to the
 # reference server on 127.0.0.1 (peak RSS of the client; the batch transforms as many images at once as
-# the machine has cores, which is printed).
+# the machine has cores, which is printed). Last, each figure against its bar (rows images.* of
+# Scripts/bench/thresholds.tsv).
 #
 # Usage: Scripts/bench/images.sh [RUNS]      (default 5 runs per tool and input)
 # Needs: swift, ImageMagick (convert), vipsthumbnail, python3 with numpy and scipy, GNU time.
@@ -16,6 +17,8 @@ set -euo pipefail
 
 runs=${1:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# bench_check only for now; the full lib.sh comes later, for the server.
+. "$root/Scripts/bench/lib.sh" --thresholds-only
 work=$(mktemp -d "${TMPDIR:-/tmp}/attache-bench-images.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -75,11 +78,12 @@ measure() {
 printf '| input | tool | CPU s (median) | wall s | peak RSS MiB | output bytes | SSIM |\n'
 printf '|---|---|---:|---:|---:|---:|---:|\n'
 summary=""
+checks=()
 for input in photo.jpg progressive.jpg alpha.png photo.png; do
     in="$work/$input"
     ref="$work/ref-${input%.*}.png"
     convert "$in" -background white -flatten -filter Lanczos -resize 1280x1280 "$ref"
-    declare -A cpu=()
+    declare -A cpu=() rss_kib=()
     for tool in attache vipsthumbnail imagemagick; do
         out="$work/out-${input%.*}-$tool.jpg"
         case $tool in
@@ -90,14 +94,26 @@ for input in photo.jpg progressive.jpg alpha.png photo.png; do
         size=$(stat -c %s "$out")
         ssim=$(python3 "$root/Scripts/bench/ssim.py" "$ref" "$out" | awk '{ print $1 }')
         cpu[$tool]=$c
+        rss_kib[$tool]=$r
         printf '| %s | %s | %.3f | %.3f | %.1f | %d | %s |\n' "$input" "$tool" "$c" "$w" "$(echo "$r / 1024" | bc -l)" "$size" "$ssim"
         eval "size_${tool}=$size; ssim_${tool}=$ssim"
     done
-    bar=0.5
-    [[ $input == photo.png ]] && bar=0.7
-    summary+=$(printf '%s: CPU attache/vips %.2f (≤ %s), attache/ImageMagick %.2f (≤ 0.25), SSIM attache−vips %+.4f (≥ −0.003), size attache/vips %.2f (0.90–1.10)' \
-        "$input" "$(echo "${cpu[attache]} / ${cpu[vipsthumbnail]}" | bc -l)" "$bar" "$(echo "${cpu[attache]} / ${cpu[imagemagick]}" | bc -l)" \
-        "$(echo "$ssim_attache - $ssim_vipsthumbnail" | bc -l)" "$(echo "$size_attache / $size_vipsthumbnail" | bc -l)")$'\n'
+    vips_ratio=$(printf '%.2f' "$(echo "${cpu[attache]} / ${cpu[vipsthumbnail]}" | bc -l)")
+    magick_ratio=$(printf '%.2f' "$(echo "${cpu[attache]} / ${cpu[imagemagick]}" | bc -l)")
+    ssim_delta=$(printf '%+.4f' "$(echo "$ssim_attache - $ssim_vipsthumbnail" | bc -l)")
+    size_ratio=$(printf '%.2f' "$(echo "$size_attache / $size_vipsthumbnail" | bc -l)")
+    summary+=$(printf '%s: CPU attache/vips %s, attache/ImageMagick %s, SSIM attache−vips %s, size attache/vips %s' \
+        "$input" "$vips_ratio" "$magick_ratio" "$ssim_delta" "$size_ratio")$'\n'
+    rss_mib=$(printf '%.1f' "$(echo "${rss_kib[attache]} / 1024" | bc -l)")
+    case $input in
+        photo.jpg)
+            checks+=("$(bench_check images.jpeg.cpu "$vips_ratio")" "$(bench_check images.jpeg.cpu-imagemagick "$magick_ratio")"
+                "$(bench_check images.jpeg.ssim "$ssim_delta")"
+                "$(bench_check images.jpeg.size "$(awk -v r="$size_ratio" 'BEGIN { d = r - 1; printf "%.2f", d < 0 ? -d : d }')")"
+                "$(bench_check images.jpeg.rss "$rss_mib")") ;;
+        progressive.jpg) checks+=("$(bench_check images.progressive.rss "$rss_mib")") ;;
+        photo.png) checks+=("$(bench_check images.png.cpu "$vips_ratio")") ;;
+    esac
 done
 printf '\n%s' "$summary"
 
@@ -129,7 +145,13 @@ if [[ -n "${ATTACHE_SERVER_BIN:-}" && -x "${ATTACHE_SERVER_BIN}" ]]; then
     cap_row "batch of 8 ($(nproc) transforms at once)" attache "$c" "$w" "$r"
     batch_rss=$r
 fi
-printf '\ncap.png: peak RSS recompress %.1f MiB (≤ 64)' "$(echo "$cap_rss / 1024" | bc -l)"
-[[ -n "${upload_rss:-}" ]] && printf ', upload %.1f MiB (≤ 64), batch of 8 %.1f MiB (≤ 200)' \
+printf '\ncap.png: peak RSS recompress %.1f MiB' "$(echo "$cap_rss / 1024" | bc -l)"
+[[ -n "${upload_rss:-}" ]] && printf ', upload %.1f MiB, batch of 8 %.1f MiB' \
     "$(echo "$upload_rss / 1024" | bc -l)" "$(echo "$batch_rss / 1024" | bc -l)"
-printf '\n'
+printf '\n\n'
+printf '%s\n' "${checks[@]}"
+bench_check images.cap.rss "$(printf '%.1f' "$(echo "$cap_rss / 1024" | bc -l)")"
+if [[ -n "${upload_rss:-}" ]]; then
+    bench_check images.cap-upload.rss "$(printf '%.1f' "$(echo "$upload_rss / 1024" | bc -l)")"
+    bench_check images.cap-batch.rss "$(printf '%.1f' "$(echo "$batch_rss / 1024" | bc -l)")"
+fi

@@ -1,4 +1,4 @@
-# Shared helpers for the benchmark scripts in Scripts/bench/. Source it, do not run it:
+# Shared functions for the benchmark scripts in Scripts/bench/. Source it, do not run it:
 #   . "$(dirname "$0")/lib.sh"
 #
 # Functions:
@@ -24,6 +24,15 @@
 #   bench_positive NAME[=SHOWN]...    exit with a message unless each variable NAME holds a positive
 #                                     integer (the message calls it SHOWN, default NAME upper-cased)
 #   bench_log MSG                     print MSG on stderr (progress lines, kept out of the result tables)
+#   bench_check NAME VALUE            compare VALUE with the bar of row NAME of thresholds.tsv and print
+#                                     one line: "PASS NAME VALUE (bar >= X)", "FAIL ...", "INFO ..." for a
+#                                     row without a bar, "SKIP ..." when VALUE is not a number
+#   bench_thresholds_lint             check thresholds.tsv's rows; prints each bad line, returns 1 if any
+#
+# `. lib.sh --thresholds-only` defines bench_die, bench_log, bench_positive, bench_check and
+# bench_thresholds_lint and stops there: no check for /usr/bin/time and no traps. For scripts that keep
+# their own EXIT trap, and for trying bench_check by hand:
+#   bash -c '. Scripts/bench/lib.sh --thresholds-only; bench_check nginx-upload.gcm 0.85'
 
 bench_die() {
     printf 'bench: error: %s\n' "$*" >&2
@@ -46,9 +55,75 @@ bench_positive() {
     done
 }
 
+# --- Thresholds ------------------------------------------------------------------------------------------
+# The bars of the benchmarks are data: Scripts/bench/thresholds.tsv, one row per checked figure, five
+# tab-separated fields: name, metric, comparison (>= or <=, "-" for a figure reported without a bar), bar
+# ("-" likewise), note. Lines starting with # are comments. docs/BENCHMARKS.md lists the same rows with
+# the latest figures. BENCH_THRESHOLDS names another file (for trying a bar out).
+
+bench_thresholds_file=${BENCH_THRESHOLDS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/thresholds.tsv}
+
+# Prints "metric<TAB>comparison<TAB>bar<TAB>note" of row NAME; returns 1 when there is no such row.
+_bench_threshold_row() {
+    [[ -r "$bench_thresholds_file" ]] || return 1
+    awk -F '\t' -v name="$1" '
+        $0 !~ /^#/ && $1 == name { print $2 "\t" $3 "\t" $4 "\t" $5; found = 1; exit }
+        END { exit !found }' "$bench_thresholds_file"
+}
+
+# bench_check NAME VALUE: one line on stdout saying how VALUE stands against row NAME's bar. VALUE may end
+# in "x" or "%" (as the scripts print ratios and shares); it is compared as a number. It never fails the
+# calling script: a benchmark reports, and the line says PASS or FAIL.
+bench_check() {
+    local name=${1:?bench_check: NAME required} value=${2:-} row metric op bar note
+    value=${value%[x%]}
+    if ! row=$(_bench_threshold_row "$name"); then
+        bench_log "warning: no row '$name' in $bench_thresholds_file"
+        printf 'FAIL %s %s (no row %s in thresholds.tsv)\n' "$name" "${value:-n/a}" "$name"
+        return 0
+    fi
+    IFS=$'\t' read -r metric op bar note <<<"$row"
+    if [[ "$op" == - || "$bar" == - ]]; then
+        printf 'INFO %s %s (no bar: %s)\n' "$name" "${value:-n/a}" "$metric"
+        return 0
+    fi
+    if ! [[ "$value" =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]]; then
+        printf 'SKIP %s %s (bar %s %s)\n' "$name" "${value:-n/a}" "$op" "$bar"
+        return 0
+    fi
+    if awk -v v="$value" -v b="$bar" -v op="$op" \
+        'BEGIN { exit !(op == ">=" ? v + 0 >= b + 0 : v + 0 <= b + 0) }'; then
+        printf 'PASS %s %s (bar %s %s)\n' "$name" "$value" "$op" "$bar"
+    else
+        printf 'FAIL %s %s (bar %s %s)\n' "$name" "$value" "$op" "$bar"
+    fi
+}
+
+# bench_thresholds_lint: every row has five fields, a name used once, a comparison of >=, <= or -, and a
+# numeric bar (or - with -). Prints each bad line with its number; returns 1 if there was one.
+bench_thresholds_lint() {
+    [[ -r "$bench_thresholds_file" ]] || { printf '%s: not readable\n' "$bench_thresholds_file"; return 1; }
+    awk -F '\t' '
+        /^#/ || /^[[:space:]]*$/ { next }
+        {
+            why = ""
+            if (NF != 5) why = "has " NF " fields, not 5"
+            else if (seen[$1]++) why = "repeats the name " $1
+            else if ($3 == "-" || $4 == "-") { if ($3 != $4) why = "a comparison of - goes with a bar of -" }
+            else if ($3 != ">=" && $3 != "<=") why = "comparison " $3 " is not >=, <= or -"
+            else if ($4 !~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)$/) why = "bar " $4 " is not a number"
+            else for (i = 1; i <= 5; i++) if ($i == "") why = "field " i " is empty"
+            if (why != "") { printf "%s:%d: %s\n", FILENAME, NR, why; bad = 1 }
+        }
+        END { exit bad }' "$bench_thresholds_file"
+}
+
+# Scripts that manage their own traps take the functions above and stop here.
+[[ "${1:-}" == --thresholds-only ]] && return 0
+
 [[ -x /usr/bin/time ]] || bench_die "/usr/bin/time not found (package 'time'; run Scripts/bootstrap.sh)"
 
-# --- Exit hooks: one EXIT trap for every helper that needs cleaning up ---------------------------------
+# --- Exit hooks: one EXIT trap for every function that needs cleaning up -------------------------------
 
 _bench_exit_hooks=()
 

@@ -9,6 +9,7 @@
 #   - HEIC: a 12 MP HEIC (4000×3000, heif-enc) → 1280 px JPEG, against vipsthumbnail (libheif too).
 #
 # The two sides of each comparison alternate run by run, so that both see the same load on a shared machine.
+# Each CPU ratio is checked against its bar (rows media.* of Scripts/bench/thresholds.tsv).
 #
 # Usage: Scripts/bench/media.sh [RUNS]      (default: $RUNS, else 3 runs per tool and input)
 # MEDIA_ONLY=video|voice|heic runs that comparison alone (and makes only its input), e.g.
@@ -26,6 +27,8 @@ esac
 # wanted NAME: true when the comparison NAME runs.
 wanted() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# bench_check only: this script keeps its own EXIT trap.
+. "$root/Scripts/bench/lib.sh" --thresholds-only
 work=$(mktemp -d "${TMPDIR:-/tmp}/attache-bench-media.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -74,18 +77,22 @@ compare() {
 
 row() { printf '| %s | %s | %.3f | %.3f | %.1f |\n' "$1" "$2" "$3" "$4" "$(echo "$5 / 1024" | bc -l)"; }
 
-# measure INPUT TOOL_A TOOL_B SHORT ANCHOR BAR: compare, one table row per side, and the CPU ratio
-# A/B in the summary ("SHORT: CPU attache/ANCHOR 0.950 (≤ BAR)").
+# measure INPUT TOOL_A TOOL_B SHORT ANCHOR CHECK: compare, one table row per side, the CPU ratio A/B in
+# the summary ("SHORT: CPU attache/ANCHOR 0.950") and against the bar of row CHECK of thresholds.tsv.
 measure() {
+    local ratio
     compare
     row "$1" "$2" "$a_c" "$a_w" "$a_r"
     row "$1" "$3" "$b_c" "$b_w" "$b_r"
-    summary+=("$(printf '%s: CPU attache/%s %.3f (≤ %s)' "$4" "$5" "$(echo "$a_c / $b_c" | bc -l)" "$6")")
+    ratio=$(printf '%.3f' "$(echo "$a_c / $b_c" | bc -l)")
+    summary+=("$(printf '%s: CPU attache/%s %s' "$4" "$5" "$ratio")")
+    checks+=("$(bench_check "$6" "$ratio")")
 }
 
 printf '| input | tool | CPU s (median) | wall s | peak RSS MiB |\n|---|---|---:|---:|---:|\n'
 
 summary=()
+checks=()
 if wanted video; then
     # Video: exactly the arguments MediaConverter.encodeArguments gives for this input (1920×1080 → 1280×720,
     # 30 fps kept, 2.6 Mbps cap for a 720 short side less the one-second buffer's share of 30 s, 2.6 M × 30 /
@@ -96,7 +103,7 @@ if wanted video; then
         -map 0:v:0 -map 0:a:0 -vf scale=1280:720:flags=bicubic,format=yuv420p -c:v libx264 -preset veryfast
         -profile:v high -crf 23 -threads 1 -maxrate 2524271 -bufsize 2524271 -c:a aac -b:a 128000 -ac 2 -sn -dn
         -map_metadata -1 -map_chapters -1 -movflags +faststart -f mp4 -y "file:$out_b")
-    measure "video.mp4 (30 s 1080p)" "attache recompress" "ffmpeg by hand" video ffmpeg 1.03
+    measure "video.mp4 (30 s 1080p)" "attache recompress" "ffmpeg by hand" video ffmpeg media.video
 fi
 
 if wanted voice; then
@@ -104,15 +111,16 @@ if wanted voice; then
     cmd_a=("$attache" recompress "$work/voice.m4a" -o "$out_a")
     cmd_b=(ffmpeg -nostdin -hide_banner -loglevel error -i "$work/voice.m4a" -map 0:a:0 -vn -ac 1 -ar 16000
         -c:a libopus -b:a 16000 -application voip -map_metadata -1 -f ogg -y "$out_b")
-    measure "voice.m4a (60 s)" "attache recompress (+ waveform)" "ffmpeg alone" voice ffmpeg 1.05
+    measure "voice.m4a (60 s)" "attache recompress (+ waveform)" "ffmpeg alone" voice ffmpeg media.voice
 fi
 
 if wanted heic; then
     out_a="$work/a.jpg"; out_b="$work/v.jpg"
     cmd_a=("$attache" recompress "$work/photo.heic" -o "$out_a" --max-side 1280 --quality 80)
     cmd_b=(vipsthumbnail "$work/photo.heic" -s 1280 -o "$out_b[Q=80]")
-    measure "photo.heic (12 MP)" "attache recompress" vipsthumbnail HEIC vipsthumbnail 0.8
+    measure "photo.heic (12 MP)" "attache recompress" vipsthumbnail HEIC vipsthumbnail media.heic
 fi
 
 printf '\n'
 (IFS=';'; printf '%s\n' "${summary[*]}" | sed 's/;/; /g')
+printf '%s\n' "${checks[@]}"

@@ -13,7 +13,8 @@
 # PostgreSQL: a temporary cluster (Debian's postgresql package, Scripts/bootstrap.sh) on a free port in
 # a temporary folder, run as the postgres user when this runs as root, with the server's default
 # durability (fsync on, synchronous_commit on): the figures include a WAL flush per commit statement.
-#   RUNS (default 3) repetitions of each; medians are printed.
+#   RUNS (default 3) repetitions of each; medians are printed, then checked against their bars (rows
+#   queue.* of Scripts/bench/thresholds.tsv).
 set -euo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -184,3 +185,8 @@ cpu_e=$(bench_median "${enqueue_cpu[@]}")
 printf '%-58s %12s\n' "client CPU seconds: attache batch" "$cpu_b"
 printf '%-58s %12s  %sx batch\n' "client CPU seconds: the 2 workers" "$cpu_q" "$(bench_ratio "$cpu_q" "$cpu_b")"
 printf '%-58s %12s\n' "client CPU seconds: attache enqueue" "$cpu_e"
+
+printf '\n'
+bench_check queue.claims "$stub"
+bench_check queue.workers "$(bench_ratio "$queue" "$batch")"
+bench_check queue.whole "$(bench_ratio "$whole" "$batch")"

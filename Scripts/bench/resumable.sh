@@ -2,8 +2,9 @@
 # Resumable uploads: `attache upload --resumable tus|ietf` against one multipart POST of the same file to
 # the reference server on 127.0.0.1 (the anchor), alternating run by run; then the bytes a resumed upload
 # sends after the server cuts its connection at 50 % of the file (from the server's resumable log, not
-# the client's counters). Normally started by Scripts/bench.sh, which builds the binaries and exports
-# ATTACHE_BIN and ATTACHE_SERVER_BIN.
+# the client's counters). Each figure is then checked against its bar (rows resumable.* of
+# Scripts/bench/thresholds.tsv). Normally started by Scripts/bench.sh, which builds the binaries and
+# exports ATTACHE_BIN and ATTACHE_SERVER_BIN.
 #
 # Environment:
 #   RUNS=3                          runs per mode (the median is reported)
@@ -113,3 +114,11 @@ printf '  cuts: %s; bytes received in all: %s (%s of the sealed body)\n' "$cuts"
     "$(awk -v a="$total" -v b="$sealed" 'BEGIN { printf "%.4f", a / b }')"
 printf '  sent again after the cut: %s bytes = %s %% of the sealed body\n' "$after" \
     "$(awk -v a="$after" -v b="$sealed" 'BEGIN { printf "%.2f", 100 * a / b }')"
+
+printf '\n'
+if [[ -n "${rate[multipart]:-}" ]]; then
+    for mode in $modes; do
+        [[ "$mode" == multipart ]] || bench_check "resumable.$mode" "$(bench_ratio "${rate[$mode]}" "${rate[multipart]}")"
+    done
+fi
+bench_check resumable.resent "$(awk -v a="$after" -v b="$sealed" 'BEGIN { printf "%.2f", 100 * a / b }')"

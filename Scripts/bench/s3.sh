@@ -10,13 +10,16 @@
 #
 # Both tools send plaintext (attache --scheme none --no-transform) with 16 MiB parts, 4 in flight
 # (aws: multipart_chunksize 16MB, max_concurrent_requests 4), so the wire work is the same. Prints per run
-# wall time, client CPU (user+sys) and peak RSS (GNU time), and the medians' ratios attache/aws. Needs:
+# wall time, client CPU (user+sys) and peak RSS (GNU time), the medians' ratios attache/aws, and those
+# against their bars (rows s3.* of Scripts/bench/thresholds.tsv). Needs:
 # python3 with moto (Scripts/bootstrap.sh) and the AWS CLI in $XDG_CACHE_HOME/attache/awscli-venv
 # (made here when missing).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+# bench_check only: this script keeps its own EXIT trap.
+. Scripts/bench/lib.sh --thresholds-only
 BIG_MB=${BENCH_BIG_MB:-2048}
 SMALL=${BENCH_SMALL:-200}
 SMALL_MB=${BENCH_SMALL_MB:-5}
@@ -83,10 +86,13 @@ run_case() { # name, attache args..., --, aws args...
     for tool in attache aws; do
         read -r wall cpu rss <<<"$(for c in 1 2 3; do cut -d' ' -f$c "$WORK/$name.$tool" | median; done | paste -sd' ')"
         printf '%s %s median: wall %ss cpu %ss peak RSS %s MB\n' "$name" "$tool" "$wall" "$cpu" "$((${rss%.*} / 1024))"
-        eval "${tool}_wall=$wall ${tool}_cpu=$cpu"
+        eval "${tool}_wall=$wall ${tool}_cpu=$cpu ${tool}_rss=$((${rss%.*} / 1024))"
     done
     awk -v aw="$attache_wall" -v bw="$aws_wall" -v ac="$attache_cpu" -v bc="$aws_cpu" -v n="$name" \
         'BEGIN {printf "%s ratio attache/aws: wall %.2fx, cpu %.2fx\n", n, aw / bw, ac / bc}'
+    bench_check "s3.$name.wall" "$(awk -v a="$attache_wall" -v b="$aws_wall" 'BEGIN { printf "%.2f", a / b }')"
+    bench_check "s3.$name.cpu" "$(awk -v a="$attache_cpu" -v b="$aws_cpu" 'BEGIN { printf "%.2f", a / b }')"
+    bench_check "s3.$name.rss" "$attache_rss"
 }
 
 common=(--s3-endpoint "$ENDPOINT" --scheme none --no-transform --no-progress --part-size 16M --parts-in-flight 4

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of the Scan stage: `attache scan` against `clamdscan --fdpass --multiscan` on the same files
 # and the same clamd, `attache batch` with and without scanning (with the cheapest pipeline and with
-# the default one), and the client's peak RSS while it streams a 2 GiB file to clamd. Called as `Scripts/bench.sh scan`, or directly.
+# the default one), and the client's peak RSS while it streams a 2 GiB file to clamd; then each figure
+# against its bar (rows scan.* of Scripts/bench/thresholds.tsv). Called as `Scripts/bench.sh scan`, or
+# directly.
 #
 # clamd is started here on a private UNIX socket with a database this script writes (the EICAR test
 # string as a body signature, clamav-testfiles' clam.exe by its MD5), as the tests do: no freshclam, no
@@ -164,3 +166,9 @@ printf '%-52s\n' "  (ratio: files/s against the slower of batch without scanning
 printf '\n%-52s %10s %10s\n' "one $BIG_MB MiB file" "seconds" "peak RSS"
 printf '%-52s %10s %7s MB\n' "attache scan --clamd-transfer stream" "$s_big" "$((rss_stream / 1024))"
 printf '%-52s %10s %7s MB\n' "attache scan --clamd-transfer descriptor" "$s_fd" "$((rss_fd / 1024))"
+
+printf '\n'
+bench_check scan.descriptor "$(bench_ratio "$m_clamdscan" "$m_attache")"
+bench_check scan.batch-cheapest "$(bench_ratio "$(slower "$m_plain")" "$m_scanned")"
+bench_check scan.batch-default "$(bench_ratio "$(slower "$m_dplain")" "$m_dscanned")"
+bench_check scan.stream.rss "$((rss_stream / 1024))"

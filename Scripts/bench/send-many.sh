@@ -4,7 +4,8 @@
 # 127.0.0.1 (Tests/IntegrationTests/Tools/nginx-sink.sh, POST /upload). Reports files/s (first send to
 # last receipt, the driver's own clock) and the peak RSS of the whole process, median of RUNS. With
 # ATTACHE_BASELINE_BIN (a folder holding another build's attache-send-many-bench) both builds run in the
-# same benchmark, alternating run by run.
+# same benchmark, alternating run by run, and the CPU ratio is reported as row send-many.cpu.baseline
+# of Scripts/bench/thresholds.tsv (no bar).
 # Normally started by Scripts/bench.sh, which builds the release binaries and exports ATTACHE_BIN.
 #
 # Environment:
@@ -101,4 +102,7 @@ if [[ -n "$baseline" ]]; then
     read -r -a a <<<"${fps[library]}"
     read -r -a b <<<"${fps[baseline]}"
     printf '\nfiles/s this build/baseline: %sx\n' "$(bench_ratio "$(bench_median "${a[@]}")" "$(bench_median "${b[@]}")")"
+    read -r -a a <<<"${cpu[library]}"
+    read -r -a b <<<"${cpu[baseline]}"
+    bench_check send-many.cpu.baseline "$(bench_ratio "$(bench_median "${a[@]}")" "$(bench_median "${b[@]}")")"
 fi
