@@ -1,4 +1,4 @@
-package import Logging
+public import Logging
 
 extension AttacheClient {
     /// Sends a multipart upload, retrying per the connection's policy; see ``Uploader/upload(_:progress:)``.
@@ -7,7 +7,7 @@ extension AttacheClient {
     /// let result = try await client.upload(UploadRequest(url: "https://files.example/upload", body: body))
     /// ```
     /// - Throws: as ``Uploader/upload(_:progress:)``.
-    package func upload(
+    public func upload(
         _ request: UploadRequest, answers: ResponseInterpreter.Configuration = .init(),
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> UploadResult {
@@ -15,7 +15,7 @@ extension AttacheClient {
     }
 
     /// The multipart upload operation, for callers that keep one (its answers and logger set once).
-    package func uploader(
+    public func uploader(
         answers: ResponseInterpreter.Configuration = .init(), logger: Logger = Logger(label: "attache.upload")
     ) -> Uploader {
         Uploader(client: self, answers: answers, logger: logger)
@@ -34,7 +34,7 @@ extension AttacheClient {
     /// let receipt = try await client.download(DownloadRequest(url: url, destination: "photo.jpg", resume: true))
     /// ```
     /// - Throws: as ``Downloader/download(_:progress:)``.
-    package func download(
+    public func download(
         _ request: DownloadRequest, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws -> DownloadReceipt {
         try await Downloader(client: self).download(request, progress: progress)
@@ -53,7 +53,7 @@ extension AttacheClient {
     /// ```swift
     /// let me = try await client.requests().get("https://api.example/me").decode(Profile.self)
     /// ```
-    package func requests(_ configuration: RequestClient.Configuration = .init()) -> RequestClient {
+    public func requests(_ configuration: RequestClient.Configuration = .init()) -> RequestClient {
         RequestClient(client: self, configuration: configuration)
     }
 }

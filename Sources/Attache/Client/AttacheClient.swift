@@ -1,59 +1,77 @@
 internal import AttacheCore
-import Logging
+public import Logging
 
-/// The one client: it owns the transport and the connection settings, the retry rule, the
-/// interceptors and the instrumentation hooks, and every way Attache talks HTTP is an operation on it.
+/// The one client: it owns the transport and the connection settings, the retry rule and the
+/// interceptors, and every way Attache talks HTTP is an operation on it.
 ///
 /// - ``upload(_:answers:progress:)``: a multipart `POST` (``Uploader``);
-/// - resumable uploads (tus 1.0, the IETF resumable upload draft), which a pipeline uses through
-///   ``PipelineConfiguration/resumable``;
-/// - ``download(_:progress:)`` and ``downloadManager(configuration:journal:)``: downloads;
+/// - resumable uploads (tus 1.0, the IETF resumable upload draft) and object-store requests (S3
+///   `PUT` and multipart uploads), which a pipeline sends through its client;
+/// - ``download(_:progress:)``: downloads (also of the download manager);
 /// - ``requests(_:)``: the request layer (``RequestClient``).
 ///
-/// Each operation prepares its request once (``PreparedRequest``), sends every attempt through
-/// ``exchange(_:sink:operation:attempt:)`` (adapters, transport, hooks, and the stage of its errors),
-/// and retries by ``RetryClassifier`` within the connection's ``RetryPolicy``. The clients made on their
-/// own (`Uploader()`, `RequestClient()`, ...) make a client of their own the same way.
+/// Every operation runs its attempts on one loop, the client's: the adapters of ``interceptors``
+/// change each attempt's request, the transport sends it, the retriers are asked, then ``retry``
+/// (the one ``RetryClassifier``) decides what is tried again, and the connection's ``RetryPolicy``
+/// how long to wait (the server's `Retry-After` first). Metrics, spans and the log line of each attempt
+/// come from the same place. An operation gives only what is its own: its request, where the answer
+/// goes, how to sign each attempt, and how to read an answer.
+///
+/// Make one client and share it, as async-http-client's `HTTPClient` is shared: a pipeline
+/// (``AttachmentPipeline/init(configuration:client:logger:)``), uploaders (``Uploader/init(client:answers:logger:)``),
+/// downloaders and request clients made from it all send through it. The initializers that take no
+/// client make one of their own the same way.
 ///
 /// ```swift
+/// var interceptors = ClientInterceptors()
+/// interceptors.adapters = [TokenAdapter(store: store)]
 /// let client = AttacheClient(connection: connection, interceptors: interceptors)
 /// let result = try await client.upload(UploadRequest(url: "https://files.example/upload", body: body))
 /// let receipt = try await client.download(DownloadRequest(url: fileURL, destination: "out.bin"))
 /// let answer = try await client.requests().get("https://api.example/me")
 /// ```
-package final class AttacheClient: Sendable {
+public final class AttacheClient: Sendable {
     /// Timeouts, retries, TLS, proxy, credentials and headers of every request.
-    package let connection: ConnectionConfiguration
+    public let connection: ConnectionConfiguration
     /// What sends the requests.
     package let transport: any HTTPTransport
-    /// Which answers and failures are tried again, and how `Retry-After` is read.
-    package let retry: RetryClassifier
-    /// Adapters, retriers and logging for every request.
-    package let interceptors: ClientInterceptors
-    /// Where operations report their requests, attempts and retries.
-    package let instrumentation: (any ClientInstrumentation)?
+    /// Which answers and failures are tried again, and how `Retry-After` is read: the one rule of
+    /// every operation of this client.
+    public let retry: RetryClassifier
+    /// Adapters, retriers and logging for every request of every operation.
+    public let interceptors: ClientInterceptors
     /// Where the standard metrics and spans go (swift-metrics, swift-distributed-tracing): what the
     /// process bootstrapped when the client was made, or nothing.
     package let telemetry: Telemetry
     /// Waits between attempts; tests replace it so that no real time passes.
     let sleep: @Sendable (Duration) async throws -> Void
 
-    /// Creates a client.
+    /// Creates a client over libcurl: the transport shared by every client with the same connection
+    /// settings (one event loop, one connection pool).
     ///
     /// - Parameters:
-    ///   - connection: the settings of every request.
-    ///   - transport: what sends the requests; the shared ``CurlTransport`` for `connection` when nil.
-    ///   - retry: the retry rule; ``RetryClassifier/standard`` unless a caller must differ.
-    ///   - interceptors: adapters, retriers and logging applied to every request.
-    ///   - instrumentation: hooks for metrics and traces.
+    ///   - connection: the settings of every request: timeouts, the retry policy, TLS, headers.
+    ///   - retry: which answers and failures are tried again; ``RetryClassifier/standard`` unless a
+    ///     server needs another rule.
+    ///   - interceptors: adapters, retriers and logging applied to every request of every operation.
+    public convenience init(
+        connection: ConnectionConfiguration = .init(), retry: RetryClassifier = .standard,
+        interceptors: ClientInterceptors = .init()
+    ) {
+        self.init(connection: connection, transport: nil, retry: retry, interceptors: interceptors)
+    }
+
+    /// Creates a client over `transport`.
+    ///
+    /// - Parameter transport: what sends the requests; the shared ``CurlTransport`` for `connection`
+    ///   when nil.
     package convenience init(
-        connection: ConnectionConfiguration = .init(), transport: (any HTTPTransport)? = nil,
-        retry: RetryClassifier = .standard, interceptors: ClientInterceptors = .init(),
-        instrumentation: (any ClientInstrumentation)? = nil
+        connection: ConnectionConfiguration = .init(), transport: (any HTTPTransport)?,
+        retry: RetryClassifier = .standard, interceptors: ClientInterceptors = .init()
     ) {
         self.init(
             connection: connection, transport: transport, retry: retry, interceptors: interceptors,
-            instrumentation: instrumentation, telemetry: .bootstrapped, sleep: { try await Task.sleep(for: $0) })
+            telemetry: .bootstrapped, sleep: { try await Task.sleep(for: $0) })
     }
 
     /// Creates a client whose metrics and spans go to `telemetry` rather than to what the process
@@ -68,41 +86,27 @@ package final class AttacheClient: Sendable {
     /// Creates a client whose waits between attempts go through `sleep` (tests).
     init(
         connection: ConnectionConfiguration, transport: (any HTTPTransport)?, retry: RetryClassifier = .standard,
-        interceptors: ClientInterceptors = .init(), instrumentation: (any ClientInstrumentation)? = nil,
-        telemetry: Telemetry = .bootstrapped, sleep: @escaping @Sendable (Duration) async throws -> Void
+        interceptors: ClientInterceptors = .init(), telemetry: Telemetry = .bootstrapped,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
     ) {
         self.connection = connection
         self.transport = transport ?? CurlTransport.shared(for: connection)
         self.retry = retry
         self.interceptors = interceptors
-        self.instrumentation = instrumentation
         self.telemetry = telemetry
         self.sleep = sleep
     }
 
     // MARK: What every operation shares
 
-    /// Reports that an operation starts with `request`.
-    func started(_ operation: ClientOperation, _ request: PreparedRequest) {
-        started(operation, method: request.method, url: request.url)
-    }
-
-    /// Reports that an operation starts with a `method` request to `url`.
-    func started(_ operation: ClientOperation, method: String, url: String) {
-        guard let instrumentation else { return }
-        instrumentation.requestStarted(
-            ClientRequestStart(operation: operation, method: method, url: interceptors.redaction.url(url)))
-    }
-
-    /// Sends one attempt of an operation: the interceptors' adapters first, then the transport; the
-    /// hooks and the log hear how it ended.
+    /// Sends one attempt of an operation through the transport (inside its span when tracing is on);
+    /// the metrics and the log hear how it ended.
     ///
-    /// - Throws: ``AttacheCore/AttacheError`` of the operation's stage: a transport failure attributed to it, an
-    ///   adapter's failure, or the sink's or the body's own error as it is.
+    /// - Throws: ``AttacheCore/AttacheError`` of the operation's stage: a transport failure attributed to it, or the
+    ///   sink's or the body's own error as it is.
     func exchange(
         _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int
     ) async throws -> ServerResponse {
-        let request = try await adapted(request, operation: operation)
         if telemetry.tracer != nil {
             return try await tracedExchange(request, sink: sink, operation: operation, attempt: attempt)
         }
@@ -113,7 +117,7 @@ package final class AttacheClient: Sendable {
     func measuredExchange(
         _ request: PreparedRequest, sink: (any ResponseSink)?, operation: ClientOperation, attempt: Int
     ) async throws -> ServerResponse {
-        guard instrumentation != nil || interceptors.logger != nil || telemetry.metrics != nil else {
+        guard interceptors.logger != nil || telemetry.metrics != nil else {
             return try await transport.send(request, sink: sink, stage: operation.stage)
         }
         let clock = ContinuousClock()
@@ -137,19 +141,15 @@ package final class AttacheClient: Sendable {
         failure: AttacheError.Code?, duration: Duration, timings: TransferTimings?
     ) {
         recordAttempt(request, operation: operation, status: status, failure: failure, duration: duration)
-        guard instrumentation != nil || interceptors.logger != nil else { return }
+        guard let logger = interceptors.logger else { return }
         let url = interceptors.redaction.url(request.url)
-        instrumentation?.attemptFinished(
-            ClientAttempt(
-                operation: operation, method: request.method, url: url, attempt: attempt, status: status,
-                failure: failure, duration: duration, timings: timings))
-        interceptors.logger?.debug(
+        logger.debug(
             "\(operation) \(request.method) \(url): \(status.map { "HTTP \($0)" } ?? "failed (\(failure?.rawValue ?? "-"))")",
             metadata: ["attempt": "\(attempt)", "ms": "\(duration.milliseconds)"])
     }
 
     /// `request` as the adapters leave it; re-checked only when they changed it.
-    private func adapted(_ request: PreparedRequest, operation: ClientOperation) async throws -> PreparedRequest {
+    func adapted(_ request: PreparedRequest, operation: ClientOperation) async throws -> PreparedRequest {
         guard !interceptors.adapters.isEmpty else { return request }
         let view = try await view(of: request).adapted(by: interceptors.adapters, stage: operation.stage)
         guard view.method.rawValue != request.method || view.url != request.url || view.headers != request.headers
@@ -166,42 +166,18 @@ package final class AttacheClient: Sendable {
         ClientRequest(method: RequestMethod(rawValue: request.method), url: request.url, headers: request.headers)
     }
 
-    /// The retriers' decision about an attempt of an operation: the first that is not
-    /// ``RetryDecision/useDefault``.
+    /// The retriers' decision about an attempt of an operation (`first`, the operation's own, then
+    /// the client's): the first that is not ``RetryDecision/useDefault``.
     func retryDecision(
-        _ request: PreparedRequest, response: ServerResponse?, error: AttacheError?, attempt: Int
+        _ request: PreparedRequest, response: ServerResponse?, error: AttacheError?, attempt: Int,
+        first: [any RequestRetrier] = []
     ) async -> RetryDecision {
-        guard !interceptors.retriers.isEmpty else { return .useDefault }
+        guard !interceptors.retriers.isEmpty || !first.isEmpty else { return .useDefault }
         let view = view(of: request)
-        for retrier in interceptors.retriers {
+        for retrier in first + interceptors.retriers {
             let decision = await retrier.retry(view, response: response, error: error, attempt: attempt)
             if decision != .useDefault { return decision }
         }
         return .useDefault
-    }
-
-    /// A retry driver for an operation: the connection's policy (or `policy`), this client's sleep,
-    /// and the hooks told of every retry.
-    func retryDriver(
-        _ operation: ClientOperation, policy: RetryPolicy? = nil, answerStage: AttacheError.Stage, logger: Logger
-    ) -> RetryDriver {
-        var driver = RetryDriver(
-            policy: policy ?? connection.retry, answerStage: answerStage, transportStage: operation.stage, logger: logger,
-            sleep: sleep)
-        if instrumentation != nil || telemetry.metrics != nil {
-            driver.onRetry = { [instrumentation] attempt, advice, failure, delay in
-                self.recordRetry(operation, cause: Self.retryCause(status: advice.status, failure: failure))
-                instrumentation?.retrying(
-                    ClientRetry(operation: operation, attempt: attempt, reason: advice.reason, delay: delay))
-            }
-        }
-        return driver
-    }
-
-    /// Tells the hooks that `operation` waits `delay` after failed attempt `attempt` (operations with a
-    /// loop of their own).
-    func retrying(_ operation: ClientOperation, attempt: Int, reason: String, cause: String, delay: Duration) {
-        recordRetry(operation, cause: cause)
-        instrumentation?.retrying(ClientRetry(operation: operation, attempt: attempt, reason: reason, delay: delay))
     }
 }

@@ -1,5 +1,5 @@
 internal import AttacheCore
-package import Logging
+public import Logging
 
 /// What an ``AttacheClient`` does to every request of every operation: adapters before each attempt,
 /// retriers after it, and a log line with secrets redacted.
@@ -16,19 +16,19 @@ package import Logging
 /// interceptors.retriers = [RefreshOn401(store: store)]
 /// let client = AttacheClient(interceptors: interceptors)
 /// ```
-package struct ClientInterceptors: Sendable {
+public struct ClientInterceptors: Sendable {
     /// Run in order before every attempt of every operation (signing, fresh tokens, tenant headers).
-    package var adapters: [any RequestAdapter]
+    public var adapters: [any RequestAdapter]
     /// Asked in order after every attempt whether to retry (refresh a token on 401).
-    package var retriers: [any RequestRetrier]
+    public var retriers: [any RequestRetrier]
     /// Where one line per attempt is logged at `.debug` (operation, method, redacted URL, status or
     /// failure, time); nil logs nothing.
-    package var logger: Logger?
+    public var logger: Logger?
     /// What the log lines never show.
-    package var redaction: LogRedaction
+    public var redaction: LogRedaction
 
     /// No adapters, no retriers, no logging.
-    package init(
+    public init(
         adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = [], logger: Logger? = nil,
         redaction: LogRedaction = LogRedaction()
     ) {

@@ -67,14 +67,9 @@ struct DownloadRun: Sendable {
             error.file = request.url
             throw error
         }
-        client.started(.download, prepared)
-        let driver = client.retryDriver(
-            .download, policy: configuration.retry, answerStage: .download, logger: Logger(label: "attache.download"))
-        let outcome: RetryDriver.Outcome<DownloadReceipt>
+        let outcome: Executed<DownloadReceipt>
         do {
-            outcome = try await driver.run { attempt in
-                try await self.attempt(prepared, object: object, number: attempt, shared: shared, resumedFrom: resumedFrom)
-            }
+            outcome = try await attempts(prepared, object: object, shared: shared, resumedFrom: resumedFrom)
         } catch var error as AttacheError where error.code == .connectionFailed || error.code == .retriesExhausted {
             if request.streamsToDestination { unlink(part) }
             error.file = request.url
@@ -89,77 +84,91 @@ struct DownloadRun: Sendable {
         return receipt
     }
 
-    /// One GET from the end of the `.part` file; its verdict for the retry driver.
-    private func attempt(
-        _ prepared: PreparedRequest, object: SignedObject?, number: Int, shared: Shared, resumedFrom: Int64
-    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+    /// GETs from the end of the `.part` file on the client's attempt loop, until the file is whole.
+    private func attempts(
+        _ prepared: PreparedRequest, object: SignedObject?, shared: Shared, resumedFrom: Int64
+    ) async throws -> Executed<DownloadReceipt> {
+        let request = request
         let part = request.partialPath
-        let offset = Self.size(of: part) ?? 0
-        // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
-        let hash = shared.hash
-        // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
-        let hashAlways = request.digest == .always || request.expectedSHA256 != nil
-        if hashAlways { try await BlockingPool.shared.run { try hash.catchUp(toLength: offset, ofFile: part) } }
-        var headers: [HeaderField] = [HeaderField(name: "Accept-Encoding", value: "identity")] + request.headers
-        if offset > 0 {
-            headers.append(HeaderField(name: "Range", value: "bytes=\(offset)-"))
-            if let validator = shared.validator { headers.append(HeaderField(name: "If-Range", value: validator)) }
-        }
-        let sink = DownloadSink(
-            url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
-        let exchange: PreparedRequest
-        do {
-            // An object's GET is signed with this attempt's headers (its Range) and date.
-            exchange = try prepared.replacingHeaders(try object?.signed(headers) ?? headers)
-        } catch {
-            try? sink.closeFile()
-            throw error.attributed(to: .download, file: request.url)
-        }
-        progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
-        let response: ServerResponse
-        do {
-            response = try await client.exchange(exchange, sink: sink, operation: .download, attempt: number)
-            try sink.closeFile()
-        } catch var error as AttacheError {
-            try? sink.closeFile()
-            shared.transferred += sink.written
-            if error.code == .connectionLost {
-                error.message = "connection lost after \(sink.base + sink.written) bytes: \((error.cause as? NativeError)?.text ?? error.message)"
+        let progress = progress
+        var sink: DownloadSink?
+        var offset: Int64 = 0
+        return try await client.execute(
+            .download, policy: configuration.retry, answerStage: .download, logger: Logger(label: "attache.download")
+        ) { _ in
+            if let earlier = sink {
+                // A retrier sent the last answer back before it was settled: its bytes still count.
+                try? earlier.closeFile()
+                shared.transferred += earlier.written
+                sink = nil
+            }
+            offset = Self.size(of: part) ?? 0
+            // The hash must cover exactly what the attempt appends to; only a resumed prefix is read back.
+            let hash = shared.hash
+            // Read back only when the digest is certainly wanted; otherwise the end reads what it needs.
+            let hashAlways = request.digest == .always || request.expectedSHA256 != nil
+            if hashAlways { try await BlockingPool.shared.run { [offset] in try hash.catchUp(toLength: offset, ofFile: part) } }
+            var headers: [HeaderField] = [HeaderField(name: "Accept-Encoding", value: "identity")] + request.headers
+            if offset > 0 {
+                headers.append(HeaderField(name: "Range", value: "bytes=\(offset)-"))
+                if let validator = shared.validator { headers.append(HeaderField(name: "If-Range", value: validator)) }
+            }
+            let attemptSink = DownloadSink(
+                url: request.url, partialPath: part, offset: offset, hash: hash, hashAlways: hashAlways, progress: progress)
+            sink = attemptSink
+            let exchange: PreparedRequest
+            do {
+                // An object's GET is signed with this attempt's headers (its Range) and date.
+                exchange = try prepared.replacingHeaders(try object?.signed(headers) ?? headers)
+            } catch {
+                try? attemptSink.closeFile()
+                throw error.attributed(to: .download, file: request.url)
+            }
+            progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
+            return AttemptRequest(exchange, sink: attemptSink)
+        } failed: { error, _ in
+            var error = error
+            if let attemptSink = sink {
+                sink = nil
+                try? attemptSink.closeFile()
+                shared.transferred += attemptSink.written
+                if error.code == .connectionLost {
+                    error.message =
+                        "connection lost after \(attemptSink.base + attemptSink.written) bytes: \((error.cause as? NativeError)?.text ?? error.message)"
+                }
             }
             if error.file == nil, error.code != .fileUnwritable { error.file = request.url }
-            switch await client.retryDecision(exchange, response: nil, error: error, attempt: number) {
-            case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
-            case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
-            case .doNotRetry: throw error
-            case .useDefault: break
+            return error
+        } settle: { answer -> Settlement<DownloadReceipt> in
+            guard let attemptSink = sink else {
+                throw AttacheError(.internalError, stage: .download, "an answer without its sink")
             }
-            guard error.isRetryable else { throw error }
-            return .retry(RetryAdvice(reason: error.message), failure: error)
-        }
-        shared.transferred += sink.written
-        if let seen = sink.validator { shared.validator = seen }
-        switch sink.verdict(for: response) {
-        case .complete(let total, let etag):
-            return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
-        case .failed(let error, let retryAfter):
-            switch await client.retryDecision(exchange, response: response, error: nil, attempt: number) {
-            case .retry: return .retry(RetryAdvice(reason: error.message), failure: nil)
-            case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: nil)
-            case .doNotRetry: throw error
-            case .useDefault: break
+            sink = nil
+            shared.transferred += attemptSink.written
+            do {
+                try attemptSink.closeFile()
+            } catch let error as AttacheError {
+                guard answer.classifier.isRetryable(error), !answer.isFinal else { throw error }
+                return .retry(RetryAdvice(reason: error.message), failure: error)
             }
-            guard error.isRetryable else { throw error }
-            return .retry(RetryAdvice(reason: error.message, retryAfter: retryAfter), failure: retryAfter == nil ? error : nil)
+            if let seen = attemptSink.validator { shared.validator = seen }
+            switch attemptSink.verdict(for: answer.response, classifier: answer.classifier) {
+            case .complete(let total, let etag):
+                return try await finish(total: total, etag: etag, offset: offset, resumedFrom: resumedFrom, shared: shared)
+            case .failed(let error, let retryAfter):
+                guard error.isRetryable, !answer.isFinal else { throw error }
+                return .retry(RetryAdvice(reason: error.message, retryAfter: retryAfter), failure: retryAfter == nil ? error : nil)
+            }
         }
     }
 
     /// Verifies the complete `.part` file and moves (or unseals) it into place.
     private func finish(
         total: Int64, etag: String?, offset: Int64, resumedFrom: Int64, shared: Shared
-    ) async throws -> RetryDriver.Verdict<DownloadReceipt> {
+    ) async throws -> Settlement<DownloadReceipt> {
         let request = request
         let part = request.partialPath
-        return try await BlockingPool.shared.run { () -> RetryDriver.Verdict<DownloadReceipt> in
+        return try await BlockingPool.shared.run { () -> Settlement<DownloadReceipt> in
             guard let size = Self.size(of: part), size == total else {
                 throw AttacheError(
                     .corruptInput, stage: .download,
@@ -173,7 +182,7 @@ struct DownloadRun: Sendable {
             }
             // A mismatch removes the bytes. A resumed prefix from another version of the file (or a
             // damaged one) gets one fresh start; a whole download that still differs fails this file.
-            func mismatch(_ against: String, _ message: String) throws -> RetryDriver.Verdict<DownloadReceipt> {
+            func mismatch(_ against: String, _ message: String) throws -> Settlement<DownloadReceipt> {
                 unlink(part)
                 if offset > 0 || resumedFrom > 0, !shared.restartedAfterMismatch {
                     shared.restartedAfterMismatch = true

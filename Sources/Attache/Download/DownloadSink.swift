@@ -90,7 +90,7 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
     }
 
     /// What the final answer means for the download.
-    func verdict(for response: ServerResponse) -> Outcome {
+    func verdict(for response: ServerResponse, classifier: RetryClassifier) -> Outcome {
         let status = response.status
         if !decided {
             self.status = status
@@ -126,8 +126,8 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
                 _ = empty.close()
             }
             return .complete(total: end, etag: header("ETag"))
-        case _ where RetryClassifier.standard.isRetryable(status: status):
-            return .failed(refusal(status: status, retryable: true), retryAfter: RetryClassifier.standard.retryAfter(header("Retry-After")))
+        case _ where classifier.isRetryable(response):
+            return .failed(refusal(status: status, retryable: true), retryAfter: classifier.retryAfter(in: response))
         default:
             return .failed(refusal(status: status, retryable: false), retryAfter: nil)
         }

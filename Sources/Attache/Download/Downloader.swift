@@ -183,7 +183,7 @@ public final class Downloader: Sendable {
     }
 
     /// Creates the download operation of `client`, with the client's connection settings.
-    package init(client: AttacheClient) {
+    public init(client: AttacheClient) {
         self.configuration = client.connection
         self.client = client
     }

@@ -4,7 +4,7 @@ import Glibc
 /// Turns a ``ServerResponse`` into a receipt (``ServerReceipt``), a retry or a ``Rejection``, as the
 /// configured ``AnswerProfile`` reads answers.
 ///
-/// In every profile the statuses of `RetryClassifier` (and a 409 with `Retry-After`) are retried,
+/// In every profile the answers its `RetryClassifier` retries (the client's) are retried,
 /// honouring `Retry-After` (and, for `telegram`, `parameters.retry_after`); a 2xx whose body was cut short by the
 /// connection is retried; other 4xx and 3xx are rejections carrying the server's own code and message
 /// when the profile knows where they are (S3's XML `Error`, the Bot API's `error_code` and `description`).
@@ -57,8 +57,6 @@ public struct ResponseInterpreter: Sendable {
         public var fileIdFields = ["fileId", "file_id", "id"]
         /// Members of the payload searched, in order, for the file's URL.
         public var urlFields = ["url", "fileUrl", "file_url"]
-        /// Which statuses are retried and how `Retry-After` is read: the one rule every operation uses.
-        package var retry: RetryClassifier = .standard
 
         /// The old backend's convention (`errorcode`).
         public init() {}
@@ -84,19 +82,21 @@ public struct ResponseInterpreter: Sendable {
 
     /// The configuration in use.
     package var configuration: Configuration
+    /// Which statuses are retried and how `Retry-After` is read: the rule of the client whose
+    /// operation reads the answer.
+    package var classifier: RetryClassifier
 
     /// Creates an interpreter.
-    package init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init(), classifier: RetryClassifier = .standard) {
         self.configuration = configuration
+        self.classifier = classifier
     }
 
     /// Decides what `response` means.
     package func interpret(_ response: ServerResponse) -> ResponseOutcome {
         let status = response.status
         let details = errorDetails(of: response)
-        if configuration.retry.isRetryable(status: status)
-            || (status == 409 && response.header("Retry-After") != nil)
-        {
+        if classifier.isRetryable(response) {
             return .retry(
                 RetryAdvice(
                     reason: "HTTP \(status)\(summary(of: response, details: details).map { ": \($0)" } ?? "")",
@@ -139,7 +139,7 @@ public struct ResponseInterpreter: Sendable {
 
     /// Parses `Retry-After` as delta-seconds or an HTTP-date, capped (`RetryClassifier`).
     package func retryAfter(in response: ServerResponse) -> Duration? {
-        configuration.retry.retryAfter(in: response)
+        classifier.retryAfter(in: response)
     }
 
     // MARK: Profiles
@@ -275,7 +275,7 @@ public struct ResponseInterpreter: Sendable {
             let code = json["error_code"]?.stringValue ?? "?"
             let message = json["description"]?.stringValue.map { String($0.prefix(500)) } ?? "no description"
             let number = json["error_code"]?.intValue ?? 0
-            if configuration.retry.isRetryable(status: number) || configuration.retryableBusinessCodes.contains(code) {
+            if classifier.isRetryable(status: number) || configuration.retryableBusinessCodes.contains(code) {
                 return .retry(
                     RetryAdvice(
                         reason: "error code \(code): \(message)", status: status, retryAfter: retryDelay(in: response)))
@@ -361,7 +361,7 @@ public struct ResponseInterpreter: Sendable {
         guard configuration.profile == .telegram, let json = try? JSONValue.parse(response.body),
             let seconds = json["parameters"]?["retry_after"]?.intValue, seconds >= 0
         else { return nil }
-        return min(.seconds(seconds), configuration.retry.maximumRetryAfter)
+        return min(.seconds(seconds), classifier.maximumRetryAfter)
     }
 
     private func message(in json: JSONValue) -> String? {

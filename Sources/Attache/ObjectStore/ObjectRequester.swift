@@ -23,8 +23,7 @@ struct ObjectRequest: Sendable {
     var payloadHash: String = SigV4Signer.emptyPayloadHash
 }
 
-/// Sends ``ObjectRequest``s through an ``AttacheClient``: every attempt through the client's exchange
-/// (adapters, hooks, logging) and retried by its ``RetryClassifier``, a signed request signed again for
+/// Sends ``ObjectRequest``s on an ``AttacheClient``'s attempt loop: a signed request signed again for
 /// each attempt (its date is part of the signature), answers read as S3 writes them (the `s3-put`
 /// profile: S3's XML `Error` is a refusal, whatever the status, also on a 200).
 struct ObjectRequester: Sendable {
@@ -76,43 +75,24 @@ struct ObjectRequester: Sendable {
             headers: request.headers + [HeaderField(name: "Expect", value: "")], body: request.body,
             connection: connection, maximumResponseBodySize: answers.maximumBodySize
         ).prepared(for: operation.stage)
-        let interpreter = ResponseInterpreter(configuration: answers)
-        client.started(operation, base)
+        let client = client
+        let interpreter = ResponseInterpreter(configuration: answers, classifier: client.retry)
         var requestLogger = logger
         requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: url))"
-        let driver = client.retryDriver(
-            operation, policy: policy ?? connection.retry, answerStage: .interpret, logger: requestLogger)
-        let client = client
-        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<Settled> in
-            let prepared = try signed(base, request)
+        let answers = answers
+        let outcome = try await client.execute(
+            operation, policy: policy ?? connection.retry, logger: requestLogger
+        ) { attempt in
             var onProgress: (@Sendable (Int64, Int64) -> Void)?
             if let progress { onProgress = { sent, _ in progress(sent, attempt) } }
-            let sink = CollectingSink(limit: answers.maximumBodySize, onProgress: onProgress)
-            let response: ServerResponse
-            do {
-                response = try await client.exchange(prepared, sink: sink, operation: operation, attempt: attempt)
-            } catch let error as AttacheError {
-                switch await client.retryDecision(prepared, response: nil, error: error, attempt: attempt) {
-                case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
-                case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
-                case .doNotRetry: throw error
-                case .useDefault: break
-                }
-                guard client.retry.isRetryable(error) else { throw error }
-                return .retry(RetryAdvice(reason: error.message), failure: error)
-            }
-            let decision = await client.retryDecision(prepared, response: response, error: nil, attempt: attempt)
-            switch decision {
-            case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
-            case .retryAfter(let delay):
-                return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
-            case .doNotRetry, .useDefault: break
-            }
+            return AttemptRequest(try signed(base, request), sink: CollectingSink(limit: answers.maximumBodySize, onProgress: onProgress))
+        } settle: { answer -> Settlement<Settled> in
+            let response = answer.response
             switch interpreter.interpret(response) {
             case .success(let receipt): return .done(Settled(outcome: .stored(receipt), headers: response.headers))
             case .rejection(let rejection): return .done(Settled(outcome: .rejected(rejection), headers: response.headers))
             case .retry(let advice):
-                guard decision != .doNotRetry else {
+                guard !answer.isFinal else {
                     return .done(
                         Settled(
                             outcome: .rejected(Rejection(reason: .status, status: response.status, message: advice.reason)),

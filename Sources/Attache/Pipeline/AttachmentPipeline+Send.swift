@@ -46,9 +46,9 @@ extension AttachmentPipeline {
         var resumed: ResumableUploadResult?
         if configuration.resumable.applies(toByteCount: sealed.payload.byteCount) {
             // The same form, its fields as Upload-Metadata and the sealed bytes as the body.
-            let resumableUploader = ResumableUploader(
-                client: AttacheClient(connection: configuration.connection, telemetry: telemetry),
-                answers: configuration.answers, configuration: configuration.resumable, logger: logger)
+            var resumableUploader = ResumableUploader(
+                client: uploader.client, answers: uploader.answers, configuration: configuration.resumable, logger: logger)
+            resumableUploader.connection = uploader.connection
             resumed = try await resumableUploader.upload(
                 ResumableUploadRequest(
                     url: configuration.url, body: sealed.payload, contentType: sealed.contentType,

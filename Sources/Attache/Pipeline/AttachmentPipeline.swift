@@ -26,25 +26,49 @@ public struct AttachmentPipeline: Sendable {
     let transformLimiter: AsyncLimiter
     /// Sends at once, when limited.
     private let sendLimiter: AsyncLimiter?
-    /// Send: multipart POSTs (resumable uploads are made per send, when they apply).
+    /// Send: multipart POSTs, on the pipeline's one client (resumable uploads and object-store requests
+    /// run on the same client).
     private(set) var uploader: Uploader
     /// The upload URL, parsed once: server paths in answers are resolved against it.
     let baseURL: URL?
     /// Where the send and stage spans and the metrics go (what the process bootstrapped, or nothing).
     package let telemetry: Telemetry
 
-    /// Creates a pipeline, checking the configuration once for combinations no server could take.
+    /// Creates a pipeline with a client of its own, made for the configuration's connection; see
+    /// ``init(configuration:client:logger:)``.
     /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`), as
     ///   `PipelineConfiguration.validate()` describes.
     public init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache")) throws {
         try self.init(configuration: configuration, logger: logger, telemetry: .bootstrapped)
     }
 
+    /// Creates a pipeline that sends everything through `client`: multipart and resumable uploads,
+    /// object-store requests, thumbnails. The client brings its transport, its retry rule, its
+    /// interceptors (a signer, a token) and its telemetry; the configuration's
+    /// ``PipelineConfiguration/connection`` still gives each request its headers, timeouts and retry
+    /// policy. Checks the configuration once, for combinations no server could take.
+    ///
+    /// ```swift
+    /// let client = AttacheClient(interceptors: ClientInterceptors(adapters: [TokenAdapter(store: store)]))
+    /// let pipeline = try AttachmentPipeline(configuration: configuration, client: client)
+    /// ```
+    /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`), as
+    ///   `PipelineConfiguration.validate()` describes.
+    public init(configuration: PipelineConfiguration, client: AttacheClient, logger: Logger = Logger(label: "attache")) throws {
+        try self.init(configuration: configuration, logger: logger, client: client)
+    }
+
     /// Creates a pipeline whose metrics and spans go to `telemetry`.
     /// - Throws: as ``init(configuration:logger:)``.
     package init(configuration: PipelineConfiguration, logger: Logger = Logger(label: "attache"), telemetry: Telemetry) throws {
+        try self.init(
+            configuration: configuration, logger: logger,
+            client: AttacheClient(connection: configuration.connection, telemetry: telemetry))
+    }
+
+    private init(configuration: PipelineConfiguration, logger: Logger, client: AttacheClient) throws {
         try configuration.validate()
-        self.telemetry = telemetry
+        self.telemetry = client.telemetry
         self.configuration = configuration
         self.baseURL = URL(string: configuration.url)
         self.logger = logger
@@ -54,9 +78,9 @@ public struct AttachmentPipeline: Sendable {
         self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
         self.sendLimiter = configuration.maximumConcurrentSends.map { AsyncLimiter(limit: max(1, $0)) }
-        self.uploader = Uploader(
-            client: AttacheClient(connection: configuration.connection, telemetry: telemetry),
-            answers: configuration.answers, logger: logger)
+        var uploader = Uploader(client: client, answers: configuration.answers, logger: logger)
+        uploader.connection = configuration.connection
+        self.uploader = uploader
     }
 
     /// Sends one attachment and returns the server's receipt.

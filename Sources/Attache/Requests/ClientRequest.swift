@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 
 /// One request for ``RequestClient``: method, URL, query parameters, headers and body.
 ///
@@ -14,9 +14,9 @@ import FoundationEssentials
 /// request.headers = [HeaderField(name: "X-Request-Id", value: "42")]
 /// let response = try await client.send(request)
 /// ```
-package struct ClientRequest: Sendable {
+public struct ClientRequest: Sendable {
     /// How ``parameters`` become a body when the method puts them in one.
-    package enum BodyParameterEncoding: Sendable, Hashable {
+    public enum BodyParameterEncoding: Sendable, Hashable {
         /// `application/x-www-form-urlencoded` with the client's encoder (nested names `a[b]=`, `a[]=`).
         case form
         /// A JSON object.
@@ -24,31 +24,31 @@ package struct ClientRequest: Sendable {
     }
 
     /// The method.
-    package var method: RequestMethod
+    public var method: RequestMethod
     /// The `http://` or `https://` URL, possibly with a query of its own.
-    package var url: String
+    public var url: String
     /// Parameters always sent in the query, whatever the method.
-    package var query: Parameters
+    public var query: Parameters
     /// Parameters placed by method: query for `GET`/`HEAD`/`DELETE`, a body otherwise (unless ``body``
     /// is set, in which case they go into the query too).
-    package var parameters: Parameters
+    public var parameters: Parameters
     /// The body encoding of ``parameters`` for methods that send a body.
-    package var bodyParameterEncoding: BodyParameterEncoding
+    public var bodyParameterEncoding: BodyParameterEncoding
     /// Headers after the client's defaults; a header named here replaces a default of the same name.
-    package var headers: [HeaderField]
+    public var headers: [HeaderField]
     /// An explicit body (JSON, plist, bytes, a file, multipart, a sealed form); nil sends ``parameters``
     /// as the body, or none.
-    package var body: RequestBody?
+    public var body: RequestBody?
     /// Never show the body in logs, not even at trace (sealed bodies, credentials in a body).
-    package var bodyIsSecret: Bool
+    public var bodyIsSecret: Bool
     /// A deadline for each attempt, if any (the client's default otherwise).
-    package var timeout: Duration?
+    public var timeout: Duration?
     /// The longest answer body kept in memory; nil uses the client's
     /// ``RequestClient/Configuration/maximumResponseBodySize``.
-    package var maximumResponseBodySize: Int?
+    public var maximumResponseBodySize: Int?
 
     /// Creates a request.
-    package init(
+    public init(
         method: RequestMethod = .get, url: String, query: Parameters = [:], parameters: Parameters = [:],
         bodyParameterEncoding: BodyParameterEncoding = .form, headers: [HeaderField] = [],
         body: RequestBody? = nil, bodyIsSecret: Bool = false
@@ -64,12 +64,12 @@ package struct ClientRequest: Sendable {
     }
 
     /// The value of the header `name` (last one wins), compared without regard to case.
-    package func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         headers.last { $0.name.lowercased() == name.lowercased() }?.value
     }
 
     /// Sets the header `name` to `value`, replacing every header of that name.
-    package mutating func setHeader(_ name: String, _ value: String) {
+    public mutating func setHeader(_ name: String, _ value: String) {
         headers.removeAll { $0.name.lowercased() == name.lowercased() }
         headers.append(HeaderField(name: name, value: value))
     }

@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 
 /// What request logs never show: credential headers, secret query and form fields, secret JSON
 /// members, and any literal secret the caller names.
@@ -9,23 +9,23 @@ import FoundationEssentials
 /// ``RequestClient`` also masks, in every line about a request, the values it sent in secret headers and
 /// fields, so that an answer echoing them back (a debug endpoint, an error page) does not leak them;
 /// values shorter than 4 characters are not masked that way.
-package struct LogRedaction: Sendable, Hashable {
+public struct LogRedaction: Sendable, Hashable {
     /// The text that replaces a secret.
-    package static let mask = "<redacted>"
+    public static let mask = "<redacted>"
 
     /// Header names whose values are never shown, lower case. Default: `authorization`,
     /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`, `x-amz-security-token`.
-    package var headerNames: Set<String>
+    public var headerNames: Set<String>
     /// Query, form and JSON field names whose values are never shown, lower case. Default: `token`,
     /// `access_token`, `refresh_token`, `id_token`, `password`, `passwd`, `pass`, `secret`,
     /// `client_secret`, `sign`, `signature`, `key`, `api_key`, `apikey`, `auth`, `session`.
-    package var fieldNames: Set<String>
+    public var fieldNames: Set<String>
     /// Literal values replaced wherever they appear in a logged line (a token read from the
     /// environment, a password); values shorter than 4 characters are ignored, they would mask too much.
-    package var secretValues: [String]
+    public var secretValues: [String]
 
     /// The defaults above, no literal values.
-    package init(
+    public init(
         headerNames: Set<String> = LogRedaction.defaultHeaderNames,
         fieldNames: Set<String> = LogRedaction.defaultFieldNames, secretValues: [String] = []
     ) {
@@ -36,18 +36,18 @@ package struct LogRedaction: Sendable, Hashable {
 
     /// The default header names: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
     /// `X-Api-Key`, `X-Auth-Token` and `X-Amz-Security-Token`, the same credential headers a redirect to another host drops.
-    package static let defaultHeaderNames: Set<String> = CredentialHeaders.names
+    public static let defaultHeaderNames: Set<String> = CredentialHeaders.names
     /// The default field names.
-    package static let defaultFieldNames: Set<String> = [
+    public static let defaultFieldNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "password", "passwd", "pass", "secret",
         "client_secret", "sign", "signature", "key", "api_key", "apikey", "auth", "session",
     ]
 
     /// Whether a header's value is hidden.
-    package func isSecret(header name: String) -> Bool { headerNames.contains(name.lowercased()) }
+    public func isSecret(header name: String) -> Bool { headerNames.contains(name.lowercased()) }
 
     /// Whether a (possibly nested, possibly percent-encoded) field name is secret.
-    package func isSecret(field name: String) -> Bool {
+    public func isSecret(field name: String) -> Bool {
         let decoded = Self.percentDecoded(name, plusAsSpace: true).lowercased()
         if fieldNames.contains(decoded) { return true }
         return decoded.split(whereSeparator: { $0 == "[" || $0 == "]" }).contains { fieldNames.contains(String($0)) }
@@ -59,7 +59,7 @@ package struct LogRedaction: Sendable, Hashable {
     }
 
     /// The URL with user info masked and secret query values masked; the rest is kept for reading.
-    package func url(_ url: String) -> String {
+    public func url(_ url: String) -> String {
         var parts = URLParts(url)
         if let userInfo = parts.userInfo { parts.base.replaceSubrange(userInfo, with: "***") }
         if let query = parts.query { parts.base += "?" + form(String(query)) }
@@ -70,15 +70,15 @@ package struct LogRedaction: Sendable, Hashable {
     /// the fragment.
     package struct URLParts {
         /// The scheme, authority and path.
-        package var base: String
+        public var base: String
         /// The user info in ``base`` (without its `@`), when there is one.
-        package var userInfo: Range<String.Index>?
+        public var userInfo: Range<String.Index>?
         /// The text after `?`, when there is one.
-        package var query: Substring?
+        public var query: Substring?
         /// `#` and the rest, or empty.
-        package var fragment: Substring
+        public var fragment: Substring
 
-        package init(_ url: String) {
+        public init(_ url: String) {
             // Searched in the UTF-8 bytes (`#` and `?` are ASCII, so each found index is a character
             // boundary): a search by Character breaks graphemes at every step, and this runs per attempt
             // when tracing is on.

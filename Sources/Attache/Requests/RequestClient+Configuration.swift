@@ -29,9 +29,9 @@ extension RequestClient {
         /// How parameters become query strings and form bodies.
         package var formEncoder: URLFormEncoder
         /// Run in order before every attempt (signing, fresh tokens).
-        package var adapters: [any RequestAdapter]
+        public var adapters: [any RequestAdapter]
         /// Asked in order after every attempt whether to retry (refresh a token on 401).
-        package var retriers: [any RequestRetrier]
+        public var retriers: [any RequestRetrier]
         /// Where requests are logged: one line per exchange at `.debug` (method, redacted URL, status,
         /// sizes, curl's timings); headers, bounded body previews and an equivalent `curl` command at
         /// `.trace`.
@@ -66,16 +66,16 @@ extension RequestClient {
     }
 
     /// How far a request has come: body bytes sent and answer bytes received in the current attempt.
-    package struct Progress: Sendable, Hashable {
+    public struct Progress: Sendable, Hashable {
         /// The attempt, from 1.
-        package var attempt: Int
+        public var attempt: Int
         /// Request body bytes handed to the network.
-        package var bytesSent: Int64
+        public var bytesSent: Int64
         /// The request body's length (0 without a body).
-        package var bytesToSend: Int64
+        public var bytesToSend: Int64
         /// Answer bytes received (as they arrive, before decompression).
-        package var bytesReceived: Int64
+        public var bytesReceived: Int64
         /// The answer's announced length, when the server announced one.
-        package var bytesToReceive: Int64?
+        public var bytesToReceive: Int64?
     }
 }

@@ -44,7 +44,7 @@ public final class RequestClient: Sendable {
 
     /// Creates the request layer of `client`: `configuration`'s defaults, adapters and retriers, then
     /// the client's; the client's connection settings in place of `configuration`'s.
-    package convenience init(client: AttacheClient, configuration: Configuration = .init()) {
+    public convenience init(client: AttacheClient, configuration: Configuration = .init()) {
         var configuration = configuration
         configuration.connection = client.connection
         self.init(client: client, configuration)
@@ -135,67 +135,46 @@ public final class RequestClient: Sendable {
     ///   be sent; `.connectionFailed`, `.connectionLost`, `.timedOut`, `.tlsFailure` when there was no
     ///   answer (after retries, `.retriesExhausted` with the last one as cause); `.cancelled`;
     ///   `.fileUnwritable` for a `destination` that cannot be written; an adapter's error.
-    package func send(
+    public func send(
         _ request: ClientRequest, writingBodyTo destination: String? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> ServerResponse {
         let prepared = prepare(request)
         let configuration = configuration
         let client = client
-        client.started(.request, method: prepared.method.rawValue, url: prepared.url)
-        let driver = client.retryDriver(
-            .request, policy: configuration.connection.retry, answerStage: .request, logger: configuration.logger)
         var lastResponse: ServerResponse?
+        var log: RequestLog?
+        var adapted = prepared
+        var series = client.series(.request, policy: configuration.connection.retry, answerStage: .request)
         do {
-            let outcome = try await driver.run { attempt -> RetryDriver.Verdict<ServerResponse> in
-                let adapted = try await self.adapt(prepared)
+            return try await client.execute(
+                &series, logger: configuration.logger, retriers: configuration.retriers
+            ) { attempt in
+                adapted = try await self.adapt(prepared)
                 // An answer streamed to a file may be large: fewer, larger writes.
                 let exchange = try self.exchange(
-                    for: adapted,
-                    receiveBufferSize: destination == nil ? nil : TransportRequest.streamingReceiveBufferSize)
-                let log = RequestLog(
-                    configuration: configuration, request: adapted, exchange: exchange.request, attempt: attempt)
-                log.sending()
+                    for: adapted, receiveBufferSize: destination == nil ? nil : TransportRequest.streamingReceiveBufferSize)
+                let attemptLog = RequestLog(configuration: configuration, request: adapted, exchange: exchange.request, attempt: attempt)
+                attemptLog.sending()
+                log = attemptLog
                 let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
-                let response: ServerResponse
-                do {
-                    response = try await client.exchange(exchange, sink: sink, operation: .request, attempt: attempt)
-                } catch let error as AttacheError {
-                    log.failed(error)
-                    if error.code == .cancelled || Task.isCancelled {
-                        throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
-                    }
-                    switch await self.decide(adapted, response: nil, error: error, attempt: attempt) {
-                    case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
-                    case .retryAfter(let delay):
-                        return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
-                    case .doNotRetry: throw error
-                    case .useDefault:
-                        guard client.retry.isRetryable(error), Self.mayRetry(adapted) else { throw error }
-                        return .retry(RetryAdvice(reason: error.message), failure: error)
-                    }
+                return AttemptRequest(exchange, sink: sink, isResendable: Self.mayRetry(adapted))
+            } failed: { error, _ in
+                log?.failed(error)
+                if error.code == .cancelled || Task.isCancelled {
+                    throw AttacheError(.cancelled, stage: .request, "the request was cancelled")
                 }
-                log.received(response, sink: sink)
+                return error
+            } settle: { answer -> Settlement<ServerResponse> in
+                var response = answer.response
+                response.retryableByClient = answer.classifier.isRetryable(response)
+                if let sink = answer.sink as? RequestSink { log?.received(response, sink: sink) }
                 lastResponse = response
-                switch await self.decide(adapted, response: response, error: nil, attempt: attempt) {
-                case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
-                case .retryAfter(let delay):
-                    return .retry(
-                        RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
-                case .doNotRetry: return .done(response)
-                case .useDefault:
-                    guard client.retry.isRetryable(status: response.status), Self.mayRetry(adapted) else {
-                        return .done(response)
-                    }
-                    let after = client.retry.retryAfter(in: response)
-                    return .retry(
-                        RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: after),
-                        failure: nil)
-                }
+                guard Self.mayRetry(adapted), let advice = answer.retryAdvice else { return .done(response) }
+                return .retry(advice, failure: nil)
             }
-            return outcome.value
         } catch let error as AttacheError where error.code == .retriesExhausted && error.cause == nil {
             // The retries ran out on answers: the last one is the value, as for any status.
             guard let lastResponse else { throw error }
@@ -276,16 +255,6 @@ public final class RequestClient: Sendable {
 
     private func adapt(_ request: ClientRequest) async throws -> ClientRequest {
         try await request.adapted(by: configuration.adapters, stage: .request)
-    }
-
-    private func decide(
-        _ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int
-    ) async -> RetryDecision {
-        for retrier in configuration.retriers + client.interceptors.retriers {
-            let decision = await retrier.retry(request, response: response, error: error, attempt: attempt)
-            if decision != .useDefault { return decision }
-        }
-        return .useDefault
     }
 
     /// The transport's request for `request`: the full URL, the headers with the connection's

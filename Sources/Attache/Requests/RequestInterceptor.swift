@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 
 /// Changes a request just before each attempt is sent: signing, a fresh token, a tenant header.
 ///
@@ -16,14 +16,14 @@ import FoundationEssentials
 ///     }
 /// }
 /// ```
-package protocol RequestAdapter: Sendable {
+public protocol RequestAdapter: Sendable {
     /// Returns the request to send in place of `request`.
     /// - Throws: any error; the request fails with it (an ``AttacheCore/AttacheError`` as it is, others wrapped).
     func adapt(_ request: ClientRequest) async throws -> ClientRequest
 }
 
 /// What a ``RequestRetrier`` decided about one attempt.
-package enum RetryDecision: Sendable, Hashable {
+public enum RetryDecision: Sendable, Hashable {
     /// No opinion: the next retrier decides, or the client's own rule (idempotent methods on connection
     /// errors, 408, 429 and 5xx, per the connection's ``RetryPolicy``).
     case useDefault
@@ -55,7 +55,7 @@ package enum RetryDecision: Sendable, Hashable {
 ///     }
 /// }
 /// ```
-package protocol RequestRetrier: Sendable {
+public protocol RequestRetrier: Sendable {
     /// Decides about attempt number `attempt` (from 1) of `request` (as adapted), which ended with
     /// `response` or, when there was none, with `error`.
     func retry(_ request: ClientRequest, response: ServerResponse?, error: AttacheError?, attempt: Int) async -> RetryDecision

@@ -51,8 +51,8 @@ extension ServerResponse {
     ///   - contentTypes: acceptable media types (`application/json`, `text/*`, `*/*`), compared without
     ///     parameters and case; nil accepts any. An empty body (204, HEAD) passes without a type.
     /// - Throws: ``AttacheCore/AttacheError`` (stage `request`): `.rejected` for an unacceptable 4xx status (not
-    ///   retryable), `.retriesExhausted` for an unacceptable status that `RetryClassifier` retries
-    ///   (retryable), `.badResponse` for any
+    ///   retryable), `.retriesExhausted` for an unacceptable status that the receiving client's
+    ///   ``RetryClassifier`` retries (retryable), `.badResponse` for any
     ///   other unacceptable status or content type; the message names the status and the type.
     @discardableResult
     public func validate(
@@ -61,7 +61,7 @@ extension ServerResponse {
         guard statusCodes.contains(status) else {
             let detail = "HTTP \(status) is not an acceptable status"
             switch status {
-            case _ where RetryClassifier.standard.isRetryable(status: status):
+            case _ where retryableByClient ?? RetryClassifier.standard.isRetryable(self):
                 throw AttacheError(.retriesExhausted, stage: .request, detail, isRetryable: true)
             case 400...499:
                 throw AttacheError(.rejected, stage: .request, detail)

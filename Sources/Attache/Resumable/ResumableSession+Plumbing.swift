@@ -15,13 +15,13 @@ extension ResumableSession {
     }
 
     func result(_ outcome: UploadResult.Outcome) -> ResumableUploadResult {
-        if case .stored = outcome { tracker.finish(attempt: failures + 1) }
+        if case .stored = outcome { tracker.finish(attempt: series.attempt) }
         let upload = UploadResult(
-            outcome: outcome, idempotencyKey: request.idempotencyKey, attempts: reasons.count + 1, bodyByteCount: total,
-            duration: clock.now - start, retryReasons: reasons)
+            outcome: outcome, idempotencyKey: request.idempotencyKey, attempts: series.reasons.count + 1,
+            bodyByteCount: total, duration: clock.now - start, retryReasons: series.reasons)
         return ResumableUploadResult(
             upload: upload, protocolName: state?.protocolName ?? .ietf, uploadURL: state?.uploadURL ?? request.url,
-            resumedFrom: resumedFrom, bytesSent: sent.value, requests: requests)
+            resumedFrom: resumedFrom, bytesSent: sent.value, requests: series.requests)
     }
 
     func checksumHeader(_ algorithm: String, offset: Int64, count: Int64) throws -> String {
@@ -43,10 +43,6 @@ extension ResumableSession {
             return String(trimmed)
         }
         return resolved.absoluteString
-    }
-
-    func retryAfter(_ response: ServerResponse) -> Duration? {
-        uploader.answers.retry.retryAfter(in: response)
     }
 
     func internalError(_ message: String) -> AttacheError {
@@ -82,13 +78,21 @@ extension ResumableSession {
         return nil
     }
 
-    /// Sends one request; body bytes handed to the network are counted and reported as progress from
-    /// `progressBase`.
+    /// Sends one request on the client's attempt loop; body bytes handed to the network are counted
+    /// and reported as progress from `progressBase`.
+    ///
+    /// - Parameters:
+    ///   - resendsFailures: whether the loop sends the request again after a failure without an
+    ///     answer; false for an append, whose failure needs the server's offset first.
+    ///   - retryAnswer: which answers the loop sends the request again for, and how; nil for those
+    ///     the client's rule retries.
+    ///   - failed: sees a failure before the loop judges it.
     mutating func send(
         _ method: String, _ url: String, headers: [(String, String)], body: (any ByteSource)? = nil,
-        progressBase: Int64? = nil, onInformational: (@Sendable (Int, [HeaderField]) -> Void)? = nil
+        progressBase: Int64? = nil, onInformational: (@Sendable (Int, [HeaderField]) -> Void)? = nil,
+        resendsFailures: Bool = true, retryAnswer: ((ServerResponse) -> RetryAdvice?)? = nil,
+        failed: (AttacheError) throws -> AttacheError = { $0 }
     ) async throws -> ServerResponse {
-        requests += 1
         var all = headers.map { HeaderField(name: $0.0, value: $0.1) }
         if body != nil { all.append(HeaderField(name: "Expect", value: "")) }
         let exchange = try TransportRequest(
@@ -97,20 +101,35 @@ extension ResumableSession {
         ).prepared(for: .upload)
         let tracker = self.tracker
         let counter = self.sent
-        let attempt = failures + 1
         let resumed = resumedFrom
-        let lastSent = LockedValue<Int64>(0)
-        let sink = CollectingSink(
-            limit: uploader.answers.maximumBodySize,
-            onProgress: { sentNow, _ in
-                let delta = lastSent.withLock { last -> Int64 in
-                    defer { last = max(last, sentNow) }
-                    return max(0, sentNow - last)
-                }
-                if delta > 0 { counter.add(delta) }
-                if let progressBase { tracker.report(sent: progressBase + sentNow, attempt: attempt, resumed: resumed) }
-            }, onInformational: onInformational)
+        let limit = uploader.answers.maximumBodySize
+        let logger = logger
         logger.debug("\(method) \(TransportRequest.redact(url: url))", metadata: ["bytes": "\(body?.byteCount ?? 0)"])
-        return try await uploader.client.exchange(exchange, sink: sink, operation: .resumableUpload, attempt: attempt)
+        return try await uploader.client.execute(&series, logger: logger) { attempt in
+            let lastSent = LockedValue<Int64>(0)
+            let sink = CollectingSink(
+                limit: limit,
+                onProgress: { sentNow, _ in
+                    let delta = lastSent.withLock { last -> Int64 in
+                        defer { last = max(last, sentNow) }
+                        return max(0, sentNow - last)
+                    }
+                    if delta > 0 { counter.add(delta) }
+                    if let progressBase { tracker.report(sent: progressBase + sentNow, attempt: attempt, resumed: resumed) }
+                }, onInformational: onInformational)
+            return AttemptRequest(exchange, sink: sink, isResendable: resendsFailures)
+        } failed: { error, _ in
+            try failed(error)
+        } settle: { answer -> Settlement<ServerResponse> in
+            let advice = retryAnswer.map { $0(answer.response) } ?? answer.retryAdvice
+            if let advice, !answer.isFinal { return .retry(advice, failure: nil) }
+            return .done(answer.response)
+        }
     }
+}
+
+/// A failed IETF creation whose `104` had already named the upload: it is continued, not created again.
+struct CreatedBeforeFailure: Error {
+    let location: String
+    let failure: AttacheError
 }

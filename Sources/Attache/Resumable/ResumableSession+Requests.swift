@@ -15,24 +15,13 @@ extension ResumableSession {
     mutating func create() async throws -> Creation {
         switch uploader.configuration.mode {
         case .tus:
-            _ = try await discoverTusRetrying()
+            _ = try await discoverTus()
             return try await createTus()
         case .ietf:
             return try await createIETF(probe: false)
         case .auto, .off:
-            if try await discoverTusRetrying() { return try await createTus() }
+            if try await discoverTus() { return try await createTus() }
             return try await createIETF(probe: true)
-        }
-    }
-
-    /// ``discoverTus()``, with a failed `OPTIONS` (connection refused, lost) retried per the policy.
-    mutating func discoverTusRetrying() async throws -> Bool {
-        while true {
-            do {
-                return try await discoverTus()
-            } catch let error as AttacheError where error.isRetryable && error.code != .limitExceeded {
-                try await failed(error.message, retryAfter: nil, cause: error)
-            }
         }
     }
 
@@ -74,14 +63,17 @@ extension ResumableSession {
             }
         }
         let began = clock.now
-        let response: ServerResponse
-        do {
-            response = try await send("POST", request.url, headers: headers, body: body, progressBase: 0)
-        } catch let error as AttacheError where error.isRetryable && error.code != .fileChanged {
-            // Nothing tells where the resource is: create another one after the policy's wait.
-            try await failed(error.message, retryAfter: nil, cause: error)
-            return try await createTus()
-        }
+        let interpreter = interpreter
+        // A failure tells nothing of where the resource is: the loop creates another one after the
+        // policy's wait, as it does for an answer the profile retries.
+        let response = try await send(
+            "POST", request.url, headers: headers, body: body, progressBase: 0,
+            retryAnswer: { response in
+                guard response.status != 201, response.status != 460 || response.header("Location") == nil,
+                    case .retry(let advice) = interpreter.interpret(response)
+                else { return nil }
+                return advice
+            })
         if response.status == 460, let location = response.header("Location") {
             // Created, but the first chunk did not arrive intact: resend it with PATCH.
             let created = ResumableState(protocolName: .tus, uploadURL: resolve(location), offset: 0)
@@ -93,8 +85,8 @@ extension ResumableSession {
         guard response.status == 201, let location = response.header("Location") else {
             switch interpreter.interpret(response) {
             case .retry(let advice):
-                try await failed(advice.reason, retryAfter: advice.retryAfter, cause: nil)
-                return try await createTus()
+                // Only a retrier's final word gets here.
+                return .finished(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
             case .rejection(let rejection):
                 return .finished(.rejected(rejection))
             case .success:
@@ -126,7 +118,10 @@ extension ResumableSession {
         if !probe { headers.append(("Upload-Length", String(total))) }
         let body: any ByteSource = probe ? DataSource([]) : request.body
         let response: ServerResponse
+        let classifier = uploader.client.retry
         do {
+            // A failure before the 104 is sent again by the loop (nothing was created); after it, the
+            // upload exists and is continued from the server's offset. Every answer is the protocol's.
             response = try await send(
                 "POST", request.url, headers: headers, body: body, progressBase: 0,
                 onInformational: { status, fields in
@@ -137,18 +132,18 @@ extension ResumableSession {
                     if let limit = fields.last(where: { $0.name.lowercased() == "upload-limit" })?.value {
                         interimLimit.withLock { $0 = limit }
                     }
+                },
+                retryAnswer: { _ in nil },
+                failed: { error in
+                    guard classifier.isRetryable(error), let location = interim.withLock({ $0 }) else { return error }
+                    throw CreatedBeforeFailure(location: location, failure: error)
                 })
-        } catch let error as AttacheError where error.isRetryable && error.code != .fileChanged {
-            guard let location = interim.withLock({ $0 }) else {
-                try await failed(error.message, retryAfter: nil, cause: error)
-                return try await createIETF(probe: probe)
-            }
-            // The 104 came: the upload exists, continue it from the server's offset.
-            let created = ResumableState(protocolName: .ietf, uploadURL: resolve(location), offset: 0)
-            state = created
-            onState?(created)
-            try await failed(error.message, retryAfter: nil, cause: error)
-            return .created(offset: try await recover(created))
+        } catch let created as CreatedBeforeFailure {
+            let continued = ResumableState(protocolName: .ietf, uploadURL: resolve(created.location), offset: 0)
+            state = continued
+            onState?(continued)
+            try await failed(created.failure.message, retryAfter: nil, cause: created.failure)
+            return .created(offset: try await recover(continued))
         }
         let location = interim.withLock { $0 } ?? (response.status == 201 ? response.header("Location") : nil)
         guard let location else {
@@ -197,8 +192,7 @@ extension ResumableSession {
             let offset = response.header("Upload-Offset").flatMap({ Int64($0.trimmingWhiteSpace) })
         else {
             throw AttacheError(
-                .badResponse, stage: .upload, "HEAD on the upload answered \(response.status) without Upload-Offset",
-                isRetryable: uploader.answers.retry.isRetryable(status: response.status) || response.status == 423)
+                .badResponse, stage: .upload, "HEAD on the upload answered \(response.status) without Upload-Offset")
         }
         try applyLimits(response.header("Upload-Limit"))
         if (current.protocolName == .ietf && Self.isComplete(response)) || (current.protocolName == .tus && offset >= total) {
@@ -231,9 +225,11 @@ extension ResumableSession {
         } else {
             headers += [("Content-Type", "application/partial-upload"), ("Upload-Complete", complete ? "?1" : "?0")]
         }
+        // Neither a failure nor an answer is sent again as it is: the server may hold part of it, so
+        // the next append starts from the offset it confirms.
         let response = try await send(
             "PATCH", current.uploadURL, headers: headers, body: ByteSourceSlice(request.body, offset: offset, count: count),
-            progressBase: offset)
+            progressBase: offset, resendsFailures: false, retryAnswer: { _ in nil })
         let serverOffset = response.header("Upload-Offset").flatMap { Int64($0.trimmingWhiteSpace) }
         switch response.status {
         case 200..<300:
@@ -250,7 +246,6 @@ extension ResumableSession {
         case 460: return .checksumMismatch
         case 413: return .tooLarge(limit: Self.limit(response.header("Upload-Limit"), "max-append-size"))
         case 404, 410: return .gone
-        case 423: return .retry(RetryAdvice(reason: "423 locked", status: 423, retryAfter: retryAfter(response)))
         default:
             switch interpreter.interpret(response) {
             case .retry(let advice): return .retry(advice)

@@ -23,12 +23,12 @@ struct ResumableSession {
     /// The `HEAD` answer that said the upload is complete (it names the receipt).
     var completedHead: ServerResponse?
     var appendSize: Int64
-    var requests = 0
     let sent = ByteCounter()
     var resumedFrom: Int64 = 0
-    var failures = 0
-    var reasons: [String] = []
     var restarted = false
+    /// Every request of the upload, its failures counted together on the client's attempt loop; an
+    /// append the server accepts starts the count again.
+    var series: AttemptSeries
 
     init(
         uploader: ResumableUploader, request: ResumableUploadRequest, onState: (@Sendable (ResumableState?) -> Void)?,
@@ -45,7 +45,7 @@ struct ResumableSession {
                 .invalidArgument, stage: .upload, "the field name \"\(name)\" cannot be sent in Upload-Metadata")
         }
         metadata = pairs.map { $0.0 + " " + Base64.encode(Array($0.1.utf8)) }.joined(separator: ",")
-        interpreter = ResponseInterpreter(configuration: uploader.answers)
+        interpreter = ResponseInterpreter(configuration: uploader.answers, classifier: uploader.client.retry)
         tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
         var logger = uploader.logger
         logger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
@@ -53,6 +53,10 @@ struct ResumableSession {
         appendSize = uploader.configuration.initialAppendSize
         start = clock.now
         state = request.resumeFrom
+        // At least two: a failed append is always worth one look at the server's offset.
+        var policy = uploader.connection.retry
+        policy.maximumAttempts = max(policy.maximumAttempts, 2)
+        series = uploader.client.series(.resumableUpload, policy: policy, answerStage: .upload)
     }
 
     // MARK: The whole upload
@@ -110,14 +114,14 @@ struct ResumableSession {
             do {
                 answer = try await append(to: current, offset: offset, count: count, complete: last)
             } catch let error as AttacheError {
-                guard error.isRetryable, error.code != .fileChanged else { throw error }
+                guard uploader.client.retry.isRetryable(error) else { throw error }
                 try await failed(error.message, retryAfter: nil, cause: error)
                 offset = try await recover(current)
                 continue
             }
             switch answer {
             case .accepted(let confirmed):
-                failures = 0
+                series.progressed()
                 adapt(count: confirmed - offset, elapsed: clock.now - began)
                 offset = confirmed
                 var updated = current
@@ -166,49 +170,25 @@ struct ResumableSession {
 
     /// After a failed append: the server's offset (starting over when the upload is gone).
     mutating func recover(_ current: ResumableState) async throws -> Int64 {
-        while true {
-            do {
-                switch try await checkOffset(current) {
-                case .offset(let confirmed):
-                    var updated = current
-                    updated.offset = confirmed
-                    state = updated
-                    onState?(updated)
-                    return confirmed
-                case .complete:
-                    return total
-                case .gone:
-                    // Let the append loop meet the 404/410 and start over.
-                    return current.offset
-                }
-            } catch let error as AttacheError where error.isRetryable && error.code != .fileChanged {
-                try await failed(error.message, retryAfter: nil, cause: error)
-            }
+        switch try await checkOffset(current) {
+        case .offset(let confirmed):
+            var updated = current
+            updated.offset = confirmed
+            state = updated
+            onState?(updated)
+            return confirmed
+        case .complete:
+            return total
+        case .gone:
+            // Let the append loop meet the 404/410 and start over.
+            return current.offset
         }
     }
 
-    /// Counts a failure without progress and waits per the retry policy; throws when the policy gives up.
+    /// Counts a failure the protocol found (a failed append, an offset conflict) on the client's
+    /// attempt loop, and waits per the retry policy; throws when the policy gives up.
     mutating func failed(_ reason: String, retryAfter: Duration?, cause: AttacheError?) async throws {
-        try Task.checkCancellation()
-        failures += 1
-        reasons.append(reason)
-        let policy = uploader.connection.retry
-        let delay = retryAfter ?? policy.delay(afterAttempt: failures, retryAfter: nil)
-        if failures >= max(policy.maximumAttempts, 2) || clock.now - start + delay > policy.budget {
-            throw AttacheError(
-                cause?.code == .connectionFailed && requests <= failures ? .connectionFailed : .retriesExhausted,
-                stage: .upload, "gave up after \(failures) failed requests without progress; last: \(reason)",
-                isRetryable: true, cause: cause)
-        }
-        logger.debug("resumable request failed, resuming", metadata: ["reason": "\(reason)", "delay-ms": "\(delay.milliseconds)"])
-        uploader.client.retrying(
-            .resumableUpload, attempt: failures, reason: reason,
-            cause: AttacheClient.retryCause(status: nil, failure: cause), delay: delay)
-        do {
-            if delay > .zero { try await uploader.client.sleep(delay) }
-        } catch {
-            throw AttacheError(.cancelled, stage: .upload, "cancelled while waiting to resume")
-        }
+        try await uploader.client.wait(&series, RetryAdvice(reason: reason, retryAfter: retryAfter), failure: cause, logger: logger)
     }
 
     /// Sizes the next append to take about the target duration at the rate this one reached.

@@ -75,7 +75,6 @@ package struct ResumableUploader: Sendable {
         onState: (@Sendable (ResumableState?) -> Void)? = nil,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> ResumableUploadResult? {
-        client.started(.resumableUpload, method: "POST", url: request.url)
         var session = try ResumableSession(uploader: self, request: request, onState: onState, progress: progress)
         let result = try await session.run()
         // Stored: nothing is left to resume.
@@ -95,7 +94,13 @@ extension ResumableUploader {
             method: "DELETE", url: state.uploadURL, headers: headers, connection: connection,
             maximumResponseBodySize: answers.maximumBodySize
         ).prepared(for: .upload)
-        let response = try await client.exchange(exchange, sink: nil, operation: .resumableUpload, attempt: 1)
+        // Once: what is left of an upload nobody continues expires on the server anyway.
+        let answer = try await client.execute(.resumableUpload, policy: RetryPolicy(maximumAttempts: 1), answerStage: .upload) { _ in
+            AttemptRequest(exchange, sink: nil)
+        } settle: { answer -> Settlement<ServerResponse> in
+            .done(answer.response)
+        }
+        let response = answer.value
         return (200..<300).contains(response.status) || response.status == 404 || response.status == 410
     }
 }

@@ -1,4 +1,4 @@
-internal import AttacheCore
+public import AttacheCore
 package import FoundationEssentials
 
 /// The one rule for what is tried again, for every operation: multipart and resumable uploads,
@@ -7,13 +7,17 @@ package import FoundationEssentials
 /// Retried:
 /// - a failure without an answer that the transport marks retryable: a connection refused, reset or
 ///   cut, a timeout, a TLS handshake that broke (not a certificate that failed verification);
-/// - the statuses **408** Request Timeout, **425** Too Early, **429** Too Many Requests, **500**
-///   Internal Server Error, **502** Bad Gateway, **503** Service Unavailable and **504** Gateway
-///   Timeout.
+/// - the statuses **408** Request Timeout, **423** Locked (a tus server's answer while an earlier
+///   request still holds the upload), **425** Too Early, **429** Too Many Requests, **500** Internal
+///   Server Error, **502** Bad Gateway, **503** Service Unavailable and **504** Gateway Timeout;
+/// - a **409** Conflict that carries `Retry-After` (the server says when the conflict will be over).
 ///
 /// Not retried: **501** Not Implemented and **505** HTTP Version Not Supported (the server will not
-/// change its mind), nor any other status. An operation may know more (a tus 423 Locked, a 409 offset
-/// conflict, an S3 `SlowDown` code) and retry that too; it never retries less.
+/// change its mind), nor any other status. A client holds one classifier, and every operation asks
+/// it (``AttacheClient/execute(_:logger:request:failed:settle:)``): a client made with another one
+/// retries other statuses everywhere. What a protocol defines as a step rather than a failure (a
+/// resumable upload's 409 offset conflict, an S3 error code configured as retryable) stays the
+/// operation's.
 ///
 /// The server's `Retry-After` is read as delta-seconds (`120`) or an HTTP-date
 /// (`Wed, 21 Oct 2026 07:28:00 GMT`) and capped at ``maximumRetryAfter``, five minutes, so that no
@@ -25,31 +29,43 @@ package import FoundationEssentials
 /// rule.isRetryable(status: 503)   // true
 /// rule.retryAfter("120")          // .seconds(120)
 /// ```
-package struct RetryClassifier: Sendable, Hashable {
+public struct RetryClassifier: Sendable, Hashable {
     /// The statuses retried by default (listed above).
-    package static let retryableStatuses: Set<Int> = [408, 425, 429, 500, 502, 503, 504]
+    public static let retryableStatuses: Set<Int> = [408, 423, 425, 429, 500, 502, 503, 504]
 
     /// The rule as described above.
-    package static let standard = RetryClassifier()
+    public static let standard = RetryClassifier()
 
     /// The statuses that are retried.
-    package var statuses: Set<Int>
+    public var statuses: Set<Int>
     /// The longest `Retry-After` honoured; longer ones are cut to this.
-    package var maximumRetryAfter: Duration
+    public var maximumRetryAfter: Duration
 
     /// Creates a rule; the defaults are ``standard``.
-    package init(statuses: Set<Int> = RetryClassifier.retryableStatuses, maximumRetryAfter: Duration = .seconds(300)) {
+    public init(statuses: Set<Int> = RetryClassifier.retryableStatuses, maximumRetryAfter: Duration = .seconds(300)) {
         self.statuses = statuses
         self.maximumRetryAfter = maximumRetryAfter
     }
 
     /// Whether an answer with `status` is tried again.
-    package func isRetryable(status: Int) -> Bool {
+    public func isRetryable(status: Int) -> Bool {
         statuses.contains(status)
     }
 
+    /// Whether `response` is tried again: its status is, or it is a 409 that says when to come back.
+    package func isRetryable(_ response: ServerResponse) -> Bool {
+        isRetryable(status: response.status) || (response.status == 409 && response.header("Retry-After") != nil)
+    }
+
+    /// The advice for `response` when it is tried again (its status, and the wait its `Retry-After`
+    /// asks for); nil when it is not.
+    package func advice(for response: ServerResponse) -> RetryAdvice? {
+        guard isRetryable(response) else { return nil }
+        return RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: retryAfter(in: response))
+    }
+
     /// Whether a failure without an answer is tried again.
-    package func isRetryable(_ error: AttacheError) -> Bool {
+    public func isRetryable(_ error: AttacheError) -> Bool {
         error.isRetryable && error.code != .fileChanged
     }
 

@@ -117,7 +117,7 @@ public struct Uploader: Sendable {
     }
 
     /// Creates the upload operation of `client`, with the client's connection settings.
-    package init(
+    public init(
         client: AttacheClient, answers: ResponseInterpreter.Configuration = .init(),
         logger: Logger = Logger(label: "attache.upload")
     ) {
@@ -151,11 +151,12 @@ public struct Uploader: Sendable {
         _ request: UploadRequest,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> UploadResult {
-        let interpreter = ResponseInterpreter(configuration: answers)
+        let client = client
+        let interpreter = ResponseInterpreter(configuration: answers, classifier: client.retry)
         let tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
-        var requestLogger = logger
-        requestLogger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
-        requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: request.url))"
+        var logger = logger
+        logger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
+        logger[metadataKey: "url"] = "\(TransportRequest.redact(url: request.url))"
         let exchange = try TransportRequest(
             method: "POST", url: request.url,
             headers: [
@@ -168,59 +169,28 @@ public struct Uploader: Sendable {
             ] + request.headers,
             body: request.body, connection: connection, maximumResponseBodySize: answers.maximumBodySize
         ).prepared(for: .upload)
-        let clock = ContinuousClock()
-        let client = client
-        client.started(.upload, exchange)
-        let driver = client.retryDriver(.upload, policy: connection.retry, answerStage: .interpret, logger: requestLogger)
-        let logger = requestLogger
-        let outcome = try await driver.run { attempt -> RetryDriver.Verdict<UploadResult.Outcome> in
+        let answers = answers
+        let outcome = try await client.execute(.upload, policy: connection.retry, logger: logger) { attempt in
             logger.debug(
-                "POST attempt \(attempt)",
-                metadata: ["bytes": "\(request.body.byteCount)", "boundary": "\(request.body.boundary)"])
+                "POST attempt \(attempt)", metadata: ["bytes": "\(request.body.byteCount)", "boundary": "\(request.body.boundary)"])
             tracker.report(sent: 0, attempt: attempt)
-            let sink = CollectingSink(limit: answers.maximumBodySize) { sent, _ in
-                tracker.report(sent: sent, attempt: attempt)
-            }
-            let attemptStart = clock.now
-            let response: ServerResponse
-            do {
-                response = try await client.exchange(exchange, sink: sink, operation: .upload, attempt: attempt)
-            } catch let error as AttacheError {
-                switch await client.retryDecision(exchange, response: nil, error: error, attempt: attempt) {
-                case .retry: return .retry(RetryAdvice(reason: error.message), failure: error)
-                case .retryAfter(let delay): return .retry(RetryAdvice(reason: error.message, retryAfter: delay), failure: error)
-                case .doNotRetry: throw error
-                case .useDefault: break
-                }
-                guard client.retry.isRetryable(error) else { throw error }
-                logger.debug("attempt \(attempt) failed: \(error.message)")
-                return .retry(RetryAdvice(reason: error.message), failure: error)
-            }
+            let sink = CollectingSink(limit: answers.maximumBodySize) { sent, _ in tracker.report(sent: sent, attempt: attempt) }
+            return AttemptRequest(exchange, sink: sink)
+        } settle: { answer -> Settlement<UploadResult.Outcome> in
+            let response = answer.response
             logger.debug(
                 "answer \(response.status)",
-                metadata: [
-                    "attempt": "\(attempt)", "bytes": "\(response.body.count)",
-                    "content-type": "\(response.mediaType ?? "-")",
-                    "ms": "\((clock.now - attemptStart).milliseconds)",
-                ])
-            let decision = await client.retryDecision(exchange, response: response, error: nil, attempt: attempt)
-            switch decision {
-            case .retry: return .retry(RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil)
-            case .retryAfter(let delay):
-                return .retry(
-                    RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay), failure: nil)
-            case .doNotRetry, .useDefault: break
-            }
+                metadata: ["attempt": "\(answer.attempt)", "bytes": "\(response.body.count)", "content-type": "\(response.mediaType ?? "-")"])
             switch client.telemetry.withSpan("attache.interpret", { _ in interpreter.interpret(response) }) {
             case .success(let receipt):
-                tracker.finish(attempt: attempt)
+                tracker.finish(attempt: answer.attempt)
                 return .done(.stored(receipt))
             case .rejection(let rejection):
-                logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(attempt)"])
+                logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(answer.attempt)"])
                 return .done(.rejected(rejection))
             case .retry(let advice):
                 // A retrier's no is final: the answer is the upload's end.
-                guard decision != .doNotRetry else {
+                guard !answer.isFinal else {
                     return .done(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
                 }
                 return .retry(advice, failure: nil)
