@@ -323,12 +323,12 @@ private struct BatchDriver: Sendable {
                 // Detect in this job too, for a file that will be sent: one hand-off fewer. A detection that
                 // fails is left to the pipeline, which runs it again and reports it as it always has.
                 guard case .send = decision else { return .decided(identity, decision, nil, nil) }
-                let detection = try? configuration.pipeline.detectBlocking(
+                let detection = try? configuration.pipeline.detect(
                     fileAt: file.path, declaredKind: configuration.declaredKind)
                 // And scan here a file that Transform will pass through: the scan needs no other hand-off,
                 // and content seen before in this run is known by its SHA-256.
                 let scanned = detection.flatMap {
-                    configuration.pipeline.scanAheadBlocking(fileAt: file.path, detection: $0, sha256: identity.sha256)
+                    configuration.pipeline.scanAhead(fileAt: file.path, detection: $0, sha256: identity.sha256)
                 }
                 return .decided(identity, decision, detection, scanned)
             }
@@ -387,35 +387,19 @@ private struct BatchDriver: Sendable {
         // The journal committed the key and seal material before this point: every attempt, in this
         // process or the next, seals to the same bytes, so a replayed receipt's key opens what the
         // server holds.
-        var attachment = Attachment(
-            path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material,
-            resumesEarlierSend: resumed)
-        attachment.detection = detection
-        attachment.scannedAhead = scanned
-        if configuration.pipeline.configuration.resumable.mode != .off {
-            // A resumable upload an earlier run left: continued from the server's offset. Each offset the
-            // server confirms is committed before the next append.
-            if resumed { attachment.resumableState = try? await pool.run { try journal.resumableState(path: file.path) } }
-            let path = file.path
-            attachment.onResumableState = { state in try? journal.recordResumable(path: path, state: state) }
-        }
-        if configuration.pipeline.configuration.objectStore != nil {
-            // A multipart upload to a bucket an earlier run left: continued under its journalled upload id.
-            // Each part the store confirms is committed before the next result is taken.
-            if resumed { attachment.multipartRecord = try? await pool.run { try journal.multipartRecord(path: file.path) } }
-            let path = file.path
-            let pool = self.pool
-            attachment.onMultipartRecord = { record in
-                _ = try? await pool.run { try journal.recordMultipart(path: path, record: record) }
-            }
-        }
+        let attachment = Attachment(
+            path: file.path, declaredKind: configuration.declaredKind, idempotencyKey: key, sealMaterial: material)
+        var options = SendOptions()
+        options.journal = EntryJournal(journal: journal, pool: pool, path: file.path, continuesEarlierSend: resumed)
+        options.detection = detection
+        options.scannedAhead = scanned
         let pipeline = configuration.pipeline
         let throttle = ProgressThrottle()
         let events = self.events
         let send = Task {
             // Each file is a trace of its own, linked to the batch run's span.
             try await pipeline.telemetry.startingTraces {
-                try await pipeline.send(attachment) { update in
+                try await pipeline.send(attachment, options: options) { update in
                     guard case .upload(let progress) = update else { return }
                     let (emit, retry) = throttle.filter(progress)
                     if let retry { events.force(.retried(file, attempt: retry)) }
@@ -461,5 +445,33 @@ private struct BatchDriver: Sendable {
             return AttacheError(.cancelled, stage: .batch, "cancelled", file: file)
         }
         return AttacheError(.internalError, stage: .batch, "\(error)", file: file)
+    }
+}
+
+/// What a batch entry keeps of its send: a resumable upload's resource and offset, and an object store's
+/// multipart upload, committed to the entry's journal row before the upload goes on. An earlier run's
+/// state is read only for an entry that run started (`continuesEarlierSend`).
+private struct EntryJournal: SendJournal {
+    let journal: UploadJournal
+    let pool: BlockingPool
+    let path: String
+    let continuesEarlierSend: Bool
+
+    func resumableState() async -> ResumableState? {
+        guard continuesEarlierSend else { return nil }
+        return try? await pool.run { [journal, path] in try journal.resumableState(path: path) }
+    }
+
+    func record(_ state: ResumableState?) async {
+        _ = try? await pool.run { [journal, path] in try journal.recordResumable(path: path, state: state) }
+    }
+
+    func multipartRecord() async -> MultipartRecord? {
+        guard continuesEarlierSend else { return nil }
+        return try? await pool.run { [journal, path] in try journal.multipartRecord(path: path) }
+    }
+
+    func record(_ record: MultipartRecord?) async {
+        _ = try? await pool.run { [journal, path] in try journal.recordMultipart(path: path, record: record) }
     }
 }

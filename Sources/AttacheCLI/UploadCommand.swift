@@ -96,11 +96,10 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
         // An upload under a caller's idempotency key may be a second send of an earlier one: its seal
         // material is made durable before anything is sent, and found again the next time.
         var material: (material: SealMaterial, existed: Bool)?
-        // With --resumable, the upload's resource and confirmed offset are kept next to the material, so
-        // the same command run again continues a large file from the server's offset.
-        var resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?
-        // To a bucket, a multipart upload's id and the parts the store confirmed are kept there too.
-        var multipart: (record: MultipartRecord?, keep: @Sendable (MultipartRecord?) async -> Void)?
+        // A resumable upload's resource and confirmed offset, and a multipart upload's id and the parts
+        // the store confirmed, are kept next to the material, so the same command run again continues a
+        // large file where the first run stopped.
+        var journal: (any SendJournal)?
         if let idempotencyKey {
             do {
                 let store = try SealMaterialStore(directory: sealMaterialDir ?? SealMaterialStore.defaultDirectory)
@@ -108,14 +107,7 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
                 let scope = configuration.url + " " + configuration.seal.scheme.rawValue
                 material = try store.material(
                     forKey: idempotencyKey, scope: scope, scheme: configuration.seal.scheme)
-                if configuration.resumable.mode != .off {
-                    let earlier = material?.existed == true ? store.resumableState(forKey: idempotencyKey, scope: scope) : nil
-                    resumable = (earlier, { state in try? store.recordResumable(state, forKey: idempotencyKey, scope: scope) })
-                }
-                if configuration.objectStore != nil {
-                    let earlier = material?.existed == true ? store.multipartRecord(forKey: idempotencyKey, scope: scope) : nil
-                    multipart = (earlier, { record in try? store.recordMultipart(record, forKey: idempotencyKey, scope: scope) })
-                }
+                journal = store.journal(forKey: idempotencyKey, scope: scope, continuesEarlierSend: material?.existed ?? false)
             } catch let error as AttacheError {
                 Console.err("attache: \(error)")
                 throw ExitCode(ExitStatus.forError(error))
@@ -124,8 +116,7 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
 
         let showProgress = !noProgress && !json && Console.stderrIsTerminal
         let board = ProgressBoard(enabled: showProgress)
-        let outcomes = await sendAll(
-            pipeline: pipeline, board: board, material: material, resumable: resumable, multipart: multipart)
+        let outcomes = await sendAll(pipeline: pipeline, board: board, material: material?.material, journal: journal)
         board.finish()
 
         var firstFailure: AttacheError?
@@ -154,25 +145,20 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
     }
 
     private func sendAll(
-        pipeline: AttachmentPipeline, board: ProgressBoard, material: (material: SealMaterial, existed: Bool)?,
-        resumable: (state: ResumableState?, record: @Sendable (ResumableState?) -> Void)?,
-        multipart: (record: MultipartRecord?, keep: @Sendable (MultipartRecord?) async -> Void)?
+        pipeline: AttachmentPipeline, board: ProgressBoard, material: SealMaterial?, journal: (any SendJournal)?
     ) async -> [Result<UploadReceipt, AttacheError>] {
         await withTaskGroup(of: (Int, Result<UploadReceipt, AttacheError>).self) { group in
             var results = [Result<UploadReceipt, AttacheError>?](repeating: nil, count: files.count)
             var next = 0
             func start(_ index: Int) {
-                var prepared = Attachment(
+                let attachment = Attachment(
                     path: files[index], declaredKind: self.pipeline.kind, idempotencyKey: idempotencyKey,
-                    sealMaterial: material?.material, resumesEarlierSend: material?.existed ?? false)
-                prepared.resumableState = resumable?.state
-                prepared.onResumableState = resumable?.record
-                prepared.multipartRecord = multipart?.record
-                prepared.onMultipartRecord = multipart?.keep
-                let attachment = prepared
+                    sealMaterial: material)
+                var options = SendOptions()
+                options.journal = journal
                 group.addTask {
                     do {
-                        let receipt = try await pipeline.send(attachment) { event in
+                        let receipt = try await pipeline.send(attachment, options: options) { event in
                             if case .upload(let update) = event { board.update(index: index, path: attachment.path, update) }
                         }
                         board.done(index: index)

@@ -89,13 +89,24 @@ public struct PipelineQueueSender: QueueFileSender {
             throw AttacheError(
                 .fileChanged, stage: .read, "the file changed after it was enqueued: enqueue it again", file: job.path)
         }
-        var attachment = Attachment(
-            path: job.path, declaredKind: declaredKind, idempotencyKey: job.idempotencyKey,
-            sealMaterial: job.sealMaterial, resumesEarlierSend: job.attempt > 1)
-        attachment.multipartRecord = job.multipartRecord
-        attachment.onMultipartRecord = job.recordMultipart
-        return try await pipeline.send(attachment)
+        let attachment = Attachment(
+            path: job.path, declaredKind: declaredKind, idempotencyKey: job.idempotencyKey, sealMaterial: job.sealMaterial)
+        var options = SendOptions()
+        options.journal = RowJournal(job: job)
+        return try await pipeline.send(attachment, options: options)
     }
+}
+
+/// What a queue row keeps of its send: whether an earlier claim may have sent it, and an object
+/// store's multipart upload (the row's `multipart` column).
+private struct RowJournal: SendJournal {
+    let job: QueueJob
+
+    var continuesEarlierSend: Bool { job.attempt > 1 }
+
+    func multipartRecord() async -> MultipartRecord? { job.multipartRecord }
+
+    func record(_ record: MultipartRecord?) async { await job.recordMultipart?(record) }
 }
 
 /// Sends nothing: answers every job with a receipt made up on the spot. For measuring the queue's own

@@ -1,5 +1,5 @@
 internal import AttacheCore
-public import Logging
+import Logging
 
 /// The one client: it owns the transport and the connection settings, the retry rule and the
 /// interceptors, and every way Attache talks HTTP is an operation on it.

@@ -4,15 +4,20 @@ import FoundationEssentials
 /// store confirmed (ETag and checksum), enough for another process to continue it. The batch journal,
 /// the seal-material store of `attache upload --idempotency-key` and the queue row keep it (as ``json``)
 /// next to the seal material.
-package struct MultipartRecord: Sendable, Hashable, Codable {
+public struct MultipartRecord: Sendable, Hashable, Codable {
     /// A part the store took.
-    package struct Part: Sendable, Hashable, Codable {
-        package var number: Int
-        package var etag: String
-        package var size: Int64
-        package var checksum: String?
+    public struct Part: Sendable, Hashable, Codable {
+        /// The part's number, from 1.
+        public var number: Int
+        /// The `ETag` the store answered, unquoted.
+        public var etag: String
+        /// Its length in bytes.
+        public var size: Int64
+        /// The checksum the store confirmed (base64), when parts carry one.
+        public var checksum: String?
 
-        package init(number: Int, etag: String, size: Int64, checksum: String?) {
+        /// Creates a part.
+        public init(number: Int, etag: String, size: Int64, checksum: String?) {
             self.number = number
             self.etag = etag
             self.size = size
@@ -21,15 +26,16 @@ package struct MultipartRecord: Sendable, Hashable, Codable {
     }
 
     /// The object's key (prefix included).
-    package var key: String
+    public var key: String
     /// The store's `UploadId`.
-    package var uploadId: String
+    public var uploadId: String
     /// Whether the upload was created taking CRC-32C checksums.
-    package var checksums: Bool
+    public var checksums: Bool
     /// The parts confirmed so far, by number.
-    package var parts: [Part]
+    public var parts: [Part]
 
-    package init(key: String, uploadId: String, checksums: Bool, parts: [Part] = []) {
+    /// Creates a record.
+    public init(key: String, uploadId: String, checksums: Bool, parts: [Part] = []) {
         self.key = key
         self.uploadId = uploadId
         self.checksums = checksums

@@ -48,35 +48,11 @@ public struct Attachment: Sendable {
     /// process, must send identical bytes, or the server keeps the first attempt's bytes and answers a
     /// later one with their receipt while the key in hand belongs to the later one.
     public var sealMaterial: SealMaterial?
-    /// True when an earlier process may already have sent this attachment under the same idempotency
-    /// key (a resumed batch entry, a key found in a `SealMaterialStore`). The receipt is then checked
-    /// against what is sent now whenever the server reports a digest (a `sha256` member).
-    package var resumesEarlierSend: Bool
-    /// A resumable upload an earlier process started for this attachment (the batch journal keeps it):
-    /// continued at the server's offset when ``PipelineConfiguration/resumable`` applies.
-    package var resumableState: ResumableState?
-    /// Called with the resumable upload's resource and each offset the server confirms, and with nil
-    /// when it is abandoned, so that the caller can make them durable (the batch journal does).
-    package var onResumableState: (@Sendable (ResumableState?) -> Void)?
-    /// A multipart upload to an object store an earlier process started for this attachment (its upload id
-    /// and confirmed parts, as the batch journal, the queue row or the seal-material store kept them).
-    package var multipartRecord: MultipartRecord?
-    /// Called with the multipart upload's id and each part the store confirms, and with nil once it is
-    /// completed or aborted, so that the caller can make them durable; awaited before the upload goes on.
-    package var onMultipartRecord: (@Sendable (MultipartRecord?) async -> Void)?
-    /// What Detect found, when the caller already ran it in a blocking job of its own (the batch does, in
-    /// the job that reads the file's identity): the pipeline then skips its own hand-off to the pool.
-    package var detection: Detection?
-    /// What the Scan stage would find, when the caller already scanned the file in a blocking job of its
-    /// own (the batch does, for a file that Transform passes through): used only when the payload is
-    /// this file unchanged.
-    package var scannedAhead: ScannedAhead?
-
     /// An attachment read from the file at `path`.
     public init(
         path: String, declaredKind: MessageKind? = nil, filename: String? = nil,
         fields: [UploadField] = [], idempotencyKey: String? = nil,
-        sealMaterial: SealMaterial? = nil, resumesEarlierSend: Bool = false
+        sealMaterial: SealMaterial? = nil
     ) {
         self.path = path
         self.content = .file
@@ -85,7 +61,6 @@ public struct Attachment: Sendable {
         self.fields = fields
         self.idempotencyKey = idempotencyKey
         self.sealMaterial = sealMaterial
-        self.resumesEarlierSend = resumesEarlierSend
     }
 
     /// An attachment read from a `file:` URL.

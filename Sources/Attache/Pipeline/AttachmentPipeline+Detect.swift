@@ -8,12 +8,13 @@ struct DetectedAttachment: Sendable {
 }
 
 extension AttachmentPipeline {
-    /// detect: PreparedAttachment → DetectedAttachment. A detection the caller already made (the batch
-    /// does, in the job that reads the file's identity) is taken as it is.
+    /// detect: PreparedAttachment → DetectedAttachment. A detection the caller already made
+    /// (``SendOptions/detection``: the batch does, in the job that reads the file's identity) is taken
+    /// as it is.
     func detect(_ prepared: PreparedAttachment) async throws -> DetectedAttachment {
         let attachment = prepared.attachment
         let detection: Detection
-        if let known = attachment.detection {
+        if let known = knownDetection {
             detection = known
         } else {
             switch prepared.input.content {

@@ -18,11 +18,12 @@ extension AttachmentPipeline {
         let kind = sealed.transformed.detected.detection.kind
         let filename = forms.attachment.file.filename
 
+        let multipart = MultipartJournal(journalled: await journal?.multipartRecord(), sink: multipartRecordSink)
         let (result, object) = try await putObject(
             sealed.payload, contentType: sealed.contentType, key: store.map {
                 $0.keyTemplate.key(prefix: $0.location.prefix, idempotencyKey: idempotencyKey, filename: filename, kind: kind)
             }, idempotencyKey: idempotencyKey, requester: requester,
-            journal: MultipartJournal(journalled: attachment.multipartRecord, sink: attachment.onMultipartRecord)
+            journal: multipart
         ) { update in progress?(.upload(update)) }
         let stored = try Self.storedObject(result, refused: "the object store refused the upload", file: attachment.path)
 

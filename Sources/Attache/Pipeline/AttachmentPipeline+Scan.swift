@@ -22,7 +22,7 @@ extension AttachmentPipeline {
         let start = ContinuousClock.now
         let path = transformed.prepared.path
         let alsoOriginal = settings.scansOriginal && transformed.output.didTransform
-        if let ahead = Self.scannedAhead(transformed) {
+        if let ahead = scannedAhead(transformed) {
             if ahead.verdict.outcome == .infected {
                 throw AttacheError(.infected, stage: .scan, "infected: \(ahead.verdict.signature ?? "unnamed signature")", file: path)
             }
@@ -72,8 +72,8 @@ extension AttachmentPipeline {
 
     /// The verdict found ahead for this payload: only when the payload is the attachment's own file,
     /// unchanged, as it was scanned.
-    private static func scannedAhead(_ transformed: TransformedAttachment) -> ScannedAhead? {
-        guard let ahead = transformed.prepared.attachment.scannedAhead, !transformed.output.didTransform,
+    private func scannedAhead(_ transformed: TransformedAttachment) -> ScannedAhead? {
+        guard let ahead = knownScan, !transformed.output.didTransform,
               case .file(let path) = transformed.prepared.input.content, path == ahead.path
         else { return nil }
         return ahead
@@ -83,12 +83,12 @@ extension AttachmentPipeline {
     /// already reads the file in a blocking job of its own (the batch, with the file's identity): one
     /// hand-off between threads fewer a file, and a content seen before in this process is not sent to
     /// clamd again (`sha256` and the signature version find its verdict). Put the result in
-    /// ``Attachment/scannedAhead``.
+    /// ``SendOptions/scannedAhead``.
     ///
     /// Nil when the stage must scan by itself: no ClamAV scanner, a verdict cache, a file that Transform
     /// may change (the stage scans what will be sealed), or a scan that failed (the stage scans again
     /// and applies ``ScanConfiguration/failurePolicy``).
-    package func scanAheadBlocking(fileAt path: String, detection: Detection, sha256: String) -> ScannedAhead? {
+    public func scanAhead(fileAt path: String, detection: Detection, sha256: String) -> ScannedAhead? {
         let settings = configuration.scan
         guard let scanner = settings.scanner as? ClamAVScanner, settings.cache == nil,
               !transformer.configuration.transforms(

@@ -49,12 +49,13 @@ extension AttachmentPipeline {
             var resumableUploader = ResumableUploader(
                 client: uploader.client, answers: uploader.answers, configuration: configuration.resumable, logger: logger)
             resumableUploader.connection = uploader.connection
+            let earlier = await journal?.resumableState()
             resumed = try await resumableUploader.upload(
                 ResumableUploadRequest(
                     url: configuration.url, body: sealed.payload, contentType: sealed.contentType,
                     filename: forms.attachment.file.filename, fields: forms.attachment.uploadMetadata,
-                    idempotencyKey: idempotencyKey, resumeFrom: attachment.resumableState),
-                onState: attachment.onResumableState
+                    idempotencyKey: idempotencyKey, resumeFrom: earlier),
+                onState: resumableStateSink
             ) { update in progress?(.upload(update)) }
             if resumed == nil {
                 logger.debug("the server takes no resumable uploads; sending multipart", metadata: ["file": "\(attachment.path)"])
@@ -110,7 +111,7 @@ extension AttachmentPipeline {
     private func checkReplay(
         _ receipt: ServerReceipt, sent: SealedPayload, attachment: Attachment, attempts: Int, freshMaterial: Bool
     ) async throws {
-        guard receipt.replayed || attachment.resumesEarlierSend else { return }
+        guard receipt.replayed || journal?.continuesEarlierSend == true else { return }
         let reported = receipt.data["sha256"]?.stringValue?.lowercased()
         guard let reported, reported.count == 64 else {
             if receipt.replayed, attempts == 1, freshMaterial {

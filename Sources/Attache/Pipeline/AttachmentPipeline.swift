@@ -33,6 +33,12 @@ public struct AttachmentPipeline: Sendable {
     let baseURL: URL?
     /// Where the send and stage spans and the metrics go (what the process bootstrapped, or nothing).
     package let telemetry: Telemetry
+    /// This send's journal (``SendOptions/journal``), in the copy of the pipeline one send runs on.
+    var journal: (any SendJournal)?
+    /// This send's known detection (``SendOptions/detection``).
+    var knownDetection: Detection?
+    /// This send's verdict found ahead (``SendOptions/scannedAhead``).
+    var knownScan: ScannedAhead?
 
     /// Creates a pipeline with a client of its own, made for the configuration's connection; see
     /// ``init(configuration:client:logger:)``.
@@ -132,9 +138,14 @@ public struct AttachmentPipeline: Sendable {
     /// This pipeline with one send's options applied. Options that change what the configuration's
     /// check looks at (the answer profile, the fields) are checked here, for this send.
     private func applying(_ options: SendOptions) throws -> AttachmentPipeline {
-        guard !options.headers.isEmpty || !options.fields.isEmpty || options.answers != nil || options.seal != nil
+        guard
+            !options.headers.isEmpty || !options.fields.isEmpty || options.answers != nil || options.seal != nil
+                || options.journal != nil || options.detection != nil || options.scannedAhead != nil
         else { return self }
         var copy = self
+        copy.journal = options.journal
+        copy.knownDetection = options.detection
+        copy.knownScan = options.scannedAhead
         if !options.fields.isEmpty {
             let replaced = Set(options.fields.map(\.name))
             copy.configuration.fields = configuration.fields.filter { !replaced.contains($0.name) } + options.fields
@@ -211,9 +222,13 @@ public struct AttachmentPipeline: Sendable {
         return receipt(sent)  // → UploadReceipt
     }
 
-    /// Runs the Detect stage on the calling thread (blocking file I/O: call it from a pool job), for a
-    /// caller that hands the result on in ``Attachment/detection``.
-    package func detectBlocking(fileAt path: String, declaredKind: MessageKind?) throws -> Detection {
+    /// Runs the Detect stage on the file at `path` on the calling thread, for a caller that already reads
+    /// the file in a blocking job of its own (the batch, with the file's identity) and hands the result
+    /// on in ``SendOptions/detection``. Blocking file I/O: call it from a thread of your own or a pool job,
+    /// never from a task of the cooperative pool.
+    ///
+    /// - Throws: ``AttacheCore/AttacheError`` of stage `read` (unreadable file) or `detect`.
+    public func detect(fileAt path: String, declaredKind: MessageKind? = nil) throws -> Detection {
         try detector.detect(fileAt: path, declaredKind: declaredKind)
     }
 }

@@ -13,8 +13,9 @@ import Glibc
 /// ```swift
 /// let store = try SealMaterialStore(directory: SealMaterialStore.defaultDirectory)
 /// let (material, existed) = try store.material(forKey: "order-42", scope: url, scheme: .streamGCM)
-/// let attachment = Attachment(path: "photo.jpg", idempotencyKey: "order-42",
-///                             sealMaterial: material, resumesEarlierSend: existed)
+/// let attachment = Attachment(path: "photo.jpg", idempotencyKey: "order-42", sealMaterial: material)
+/// var options = SendOptions()
+/// options.journal = store.journal(forKey: "order-42", scope: url, continuesEarlierSend: existed)
 /// ```
 package struct SealMaterialStore: Sendable {
     /// The folder holding the material files.
@@ -180,5 +181,41 @@ package struct SealMaterialStore: Sendable {
             _ = fsync(fd)
             close(fd)
         }
+    }
+}
+
+extension SealMaterialStore {
+    /// The journal of the send under `key` in `scope`: its resumable upload and its multipart upload are
+    /// kept beside its seal material, so that the same send made again (`attache upload
+    /// --idempotency-key`, run twice) continues where the first one stopped.
+    ///
+    /// - Parameter continuesEarlierSend: whether the material existed already (an earlier process may
+    ///   have sent the file): only then is an earlier upload's state read.
+    package func journal(forKey key: String, scope: String, continuesEarlierSend: Bool) -> some SendJournal {
+        KeyJournal(store: self, key: key, scope: scope, continuesEarlierSend: continuesEarlierSend)
+    }
+}
+
+/// A send's state in a ``SealMaterialStore``, beside its seal material.
+private struct KeyJournal: SendJournal {
+    let store: SealMaterialStore
+    let key: String
+    let scope: String
+    let continuesEarlierSend: Bool
+
+    func resumableState() async -> ResumableState? {
+        continuesEarlierSend ? store.resumableState(forKey: key, scope: scope) : nil
+    }
+
+    func record(_ state: ResumableState?) async {
+        try? store.recordResumable(state, forKey: key, scope: scope)
+    }
+
+    func multipartRecord() async -> MultipartRecord? {
+        continuesEarlierSend ? store.multipartRecord(forKey: key, scope: scope) : nil
+    }
+
+    func record(_ record: MultipartRecord?) async {
+        try? store.recordMultipart(record, forKey: key, scope: scope)
     }
 }

@@ -32,6 +32,15 @@ public struct SendOptions: Sendable {
     public var answers: ResponseInterpreter.Configuration?
     /// How this send is sealed, in place of ``PipelineConfiguration/seal``.
     public var seal: SealConfiguration?
+    /// Where this send keeps what another process needs to continue it (an earlier send under the same
+    /// key, a resumable upload's offset, a multipart upload's parts); nil keeps nothing.
+    public var journal: (any SendJournal)?
+    /// What Detect found, when the caller already ran it (``AttachmentPipeline/detect(fileAt:declaredKind:)``,
+    /// in a blocking job of its own): the Detect stage then takes it instead of reading the file again.
+    public var detection: Detection?
+    /// The Scan stage's verdict, when the caller already found it (``AttachmentPipeline/scanAhead(fileAt:detection:sha256:)``):
+    /// taken only when the payload is that file unchanged.
+    public var scannedAhead: ScannedAhead?
 
     /// Options that change nothing.
     public init() {}

@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// One request for ``RequestClient``: method, URL, query parameters, headers and body.
 ///

@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// What request logs never show: credential headers, secret query and form fields, secret JSON
 /// members, and any literal secret the caller names.

@@ -78,16 +78,16 @@ public struct ResumableConfiguration: Sendable, Hashable {
 
 /// Where a resumable upload stands: enough to continue it from another process (the batch journal
 /// keeps it per file).
-package struct ResumableState: Sendable, Hashable, Codable {
+public struct ResumableState: Sendable, Hashable, Codable {
     /// The protocol the upload was created with.
-    package var protocolName: ResumableProtocol
+    public var protocolName: ResumableProtocol
     /// The upload resource, absolute.
-    package var uploadURL: String
+    public var uploadURL: String
     /// The last offset the server confirmed.
-    package var offset: Int64
+    public var offset: Int64
 
     /// Creates a state.
-    package init(protocolName: ResumableProtocol, uploadURL: String, offset: Int64) {
+    public init(protocolName: ResumableProtocol, uploadURL: String, offset: Int64) {
         self.protocolName = protocolName
         self.uploadURL = uploadURL
         self.offset = offset

@@ -78,7 +78,7 @@ extension ResumableSession {
             // Created, but the first chunk did not arrive intact: resend it with PATCH.
             let created = ResumableState(protocolName: .tus, uploadURL: resolve(location), offset: 0)
             state = created
-            onState?(created)
+            await onState?(created)
             try await failed("460 checksum mismatch", retryAfter: .zero, cause: nil)
             return .created(offset: try await recover(created))
         }
@@ -98,7 +98,7 @@ extension ResumableSession {
         let offset = response.header("Upload-Offset").flatMap { Int64($0.trimmingWhiteSpace) } ?? 0
         let created = ResumableState(protocolName: .tus, uploadURL: url, offset: offset)
         state = created
-        onState?(created)
+        await onState?(created)
         if sentCount > 0, offset > 0 { adapt(count: offset, elapsed: clock.now - began) }
         if offset >= total, total > 0 || response.header("Attache-Receipt") != nil {
             return .finished(try await tusReceipt(response, uploadURL: url))
@@ -141,7 +141,7 @@ extension ResumableSession {
         } catch let created as CreatedBeforeFailure {
             let continued = ResumableState(protocolName: .ietf, uploadURL: resolve(created.location), offset: 0)
             state = continued
-            onState?(continued)
+            await onState?(continued)
             try await failed(created.failure.message, retryAfter: nil, cause: created.failure)
             return .created(offset: try await recover(continued))
         }
@@ -157,7 +157,7 @@ extension ResumableSession {
         }
         let created = ResumableState(protocolName: .ietf, uploadURL: resolve(location), offset: 0)
         state = created
-        onState?(created)
+        await onState?(created)
         try applyLimits(interimLimit.withLock { $0 } ?? response.header("Upload-Limit"))
         if Self.isComplete(response) || (!probe && (200..<300).contains(response.status) && response.status != 201) {
             return .finished(outcome(response))

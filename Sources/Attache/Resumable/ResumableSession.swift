@@ -6,7 +6,7 @@ import Synchronization
 struct ResumableSession {
     let uploader: ResumableUploader
     let request: ResumableUploadRequest
-    let onState: (@Sendable (ResumableState?) -> Void)?
+    let onState: (@Sendable (ResumableState?) async -> Void)?
     let total: Int64
     let metadata: String
     let interpreter: ResponseInterpreter
@@ -31,7 +31,7 @@ struct ResumableSession {
     var series: AttemptSeries
 
     init(
-        uploader: ResumableUploader, request: ResumableUploadRequest, onState: (@Sendable (ResumableState?) -> Void)?,
+        uploader: ResumableUploader, request: ResumableUploadRequest, onState: (@Sendable (ResumableState?) async -> Void)?,
         progress: (@Sendable (UploadProgress) -> Void)?
     ) throws {
         self.uploader = uploader
@@ -75,7 +75,7 @@ struct ResumableSession {
             case .gone:
                 logger.debug("the earlier upload is gone; starting over")
                 state = nil
-                onState?(nil)
+                await onState?(nil)
             }
         }
         if state == nil {
@@ -127,7 +127,7 @@ struct ResumableSession {
                 var updated = current
                 updated.offset = confirmed
                 state = updated
-                onState?(updated)
+                await onState?(updated)
             case .finished(let outcome):
                 return result(outcome)
             case .completed:
@@ -153,7 +153,7 @@ struct ResumableSession {
                 restarted = true
                 logger.notice("the upload expired on the server; starting over", metadata: ["upload": "\(current.uploadURL)"])
                 state = nil
-                onState?(nil)
+                await onState?(nil)
                 switch try await create() {
                 case .created(let confirmed): offset = confirmed
                 case .finished(let outcome): return result(outcome)
@@ -175,7 +175,7 @@ struct ResumableSession {
             var updated = current
             updated.offset = confirmed
             state = updated
-            onState?(updated)
+            await onState?(updated)
             return confirmed
         case .complete:
             return total

@@ -72,13 +72,13 @@ package struct ResumableUploader: Sendable {
     ///   field name that cannot go in `Upload-Metadata`; source errors.
     package func upload(
         _ request: ResumableUploadRequest,
-        onState: (@Sendable (ResumableState?) -> Void)? = nil,
+        onState: (@Sendable (ResumableState?) async -> Void)? = nil,
         progress: (@Sendable (UploadProgress) -> Void)? = nil
     ) async throws -> ResumableUploadResult? {
         var session = try ResumableSession(uploader: self, request: request, onState: onState, progress: progress)
         let result = try await session.run()
         // Stored: nothing is left to resume.
-        if let result, case .stored = result.upload.outcome { onState?(nil) }
+        if let result, case .stored = result.upload.outcome { await onState?(nil) }
         return result
     }
 }

@@ -1,10 +1,10 @@
-/// A verdict found before the pipeline ran (``AttachmentPipeline/scanAheadBlocking(fileAt:detection:sha256:)``),
-/// which the Scan stage takes instead of scanning the same file again.
-package struct ScannedAhead: Sendable {
+/// A verdict found before the pipeline ran (``AttachmentPipeline/scanAhead(fileAt:detection:sha256:)``),
+/// which the Scan stage takes (``SendOptions/scannedAhead``) instead of scanning the same file again.
+public struct ScannedAhead: Sendable {
     /// The file that was scanned.
-    package let path: String
+    public let path: String
     /// What the scanner found.
-    package let verdict: ScanVerdict
-    /// How long the scan took.
-    package let seconds: Double
+    public let verdict: ScanVerdict
+    /// How long the scan took, in seconds.
+    public let seconds: Double
 }
