@@ -11,12 +11,16 @@ package struct MultipartRecord: Sendable, Hashable, Codable {
         package var etag: String
         package var size: Int64
         package var checksum: String?
+        /// The checksum the store answered when it took the part; nil when it named none (and in records
+        /// written before it was kept).
+        package var confirmed: String?
 
-        package init(number: Int, etag: String, size: Int64, checksum: String?) {
+        package init(number: Int, etag: String, size: Int64, checksum: String?, confirmed: String? = nil) {
             self.number = number
             self.etag = etag
             self.size = size
             self.checksum = checksum
+            self.confirmed = confirmed
         }
     }
 
@@ -93,6 +97,7 @@ final class MultipartJournal: Sendable {
     }
 
     private static func recorded(_ part: MultipartObjectUpload.Part) -> MultipartRecord.Part {
-        MultipartRecord.Part(number: part.number, etag: part.etag, size: part.size, checksum: part.checksum)
+        MultipartRecord.Part(
+            number: part.number, etag: part.etag, size: part.size, checksum: part.checksum, confirmed: part.confirmed)
     }
 }
