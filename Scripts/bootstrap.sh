@@ -315,6 +315,34 @@ crc_packages=(crc32c==2.9.post0)
 crc_check='import importlib.metadata as m, crc32c; assert m.version("crc32c") == "2.9.post0"'
 venv_ensure "crc32c (moto's CRC-32C)" "$crc_check"$'\n'"$objectstore_check" "$crc_check" "${crc_packages[@]}"
 
+# One checksum test runs moto 5.2.1 as a plain `pip install 'moto[server]'` gives it: without crc32c, so
+# that it sums CRC-32 where CRC-32C is asked and its object checksum matches nothing (the store whose
+# answer cannot be explained, where an upload must keep the object). Only moto itself, pinned, goes into a
+# folder of its own (pip --target, no dependencies: it needs the same ones as the moto above, already in
+# the venv; a venv of its own would be 300 MB and a minute more). The tests run it with the venv's
+# interpreter, that folder first on PYTHONPATH, crc32c hidden (Tests/IntegrationTests/Tools/moto_without_crc32c.py).
+moto_plain_dir="${XDG_CACHE_HOME:-$HOME/.cache}/attache/moto-5.2.1"
+moto_plain_check='import moto; assert moto.__version__ == "5.2.1"'
+moto_python="$s3_venv/bin/python3"
+[[ -x "$moto_python" ]] || moto_python=python3
+if ((library_only)); then
+    :
+elif ((dry_run)); then
+    say "dry run: would make sure moto 5.2.1 is in $moto_plain_dir"
+elif [[ -d "$moto_plain_dir/moto-5.2.1.dist-info" && -f "$moto_plain_dir/moto/server.py" ]]; then
+    say "python: moto 5.2.1 in $moto_plain_dir"
+else
+    say "python: installing moto==5.2.1 into $moto_plain_dir"
+    log=$(mktemp "${TMPDIR:-/tmp}/attache-bootstrap.XXXXXX")
+    rm -rf "$moto_plain_dir"
+    if ! "$moto_python" -m pip install -q --no-deps --target "$moto_plain_dir" "moto==5.2.1" >"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        die "pip could not install moto==5.2.1 into $moto_plain_dir (full log: $log)"
+    fi
+    rm -f "$log"
+    PYTHONPATH="$moto_plain_dir" "$moto_python" -c "$moto_plain_check" || die "$moto_plain_dir has no moto 5.2.1"
+fi
+
 # The OTLP export test decodes what the exporters send with the official protobuf classes of
 # OpenTelemetry (opentelemetry-proto, pinned), from a receiver in Tests/IntegrationTests/Tools, in the same
 # venv as the tools above.

@@ -77,4 +77,53 @@ struct CRC32C: Sendable {
         bytes.withUnsafeBytes { crc.update($0) }
         return crc.value
     }
+
+    // MARK: Combining
+
+    /// The CRC-32C of two byte runs one after the other, from the CRC-32C of each and the second's length,
+    /// without the bytes: how the checksum of a whole object follows from its parts' (S3's `FULL_OBJECT`
+    /// checksum of a multipart upload).
+    ///
+    /// Appending n zero bits to a message multiplies its remainder by xⁿ modulo the polynomial, and the
+    /// initial and final inversions cancel out between the two runs, so
+    /// crc(A‖B) = crc(A)·x^(8·|B|) mod P ⊕ crc(B). The power is built from x^(2^k) by squaring, so the cost
+    /// grows with the number of bits of the length, not with the length.
+    static func combine(_ first: UInt32, _ second: UInt32, secondLength: Int64) -> UInt32 {
+        guard secondLength > 0 else { return first }
+        return multiply(power(ofTwoTo: 3, times: UInt64(secondLength)), first) ^ second
+    }
+
+    /// x^(2^k) modulo the polynomial, for k = 0...63, in the reflected bit order CRC-32C keeps its state in
+    /// (the top bit is x⁰).
+    private static let powersOfTwo: [UInt32] = {
+        var powers = [UInt32(1) << 30]
+        for _ in 1..<64 { powers.append(multiply(powers[powers.count - 1], powers[powers.count - 1])) }
+        return powers
+    }()
+
+    /// x^(count · 2^k) modulo the polynomial: a run of count·2^k zero bits.
+    private static func power(ofTwoTo k: Int, times count: UInt64) -> UInt32 {
+        var result: UInt32 = 1 << 31
+        var count = count
+        var k = k
+        while count != 0 {
+            if count & 1 != 0 { result = multiply(powersOfTwo[k & 63], result) }
+            count >>= 1
+            k += 1
+        }
+        return result
+    }
+
+    /// a·b modulo the polynomial, both in the reflected bit order.
+    private static func multiply(_ a: UInt32, _ b: UInt32) -> UInt32 {
+        var product: UInt32 = 0
+        var b = b
+        var mask: UInt32 = 1 << 31
+        while mask != 0 {
+            if a & mask != 0 { product ^= b }
+            b = b & 1 != 0 ? (b >> 1) ^ 0x82F6_3B78 : b >> 1
+            mask >>= 1
+        }
+        return product
+    }
 }

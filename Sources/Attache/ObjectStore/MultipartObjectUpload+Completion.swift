@@ -11,7 +11,9 @@ extension MultipartObjectUpload {
     static let completionStall: Duration = .seconds(300)
 
     /// `CompleteMultipartUpload` (with `If-None-Match: *` unless the store does not take it), then the
-    /// composite ETag checked against the parts.
+    /// composite ETag and the object's checksum checked against the parts (neither with checksums
+    /// ``MultipartSettings/ChecksumMode/off``); the store's receipt, and the note of a checksum that could not be
+    /// explained (``checkObjectChecksum(_:parts:)``).
     ///
     /// A completion can be done by the store while its answer is lost: the connection cut or stalled, or
     /// a retry answered for an upload that is no longer there. So when the completion fails (retries spent,
@@ -21,7 +23,7 @@ extension MultipartObjectUpload {
     /// upload arrives while the first still runs, moto answers 500 until the first has stored the object.
     /// The first removes the upload, which closes the parts the second is reading ("seek of closed file");
     /// after that, the upload id is missing, and moto fails on it instead of answering `NoSuchUpload`.
-    func complete(uploadId: String, parts: [Part], plan: PartPlan) async throws -> ServerReceipt {
+    func complete(uploadId: String, parts: [Part], plan: PartPlan) async throws -> (ServerReceipt, String?) {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\"\(part.etag)\"</ETag>"
@@ -54,15 +56,15 @@ extension MultipartObjectUpload {
                 if [404, 412].contains(rejection.status), let stored = try await completedObject(parts: parts) { return stored }
             }
             let stored = try Self.storedOrThrow(answer, "the store refused to complete the multipart upload")
-            try checkComposite(stored, parts: parts)
-            try await checkObjectChecksum(stored, parts: parts)
-            return stored
+            if settings.checksum != .off { try checkComposite(stored, parts: parts) }
+            return (stored, try await checkObjectChecksum(stored, parts: parts))
         }
     }
 
     /// The object under the key (`HEAD`) when it is this upload's: the payload's size and the composite
     /// ETag of `parts`. Nil otherwise, also when the `HEAD` fails: then the completion's own failure stands.
-    private func completedObject(parts: [Part]) async throws -> ServerReceipt? {
+    /// With it, the note of its checksum check.
+    private func completedObject(parts: [Part]) async throws -> (ServerReceipt, String?)? {
         guard let expected = try Self.compositeETag(parts),
             let answer = try? await requester.send(ObjectRequest(method: "HEAD", target: .signed(try store.address(forKey: key)))),
             case .stored(let head) = answer.outcome,
@@ -70,8 +72,7 @@ extension MultipartObjectUpload {
             answer.headers.first(where: { $0.name.equalsIgnoringASCIICase("content-length") }).flatMap({ Int64($0.value) })
                 == payload.byteCount
         else { return nil }
-        try await checkObjectChecksum(head, parts: parts)
-        return head
+        return (head, try await checkObjectChecksum(head, parts: parts))
     }
 
     /// The ETag S3 gives an object completed from `parts`: the MD5 of the parts' MD5s, then `-N`; nil when

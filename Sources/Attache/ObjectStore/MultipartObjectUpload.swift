@@ -19,6 +19,9 @@ struct MultipartObjectUpload: Sendable {
         var etag: String
         var size: Int64
         var checksum: String?
+        /// The checksum the store answered for the part when it took it (the same as ``checksum``, or the
+        /// upload fails there), or an earlier run recorded so; nil when it named none.
+        var confirmed: String? = nil
     }
 
     /// What the upload ended with.
@@ -33,6 +36,9 @@ struct MultipartObjectUpload: Sendable {
         var retries: Int
         /// The object's composite checksum as `ALGORITHM:BASE64-N` (`crc32c:...`), when parts carried one.
         var checksum: String?
+        /// Why the store's checksum of the object was not taken as proof, when it could not be explained and
+        /// the object was kept (``ObjectChecksumCheck``).
+        var checksumWarning: String? = nil
     }
 
     let requester: ObjectRequester
@@ -77,12 +83,13 @@ struct MultipartObjectUpload: Sendable {
             let sent = try await sendParts(
                 plan: plan, uploadId: uploadId, held: held, checksums: checksums, counter: counter, progress: progress)
             let parts = (held.merging(sent) { $1 }).values.sorted { $0.number < $1.number }
-            let stored = try await complete(uploadId: uploadId, parts: parts, plan: plan)
+            let (stored, warning) = try await complete(uploadId: uploadId, parts: parts, plan: plan)
             await journal?.forget()
             return Outcome(
                 stored: stored, parts: parts.count, resumedBytes: resumedBytes, bytesSent: counter.sent - resumedBytes,
                 retries: counter.retries,
-                checksum: checksums ? PartChecksummer.composite(parts.map(\.checksum), algorithm).map { algorithm.rawValue + ":" + $0 } : nil)
+                checksum: checksums ? PartChecksummer.composite(parts.map(\.checksum), algorithm).map { algorithm.rawValue + ":" + $0 } : nil,
+                checksumWarning: warning)
         } catch {
             if settings.onGiveUp == .abort, !Task.isCancelled, !(error is CancellationError) {
                 _ = try? await requester.send(
@@ -136,6 +143,7 @@ struct MultipartObjectUpload: Sendable {
                 if checksum != nil { checksums = true }
                 // A part of another plan (another part size) is sent again.
                 guard number >= 1, number <= plan.count, plan.range(ofPart: number).length == size else { continue }
+                // A listed checksum is the store's own word, not an answer to one sent: not a confirmation.
                 parts[number] = Part(number: number, etag: ObjectReceipt.unquoted(etag) ?? etag, size: size, checksum: checksum)
             }
             marker = page.data["IsTruncated"]?.stringValue == "true" ? page.data["NextPartNumberMarker"]?.stringValue : nil
@@ -145,12 +153,35 @@ struct MultipartObjectUpload: Sendable {
     }
 
     /// The object under the key when it exists with the payload's size (`HEAD`); nil when it does not.
+    ///
+    /// An object whose `ETag` is the composite of as many parts as `plan` has must be the composite of this
+    /// payload's parts (their MD5s, each part read again): an earlier run whose check found other bytes
+    /// left its object in place (``checkObjectChecksum(_:parts:)``), and that object is not taken for done.
+    ///
+    /// - Throws: ``AttacheCore/AttacheError`` `.badResponse` for an object of this size whose `ETag` shows
+    ///   other bytes.
     private func completedObject(plan: PartPlan) async throws -> Outcome? {
         let answer = try await requester.send(ObjectRequest(method: "HEAD", target: .signed(try store.address(forKey: key))))
         guard case .stored(let receipt) = answer.outcome,
             let length = answer.headers.first(where: { $0.name.equalsIgnoringASCIICase("content-length") }).flatMap({ Int64($0.value) }),
             length == payload.byteCount
         else { return nil }
+        if settings.checksum != .off, let etag = ObjectReceipt.unquoted(receipt.data["ETag"]?.stringValue)?.lowercased(),
+            etag.hasSuffix("-\(plan.count)"), ObjectChecksumCheck.isMD5(String(etag.dropLast("-\(plan.count)".count))),
+            !(Self.header("x-amz-server-side-encryption", in: answer)?.lowercased().hasPrefix("aws:kms") ?? false),
+            Self.header("x-amz-server-side-encryption-customer-algorithm", in: answer) == nil
+        {
+            let digests = try await partDigests(Array(1...plan.count))
+            let parts = (1...plan.count).map { Part(number: $0, etag: digests[$0] ?? "", size: plan.range(ofPart: $0).length) }
+            let expected = try Self.compositeETag(parts)
+            guard expected == nil || expected == etag else {
+                throw AttacheError(
+                    .badResponse, stage: .interpret,
+                    "s3://\(store.location.bucket)/\(key) already holds an object of this size whose ETag (\(etag)) is not the one "
+                        + "of these bytes (\(expected ?? "")): left by a run whose check found other bytes, by another writer, "
+                        + "or sent with another part size; remove it to send again under this key")
+            }
+        }
         return Outcome(
             stored: receipt, parts: plan.count, resumedBytes: payload.byteCount, bytesSent: 0, retries: 0, checksum: nil)
     }
@@ -250,7 +281,9 @@ struct MultipartObjectUpload: Sendable {
                         "the store confirmed part \(number) with another \(algorithm.displayName) (\(confirmed)) than the one "
                             + "summed over the bytes sent (\(checksum))")
                 }
-                return Part(number: number, etag: etag, size: length, checksum: checksum)
+                return Part(
+                    number: number, etag: etag, size: length, checksum: checksum,
+                    confirmed: checksum == nil ? nil : receipt.data[algorithm.element]?.stringValue)
             }
         }
     }

@@ -13,15 +13,19 @@ public struct MultipartRecord: Sendable, Hashable, Codable {
         public var etag: String
         /// Its length in bytes.
         public var size: Int64
-        /// The checksum the store confirmed (base64), when parts carry one.
+        /// The checksum sent with the part (base64), when parts carry one.
         public var checksum: String?
+        /// The checksum the store answered when it took the part; nil when it named none (and in records
+        /// written before it was kept).
+        public var confirmed: String?
 
         /// Creates a part.
-        public init(number: Int, etag: String, size: Int64, checksum: String?) {
+        public init(number: Int, etag: String, size: Int64, checksum: String?, confirmed: String? = nil) {
             self.number = number
             self.etag = etag
             self.size = size
             self.checksum = checksum
+            self.confirmed = confirmed
         }
     }
 
@@ -99,6 +103,7 @@ final class MultipartJournal: Sendable {
     }
 
     private static func recorded(_ part: MultipartObjectUpload.Part) -> MultipartRecord.Part {
-        MultipartRecord.Part(number: part.number, etag: part.etag, size: part.size, checksum: part.checksum)
+        MultipartRecord.Part(
+            number: part.number, etag: part.etag, size: part.size, checksum: part.checksum, confirmed: part.confirmed)
     }
 }

@@ -50,7 +50,12 @@ extension AttachmentPipeline {
             }
         }
         var sent = SentAttachment(forms: forms, result: result, stored: stored, resumed: nil, thumbnails: thumbnails)
-        sent.object = object.merging(stored)
+        sent.object = object.checksumWarning == nil ? object.merging(stored) : object
+        if let warning = object.checksumWarning {
+            logger.warning(
+                "stored and kept, but the store's checksum of the object could not be explained",
+                metadata: ["file": "\(attachment.path)", "object": "\(object.url)", "reason": "\(warning)"])
+        }
         return sent
     }
 
@@ -114,6 +119,11 @@ extension AttachmentPipeline {
         object.bytesSent = outcome.bytesSent
         object = object.merging(outcome.stored)
         if object.checksum == nil { object.checksum = outcome.checksum }
+        if let warning = outcome.checksumWarning {
+            // The store's value describes no bytes: the receipt keeps the one of the bytes sent, and says why.
+            object.checksum = outcome.checksum ?? object.checksum
+            object.checksumWarning = warning
+        }
         return (result, object)
     }
 

@@ -11,8 +11,14 @@ public struct ObjectReceipt: Sendable, Codable, Equatable {
     public var versionId: String?
     /// The object's size in bytes: the sealed bytes.
     public var byteCount: Int64
-    /// The object's checksum as the store confirmed it (`crc32c:BASE64`, `sha256:BASE64`), when one was sent.
+    /// The object's checksum as the store confirmed it (`crc32c:BASE64`, `sha256:BASE64`), when one was sent;
+    /// the composite of the parts sent when the store's could not be explained (see ``checksumWarning``).
     public var checksum: String?
+    /// Set when the store's checksum of the multipart object disagreed with the parts sent in a way that
+    /// shows no wrong byte (a store that sums wrongly): the object was kept, and the sentence says what
+    /// the store answered and what was checked instead (each part's checksum confirmed by the store, each
+    /// part's `ETag` the MD5 of the bytes sent). Nil when the store's checksum was explained or not checked.
+    public var checksumWarning: String?
     /// The object's URL (`s3://BUCKET/KEY` for a signed upload, the presigned URL without its query otherwise).
     public var url: String
     /// The parts of a multipart upload; nil for a single `PUT`.
