@@ -242,6 +242,8 @@ let package = Package(
             name: "AttacheTestSupport",
             dependencies: [
                 "Attache", "AttacheCLI", "AttacheCore", "AttacheServer",
+                // pipe2 with O_CLOEXEC for the children's pipes (ChildPipe.swift).
+                "CProcess",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/AttacheTestSupport",

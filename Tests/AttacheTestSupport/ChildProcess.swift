@@ -16,14 +16,11 @@ package final class ChildProcess {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let out = try ChildPipe()
+        let err = try ChildPipe()
         output = Collector(out.fileHandleForReading)
         error = Collector(err.fileHandleForReading)
-        try process.run()
+        try process.run(input: nil, output: out, error: err)
     }
 
     package var processIdentifier: Int32 { process.processIdentifier }

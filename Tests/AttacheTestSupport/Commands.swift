@@ -18,13 +18,10 @@ private func runToExit(_ executable: String, _ arguments: [String], input: Data?
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [executable] + arguments
-    let output = Pipe()
-    let errors = Pipe()
-    let stdin = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = stdin
-    try process.run()
+    let output = try ChildPipe()
+    let errors = try ChildPipe()
+    let stdin = try ChildPipe()
+    try process.run(input: stdin, output: output, error: errors)
     if let input { stdin.fileHandleForWriting.write(input) }
     try stdin.fileHandleForWriting.close()
     let data = output.fileHandleForReading.readDataToEndOfFile()

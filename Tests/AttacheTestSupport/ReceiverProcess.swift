@@ -64,10 +64,8 @@ package struct ReceiverProcess {
             let probe = Process()
             probe.executableURL = URL(fileURLWithPath: candidate)
             probe.arguments = ["-c", "import sys, werkzeug; print(sys.executable)"]
-            let output = Pipe()
-            probe.standardOutput = output
-            probe.standardError = FileHandle.nullDevice
-            try probe.run()
+            let output = try ChildPipe()
+            try probe.run(input: nil, output: output, error: nil)
             let executable = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             let status = probe.waitForExit()

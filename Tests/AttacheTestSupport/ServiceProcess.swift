@@ -25,11 +25,8 @@ package final class ServiceProcess {
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let pipe = try ChildPipe()
+        try process.run(input: nil, output: pipe, error: pipe)
         let handle = pipe.fileHandleForReading
         let output = OutputTail(logNamed: Self.name(arguments) + "-\(process.processIdentifier)")
         self.output = output

@@ -17,8 +17,7 @@ struct BatchDurabilityTests {
     @Test func killedAtRandomMomentsAndReRunEveryFileIsStoredExactlyOnce() async throws {
         let scratch = try Scratch(files: 40)
         defer { scratch.remove() }
-        let seed = UInt64.random(in: 1...UInt64.max)
-        print("batch kill test seed: \(seed)")
+        let seed = SeededGenerator.forTest("batch kill test").seed
         // Retry-After delays stretch a whole run over about 15 s (40 % of attempts wait 1 s, two at a time),
         // so that the kills land mid-run even when a loaded machine polls the server slowly.
         let configuration = scratch.serverConfiguration(faults: try FaultPlan(parsing: "429@40%:retry-after=1"))

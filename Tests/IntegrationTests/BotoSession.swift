@@ -24,17 +24,20 @@ final class BotoSession: Sendable {
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [tool, endpoint, "serve"]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
+        let input = try ChildPipe()
+        let output = try ChildPipe()
         errorLog = FileManager.default.temporaryDirectory.appendingPathComponent("attache-boto3-\(UUID().uuidString).err").path
         guard FileManager.default.createFile(atPath: errorLog, contents: nil), let errors = FileHandle(forWritingAtPath: errorLog) else {
             throw TestFailure("cannot create \(errorLog)")
         }
         defer { try? errors.close() }
+        process.standardInput = input.fileHandleForReading
+        process.standardOutput = output.fileHandleForWriting
         process.standardError = errors
         try process.run()
+        // The child's ends, closed here (``ChildPipe`` says why the pipe is not Foundation's).
+        try input.fileHandleForReading.close()
+        try output.fileHandleForWriting.close()
         processIdentifier = process.processIdentifier
         pipes = Mutex(Pipes(process: process, input: input.fileHandleForWriting, output: output.fileHandleForReading))
     }

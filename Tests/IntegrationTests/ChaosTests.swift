@@ -18,9 +18,7 @@ import Testing
 @Suite("Chaos", .serialized)
 struct ChaosTests {
     @Test func killsRestartsAndLostAnswersLoseNothingAndEveryKeyOpensItsFile() async throws {
-        let seed = UInt64.random(in: 1...UInt64.max)
-        print("chaos test seed: \(seed)")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator.forTest("chaos test")
         let scratch = try TrustScratch()
         defer { scratch.remove() }
         let count = 400

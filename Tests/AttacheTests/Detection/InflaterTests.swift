@@ -20,9 +20,8 @@ struct InflaterTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["gzip", "-c", "-n", "-\(level)", file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let output = try ChildPipe()
+        try process.run(input: nil, output: output, error: nil)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         try #require(process.waitForExit() == 0)
         return [UInt8](data)

@@ -1,4 +1,5 @@
 import Foundation
+import AttacheTestSupport
 import Testing
 @testable import Attache
 
@@ -59,7 +60,7 @@ struct JSONParserTests {
 
     @Test("random values written by JSONWriter read back whole, and as Foundation reads them")
     func roundTrips() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator.forTest("JSONParserTests")
         for _ in 0..<300 {
             let value = Self.randomValue(depth: 0, using: &generator)
             let bytes = try value.jsonBytes()
@@ -71,7 +72,7 @@ struct JSONParserTests {
 
     @Test("mutated documents: never a crash, and valid exactly when Foundation says so")
     func mutations() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator.forTest("JSONParserTests")
         let alphabet = Array("{}[],:\"\\/ 0123456789.eE+-tfnulrsaxu\u{e9}".utf8)
         for _ in 0..<2_000 {
             var bytes = try Self.randomValue(depth: 0, using: &generator).jsonBytes()
@@ -94,7 +95,7 @@ struct JSONParserTests {
         }
     }
 
-    static func randomValue(depth: Int, using generator: inout SystemRandomNumberGenerator) -> JSONValue {
+    static func randomValue(depth: Int, using generator: inout SeededGenerator) -> JSONValue {
         switch Int.random(in: 0..<(depth > 3 ? 4 : 6), using: &generator) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &generator))

@@ -14,11 +14,9 @@ enum MediaTools {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
+        let output = try ChildPipe()
+        let error = try ChildPipe()
+        try process.run(input: nil, output: output, error: error)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let errorText = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard process.waitForExit() == 0 else {
