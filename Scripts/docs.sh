@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the library's documentation (the DocC catalog Sources/Attache/Attache.docc and the doc comments
 # of the library modules Attache, AttacheCore and AttacheBatch) into one static site, and checks that every
-# public symbol of those modules has a doc comment. The site must build without a DocC warning (a link
-# that resolves nowhere, an undocumented parameter, ...): any warning fails the script.
+# public symbol of those modules has a doc comment and that every stored property a public type encodes
+# (Codable, or its own `encode(to:)`) is public too (Scripts/encoded-fields.py), so that a user holding a
+# receipt can read what its JSON says. The site must build without a DocC warning (a link that resolves
+# nowhere, an undocumented parameter, ...): any warning fails the script.
 #
-#   Scripts/docs.sh                 check coverage, then build the site into .build/docs
-#   Scripts/docs.sh --check-only    only the coverage check
+#   Scripts/docs.sh                 run both checks, then build the site into .build/docs
+#   Scripts/docs.sh --check-only    only the two checks
 #
 # A whole Scripts/test.sh run (no --filter) runs it without --check-only, so the site must stay clean.
 #
@@ -42,8 +44,13 @@ else
     [[ -n "$graphs" ]] || { echo "docs: no symbol graphs found under .build" >&2; exit 1; }
 fi
 
+# Both checks run, so that one run lists everything either finds.
+checks=0
 echo "==> doc comment coverage of the public API"
-python3 Scripts/doc-coverage.py "$graphs" Attache AttacheCore AttacheBatch
+python3 Scripts/doc-coverage.py "$graphs" Attache AttacheCore AttacheBatch || checks=1
+echo "==> stored properties the public types encode are public"
+python3 Scripts/encoded-fields.py "$graphs" Attache AttacheCore AttacheBatch || checks=1
+((checks == 0)) || exit 1
 
 if ((!check_only)); then
     # The site documents the three library modules, each with its extensions of other modules' types

@@ -112,19 +112,23 @@ public struct DownloadReceipt: Sendable, Hashable, Codable {
     public var path: String
     /// Bytes as the server sent them (sealed bytes when unsealing).
     public var byteCount: Int64
-    /// Bytes written to `path` (the plaintext when unsealing; otherwise `byteCount`).
-    package var storedByteCount: Int64
-    /// Bytes that came over the network in this call, all attempts together.
-    package var transferredByteCount: Int64
+    /// Bytes written to ``path``: the plaintext when the download was unsealed (without a `signal`
+    /// file's padding), otherwise the same as ``byteCount``.
+    public var storedByteCount: Int64
+    /// Bytes that came over the network in this call, all attempts together: less than ``byteCount``
+    /// when a `.part` file was continued (``resumedFrom``), more when an attempt failed midway and its
+    /// bytes were fetched again.
+    public var transferredByteCount: Int64
     /// Where the first attempt started (the size of the `.part` file it continued), 0 for a fresh start.
     public var resumedFrom: Int64
     /// Attempts made, the successful one included.
-    package var attempts: Int
+    public var attempts: Int
     /// SHA-256 of the downloaded bytes, hex; nil only with `DigestPolicy.whenVerifiable`
     /// when there was nothing to check the bytes against.
     public var sha256: String?
-    /// True when the server's `ETag` was a SHA-256 and matched the bytes.
-    package var verifiedByETag: Bool
+    /// True when the server's `ETag` was a SHA-256 of the content and matched the bytes received; false
+    /// when the `ETag` was something else (or absent) and so checked nothing.
+    public var verifiedByETag: Bool
     /// True when the bytes were opened with a key (``DownloadRequest/unsealing``) and verified.
     public var unsealed: Bool
 }

@@ -107,8 +107,8 @@ public struct ObjectStoreEndpoint: Sendable {
 ///
 /// The default, ``standard``, is `{idempotencyKey}{ext}`: a rerun of the same upload writes the same object.
 public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// The template's text.
-    package var text: String
+    /// The template's text, placeholders and all (`{date}/{idempotencyKey}{ext}`), as given to ``init(_:)``.
+    public var text: String
 
     /// `{idempotencyKey}{ext}`.
     public static let standard = ObjectKeyTemplate("{idempotencyKey}{ext}")

@@ -8,8 +8,8 @@ public struct ResumableReceipt: Sendable, Codable, Hashable {
     public var resumedBytes: Int64
     /// Body bytes this send handed to the network, over all its requests.
     public var bytesSent: Int64
-    /// Requests this send made.
-    package var requests: Int
+    /// Requests this send made, of every kind: the creation or offset check, each append, and the retries.
+    public var requests: Int
 
     /// Creates a receipt.
     package init(protocolName: ResumableProtocol, uploadURL: String, resumedBytes: Int64, bytesSent: Int64, requests: Int) {

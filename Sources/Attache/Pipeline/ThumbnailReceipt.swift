@@ -26,18 +26,21 @@ public struct ThumbnailReceipt: Sendable, Codable, Hashable {
     public var fileId: String?
     /// Where it can be fetched (absolute), when the server said so.
     public var url: String?
-    /// Separate only: the file part's size as sent, in bytes.
-    package var sentByteCount: Int64?
+    /// Separate only: the file part's size as sent (after sealing), in bytes; nil for an inline thumbnail,
+    /// whose bytes are counted in the attachment's body.
+    public var sentByteCount: Int64?
     /// Separate only: the seal scheme's digest of the sent bytes (`signal`: SHA-256 hex), when it has one.
-    package var digest: String?
-    /// Separate only: the `Idempotency-Key` sent with it, the attachment's with `.` and ``name`` appended.
-    package var idempotencyKey: String?
-    /// Separate only: attempts made.
-    package var attempts: Int?
-    /// Separate only: true when the server answered a receipt it had given before.
-    package var replayed: Bool?
+    public var digest: String?
+    /// Separate only: the `Idempotency-Key` sent with every attempt of its request: the attachment's key
+    /// with `.` and ``name`` appended, so a retried send of the attachment stores the thumbnail once.
+    public var idempotencyKey: String?
+    /// Separate only: attempts its request took, the successful one included.
+    public var attempts: Int?
+    /// Separate only: true when the server answered a receipt it had given before for the same
+    /// idempotency key (an earlier send had already stored the thumbnail).
+    public var replayed: Bool?
     /// Separate only: the server's answer, every field kept (``ServerReceipt/data``).
-    package var server: JSONValue?
+    public var server: JSONValue?
 
     /// Creates a thumbnail entry; the request facts are for a thumbnail sent separately.
     package init(

@@ -14,12 +14,12 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     /// Set when an image was meant to be recompressed but went as it is, because the Transform stage
     /// could not read it (``AttacheCore/TransformErrorPolicy/sendOriginal``): the error code and message. Absent
     /// otherwise (and in receipts written before this field existed).
-    package var skipped: String?
+    public var skipped: String?
     /// Which path the Transform stage took and why, for media and images: what the source lacked
     /// (`encoded: rotated 90°; video 8.0 Mbps is over the 1.0 Mbps cap`) or why it could go as it is
     /// (`compliant: …`), and, when sizes decided, both sizes and which was sent. Nothing is sent larger
     /// than its source unless this says why. Absent for files, which always go as they are.
-    package var reason: String?
+    public var reason: String?
     /// For video, voice and animations: what the converter did and found; absent for other kinds.
     public var media: MediaReceipt?
 

@@ -19,16 +19,19 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     public var originalByteCount: Int64
     /// The attachment part's size as sent, in bytes.
     public var sentByteCount: Int64
-    /// The whole multipart body's size, in bytes.
-    package var bodyByteCount: Int64
+    /// The size of the body one attempt sends, in bytes: for a multipart POST the whole body (the
+    /// attachment part with the form fields and inline thumbnails around it), for an object-store or
+    /// resumable upload the object itself. Compare it with ``sentByteCount`` to see what the framing cost.
+    public var bodyByteCount: Int64
     /// The `Idempotency-Key` sent with every attempt.
     public var idempotencyKey: String
     /// Attempts made.
     public var attempts: Int
     /// True when the server answered a receipt it had given before (a retried upload).
     public var replayed: Bool
-    /// Seconds from the first stage's start to the server's answer.
-    package var seconds: Double
+    /// Seconds from the start of the first stage (Detect) to the server's final answer: the whole send as
+    /// the caller waited for it, retries and separate thumbnails included.
+    public var seconds: Double
     /// Every field of the server's `data` member.
     public var server: JSONValue
     /// How the attachment was sealed.

@@ -24,11 +24,12 @@ public struct ScanReceipt: Sendable, Hashable, Codable {
     public var seconds: Double
     /// Why it went unscanned.
     public var reason: String?
-    /// True when the verdict came from the ``ScanCache``, not from a scan now.
-    package var cached: Bool?
+    /// True when the verdict came from the ``ScanCache`` (these bytes were scanned before, by the same
+    /// engine and signatures), not from a scan now; nil when no cache is configured.
+    public var cached: Bool?
     /// True when the original was scanned too (``ScanConfiguration/scansOriginal`` and Transform changed
     /// the file).
-    package var original: Bool?
+    public var original: Bool?
 
     /// Creates a scan receipt.
     package init(

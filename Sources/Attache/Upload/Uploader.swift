@@ -38,7 +38,7 @@ public struct UploadProgress: Sendable, Hashable, Codable {
     public var fractionCompleted: Double
     /// Bytes a resumable upload found already on the server (sent by an earlier process) and did not
     /// send again; included in ``bytesSent``. 0 for other uploads.
-    package var resumedBytes: Int64 = 0
+    public var resumedBytes: Int64 = 0
 }
 
 /// The end of an upload that reached the server.
@@ -58,11 +58,12 @@ public struct UploadResult: Sendable {
     /// Attempts made, the successful one included.
     public var attempts: Int
     /// The body length in bytes (what one attempt sends).
-    package var bodyByteCount: Int64
-    /// From the first attempt's start to the final answer.
-    package var duration: Duration
-    /// Why each earlier attempt failed, in order.
-    package var retryReasons: [String]
+    public var bodyByteCount: Int64
+    /// From the first attempt's start to the final answer, the waits between attempts included.
+    public var duration: Duration
+    /// Why each earlier attempt failed, in order (a transport error's or a retryable answer's message):
+    /// empty when the first attempt reached the answer.
+    public var retryReasons: [String]
 }
 
 /// Sends multipart bodies through the transport, streaming them from their sources, retrying what

@@ -14,7 +14,7 @@ public struct Detection: Sendable, Equatable, Codable {
     /// The message kind the attachment will be sent as (after checking a declared kind).
     public var kind: MessageKind
     /// The type the filename's extension stands for, when the extension is known.
-    package var extensionMIMEType: String?
+    public var extensionMIMEType: String?
     /// Whether content and extension disagree, ignoring harmless differences (an `.mp4` holding
     /// only audio, a `.png` that is an APNG, a `.zip` that is a DOCX, a `.txt` holding JSON).
     public var mismatch: Bool
@@ -22,11 +22,11 @@ public struct Detection: Sendable, Equatable, Codable {
     public var declaredKind: MessageKind?
     /// False when a declared kind contradicted the content; ``kind`` is then the policy's result.
     /// True when nothing was declared.
-    package var declaredKindAccepted: Bool
+    public var declaredKindAccepted: Bool
     /// Sizes, duration, codecs and flags read from the headers.
     public var metadata: MediaMetadata
     /// The usual filename extension for ``mimeType``, without a dot (`jpg`, `ogg`, `docx`).
-    package var preferredFilenameExtension: String?
+    public var preferredFilenameExtension: String?
 
     /// Creates a detection result.
     package init(

@@ -13,15 +13,15 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
     /// Height in pixels (images, video).
     public var height: Int?
     /// EXIF orientation, 1–8 (1 = as stored), when the file states one.
-    package var orientation: Int?
+    public var orientation: Int?
     /// Clockwise rotation in degrees (0, 90, 180, 270) a video player applies, from the track matrix.
-    package var rotation: Int?
+    public var rotation: Int?
     /// Whether the image has an alpha channel or transparency.
-    package var hasAlpha: Bool?
+    public var hasAlpha: Bool?
     /// Whether the image is animated (APNG, animated GIF/WebP/AVIF, HEIF sequence).
     public var isAnimated: Bool?
     /// Number of frames of an animation, when counting them was cheap.
-    package var frameCount: Int?
+    public var frameCount: Int?
     /// Duration in seconds (audio, video, animated stickers).
     public var duration: Double?
     /// The audio codec, in lower-case FFmpeg-style names: `opus`, `vorbis`, `aac`, `mp3`, `flac`,
@@ -35,7 +35,7 @@ public struct MediaMetadata: Sendable, Hashable, Codable {
     public var channels: Int?
     /// The text encoding of a text file: `utf-8`, `utf-16le`, `utf-16be`, `utf-32le`, `utf-32be`,
     /// or `unknown-8bit` for text that is not valid UTF-8.
-    package var textEncoding: String?
+    public var textEncoding: String?
     /// The title an audio file's tags give (ID3 `TIT2`, Vorbis `TITLE`, MP4 `©nam`), as written there.
     public var title: String?
     /// The performer an audio file's tags give (ID3 `TPE1`, Vorbis `ARTIST`, MP4 `©ART`; the album

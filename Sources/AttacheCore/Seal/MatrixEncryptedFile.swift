@@ -12,18 +12,18 @@
 /// ```
 public struct MatrixEncryptedFile: Sendable, Codable, Hashable, CustomStringConvertible {
     /// The key as a JSON Web Key (RFC 7517) of type `oct` for `A256CTR`.
-    package struct JSONWebKey: Sendable, Codable, Hashable {
+    public struct JSONWebKey: Sendable, Codable, Hashable {
         /// Always `oct`.
-        package var kty: String
+        public var kty: String
         /// Always `["encrypt", "decrypt"]`.
-        package var keyOps: [String]
+        public var keyOps: [String]
         /// Always `A256CTR`.
-        package var alg: String
+        public var alg: String
         /// The 32-byte key as unpadded base64url; nil when the key was configured rather than drawn for
         /// this attachment (the caller then fills in its own).
-        package var k: String?
+        public var k: String?
         /// Always true.
-        package var ext: Bool
+        public var ext: Bool
 
         /// A JWK for `key`, or without `k` when `key` is nil.
         package init(key: AttachmentKey?) {
@@ -45,13 +45,13 @@ public struct MatrixEncryptedFile: Sendable, Codable, Hashable, CustomStringConv
     /// server answered); nil when the server named none.
     public var url: String?
     /// The key.
-    package var key: JSONWebKey
+    public var key: JSONWebKey
     /// The 16-byte AES-CTR counter block as unpadded base64.
-    package var iv: String
+    public var iv: String
     /// `sha256`: the SHA-256 of the ciphertext as unpadded base64.
-    package var hashes: [String: String]
+    public var hashes: [String: String]
     /// The format version: `v2`.
-    package var v: String
+    public var v: String
 
     /// Creates the object for a ciphertext sealed with `key` (nil: leave `k` out), `iv` (16 bytes) and
     /// whose SHA-256 is `sha256` (32 bytes).

@@ -44,12 +44,12 @@ public struct ImageRecompressor: Sendable {
         /// Whether JPEG output is progressive.
         public var progressive = false
         /// The largest width × height accepted, checked from the header before decoding.
-        package var pixelLimit = 100_000_000
+        public var pixelLimit = 100_000_000
         /// The most scans a progressive JPEG may have; each scan is a full pass over the coefficients,
         /// so a crafted file with thousands of tiny scans costs minutes of CPU.
-        package var maxProgressiveScans = 64
+        public var maxProgressiveScans = 64
         /// Whether a JPEG that is already small enough is sent as it is (metadata stripped).
-        package var passThroughSmallJPEG = true
+        public var passThroughSmallJPEG = true
         /// How much larger than the output a JPEG's DCT-scaled decode must be, at least.
         ///
         /// libjpeg-turbo's 1/2, 1/4 and 1/8 reductions are 2×2, 4×4 and 8×8 box averages: they fold
@@ -58,20 +58,20 @@ public struct ImageRecompressor: Sendable {
         /// still has a factor of two to filter that detail out properly: a 12 MP photo bound for
         /// 1280 px is decoded at 3/4 scale, and comes out as sharp as from a full decode. 1 is cheaper
         /// (1/2 scale for that photo, about 15 % less CPU) at a measurable loss on detailed pictures.
-        package var decodeOversampling = 2.0
+        public var decodeOversampling = 2.0
         /// The largest input file read, in bytes.
-        package var maxInputByteCount = 200 << 20
+        public var maxInputByteCount = 200 << 20
         /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
         /// PNG, a lossless WebP or a lossy WebP's alpha plane over it is refused with `.limitExceeded`
         /// (in the pipeline it is then sent as it is, by default). Every other image is
         /// decoded a few rows at a time and needs no such bound; a non-interlaced PNG whose image data,
         /// inflated plus compressed, fits in it is inflated in one piece for speed, and otherwise
         /// streams (never refused for it).
-        package var wholeImageByteLimit = 64 << 20
+        public var wholeImageByteLimit = 64 << 20
         /// The side of a sticker (the longer side is made exactly this long).
-        package var stickerSide = 512
+        public var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
-        package var stickerByteLimit = 512 * 1024
+        public var stickerByteLimit = 512 * 1024
         /// How the placeholders (BlurHash, ThumbHash, Telegram's stripped thumbnail) are made with the
         /// thumbnails; nil makes none.
         public var placeholders: PlaceholderOptions? = PlaceholderOptions()

@@ -5,18 +5,18 @@ internal import CProcess
 ///
 /// CPU time, address space and file size are rlimits the kernel enforces in the child; the wall-clock
 /// limit is enforced here, by killing the child's process group.
-package struct ProcessLimits: Sendable, Hashable, Codable {
+public struct ProcessLimits: Sendable, Hashable, Codable {
     /// CPU seconds the child may use (RLIMIT_CPU).
-    package var cpuSeconds: Int
+    public var cpuSeconds: Int
     /// Bytes of address space the child may map (RLIMIT_AS).
-    package var addressSpaceBytes: Int
+    public var addressSpaceBytes: Int
     /// The largest file the child may write (RLIMIT_FSIZE).
-    package var fileSizeBytes: Int
+    public var fileSizeBytes: Int
     /// Seconds of real time before the child is killed.
-    package var wallSeconds: Double
+    public var wallSeconds: Double
 
     /// Creates limits.
-    package init(cpuSeconds: Int, addressSpaceBytes: Int, fileSizeBytes: Int, wallSeconds: Double) {
+    public init(cpuSeconds: Int, addressSpaceBytes: Int, fileSizeBytes: Int, wallSeconds: Double) {
         self.cpuSeconds = cpuSeconds
         self.addressSpaceBytes = addressSpaceBytes
         self.fileSizeBytes = fileSizeBytes
@@ -24,10 +24,10 @@ package struct ProcessLimits: Sendable, Hashable, Codable {
     }
 
     /// For a converter: 10 CPU minutes, 2 GiB of address space, 2 GiB files, 10 minutes of real time.
-    package static let conversion = ProcessLimits(
+    public static let conversion = ProcessLimits(
         cpuSeconds: 600, addressSpaceBytes: 2 << 30, fileSizeBytes: 2 << 30, wallSeconds: 600)
     /// For a probe, which reads headers only: 20 CPU seconds, 512 MiB, no files, 30 seconds.
-    package static let probe = ProcessLimits(
+    public static let probe = ProcessLimits(
         cpuSeconds: 20, addressSpaceBytes: 512 << 20, fileSizeBytes: 1 << 20, wallSeconds: 30)
 }
 
