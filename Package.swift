@@ -156,11 +156,11 @@ let package = Package(
             swiftSettings: librarySettings),
         // The scale-out work queue: many workers on many machines take files from one PostgreSQL table
         // (`FOR UPDATE SKIP LOCKED`, leases, fencing tokens). Foundation is allowed here (PostgresNIO
-        // needs it anyway); reuses the batch's file walker and identity.
+        // needs it anyway); walks folders with AttacheCore's file walker, as the batch does.
         .target(
             name: "AttacheQueue",
             dependencies: [
-                "Attache", "AttacheCore", "AttacheBatch",
+                "Attache", "AttacheCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
