@@ -24,19 +24,47 @@ let librarySettings: [SwiftSetting] = swiftSettings
         [.unsafeFlags(["-emit-symbol-graph", "-emit-symbol-graph-dir", $0, "-symbol-graph-minimum-access-level", "public"])]
     } ?? [])
 
+// The package dependencies each product brings in, by trait. SwiftPM resolves the dependencies of every
+// target of a package it depends on, used or not (not those of its test targets); only a dependency
+// whose every use is off under the enabled traits is left out of the graph, never fetched nor built.
+// All traits are on by default, so a plain `swift build` here, or a package that names no traits, gets
+// everything. A package that wants the `Attache` library alone asks for none (`traits: []`) and resolves
+// swift-log, swift-metrics and swift-distributed-tracing only: no GRDB, no PostgresNIO, no SwiftNIO
+// (docs/ARCHITECTURE.md, "Products and what they bring in"; Samples/Examples does so).
+let batch: Set<String> = ["Batch"]
+let queue: Set<String> = ["Queue"]
+let server: Set<String> = ["Server"]
+let tools: Set<String> = ["Tools"]
+
 // Linux only: no `platforms:` line. The code calls Linux directly (glibc, epoll, /proc, statfs and
 // ctime for the content guard, fork + setrlimit for the media helpers); README "Platforms" says why.
 let package = Package(
     name: "Attache",
+    // Each product with a dependency of its own is a product of its own, so that a backend embedding
+    // the pipeline links no database and no full Foundation unless it uses what needs them.
     products: [
-        // AttacheCore has no product of its own (no dependency of its own): `Attache` re-exports it.
-        .library(name: "Attache", targets: ["Attache", "AttacheBatch"]),
-        .library(name: "AttacheServer", targets: ["AttacheServer"]),
-        // The shared PostgreSQL work queue (scale-out): its own product, so that a backend embedding the
-        // pipeline does not link PostgresNIO unless it runs queue workers.
+        // The pipeline, the client and the transport. AttacheCore has no product of its own (no
+        // dependency of its own): `import Attache` re-exports it.
+        .library(name: "Attache", targets: ["Attache"]),
+        // The journaled batch: GRDB, SQLite and Foundation (trait Batch).
+        .library(name: "AttacheBatch", targets: ["AttacheBatch"]),
+        // The shared PostgreSQL work queue (scale-out): PostgresNIO and SwiftNIO (trait Queue).
         .library(name: "AttacheQueue", targets: ["AttacheQueue"]),
+        // The reference server: Hummingbird and SwiftNIO (trait Server).
+        .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        // The two programs need every trait (Tools turns on the other three).
         .executable(name: "attache", targets: ["attache"]),
         .executable(name: "attache-server", targets: ["attache-server"]),
+    ],
+    traits: [
+        .trait(name: "Batch", description: "The AttacheBatch library: the journaled batch (GRDB, SQLite)."),
+        .trait(name: "Queue", description: "The AttacheQueue library: the shared PostgreSQL work queue (PostgresNIO)."),
+        .trait(name: "Server", description: "The AttacheServer library: the reference server (Hummingbird)."),
+        .trait(
+            name: "Tools",
+            description: "The attache and attache-server programs (ArgumentParser, TOMLKit, Prometheus and OTLP export).",
+            enabledTraits: ["Batch", "Queue", "Server"]),
+        .default(enabledTraits: ["Batch", "Queue", "Server", "Tools"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -145,24 +173,24 @@ let package = Package(
             ],
             swiftSettings: librarySettings),
         // `attache batch`'s engine: the SQLite journal (GRDB, which needs Foundation) and the batch runner.
-        // Part of the `Attache` library product; `import AttacheBatch` to use it.
+        // A product of its own; `import AttacheBatch` to use it.
         .target(
             name: "AttacheBatch",
             dependencies: [
                 "Attache", "AttacheCore",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: batch)),
             ],
             swiftSettings: librarySettings),
         // The scale-out work queue: many workers on many machines take files from one PostgreSQL table
         // (`FOR UPDATE SKIP LOCKED`, leases, fencing tokens). Foundation is allowed here (PostgresNIO
-        // needs it anyway); reuses the batch's file walker and identity.
+        // needs it anyway); walks folders with AttacheCore's file walker, as the batch does.
         .target(
             name: "AttacheQueue",
             dependencies: [
-                "Attache", "AttacheCore", "AttacheBatch",
+                "Attache", "AttacheCore",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: queue)),
             ],
             swiftSettings: swiftSettings),
         // The `attache` command-line tool: one root command (RootCommand) and every subcommand, with
@@ -171,10 +199,10 @@ let package = Package(
             name: "AttacheCLI",
             dependencies: [
                 "Attache", "AttacheBatch", "AttacheQueue", "AttacheCore", "AttacheMetricsExport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tools)),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "TOMLKit", package: "TOMLKit", condition: .when(traits: tools)),
             ],
             swiftSettings: swiftSettings),
         // `--metrics-listen`: a Prometheus registry bootstrapped into swift-metrics and served on
@@ -184,16 +212,16 @@ let package = Package(
             name: "AttacheMetricsExport",
             dependencies: [
                 "Attache", "AttacheCore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tools)),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: tools)),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: tools)),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: tools)),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: tools)),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: tools)),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: tools)),
             ],
             swiftSettings: swiftSettings),
         // The `attache` executable: a `main` that calls AttacheCLI.
@@ -217,9 +245,9 @@ let package = Package(
             name: "AttacheServer",
             dependencies: [
                 "Attache", "COpenSSL",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: server)),
+                .product(name: "HummingbirdTLS", package: "hummingbird", condition: .when(traits: server)),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: .when(traits: server)),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -231,7 +259,7 @@ let package = Package(
             name: "attache-server",
             dependencies: [
                 "AttacheServer", "Attache", "AttacheMetricsExport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tools)),
             ],
             swiftSettings: swiftSettings),
 

@@ -30,17 +30,28 @@ if [[ -z "$sanitizer" ]]; then
     # whole, 12 tests at a time): Scripts/build-env.sh says why, and Scripts/demo.sh uses the same.
     . Scripts/build-env.sh
 
-    # The example package (Samples/Examples) depends on Attache the way the README says; ExamplePackageTests
-    # builds and runs it. Built into this package's own .build: the modules it shares with this package
-    # (Attache and its dependencies, SwiftNIO, Hummingbird) are then compiled once, not twice, and only
-    # its two programs are new (25 s against 9 min on two cores for a scratch path of its own). Built
-    # first: each SwiftPM command on another root package compiles the dependencies' package plugins
-    # again (about 10 s), so this package's build and its tests come last, one after the other.
+    # The example packages depend on Attache the way the README says; ExamplePackageTests builds and runs
+    # them. Built first: each SwiftPM command on another root package compiles the dependencies' package
+    # plugins again (about 10 s), so this package's build and its tests come last, one after the other.
+    #
+    # Samples/Examples uses the `Attache` library alone and asks for none of Attache's traits, so it
+    # resolves no GRDB, PostgresNIO or SwiftNIO. It has a build folder of its own (.build/examples):
+    # without the traits, Attache's modules are compiled with other flags (SwiftPM passes each enabled
+    # trait to every module of the package as a -D flag), so in this package's .build each of the two
+    # builds would compile them, and everything that imports them, again. Its first build compiles
+    # Attache and the few small packages it depends on; later ones find them up to date.
+    echo "==> swift build --package-path Samples/Examples --scratch-path .build/examples $ATTACHE_SWIFTPM_FLAGS"
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build/examples" "${swiftpm_flags[@]}"
+
+    # Samples/Backend (the journaled batch, a Hummingbird gateway) takes Attache's default traits and is
+    # built into this package's own .build: the modules it shares with this package (Attache and its
+    # dependencies, GRDB, SwiftNIO, Hummingbird) are then compiled once, not twice, and only its two
+    # programs are new (25 s against 9 min on two cores for a scratch path of its own).
     # --disable-build-manifest-caching: with a build plan of this package cached in .build (after
     # Scripts/demo.sh, which builds with the same flags), SwiftPM took that plan for the example
     # package's too, reported the build complete and made neither of its programs.
-    echo "==> swift build --package-path Samples/Examples --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
-    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build" "${swiftpm_flags[@]}" \
+    echo "==> swift build --package-path Samples/Backend --scratch-path .build $ATTACHE_SWIFTPM_FLAGS"
+    Scripts/swift-build-quiet.sh --package-path Samples/Backend --scratch-path "$PWD/.build" "${swiftpm_flags[@]}" \
         --disable-build-manifest-caching
 
     # One run, every test in parallel (Swift Testing's default). What made parallel runs fail before

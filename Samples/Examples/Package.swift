@@ -1,34 +1,23 @@
 // swift-tools-version:6.1
-// A package that uses Attache the way the README's "Use it in your package" section says, built and
-// run by the test suite (Tests/IntegrationTests/ExamplePackageTests.swift) so that the README stays true.
+// A package that uses the Attache library alone, the way the README's "Use it in your package" section
+// says, built and run by the test suite (Tests/IntegrationTests/ExamplePackageTests.swift) so that the
+// README stays true. The test also checks what it brings in: no GRDB, PostgresNIO or SwiftNIO among its
+// dependencies, and neither GRDB nor full Foundation (libFoundation.so) in its program.
 import PackageDescription
 
 let package = Package(
     name: "AttacheExamples",
-    platforms: [.macOS(.v15)],
     dependencies: [
         // In your package: the path of your clone of Attache (or its git URL). `name:` makes the
-        // package's name "Attache" whatever the folder is called.
-        .package(name: "Attache", path: "../.."),
-        // Without Hummingbird's default ConfigurationSupport trait, as Attache's own server takes it:
-        // nothing here reads swift-configuration, and with the same traits on both sides Hummingbird is
-        // compiled once for this package and Attache (a package's traits are the union of what its
-        // dependents ask for; a different set compiles it again with other flags).
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: ["FullFoundation"]),
+        // package's name "Attache" whatever the folder is called. `traits: []`: none of the traits that
+        // bring in the other products' dependencies (GRDB, PostgresNIO, Hummingbird, the command-line
+        // tools'), so that they are neither fetched nor built; the `Attache` product needs none.
+        .package(name: "Attache", path: "../..", traits: []),
     ],
     targets: [
-        // Files from a path, from memory and from an AsyncSequence; the journaled batch; download and
-        // decrypt from a receipt.
+        // Files from a path, from memory and from an AsyncSequence; download and decrypt from a receipt.
         .executableTarget(
             name: "send-attachments",
             dependencies: [.product(name: "Attache", package: "Attache")]),
-        // A Hummingbird gateway that streams a client's upload through the pipeline, with the client's
-        // token forwarded per send.
-        .executableTarget(
-            name: "gateway",
-            dependencies: [
-                .product(name: "Attache", package: "Attache"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]),
     ]
 )

@@ -439,37 +439,7 @@ package final class UploadJournal: Sendable {
 
     private static func now() -> Double { Date().timeIntervalSince1970 }
 
-    /// The journal's key for a path: absolute and standardized, symlinks kept as they are.
-    package static func absolute(_ path: String) -> String {
-        // The walk hands out paths that are already clean (no `.`, `..`, empty components or trailing
-        // slash): those need only the working directory in front, not a URL built, stat'ed and
-        // standardized three times per file.
-        let candidate = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        if isStandardAbsolute(candidate) { return candidate }
-        let url =
-            path.hasPrefix("/")
-            ? URL(fileURLWithPath: path) : URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-                .appendingPathComponent(path)
-        return url.standardized.path
-    }
-
-    /// Whether `path` is absolute and already what standardizing it would give.
-    static func isStandardAbsolute(_ path: String) -> Bool {
-        let bytes = path.utf8
-        guard bytes.first == UInt8(ascii: "/"), bytes.count > 1, bytes.last != UInt8(ascii: "/") else { return false }
-        var componentLength = 0
-        var dots = 0
-        for byte in bytes.dropFirst() {
-            if byte == UInt8(ascii: "/") {
-                // An empty component (`//`), `.` or `..`.
-                if componentLength == 0 || componentLength == dots { return false }
-                componentLength = 0
-                dots = 0
-            } else {
-                componentLength += 1
-                if byte == UInt8(ascii: "."), dots == componentLength - 1 { dots += 1 }
-            }
-        }
-        return componentLength != dots
-    }
+    /// The journal's key for a path: absolute and standardized, symlinks kept as they are
+    /// (`PathText.absolute(_:)`, the name the file walker and the shared queue use too).
+    package static func absolute(_ path: String) -> String { PathText.absolute(path) }
 }

@@ -1,6 +1,5 @@
 package import ArgumentParser
 import Attache
-import AttacheBatch
 import AttacheCore
 import FoundationEssentials
 

@@ -1,6 +1,5 @@
 package import Attache
 public import AttacheCore
-import AttacheBatch
 import Foundation
 import PostgresNIO
 
@@ -98,7 +97,7 @@ public struct QueueEnqueuer: Sendable {
                 items.map { item in
                     switch item {
                     case .file(let path, _):
-                        let absolute = UploadJournal.absolute(path)
+                        let absolute = PathText.absolute(path)
                         do {
                             let source = try FileSource(path: path)
                             let hash =

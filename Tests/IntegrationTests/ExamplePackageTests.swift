@@ -6,62 +6,88 @@ import FoundationNetworking
 import AttacheTestSupport
 import Testing
 
-/// `Samples/Examples` is a package of its own that depends on Attache exactly as the README's "Use it in
-/// your package" says. Here it is built, and its two programs are run against a live reference server:
-/// files from a path, from memory and from an AsyncSequence, each fetched back from its receipt and
-/// opened with the receipt's key; and a Hummingbird gateway that streams a client's upload through the
+/// The two example packages depend on Attache exactly as the README's "Use it in your package" says, and
+/// are built and run here against a live reference server. `Samples/Examples` uses the `Attache` library
+/// alone: files from a path, from memory and from an AsyncSequence, each fetched back from its receipt
+/// and opened with the receipt's key; and what it brings in is checked (no GRDB, PostgresNIO or SwiftNIO
+/// among its dependencies, neither GRDB nor full Foundation in its program). `Samples/Backend` adds the
+/// journaled batch (AttacheBatch) and a Hummingbird gateway that streams a client's upload through the
 /// pipeline.
-@Suite("Example package", .serialized)
+@Suite("Example packages", .serialized)
 struct ExamplePackageTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let examples = root.appendingPathComponent("Samples/Examples").path
+    static let backend = root.appendingPathComponent("Samples/Backend").path
+    /// The build folder of `Samples/Examples`: a folder of its own inside this package's `.build`. The
+    /// example asks Attache for no traits, so Attache's modules are compiled with other flags than in this
+    /// package's build (SwiftPM passes each enabled trait to every module as a `-D` flag): in this
+    /// package's own build folder, each of the two builds would compile them, and everything that
+    /// imports them, again.
+    static let examplesScratch = root.appendingPathComponent(".build/examples").path
+    /// The build folder of `Samples/Backend`: this package's own `.build`. It takes Attache with its
+    /// default traits and Hummingbird with the traits this package gives it, so every module it needs is
+    /// already compiled there, and only its two programs are (minutes saved against a scratch path of its
+    /// own, which compiles Attache, GRDB, SwiftNIO and Hummingbird a second time).
+    static let backendScratch = root.appendingPathComponent(".build").path
 
-    /// Builds the example package and returns the folder of its executables.
-    ///
-    /// It builds in this package's own `.build`: the example depends on this package by path, so every
-    /// module it needs is already compiled there, and only its two programs are (minutes saved against a
-    /// scratch path of its own, which compiles Attache, GRDB, SwiftNIO and Hummingbird a second time).
-    /// `Scripts/test.sh` runs the same build before the tests, so this one finds everything up to date.
-    /// `--ignore-lock`: the running `swift test` holds that build folder's lock for as long as it runs.
-    /// `ATTACHE_SWIFTPM_FLAGS` (set by `Scripts/test.sh`) holds the flags that build was made with.
-    /// `ATTACHE_EXAMPLE_PACKAGE_BUILT` (also set by the script, which runs that same command before the tests)
-    /// saves loading the package graph a second time to find nothing to do.
-    static func build() async throws -> String {
-        let scratch = root.appendingPathComponent(".build").path
-        let environment = ProcessInfo.processInfo.environment
-        if environment["ATTACHE_EXAMPLE_PACKAGE_BUILT"] == nil {
-            let flags = (environment["ATTACHE_SWIFTPM_FLAGS"] ?? "").split(separator: " ").map(String.init)
-            // --disable-build-manifest-caching: SwiftPM would otherwise take the plan it cached for this
-            // package's own build in the same folder, and make neither program (Scripts/test.sh).
-            let arguments = ["build", "--package-path", examples, "--scratch-path", scratch, "--ignore-lock", "--disable-build-manifest-caching"] + flags
-            let built = try await runCommand("/usr/bin/env", ["swift"] + arguments)
-            try #require(built.status == 0, "the example package does not build:\n\(built.all.suffix(4000))")
-        }
-        // SwiftPM links `debug` in the scratch path to the debug build's folder of executables.
-        return scratch + "/debug"
+    /// The flags this package's build was made with (`ATTACHE_SWIFTPM_FLAGS`, set by `Scripts/test.sh`).
+    static var flags: [String] {
+        (ProcessInfo.processInfo.environment["ATTACHE_SWIFTPM_FLAGS"] ?? "").split(separator: " ").map(String.init)
     }
 
-    @Test("the example package builds, and its programs send, fetch back and forward through a gateway")
-    func examplePackage() async throws {
+    /// Builds both example packages and returns the folders of their executables.
+    ///
+    /// `Scripts/test.sh` runs the same builds before the tests and sets `ATTACHE_EXAMPLE_PACKAGE_BUILT`,
+    /// which saves loading the package graphs a second time to find nothing to do.
+    /// `--ignore-lock`: the running `swift test` holds this package's build folder's lock for as long as
+    /// it runs. `--disable-build-manifest-caching`: SwiftPM would otherwise take the plan it cached for
+    /// this package's own build in the same folder, and make neither program (Scripts/test.sh).
+    static func build() async throws -> (examples: String, backend: String) {
+        if ProcessInfo.processInfo.environment["ATTACHE_EXAMPLE_PACKAGE_BUILT"] == nil {
+            let builds = [
+                ["build", "--package-path", examples, "--scratch-path", examplesScratch],
+                ["build", "--package-path", backend, "--scratch-path", backendScratch, "--ignore-lock", "--disable-build-manifest-caching"],
+            ]
+            for arguments in builds {
+                let built = try await runCommand("/usr/bin/env", ["swift"] + arguments + flags)
+                try #require(built.status == 0, "\(arguments[2]) does not build:\n\(built.all.suffix(4000))")
+            }
+        }
+        // SwiftPM links `debug` in a scratch path to the debug build's folder of executables.
+        return (examplesScratch + "/debug", backendScratch + "/debug")
+    }
+
+    @Test("the example packages build, and their programs send, fetch back, send a batch and forward through a gateway")
+    func examplePackages() async throws {
         let bin = try await Self.build()
         let samples = Self.root.appendingPathComponent("Samples").path
-        let files = ["document.pdf", "photo.jpg", "notes.txt"].map { samples + "/" + $0 }
+        let names = ["document.pdf", "photo.jpg", "notes.txt"]
+        let files = names.map { samples + "/" + $0 }
         try await LiveServer.with { server in
-            // send-attachments: three ways in, one way back, then a batch.
-            let sent = try await runCommand(bin + "/send-attachments", [server.uploadURL] + files)
+            // send-attachments: three ways in, one way back.
+            let sent = try await runCommand(bin.examples + "/send-attachments", [server.uploadURL] + files)
             #expect(sent.status == 0, "\(sent.all)")
-            for name in ["document.pdf", "photo.jpg", "notes.txt"] {
+            for name in names {
                 for way in ["path", "memory", "stream"] {
                     #expect(sent.standardOutput.contains("checked \(way) \(name)"), "\(way) \(name):\n\(sent.all)")
                 }
-                #expect(sent.standardOutput.contains("/\(name) "), "no batch line for \(name)")
             }
             // Printed receipts name the key's size, never the key.
             #expect(sent.standardOutput.contains("AttachmentKey(32 bytes)"))
 
+            // send-batch: the same files as one journaled batch.
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("attache-ex-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            let batch = try await runCommand(bin.backend + "/send-batch", [server.uploadURL, scratch + "/batch.sqlite"] + files)
+            #expect(batch.status == 0, "\(batch.all)")
+            for name in names {
+                #expect(batch.standardOutput.contains("/\(name) "), "no batch line for \(name):\n\(batch.all)")
+            }
+
             // gateway: a client's upload streamed through the pipeline, the receipt answered as JSON.
-            let gateway = try await ServiceProcess([bin + "/gateway", server.uploadURL, "0"], ready: "gateway ready on port")
+            let gateway = try await ServiceProcess([bin.backend + "/gateway", server.uploadURL, "0"], ready: "gateway ready on port")
             defer { gateway.stop() }
             let original = try Data(contentsOf: URL(fileURLWithPath: samples + "/document.pdf"))
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(gateway.port)/attachments/report.pdf")!)
@@ -75,10 +101,48 @@ struct ExamplePackageTests {
             #expect(receipt.mimeType == "application/pdf")
             #expect(receipt.seal.key != nil)
 
-            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("attache-ex-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: scratch) }
-            _ = try await Downloader().download(receipt: receipt, to: scratch)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: scratch)) == original)
+            let copy = scratch + "/report.pdf"
+            _ = try await Downloader().download(receipt: receipt, to: copy)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == original)
+        }
+    }
+
+    @Test("a program on the Attache library alone links neither GRDB nor full Foundation")
+    func attacheAloneLinksNoDatabaseAndNoFoundation() async throws {
+        let program = try await Self.build().examples + "/send-attachments"
+
+        // The shared libraries it loads: FoundationEssentials, never Foundation (CoreFoundation and ICU's
+        // data), and no SQLite.
+        let ldd = try await runCommand("/usr/bin/env", ["ldd", program])
+        try #require(ldd.status == 0, "\(ldd.all)")
+        let libraries = ldd.standardOutput.split(separator: "\n").compactMap {
+            $0.split(whereSeparator: \.isWhitespace).first.map(String.init)
+        }
+        #expect(libraries.contains("libFoundationEssentials.so"), "\(ldd.standardOutput)")
+        for absent in ["libFoundation.so", "libFoundationNetworking.so", "libFoundationXML.so", "libsqlite3.so.0"] {
+            #expect(!libraries.contains(absent), "\(absent) is linked:\n\(ldd.standardOutput)")
+        }
+
+        // GRDB is a Swift module, linked statically when it is linked at all: none of its symbols (their
+        // mangled names carry the module's name, `4GRDB`) is in the program. The pipeline's are.
+        let nm = try await runCommand("/usr/bin/env", ["nm", "--defined-only", program])
+        try #require(nm.status == 0, "\(nm.standardError)")
+        #expect(nm.standardOutput.contains("7Attache18AttachmentPipeline"), "not the program expected")
+        let grdb = nm.standardOutput.split(separator: "\n").filter { $0.contains("4GRDB") }
+        #expect(grdb.isEmpty, "GRDB symbols: \(grdb.prefix(5))")
+    }
+
+    @Test("the example package on the Attache library alone resolves no GRDB, PostgresNIO or SwiftNIO")
+    func attacheAloneResolvesNoDatabaseAndNoNIO() async throws {
+        let shown = try await runCommand(
+            "/usr/bin/env",
+            ["swift", "package", "--package-path", Self.examples, "--scratch-path", Self.examplesScratch] + Self.flags
+                + ["show-dependencies", "--format", "flatlist"])
+        try #require(shown.status == 0, "\(shown.all)")
+        let packages = shown.standardOutput.split(separator: "\n").map { $0.lowercased() }
+        #expect(packages.contains { $0.contains("swift-log") }, "\(shown.standardOutput)")
+        for absent in ["grdb", "postgres-nio", "swift-nio", "hummingbird"] {
+            #expect(!packages.contains { $0.contains(absent) }, "\(absent) is a dependency:\n\(shown.standardOutput)")
         }
     }
 }

@@ -1,17 +1,19 @@
 // Sends files to an upload endpoint through the whole Attache pipeline, three ways: from their path,
-// from bytes in memory and from an AsyncSequence of chunks; fetches each stored file back from its
-// receipt, opens it with the receipt's key and compares; then sends them again as a journaled batch.
+// from bytes in memory and from an AsyncSequence of chunks; then fetches each stored file back from its
+// receipt, opens it with the receipt's key and compares.
 //
 //   swift run --package-path Samples/Examples send-attachments http://127.0.0.1:8080/upload FILE...
 //
-// Prints one line per send and per check; exits 1 when any of them failed.
+// Prints one line per send and per check; exits 1 when any of them failed. FoundationEssentials, not
+// Foundation, as the library itself: the program links neither ICU's data nor CoreFoundation.
 import Attache
-import AttacheBatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let url = arguments.first, arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: send-attachments UPLOAD-URL FILE...\n".utf8))
+    let usage = "usage: send-attachments UPLOAD-URL FILE...\n"
+    _ = write(STDERR_FILENO, usage, usage.utf8.count)
     exit(64)
 }
 let files = Array(arguments.dropFirst())
@@ -26,26 +28,27 @@ let pipeline = try AttachmentPipeline(configuration: configuration)
 /// The file's bytes as chunks of 64 KiB, the way a request body or a download arrives.
 func chunks(of path: String) -> AsyncThrowingStream<[UInt8], any Error> {
     AsyncThrowingStream { continuation in
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            continuation.finish(throwing: CocoaError(.fileNoSuchFile))
+        guard let file = fopen(path, "rb") else {
+            continuation.finish(throwing: CocoaError(.fileReadNoSuchFile))
             return
         }
-        while let data = try? handle.read(upToCount: 64 * 1024), !data.isEmpty {
-            continuation.yield(Array(data))
+        defer { fclose(file) }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while case let count = fread(&chunk, 1, chunk.count, file), count > 0 {
+            continuation.yield(Array(chunk.prefix(count)))
         }
-        try? handle.close()
         continuation.finish()
     }
 }
 
-let scratch = NSTemporaryDirectory() + "attache-example-\(getpid())"
-try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: scratch) }
+let scratch = FileManager.default.temporaryDirectory.appending(path: "attache-example-\(getpid())")
+try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: scratch) }
 var failures = 0
 
 for path in files {
-    let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-    let name = (path as NSString).lastPathComponent
+    let bytes = Array(try Data(contentsOf: URL(filePath: path)))
+    let name = URL(filePath: path).lastPathComponent
     let size = Int64(bytes.count)
     let attachments: [(way: String, attachment: Attachment)] = [
         ("path", Attachment(path: path, fields: [UploadField(name: "chatId", value: "42")])),
@@ -59,9 +62,9 @@ for path in files {
             print("sent", way, name, receipt.fileId ?? "-", receipt.kind, receipt.mimeType, receipt.seal.key.map { "\($0)" } ?? "-")
 
             // Later, wherever the receipt was kept: fetch, verify and decrypt in one call.
-            let copy = scratch + "/\(way)-\(name)"
-            _ = try await Downloader().download(receipt: receipt, to: copy)
-            let back = Array(try Data(contentsOf: URL(fileURLWithPath: copy)))
+            let copy = scratch.appending(path: "\(way)-\(name)")
+            _ = try await Downloader().download(receipt: receipt, to: copy.path)
+            let back = Array(try Data(contentsOf: copy))
             // A recompressed image comes back as what Transform made, not as the original.
             let same = receipt.transform.recompressed ? Int64(back.count) == receipt.transform.byteCount : back == bytes
             print(same ? "checked" : "MISMATCH", way, name)
@@ -71,19 +74,6 @@ for path in files {
             print("failed", way, name, error.code, error.stage, error.rejection.map { "status \($0.status)" } ?? "")
             failures += 1
         }
-    }
-}
-
-// Many files: bounded concurrency, a SQLite journal, every file exactly once across crashes.
-let journal = scratch + "/batch.sqlite"
-let batch = BatchUploader(configuration: BatchConfiguration(pipeline: pipeline, journalPath: journal))
-for try await event in batch.run(files) {
-    switch event {
-    case .succeeded(let file, let receipt): print("batch", file.path, receipt.fileId ?? "-")
-    case .failed(let file, let error):
-        print("batch failed", file.path, error)
-        failures += 1
-    default: break
     }
 }
 exit(failures == 0 ? 0 : 1)

@@ -4,7 +4,7 @@
 // the client's Authorization header with that one send, and answers with the receipt as JSON (key
 // included: the client writes it into the chat message).
 //
-//   swift run --package-path Samples/Examples gateway http://127.0.0.1:8080/upload 8090
+//   swift run --package-path Samples/Backend gateway http://127.0.0.1:8080/upload 8090
 //   curl --data-binary @Samples/photo.jpg http://127.0.0.1:8090/attachments/photo.jpg
 //
 // Prints "gateway ready on port PORT" once it listens (PORT 0 picks a free one).

@@ -2,7 +2,6 @@ import Foundation
 import AttacheTestSupport
 import Testing
 @testable import Attache
-@testable import AttacheBatch
 @testable import AttacheCore
 
 @Suite("FileWalker")

@@ -1,6 +1,4 @@
-import Attache
-package import AttacheCore
-import Foundation
+import Glibc
 
 /// Walks files and folders lazily, a page at a time, so that a batch over 100,000 files starts at once
 /// and holds only the names of the directories it is inside (sorted, for a stable order).
@@ -8,7 +6,8 @@ import Foundation
 /// Symbolic links inside a folder are followed only when their target stays inside the folder given on
 /// the command line (a link to a folder is then skipped, since the folder itself is walked), unless
 /// `followSymlinks` is set; a path named on the command line is always followed. Blocking: call
-/// ``next(limit:)`` from a ``AttacheCore/BlockingPool`` thread. The shared queue's enqueuer walks with it too.
+/// ``next(limit:)`` from a ``BlockingPool`` thread. The batch, the shared queue's enqueuer and `attache scan`
+/// walk with it.
 package final class FileWalker: Sendable {
     /// One thing the walk found.
     package enum Item: Sendable, Equatable {
@@ -161,7 +160,7 @@ package final class FileWalker: Sendable {
     }
 
     private func isExcluded(_ path: String) -> Bool {
-        !excluded.isEmpty && excluded.contains(UploadJournal.absolute(path))
+        !excluded.isEmpty && excluded.contains(PathText.absolute(path))
     }
 
     private static func realPath(_ path: String) -> String? {
