@@ -4,7 +4,7 @@ import Testing
 @testable import AttacheCore
 
 /// The one `System` place: the lock, the locked value, the file-descriptor calls with their errors,
-/// the trim and the credential header names.
+/// the trim, the credential header names and the duration units.
 @Suite("System")
 struct SystemTests {
     @Test("LockedValue keeps every increment of threads racing on it")
@@ -109,6 +109,17 @@ struct SystemTests {
         let elsewhere = request.headerLines(withCredentials: false)
         #expect(elsewhere.contains("X-Tenant: acme"))
         #expect(!elsewhere.contains { $0.contains("secret-") })
+    }
+
+    @Test("a duration in seconds, and in whole milli-, micro- and nanoseconds rounded toward zero")
+    func durationUnits() {
+        let duration = Duration.seconds(2) + .nanoseconds(345_678_901)
+        #expect(abs(duration.seconds - 2.345678901) < 1e-12)
+        #expect(duration.milliseconds == 2_345)
+        #expect(duration.microseconds == 2_345_678)
+        #expect(duration.nanoseconds == 2_345_678_901)
+        #expect(Duration.milliseconds(-1500).milliseconds == -1_500)
+        #expect(Duration.zero.seconds == 0)
     }
 
     @Test("ordinary headers are not credentials")
