@@ -277,7 +277,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         } else {
             let path = URL(string: url)?.path ?? ""
             let last = path.split(separator: "/").last.map(String.init) ?? ""
-            name = last.removingPercentEncoding ?? last
+            name = last.percentDecoded() ?? last
         }
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
             throw AttacheError(

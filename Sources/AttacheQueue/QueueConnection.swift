@@ -289,6 +289,6 @@ public struct QueueConnection: Sendable, CustomStringConvertible {
     }
 
     private static func percentDecoded(_ text: Substring) -> String {
-        String(text).removingPercentEncoding ?? String(text)
+        text.percentDecoded() ?? String(text)
     }
 }

@@ -200,31 +200,10 @@ public struct LogRedaction: Sendable, Hashable {
         return text
     }
 
-    /// Percent-decodes `text` (bytes that do not decode to UTF-8 are kept as they are).
+    /// Percent-decodes `text` as leniently as a redactor must: a malformed escape is kept as it is, and
+    /// bytes that are not UTF-8 become U+FFFD.
     static func percentDecoded(_ text: String, plusAsSpace: Bool) -> String {
         guard text.contains("%") || (plusAsSpace && text.contains("+")) else { return text }
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case 0x30...0x39: return byte - 0x30
-            case 0x41...0x46: return byte - 0x41 + 10
-            case 0x61...0x66: return byte - 0x61 + 10
-            default: return nil
-            }
-        }
-        while let byte = utf8.popFirst() {
-            if byte == 0x25, utf8.count >= 2, let high = hex(utf8[utf8.startIndex]),
-                let low = hex(utf8[utf8.startIndex + 1])
-            {
-                bytes.append(high << 4 | low)
-                utf8 = utf8.dropFirst(2)
-            } else if byte == 0x2B, plusAsSpace {
-                bytes.append(0x20)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: PercentDecoding.decodingLeniently(text.utf8, plusAsSpace: plusAsSpace), as: UTF8.self)
     }
 }

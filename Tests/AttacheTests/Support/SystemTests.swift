@@ -4,7 +4,7 @@ import Testing
 @testable import AttacheCore
 
 /// The one `System` place: the lock, the locked value, the file-descriptor calls with their errors,
-/// the trim, the credential header names and the duration units.
+/// the trim, the credential header names, the duration units and the percent-decoding.
 @Suite("System")
 struct SystemTests {
     @Test("LockedValue keeps every increment of threads racing on it")
@@ -120,6 +120,35 @@ struct SystemTests {
         #expect(duration.nanoseconds == 2_345_678_901)
         #expect(Duration.milliseconds(-1500).milliseconds == -1_500)
         #expect(Duration.zero.seconds == 0)
+    }
+
+    @Test("percent-decoding: strict gives nil for a malformed escape or bytes that are not UTF-8", arguments: [
+        ("a%20b", false, "a b"),
+        ("a+b%3D", true, "a b="),
+        ("a+b", false, "a+b"),
+        ("%C3%A9t%C3%A9", false, "été"),
+        ("plain", false, "plain"),
+        ("100%", false, nil),
+        ("%4", false, nil),
+        ("%zz", false, nil),
+        ("%FF", false, nil),
+    ] as [(String, Bool, String?)])
+    func percentDecoding(encoded: String, plusAsSpace: Bool, decoded: String?) {
+        #expect(encoded.percentDecoded(plusAsSpace: plusAsSpace) == decoded)
+    }
+
+    @Test("percent-decoding bytes: any byte comes back, a malformed escape gives nil")
+    func percentDecodingBytes() {
+        #expect(PercentDecoding.decoding("%FF%00a".utf8) == [0xFF, 0x00, UInt8(ascii: "a")])
+        #expect(PercentDecoding.decoding("a=%".utf8) == nil)
+        #expect(PercentDecoding.decoding("a+b".utf8, plusAsSpace: true) == Array("a b".utf8))
+    }
+
+    @Test("lenient percent-decoding keeps a malformed escape as written and decodes the rest")
+    func lenientPercentDecoding() {
+        #expect(String(decoding: PercentDecoding.decodingLeniently("user[%70assword]%".utf8), as: UTF8.self) == "user[password]%")
+        #expect(String(decoding: PercentDecoding.decodingLeniently("%zz+%41".utf8, plusAsSpace: true), as: UTF8.self) == "%zz A")
+        #expect(LogRedaction().isSecret(field: "user[%70assword]%"))
     }
 
     @Test("ordinary headers are not credentials")
