@@ -307,7 +307,7 @@ public final class RequestClient: Sendable {
             return try exchange.prepared()
         } catch let error as TransportError {
             var error = error.attributed(to: .request)
-            error.message = error.message.replacing(TransportRequest.redact(url: url), with: configuration.redaction.url(url))
+            error.message = error.message.replacing(URLRedaction.redacting(url), with: configuration.redaction.url(url))
             throw error
         }
     }

@@ -4,7 +4,8 @@ import Testing
 @testable import AttacheCore
 
 /// The one `System` place: the lock, the locked value, the file-descriptor calls with their errors,
-/// the trim, the credential header names, the duration units and the percent-decoding.
+/// the trim, the credential header names, the duration units and the percent-decoding (the URL rule
+/// has its own table, `URLRedactionTests`).
 @Suite("System")
 struct SystemTests {
     @Test("LockedValue keeps every increment of threads racing on it")
