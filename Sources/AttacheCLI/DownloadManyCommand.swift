@@ -4,7 +4,6 @@ import Attache
 import AttacheBatch
 import AttacheCore
 import Foundation
-import Synchronization
 
 /// `attache download URL... [-d DIR] [--from LIST] [--journal FILE] [--concurrency N]`, and the
 /// single-file `attache download URL -o OUT`, which runs ``DownloadCommand`` unchanged.

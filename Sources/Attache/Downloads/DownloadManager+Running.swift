@@ -1,7 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 extension DownloadManager {
     // MARK: Running

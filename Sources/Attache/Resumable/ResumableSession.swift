@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Logging
-import Synchronization
 
 /// One upload's conversation with the server.
 struct ResumableSession {

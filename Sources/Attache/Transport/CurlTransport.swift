@@ -1,6 +1,5 @@
 internal import AttacheCore
 internal import CCurl
-import Synchronization
 
 /// The transport: the one place that drives libcurl.
 ///
