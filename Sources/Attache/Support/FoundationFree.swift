@@ -31,8 +31,6 @@ extension StringProtocol {
 }
 
 extension PathText {
-    // Here rather than in AttacheCore: getpwuid in the fully static `attache` would need glibc's NSS
-    // libraries at run time, and the front never needs a home directory.
     /// `$HOME`, else the password database's home of this user, else `/`.
     package static var homeDirectory: String {
         if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }

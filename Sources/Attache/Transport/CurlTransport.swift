@@ -34,8 +34,6 @@ package final class CurlTransport: HTTPTransport {
         }
     }
 
-    /// Starts loading libcurl (and running `curl_global_init`) on a thread of its own, and returns at once.
-    ///
     let loop: CurlMultiLoop
     private let pool: BlockingPool
 
