@@ -125,6 +125,7 @@ public final class RequestClient: Sendable {
     /// Sends `request` with the client's defaults, adapters and retries, and returns the final answer.
     ///
     /// - Parameters:
+    ///   - request: the method, URL, parameters, headers and body to send.
     ///   - progress: called from the transport's thread as body bytes leave and answer bytes arrive.
     ///   - destination: a file path to stream the answer body into (created or truncated, mode 0644;
     ///     truncated again for each attempt); the response's ``ServerResponse/body`` is then empty.

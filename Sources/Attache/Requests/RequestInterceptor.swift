@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// Changes a request just before each attempt is sent: signing, a fresh token, a tenant header.
 ///

@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// An HTTP request method: the usual ones as constants, any other token by its name.
 public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
@@ -14,6 +14,7 @@ public struct RequestMethod: RawRepresentable, Hashable, Sendable, ExpressibleBy
     /// Creates a method from a string literal (`"PROPFIND"`).
     public init(stringLiteral value: String) { self.init(rawValue: value) }
 
+    /// The method token, as ``rawValue``.
     public var description: String { rawValue }
 
     /// `GET`.
