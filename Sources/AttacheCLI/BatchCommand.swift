@@ -335,8 +335,7 @@ final class BatchOutput {
         let width = 20
         let filled = Int(share * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let elapsed = (now - start).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        let seconds = (now - start).seconds
         let sentNow = Double(sentBytes) + partial
         let rate = seconds > 0.5 ? sentNow / seconds : 0
         var parts = [

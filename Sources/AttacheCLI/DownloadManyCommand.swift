@@ -4,17 +4,25 @@ import Attache
 import AttacheBatch
 import AttacheCore
 import Foundation
-import Synchronization
 
 /// `attache download URL... [-d DIR] [--from LIST] [--journal FILE] [--concurrency N]`, and the
-/// single-file `attache download URL -o OUT`, which runs ``DownloadCommand`` unchanged.
+/// single-file `attache download URL -o OUT`, which runs a ``SingleDownload``.
 struct DownloadManyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "download",
         abstract: "Download files, resumably, verified and optionally decrypted; many at a time.",
         discussion: """
-            One URL with -o OUT downloads one file exactly as before (see --resume). Several URLs, \
-            -d DIR or --from LIST run a download manager over all of them: --concurrency at a time, \
+            One URL with -o OUT downloads one file. The bytes collect in OUT.part and OUT appears only \
+            when the download is complete and checked: against the size the server announced, against \
+            its ETag when that is a SHA-256 (as attache-server sends), and, with --key-file/--key-env, \
+            by decrypting and verifying the sealed bytes into OUT. A broken connection or a \
+            408/429/5xx answer is retried with backoff, each attempt continuing where the last stopped \
+            (Range). With --resume, an OUT.part left by an earlier run is continued too; without it, it \
+            is discarded. With -o - (standard output) or an existing FIFO or device (such as \
+            /dev/stdout), the bytes collect in a temporary folder instead and are written there only \
+            once complete and checked; the summary line then goes to standard error.
+
+            Several URLs, -d DIR or --from LIST run a download manager over all of them: --concurrency at a time, \
             each into NAME.part and renamed to NAME only once complete and verified (announced size, \
             a SHA-256 ETag, sha256=HEX when given), recorded in an SQLite journal (--journal, default \
             DIR/attache-downloads.sqlite). A run killed at any point resumes when the same command is \
@@ -24,12 +32,20 @@ struct DownloadManyCommand: AsyncParsableCommand {
             --from LIST: one file per line, `URL [OUTPUT] [sha256=HEX] [key-env=VAR|key-file=PATH]`, \
             or JSON lines {"url":…,"output":…,"sha256":…,"keyEnv":…,"keyFile":…}; blank lines and \
             lines starting with # are skipped. OUTPUT is relative to -d; without it, the URL's last \
-            path segment. A URL may be s3://BUCKET/KEY (see the single-file form), mixed with https ones.
+            path segment.
+
+            An s3://BUCKET/KEY URL (alone, or mixed with https ones in a list) is fetched from an \
+            object store with SigV4-signed GETs (each attempt, resumed ones too, signed anew), \
+            credentials, region and endpoint found as for uploads to --url s3:// (AWS_* variables, the \
+            shared files and --aws-profile, --region, --s3-endpoint).
 
             Ctrl-C pauses the transfers in flight (their bytes are kept) and exits 130; the same \
-            command resumes. Exit status as `attache batch`: 0 every file downloaded (now or before), \
-            3 some files failed, 64 usage, 74 the journal cannot be opened or written, 75 another run \
-            holds the journal, 130 interrupted (the transfers are paused).
+            command resumes. Exit status of one file with -o: 0 done; 64 usage, 65 bad data (hash \
+            mismatch, failed decryption), 69 server unreachable or TLS failure, 74 cannot write OUT, \
+            75 temporary failure (retries exhausted), 77 rejected by the server (404, 403, ...), 78 the \
+            config file of --endpoint is wrong, 130 cancelled. Of several, as `attache batch`: 0 every \
+            file downloaded (now or before), 3 some files failed, 64 usage, 74 the journal cannot be \
+            opened or written, 75 another run holds the journal, 130 interrupted (the transfers are paused).
             """)
 
     @Argument(help: "The http://, https:// or s3://BUCKET/KEY URLs.")
@@ -76,23 +92,15 @@ struct DownloadManyCommand: AsyncParsableCommand {
     /// One URL with -o and nothing of the manager's: the single-file command, unchanged.
     private var isSingle: Bool { output != nil && urls.count == 1 && list == nil && directory == nil && journal == nil }
 
-    /// The single-file form (one URL and `-o`) as ``DownloadCommand``, from the options parsed here.
-    var singleCommand: DownloadCommand {
-        var single = DownloadCommand()
-        single.url = urls[0]
-        single.output = output ?? "-"
-        single.resume = resume
-        single.key = key
-        single.s3 = s3
-        single.connection = connection
-        single.endpointSelection = endpointSelection
-        single.json = json
-        single.noProgress = noProgress
-        return single
+    /// The single-file form (one URL and `-o`), from the options parsed here.
+    var single: SingleDownload {
+        SingleDownload(
+            url: urls[0], output: output ?? "-", resume: resume, key: key, s3: s3, connection: connection,
+            endpointSelection: endpointSelection, json: json, noProgress: noProgress)
     }
 
     func validate() throws {
-        if isSingle { return try singleCommand.validate() }
+        if isSingle { return try single.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
         for url in urls where !S3AccessOptions.isDownloadURL(url) {
@@ -107,7 +115,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
     }
 
     private func runDownloads() async throws {
-        if isSingle { return try await singleCommand.run() }
+        if isSingle { return try await single.run() }
         let folder = directory ?? "."
         let journalPath = journal ?? folder + "/attache-downloads.sqlite"
         let items: [DownloadItem]
@@ -277,7 +285,7 @@ struct DownloadManyCommand: AsyncParsableCommand {
         } else {
             let path = URL(string: url)?.path ?? ""
             let last = path.split(separator: "/").last.map(String.init) ?? ""
-            name = last.removingPercentEncoding ?? last
+            name = last.percentDecoded() ?? last
         }
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
             throw AttacheError(

@@ -126,8 +126,7 @@ extension EncryptCommand {
                 while try buffer.withUnsafeMutableBytes({ try reader.read(into: $0) }) > 0 {}
             }
         }
-        let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
-        return Self.twoDecimals(micros / Double(count))
+        return Self.twoDecimals(elapsed.seconds * 1e6 / Double(count))
     }
 
     /// The whole file in memory (the benchmark's inputs are small attachments).

@@ -293,9 +293,7 @@ struct AnswerObject {
         }
         if response.bodyExceededCap { object["bodyTruncated"] = .bool(true) }
         if let timings = response.timings {
-            func ms(_ duration: Duration) -> JSONValue {
-                .number(Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
-            }
+            func ms(_ duration: Duration) -> JSONValue { .number(duration.seconds * 1000) }
             object["timings"] = .object([
                 "dnsMs": ms(timings.nameLookup), "connectMs": ms(timings.connect), "tlsMs": ms(timings.tlsHandshake),
                 "firstByteMs": ms(timings.firstByte), "totalMs": ms(timings.total),

@@ -283,12 +283,12 @@ public struct QueueConnection: Sendable, CustomStringConvertible {
         }
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tls)
-        configuration.options.connectTimeout = .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000)
+        configuration.options.connectTimeout = .nanoseconds(connectTimeout.nanoseconds)
         configuration.options.additionalStartupParameters = [("application_name", applicationName)]
         return configuration
     }
 
     private static func percentDecoded(_ text: Substring) -> String {
-        String(text).removingPercentEncoding ?? String(text)
+        text.percentDecoded() ?? String(text)
     }
 }

@@ -429,10 +429,3 @@ public final class QueueWorker: Sendable {
         telemetry.count(.queueLeaseExpiries, by: count)
     }
 }
-
-extension Duration {
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

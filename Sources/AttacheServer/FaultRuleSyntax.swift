@@ -41,7 +41,7 @@ struct FaultRuleSyntax {
                 throw invalidRule(text, "expected key=value, found '\(piece)'", noun: noun)
             }
             let raw = String(piece[piece.index(after: equals)...])
-            options[piece[..<equals].lowercased()] = raw.removingPercentEncoding ?? raw
+            options[piece[..<equals].lowercased()] = raw.percentDecoded() ?? raw
         }
         self.text = text
         self.kind = head.lowercased()

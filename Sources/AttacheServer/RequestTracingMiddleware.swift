@@ -1,3 +1,4 @@
+import Attache
 import HTTPTypes
 import Hummingbird
 import Tracing
@@ -6,7 +7,8 @@ import Tracing
 /// (`traceparent`, through the bootstrapped instrument), with OpenTelemetry's HTTP server attributes.
 ///
 /// Hummingbird's own `TracingMiddleware` records the query as it came; uploads to presigned URLs carry
-/// their signatures there, so this one records the query through ``QueryRedaction``, and never a header.
+/// their signatures there, so this one records the query with every value replaced (`URLRedaction`, the
+/// client's rule too), and never a header.
 struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = ServiceContext.current ?? .topLevel
@@ -17,7 +19,7 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
         span.updateAttributes { attributes in
             attributes["http.request.method"] = method
             attributes["url.path"] = request.uri.path
-            if let query = request.uri.query, !query.isEmpty { attributes["url.query"] = QueryRedaction.redacted(query) }
+            if let query = request.uri.query, !query.isEmpty { attributes["url.query"] = URLRedaction.redacting(query: query) }
             attributes["http.request.body.size"] = request.headers[.contentLength].flatMap { Int($0) }
         }
         do {

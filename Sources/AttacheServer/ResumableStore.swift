@@ -279,8 +279,7 @@ final class ResumableStore: Sendable {
 
     /// The expiry time for an upload created now.
     func expiryFromNow() -> Double {
-        Date().timeIntervalSince1970 + Double(lifetime.components.seconds)
-            + Double(lifetime.components.attoseconds) / 1e18
+        Date().timeIntervalSince1970 + lifetime.seconds
     }
 
     fileprivate static func failure(_ message: String, _ path: String) -> AttacheError {

@@ -145,9 +145,6 @@ struct AttacheFuzzReplay {
         }
         let detector = MIMEDetector()
         let clock = ContinuousClock()
-        func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        }
         if let rounds {
             var checksum = 0
             for _ in 0..<rounds {
@@ -161,7 +158,7 @@ struct AttacheFuzzReplay {
                 var checksum = 0
                 let start = clock.now
                 for _ in 0..<20_000 { checksum &+= detector.detect(prefix: buffer, filename: nil).mimeType.utf8.count }
-                let nanoseconds = seconds(clock.now - start) / 20_000 * 1e9
+                let nanoseconds = (clock.now - start).seconds / 20_000 * 1e9
                 print("\(String(format: "%8.0f", nanoseconds)) ns  \(paths[index])  (\(checksum))")
             }
             return
@@ -179,9 +176,9 @@ struct AttacheFuzzReplay {
                 count += buffers.count
                 elapsed = clock.now - start
             }
-            let rate = Double(count) / seconds(elapsed)
+            let rate = Double(count) / elapsed.seconds
             rates.append(rate)
-            print("buffers=\(buffers.count) detections=\(count) seconds=\(String(format: "%.3f", seconds(elapsed))) per_second=\(Int(rate))")
+            print("buffers=\(buffers.count) detections=\(count) seconds=\(String(format: "%.3f", elapsed.seconds)) per_second=\(Int(rate))")
         }
         rates.sort()
         print("per_second min=\(Int(rates[0])) median=\(Int(rates[rates.count / 2])) max=\(Int(rates[rates.count - 1])) runs=\(runs) checksum=\(checksum)")

@@ -28,7 +28,7 @@ import Testing
         let parsed = try RootCommand.parseAsRoot(
             ["download", "http://h/files/1", "-o", "movie.mp4", "--resume", "--key-env", "K", "--scheme", "signal", "--json"])
         let download = try #require(parsed as? DownloadManyCommand)
-        let single = download.singleCommand
+        let single = download.single
         #expect(single.url == "http://h/files/1")
         #expect(single.output == "movie.mp4")
         #expect(single.resume)

@@ -210,7 +210,7 @@ struct RequestCommandTests {
             #expect(!log.contains(secret), "a secret reached the log")
         }
         #expect(log.contains("POST http://127.0.0.1:"))
-        #expect(log.contains("token=<redacted>&page=1 → 200"))
+        #expect(log.contains("token=REDACTED&page=REDACTED → 200"))
         #expect(log.contains("user=ann"))
         #expect(log.contains("curl -X POST"))
         #expect(log.contains("first-byte"))

@@ -30,7 +30,7 @@ struct DownloadRun: Sendable {
         let telemetry = client.telemetry
         guard telemetry.isOn else { return try await attempts() }
         return try await telemetry.withSpan("attache.download") { span in
-            span?.set("url.full", ServerAddress.redacted(url: request.url))
+            span?.set("url.full", URLRedaction.redacting(request.url))
             do {
                 let receipt = try await attempts()
                 telemetry.count(.downloads, [("attache.outcome", "downloaded"), ("error.type", "none")])

@@ -1,7 +1,6 @@
 internal import AttacheCore
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 extension DownloadManager {
     // MARK: Running
@@ -82,8 +81,7 @@ extension DownloadManager {
             if let mark = transfer.rateMark {
                 let elapsed = now - mark.instant
                 if elapsed >= .milliseconds(500) {
-                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                    let instant = max(0, Double(transfer.received - mark.bytes) / seconds)
+                    let instant = max(0, Double(transfer.received - mark.bytes) / elapsed.seconds)
                     let rate = transfer.rate == 0 ? instant : transfer.rate * 0.6 + instant * 0.4
                     state.rateSum += rate - transfer.rate
                     transfer.rate = rate

@@ -401,7 +401,7 @@ public struct ResponseInterpreter: Sendable {
             path = String(location.prefix { $0 != "?" && $0 != "#" })
         }
         guard let segment = path.split(separator: "/").last else { return nil }
-        return segment.percentDecoded ?? String(segment)
+        return segment.percentDecoded() ?? String(segment)
     }
 
     private func describeNonJSON(_ response: ServerResponse) -> String {

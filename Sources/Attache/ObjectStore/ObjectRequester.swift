@@ -78,7 +78,7 @@ struct ObjectRequester: Sendable {
         let client = client
         let interpreter = ResponseInterpreter(configuration: answers, classifier: client.retry)
         var requestLogger = logger
-        requestLogger[metadataKey: "url"] = "\(TransportRequest.redact(url: url))"
+        requestLogger[metadataKey: "url"] = "\(URLRedaction.redacting(url))"
         let answers = answers
         let outcome = try await client.execute(
             operation, policy: policy ?? connection.retry, logger: requestLogger

@@ -16,7 +16,7 @@ extension AttacheClient {
                     attributes.put("http.request.method", request.method)
                     attributes.put("server.address", server.host)
                     attributes.put("server.port", server.port)
-                    attributes.put("url.full", ServerAddress.redacted(url: request.url))
+                    attributes.put("url.full", URLRedaction.redacting(request.url))
                     attributes.put("attache.operation", operation.rawValue)
                     if attempt > 1 { attributes.put("http.request.resend_count", attempt - 1) }
                 }
@@ -71,7 +71,7 @@ extension AttacheClient {
     }
 }
 
-/// The host and port a request goes to, and its URL as spans may show it.
+/// The host and port a request goes to.
 struct ServerAddress {
     /// The host, lower-cased, without user info.
     let host: String
@@ -85,18 +85,4 @@ struct ServerAddress {
 
     /// The explicit port of `url`, if any (as the request's parsed target holds it).
     static func port(of url: String) -> Int? { HTTPURL(url)?.port }
-
-    /// `url` without user info, every query value replaced by `REDACTED` and without a fragment:
-    /// presigned URLs carry signatures and tokens in their queries.
-    static func redacted(url: String) -> String {
-        var parts = LogRedaction.URLParts(url)
-        if let userInfo = parts.userInfo {
-            parts.base.removeSubrange(userInfo.lowerBound...userInfo.upperBound)
-        }
-        guard let query = parts.query else { return parts.base }
-        let names = query.split(separator: "&").map { pair in
-            (pair.firstIndex(of: "=").map { pair[..<$0] } ?? pair) + "=REDACTED"
-        }
-        return parts.base + "?" + names.joined(separator: "&")
-    }
 }

@@ -1,5 +1,5 @@
+import AttacheCore
 import CoreMetrics
-import Synchronization
 
 /// The counters, timers and meters a ``Telemetry`` has made, kept by name and dimensions so that each is
 /// made once: making one asks the factory (a Prometheus registry, OpenTelemetry's, both under a
@@ -13,7 +13,7 @@ final class MetricHandles: Sendable {
     static let limit = 4_096
 
     private let factory: any MetricsFactory
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     private struct State {
         var counters: [SeriesKey: Counter] = [:]

@@ -52,8 +52,7 @@ package struct Telemetry: Sendable {
     /// Records `duration` in the timer (a histogram in seconds) `name`.
     package func record(_ duration: Duration, _ name: MetricName, _ dimensions: [(String, String)] = []) {
         guard let handles else { return }
-        let (seconds, attoseconds) = duration.components
-        handles.timer(name, dimensions).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        handles.timer(name, dimensions).recordNanoseconds(duration.nanoseconds)
     }
 
     /// Moves the up-down gauge `name` by `delta`.

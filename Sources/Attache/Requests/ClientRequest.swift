@@ -2,9 +2,9 @@ import FoundationEssentials
 
 /// One request for ``RequestClient``: method, URL, query parameters, headers and body.
 ///
-/// Query parameters are encoded with the client's ``URLFormEncoder`` and appended to the URL's own
-/// query (which is kept as it is). ``parameters`` are where the old clients put them: into the query
-/// for `GET`, `HEAD` and `DELETE`, into a body otherwise (form by default, or JSON with
+/// Query parameters are encoded with the client's form encoder (``RequestClient/Configuration``) and
+/// appended to the URL's own query (which is kept as it is). ``parameters`` are where the old clients put
+/// them: into the query for `GET`, `HEAD` and `DELETE`, into a body otherwise (form by default, or JSON with
 /// ``bodyParameterEncoding``), with the client's system parameters merged in; an explicit ``body``
 /// replaces that body.
 ///

@@ -1,11 +1,12 @@
 import FoundationEssentials
 
-/// What request logs never show: credential headers, secret query and form fields, secret JSON
-/// members, and any literal secret the caller names.
+/// What request logs never show: credential headers, a URL's user info and query values, secret form
+/// fields, secret JSON members, and any literal secret the caller names.
 ///
 /// Applied to every line ``RequestClient`` logs (debug and trace), to the equivalent `curl` command line,
-/// and to URLs in its error messages. A field is secret when its name, or one bracketed part of a nested
-/// name (`user[password]`, `auth[token][]`), matches one of ``fieldNames`` without regard to case.
+/// and to URLs in its error messages. A form field is secret when its name, or one bracketed part of a
+/// nested name (`user[password]`, `auth[token][]`), matches one of ``fieldNames`` without regard to case;
+/// a URL keeps none of its query values (``url(_:)``).
 /// ``RequestClient`` also masks, in every line about a request, the values it sent in secret headers and
 /// fields, so that an answer echoing them back (a debug endpoint, an error page) does not leak them;
 /// values shorter than 4 characters are not masked that way.
@@ -16,9 +17,10 @@ public struct LogRedaction: Sendable, Hashable {
     /// Header names whose values are never shown, lower case. Default: `authorization`,
     /// `proxy-authorization`, `cookie`, `set-cookie`, `x-api-key`, `x-auth-token`, `x-amz-security-token`.
     public var headerNames: Set<String>
-    /// Query, form and JSON field names whose values are never shown, lower case. Default: `token`,
-    /// `access_token`, `refresh_token`, `id_token`, `password`, `passwd`, `pass`, `secret`,
-    /// `client_secret`, `sign`, `signature`, `key`, `api_key`, `apikey`, `auth`, `session`.
+    /// Form and JSON field names whose values are never shown, lower case; what is sent under these names
+    /// in a URL's query is also masked where an answer echoes it (the URL itself shows no query value at
+    /// all). Default: `token`, `access_token`, `refresh_token`, `id_token`, `password`, `passwd`, `pass`,
+    /// `secret`, `client_secret`, `sign`, `signature`, `key`, `api_key`, `apikey`, `auth`, `session`.
     public var fieldNames: Set<String>
     /// Literal values replaced wherever they appear in a logged line (a token read from the
     /// environment, a password); values shorter than 4 characters are ignored, they would mask too much.
@@ -58,60 +60,11 @@ public struct LogRedaction: Sendable, Hashable {
         scrub("\(name): \(isSecret(header: name) ? Self.mask : value)")
     }
 
-    /// The URL with user info masked and secret query values masked; the rest is kept for reading.
+    /// The URL as the log shows it: without user info and fragment, every query value replaced by
+    /// `REDACTED` (the rule for every URL Attache logs, reports in an error or puts in a span: a presigned
+    /// URL's signature sits in its query under a name no list foresees), and the literal secrets masked.
     public func url(_ url: String) -> String {
-        var parts = URLParts(url)
-        if let userInfo = parts.userInfo { parts.base.replaceSubrange(userInfo, with: "***") }
-        if let query = parts.query { parts.base += "?" + form(String(query)) }
-        return scrub(parts.base + parts.fragment)
-    }
-
-    /// A URL cut up for redaction: everything before the query, where its user info is, the query and
-    /// the fragment.
-    package struct URLParts {
-        /// The scheme, authority and path.
-        public var base: String
-        /// The user info in ``base`` (without its `@`), when there is one.
-        public var userInfo: Range<String.Index>?
-        /// The text after `?`, when there is one.
-        public var query: Substring?
-        /// `#` and the rest, or empty.
-        public var fragment: Substring
-
-        public init(_ url: String) {
-            // Searched in the UTF-8 bytes (`#` and `?` are ASCII, so each found index is a character
-            // boundary): a search by Character breaks graphemes at every step, and this runs per attempt
-            // when tracing is on.
-            let bytes = url.utf8
-            var end = bytes.endIndex
-            fragment = ""
-            if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) {
-                fragment = url[hash...]
-                end = hash
-            }
-            if let mark = bytes[..<end].firstIndex(of: UInt8(ascii: "?")) {
-                query = url[bytes.index(after: mark)..<end]
-                end = mark
-            }
-            base = String(url[..<end])
-            if let authorityStart = Self.authorityStart(base) {
-                let authorityEnd = base[authorityStart...].firstIndex(of: "/") ?? base.endIndex
-                if let at = base[authorityStart..<authorityEnd].lastIndex(of: "@") { userInfo = authorityStart..<at }
-            }
-        }
-
-        /// Where the authority starts: after the first `://`. A scan of the bytes: the generic
-        /// `firstRange(of:)` stood out in profiles of a batch with tracing on (it runs per attempt).
-        private static func authorityStart(_ url: String) -> String.Index? {
-            let bytes = url.utf8
-            var index = bytes.startIndex
-            while let colon = bytes[index...].firstIndex(of: UInt8(ascii: ":")) {
-                let rest = bytes[bytes.index(after: colon)...]
-                if rest.starts(with: "//".utf8) { return bytes.index(colon, offsetBy: 3) }
-                index = bytes.index(after: colon)
-            }
-            return nil
-        }
+        scrub(URLRedaction.redacting(url))
     }
 
     /// `application/x-www-form-urlencoded` text (a query or a form body) with secret values masked.
@@ -200,31 +153,10 @@ public struct LogRedaction: Sendable, Hashable {
         return text
     }
 
-    /// Percent-decodes `text` (bytes that do not decode to UTF-8 are kept as they are).
+    /// Percent-decodes `text` as leniently as a redactor must: a malformed escape is kept as it is, and
+    /// bytes that are not UTF-8 become U+FFFD.
     static func percentDecoded(_ text: String, plusAsSpace: Bool) -> String {
         guard text.contains("%") || (plusAsSpace && text.contains("+")) else { return text }
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case 0x30...0x39: return byte - 0x30
-            case 0x41...0x46: return byte - 0x41 + 10
-            case 0x61...0x66: return byte - 0x61 + 10
-            default: return nil
-            }
-        }
-        while let byte = utf8.popFirst() {
-            if byte == 0x25, utf8.count >= 2, let high = hex(utf8[utf8.startIndex]),
-                let low = hex(utf8[utf8.startIndex + 1])
-            {
-                bytes.append(high << 4 | low)
-                utf8 = utf8.dropFirst(2)
-            } else if byte == 0x2B, plusAsSpace {
-                bytes.append(0x20)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: PercentDecoding.decodingLeniently(text.utf8, plusAsSpace: plusAsSpace), as: UTF8.self)
     }
 }

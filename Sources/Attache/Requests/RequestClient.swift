@@ -125,6 +125,7 @@ public final class RequestClient: Sendable {
     /// Sends `request` with the client's defaults, adapters and retries, and returns the final answer.
     ///
     /// - Parameters:
+    ///   - request: the method, URL, parameters, headers and body to send.
     ///   - progress: called from the transport's thread as body bytes leave and answer bytes arrive.
     ///   - destination: a file path to stream the answer body into (created or truncated, mode 0644;
     ///     truncated again for each attempt); the response's ``ServerResponse/body`` is then empty.
@@ -307,7 +308,7 @@ public final class RequestClient: Sendable {
             return try exchange.prepared()
         } catch let error as TransportError {
             var error = error.attributed(to: .request)
-            error.message = error.message.replacing(TransportRequest.redact(url: url), with: configuration.redaction.url(url))
+            error.message = error.message.replacing(URLRedaction.redacting(url), with: configuration.redaction.url(url))
             throw error
         }
     }

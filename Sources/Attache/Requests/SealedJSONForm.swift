@@ -140,7 +140,7 @@ package struct SealedJSONForm: Sendable {
             let pair = bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).first
         else { return nil }
         let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-        return PercentEncoding.decode(pair[..<equals], plusAsSpace: true).map { String(decoding: $0, as: UTF8.self) }
+        return PercentDecoding.decoding(pair[..<equals], plusAsSpace: true).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Whether `body` looks like a form (`name=value` pairs) rather than bare base64 text.
@@ -170,12 +170,12 @@ package struct SealedJSONForm: Sendable {
             for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
                 fieldCount += 1
                 let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-                guard let name = PercentEncoding.decode(pair[..<equals], plusAsSpace: true) else { continue }
+                guard let name = PercentDecoding.decoding(pair[..<equals], plusAsSpace: true) else { continue }
                 let raw = equals < pair.endIndex ? pair[pair.index(after: equals)...] : []
                 if let field {
-                    if name.elementsEqual(field.utf8) { found = PercentEncoding.decode(raw, plusAsSpace: false) }
+                    if name.elementsEqual(field.utf8) { found = PercentDecoding.decoding(raw) }
                 } else {
-                    found = PercentEncoding.decode(raw, plusAsSpace: false)
+                    found = PercentDecoding.decoding(raw)
                 }
             }
             guard let found, field != nil || fieldCount == 1 else {

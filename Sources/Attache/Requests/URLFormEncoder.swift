@@ -455,32 +455,4 @@ enum PercentEncoding {
         text.withUTF8 { append($0, mask: unreserved, spaceAsPlus: false, to: &output) }
         return String(decoding: output, as: UTF8.self)
     }
-
-    /// Decodes `%XX` escapes (and, when `plusAsSpace`, `+` as a space); nil when an escape is malformed.
-    static func decode(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) -> [UInt8]? {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var iterator = bytes.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case 0x25:
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    return nil
-                }
-                output.append(high << 4 | low)
-            case 0x2B where plusAsSpace: output.append(0x20)
-            default: output.append(byte)
-            }
-        }
-        return output
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
 }

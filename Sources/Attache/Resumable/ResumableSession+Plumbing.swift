@@ -104,7 +104,7 @@ extension ResumableSession {
         let resumed = resumedFrom
         let limit = uploader.answers.maximumBodySize
         let logger = logger
-        logger.debug("\(method) \(TransportRequest.redact(url: url))", metadata: ["bytes": "\(body?.byteCount ?? 0)"])
+        logger.debug("\(method) \(URLRedaction.redacting(url))", metadata: ["bytes": "\(body?.byteCount ?? 0)"])
         return try await uploader.client.execute(&series, logger: logger) { attempt in
             let lastSent = LockedValue<Int64>(0)
             let sink = CollectingSink(

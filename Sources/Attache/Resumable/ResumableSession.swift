@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Logging
-import Synchronization
 
 /// One upload's conversation with the server.
 struct ResumableSession {
@@ -195,10 +194,7 @@ struct ResumableSession {
     mutating func adapt(count: Int64, elapsed: Duration) {
         let configuration = uploader.configuration
         guard count > 0, elapsed > .milliseconds(1) else { return }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let target = Double(configuration.targetAppendDuration.components.seconds)
-            + Double(configuration.targetAppendDuration.components.attoseconds) / 1e18
-        let ideal = Int64(Double(count) / seconds * target)
+        let ideal = Int64(Double(count) / elapsed.seconds * configuration.targetAppendDuration.seconds)
         // At most 4× per step, so one fast burst does not make the next append huge.
         var next = min(max(ideal, configuration.minimumAppendSize), count * 4, configuration.maximumAppendSize)
         if let appendLimit { next = min(next, appendLimit) }

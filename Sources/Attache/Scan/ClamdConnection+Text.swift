@@ -41,7 +41,7 @@ extension ClamdConnection {
 
     /// `duration` in whole seconds when it is whole (`30`), else as a decimal (`0.5`), for messages.
     static func seconds(_ duration: Duration) -> String {
-        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let value = duration.seconds
         return value == value.rounded() ? String(Int(value)) : String(value)
     }
 

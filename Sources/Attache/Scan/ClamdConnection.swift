@@ -188,7 +188,7 @@ final class ClamdConnection {
     private func readable(within timeout: Duration) -> Bool {
         if pending.contains(0) { return true }
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: timeout.milliseconds)
         return FileDescriptor.retryingInterrupts { poll(&entry, 1, milliseconds) } != 0
     }
 
@@ -340,7 +340,7 @@ final class ClamdConnection {
     /// Waits until the socket is ready for `events`; past `timeout`, the scan fails.
     private func wait(for events: Int16, timeout: Duration, doing what: String) throws {
         var entry = pollfd(fd: descriptor, events: events, revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: timeout.milliseconds)
         let ready = FileDescriptor.retryingInterrupts { poll(&entry, 1, milliseconds) }
         if ready == 0 {
             isReusable = false
@@ -423,7 +423,7 @@ final class ClamdConnection {
     /// Waits for a non-blocking `connect` to finish; false with `error` set when it failed.
     private static func awaitConnection(_ socket: Int32, timeout: Duration, error: inout Int32) -> Bool {
         var entry = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
+        let milliseconds = Int32(clamping: timeout.milliseconds)
         guard FileDescriptor.retryingInterrupts({ poll(&entry, 1, milliseconds) }) == 1 else {
             error = ETIMEDOUT
             return false

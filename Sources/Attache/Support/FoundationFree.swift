@@ -2,9 +2,9 @@ import FoundationEssentials
 import Glibc
 
 // The few string and path helpers the module needs that FoundationEssentials leaves to Foundation
-// (NSString's path methods, `caseInsensitiveCompare`); the trim is AttacheCore's. The module links
-// FoundationEssentials only: an embedding backend that does not use Foundation loads neither
-// CoreFoundation nor ICU's data for it.
+// (NSString's path methods, `caseInsensitiveCompare`); the trim and the percent-decoding are
+// AttacheCore's. The module links FoundationEssentials only: an embedding backend that does not use
+// Foundation loads neither CoreFoundation nor ICU's data for it.
 
 extension StringProtocol {
     /// True when both are equal after ASCII letters are folded to lower case (header names, tokens).
@@ -28,34 +28,9 @@ extension StringProtocol {
         }
         return nil
     }
-
-    /// `%XX` escapes decoded; nil when an escape is malformed or the result is not UTF-8.
-    package var percentDecoded: String? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var iterator = utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
-            else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }
 
 extension PathText {
-    // Here rather than in AttacheCore: getpwuid in the fully static `attache` would need glibc's NSS
-    // libraries at run time, and the front never needs a home directory.
     /// `$HOME`, else the password database's home of this user, else `/`.
     package static var homeDirectory: String {
         if let value = getenv("HOME"), value.pointee != 0 { return String(cString: value) }

@@ -1,7 +1,6 @@
 internal import CCurl
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// Owns one libcurl easy handle: created in `init`, cleaned up in `deinit`.
 ///

@@ -1,6 +1,5 @@
 internal import AttacheCore
 internal import CCurl
-import Synchronization
 
 /// The transport: the one place that drives libcurl.
 ///
@@ -35,8 +34,6 @@ package final class CurlTransport: HTTPTransport {
         }
     }
 
-    /// Starts loading libcurl (and running `curl_global_init`) on a thread of its own, and returns at once.
-    ///
     let loop: CurlMultiLoop
     private let pool: BlockingPool
 

@@ -172,17 +172,6 @@ extension TransportRequest {
         }
         return lines
     }
-
-    /// The URL without user info or query, for logs and errors.
-    static func redact(url: String) -> String {
-        guard var components = URLComponents(string: url) else { return "<invalid URL>" }
-        if components.user != nil || components.password != nil {
-            components.user = "***"
-            components.password = nil
-        }
-        if components.query != nil { components.query = "…" }
-        return components.string ?? "<invalid URL>"
-    }
 }
 
 /// The one rule for header fields, used by the transport before sending and by the command line and

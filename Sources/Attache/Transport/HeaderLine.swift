@@ -1,14 +1,6 @@
 import FoundationEssentials
 import Glibc
 
-extension Duration {
-    /// The duration in whole milliseconds, rounded down.
-    var milliseconds: Int64 {
-        let parts = components
-        return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
-    }
-}
-
 /// One line of a response head as curl's header callback hands it over.
 enum HeaderLine: Equatable {
     /// `HTTP/1.1 206 Partial Content`: a new response begins (after a redirect or 100 Continue).

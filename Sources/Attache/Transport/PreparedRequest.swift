@@ -26,7 +26,7 @@ package struct PreparedRequest: Sendable {
         guard let target = HTTPURL(request.url) else {
             throw TransportError(
                 .invalidArgument,
-                "the URL must be http:// or https:// with a host: \(TransportRequest.redact(url: request.url))")
+                "the URL must be http:// or https:// with a host: \(URLRedaction.redacting(request.url))")
         }
         try Self.check(request.connection.headers)
         try Self.check(request.headers)

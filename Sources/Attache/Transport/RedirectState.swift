@@ -49,7 +49,7 @@ struct RedirectState {
         if request.target.isHTTPS, !target.isHTTPS {
             throw TransportError(
                 .rejected,
-                "the server redirected from https to http (\(TransportRequest.redact(url: target.string))); not followed")
+                "the server redirected from https to http (\(URLRedaction.redacting(target.string))); not followed")
         }
         var next = request.request
         next.url = target.string

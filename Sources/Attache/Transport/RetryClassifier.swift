@@ -14,7 +14,7 @@ package import FoundationEssentials
 ///
 /// Not retried: **501** Not Implemented and **505** HTTP Version Not Supported (the server will not
 /// change its mind), nor any other status. A client holds one classifier, and every operation asks
-/// it (``AttacheClient/execute(_:logger:request:failed:settle:)``): a client made with another one
+/// it (the client's one attempt loop, `AttacheClient.execute`): a client made with another one
 /// retries other statuses everywhere. What a protocol defines as a step rather than a failure (a
 /// resumable upload's 409 offset conflict, an S3 error code configured as retryable) stays the
 /// operation's.

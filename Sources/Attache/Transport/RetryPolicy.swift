@@ -66,11 +66,3 @@ public struct RetryPolicy: Sendable, Hashable {
         return .milliseconds(Int64((capped * (1 - random)) * 1000))
     }
 }
-
-extension Duration {
-    /// The duration in seconds as a floating-point number.
-    package var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

@@ -45,8 +45,7 @@ package struct TransferTimings: Sendable, Hashable, Codable {
 
     /// Milliseconds with one decimal, without `String(format:)` (the module is Foundation-free).
     static func format(_ duration: Duration) -> String {
-        let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-        let tenths = (micros + 50) / 100
+        let tenths = (duration.microseconds + 50) / 100
         return "\(tenths / 10).\(tenths % 10)ms"
     }
 }

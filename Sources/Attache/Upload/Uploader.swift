@@ -157,7 +157,7 @@ public struct Uploader: Sendable {
         let tracker = ProgressTracker(total: request.body.byteCount, sink: progress)
         var logger = logger
         logger[metadataKey: "idempotency-key"] = "\(request.idempotencyKey)"
-        logger[metadataKey: "url"] = "\(TransportRequest.redact(url: request.url))"
+        logger[metadataKey: "url"] = "\(URLRedaction.redacting(request.url))"
         let exchange = try TransportRequest(
             method: "POST", url: request.url,
             headers: [
@@ -207,9 +207,6 @@ public struct Uploader: Sendable {
         var generator = SystemRandomNumberGenerator()
         return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
     }
-
-    /// The URL without user info or query, for logs and errors.
-    static func redact(url: String) -> String { TransportRequest.redact(url: url) }
 }
 
 /// Turns per-attempt byte counts into a non-decreasing fraction, shared by the transfer threads.

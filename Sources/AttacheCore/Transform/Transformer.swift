@@ -39,8 +39,7 @@ public struct Transformer: Sendable {
         /// How video, voice and animations are converted, and the helpers' limits.
         public var media = MediaOptions()
         /// What decodes HEIC/HEIF and AVIF photos; nil sends them as they are (the receipt says why).
-        /// The `Attache` library sets libheif's (``HEIFDecoding``); the static `attache` executable has
-        /// none and hands such files to the full tool.
+        /// The `Attache` library sets libheif's (``HEIFDecoding``).
         package var heifDecoder: (any HEIFDecoding)?
 
         /// Creates the default configuration.

@@ -107,10 +107,10 @@ struct ClientTelemetryTests {
     @Test("span URLs lose user info, query values and fragments", arguments: [
         ("https://a:b@h.example:8443/p?token=t&sig=s#frag", "https://h.example:8443/p?token=REDACTED&sig=REDACTED"),
         ("http://h/p", "http://h/p"),
-        ("http://[::1]:80/p?flag", "http://[::1]:80/p?flag=REDACTED"),
+        ("http://[::1]:80/p?flag", "http://[::1]:80/p?REDACTED"),
     ])
     func redaction(url: String, expected: String) {
-        #expect(ServerAddress.redacted(url: url) == expected)
+        #expect(URLRedaction.redacting(url) == expected)
     }
 
     @Test("the port is the URL's, or the scheme's default")

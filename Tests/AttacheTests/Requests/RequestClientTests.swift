@@ -356,7 +356,7 @@ struct RequestClientLoggingTests {
         for secret in secrets { #expect(!text.contains(secret), "\(secret) leaked") }
         #expect(!text.contains("opaque-sealed-bytes"))
         // The lines are still useful: method, path, status, the harmless fields, the curl command.
-        #expect(text.contains("POST http://***@127.0.0.1:9/form?token=<redacted>&page=2 → 200"))
+        #expect(text.contains("POST http://127.0.0.1:9/form?token=REDACTED&page=REDACTED → 200"))
         #expect(text.contains("text=hello"))
         #expect(text.contains("\"note\":\"fine\""))
         #expect(text.contains("curl -X POST"))
@@ -380,14 +380,16 @@ struct RequestClientLoggingTests {
         #expect(!log.text.contains("curl "))
     }
 
-    @Test("redaction rules: nested field names, percent-encoded names, user info")
+    @Test("redaction rules: nested field names, percent-encoded names, the one URL rule")
     func rules() {
         let redaction = LogRedaction()
         #expect(redaction.isSecret(field: "user[password]"))
         #expect(redaction.isSecret(field: "auth%5Btoken%5D%5B%5D"))
         #expect(!redaction.isSecret(field: "monkey"))
         #expect(redaction.form("a=1&api_key=zz&b=2") == "a=1&api_key=<redacted>&b=2")
-        #expect(redaction.url("https://u:p@h.example:8443/p?sign=abc#frag") == "https://***@h.example:8443/p?sign=<redacted>#frag")
+        #expect(redaction.url("https://u:p@h.example:8443/p?sign=abc&page=2#frag") == "https://h.example:8443/p?sign=REDACTED&page=REDACTED")
+        // A literal secret is masked in the part of the URL the one URL rule keeps.
+        #expect(LogRedaction(secretValues: ["s3cr3t-path"]).url("https://h.example/s3cr3t-path/x") == "https://h.example/<redacted>/x")
     }
 }
 

@@ -4,7 +4,8 @@ import Testing
 @testable import AttacheCore
 
 /// The one `System` place: the lock, the locked value, the file-descriptor calls with their errors,
-/// the trim and the credential header names.
+/// the trim, the credential header names, the duration units and the percent-decoding (the URL rule
+/// has its own table, `URLRedactionTests`).
 @Suite("System")
 struct SystemTests {
     @Test("LockedValue keeps every increment of threads racing on it")
@@ -109,6 +110,46 @@ struct SystemTests {
         let elsewhere = request.headerLines(withCredentials: false)
         #expect(elsewhere.contains("X-Tenant: acme"))
         #expect(!elsewhere.contains { $0.contains("secret-") })
+    }
+
+    @Test("a duration in seconds, and in whole milli-, micro- and nanoseconds rounded toward zero")
+    func durationUnits() {
+        let duration = Duration.seconds(2) + .nanoseconds(345_678_901)
+        #expect(abs(duration.seconds - 2.345678901) < 1e-12)
+        #expect(duration.milliseconds == 2_345)
+        #expect(duration.microseconds == 2_345_678)
+        #expect(duration.nanoseconds == 2_345_678_901)
+        #expect(Duration.milliseconds(-1500).milliseconds == -1_500)
+        #expect(Duration.zero.seconds == 0)
+    }
+
+    @Test("percent-decoding: strict gives nil for a malformed escape or bytes that are not UTF-8", arguments: [
+        ("a%20b", false, "a b"),
+        ("a+b%3D", true, "a b="),
+        ("a+b", false, "a+b"),
+        ("%C3%A9t%C3%A9", false, "été"),
+        ("plain", false, "plain"),
+        ("100%", false, nil),
+        ("%4", false, nil),
+        ("%zz", false, nil),
+        ("%FF", false, nil),
+    ] as [(String, Bool, String?)])
+    func percentDecoding(encoded: String, plusAsSpace: Bool, decoded: String?) {
+        #expect(encoded.percentDecoded(plusAsSpace: plusAsSpace) == decoded)
+    }
+
+    @Test("percent-decoding bytes: any byte comes back, a malformed escape gives nil")
+    func percentDecodingBytes() {
+        #expect(PercentDecoding.decoding("%FF%00a".utf8) == [0xFF, 0x00, UInt8(ascii: "a")])
+        #expect(PercentDecoding.decoding("a=%".utf8) == nil)
+        #expect(PercentDecoding.decoding("a+b".utf8, plusAsSpace: true) == Array("a b".utf8))
+    }
+
+    @Test("lenient percent-decoding keeps a malformed escape as written and decodes the rest")
+    func lenientPercentDecoding() {
+        #expect(String(decoding: PercentDecoding.decodingLeniently("user[%70assword]%".utf8), as: UTF8.self) == "user[password]%")
+        #expect(String(decoding: PercentDecoding.decodingLeniently("%zz+%41".utf8, plusAsSpace: true), as: UTF8.self) == "%zz A")
+        #expect(LogRedaction().isSecret(field: "user[%70assword]%"))
     }
 
     @Test("ordinary headers are not credentials")

@@ -4,61 +4,29 @@ package import Attache
 import FoundationEssentials
 import Glibc
 
-/// `attache download URL -o OUT [--resume] [--key-file K]`
-package struct DownloadCommand: AsyncParsableCommand {
-    package init() {}
+/// `attache download URL -o OUT [--resume] [--key-file K]`: the single-file form of ``DownloadManyCommand``,
+/// which parses the options and fills these in.
+struct SingleDownload {
+    /// The http://, https:// or s3://BUCKET/KEY URL.
+    var url: String
+    /// The file to create; `-` for standard output. An existing FIFO or device is written in place.
+    var output: String
+    /// Whether an OUT.part from an earlier run is continued.
+    var resume: Bool
+    /// How the bytes are decrypted, if they are.
+    var key: DownloadKeyOptions
+    /// The credentials, region and endpoint of an `s3://` URL.
+    var s3: S3AccessOptions
+    /// Timeouts, retries, TLS and headers.
+    var connection: ConnectionOptions
+    /// The endpoint whose connection settings and seal apply.
+    var endpointSelection: EndpointOptions
+    /// Whether the receipt is printed as one JSON object.
+    var json: Bool
+    /// Whether progress stays off the terminal.
+    var noProgress: Bool
 
-    package static let configuration = CommandConfiguration(
-        commandName: "download",
-        abstract: "Download a file, resumably, and optionally decrypt it.",
-        discussion: """
-            The bytes collect in OUT.part and OUT appears only when the download is complete and \
-            checked: against the size the server announced, against its ETag when that is a SHA-256 \
-            (as attache-server sends), and, with --key-file/--key-env, by decrypting and verifying the \
-            sealed bytes into OUT. A broken connection or a 408/429/5xx answer is retried with backoff, \
-            each attempt continuing where the last stopped (Range). With --resume, an OUT.part left by \
-            an earlier run is continued too; without it, it is discarded.
-
-            With -o - (standard output) or an existing FIFO or device (such as /dev/stdout), the bytes \
-            collect in a temporary folder instead and are written there only once complete and checked; \
-            the summary line then goes to standard error.
-
-            An s3://BUCKET/KEY URL is fetched from an object store with SigV4-signed GETs (each attempt, \
-            resumed ones too, signed anew), credentials, region and endpoint found as for uploads to \
-            --url s3:// (AWS_* variables, the shared files and --aws-profile, --region, --s3-endpoint).
-
-            Exit status: 0 done; 64 usage, 65 bad data (hash mismatch, failed decryption), 69 server \
-            unreachable or TLS failure, 74 cannot write OUT, 75 temporary failure (retries exhausted), \
-            77 rejected by the server (404, 403, ...), 78 the config file of --endpoint is wrong, \
-            130 cancelled.
-            """)
-
-    @Argument(help: "The http://, https:// or s3://BUCKET/KEY URL.")
-    package var url: String
-
-    @Option(name: .shortAndLong, help: ArgumentHelp(
-        "The file to create; - for standard output. An existing FIFO or device is written in place.",
-        valueName: "file"))
-    package var output: String
-
-    @Flag(help: "Continue OUT.part from an earlier run instead of starting over.")
-    package var resume = false
-
-    @OptionGroup package var key: DownloadKeyOptions
-
-    @OptionGroup(title: "Object storage") package var s3: S3AccessOptions
-
-    @OptionGroup package var connection: ConnectionOptions
-
-    @OptionGroup package var endpointSelection: EndpointOptions
-
-    @Flag(help: "Print the receipt as one JSON object.")
-    package var json = false
-
-    @Flag(help: "Do not show progress on the terminal.")
-    package var noProgress = false
-
-    package func validate() throws {
+    func validate() throws {
         guard S3AccessOptions.isDownloadURL(url) else {
             throw ValidationError("the URL must start with http://, https:// or s3://")
         }
@@ -67,7 +35,7 @@ package struct DownloadCommand: AsyncParsableCommand {
         }
     }
 
-    package func run() async throws {
+    func run() async throws {
         try await reportingErrors {
             // The endpoint's connection settings and seal (its url is for uploads; the URL here is
             // the argument): headers, credentials, TLS, timeouts, attempts, the scheme and key.
