@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Where a multipart upload to an object store stands: its key, the store's upload id and the parts the
 /// store confirmed (ETag and checksum), enough for another process to continue it. The batch journal,
-/// the seal-material store of `attache upload --idempotency-key` and the queue row keep it (as ``json``)
+/// the seal-material store of `attache upload --idempotency-key` and the queue row keep it (as `json`)
 /// next to the seal material.
 public struct MultipartRecord: Sendable, Hashable, Codable {
     /// A part the store took.

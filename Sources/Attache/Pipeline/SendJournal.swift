@@ -15,7 +15,7 @@
 /// journal before the upload moves on: an implementation makes it durable (a row, a file) before it
 /// returns. `nil` means the upload is over (stored, or abandoned and started again).
 ///
-/// `AttacheBatch`'s journal and `AttacheQueue`'s rows implement it; ``SealMaterialStore`` gives one
+/// `AttacheBatch`'s journal and `AttacheQueue`'s rows implement it; the seal-material store of `attache upload` gives one
 /// per idempotency key.
 ///
 /// ```swift

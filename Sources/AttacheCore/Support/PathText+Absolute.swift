@@ -9,22 +9,25 @@ extension PathText {
     }
 
     /// `path` made absolute against the working directory and standardized, as the file walker, the
-    /// batch journal and the shared queue name a file: no `.`, `..` or empty component, no trailing
-    /// slash. Symbolic links are kept as they are (nothing on disk is read but the working directory),
+    /// batch journal and the shared queue name a file: no `.` or `..` component, no trailing slash
+    /// (an empty component inside, `a//b`, stays). Symbolic links are kept as they are (nothing on disk is read but the working directory),
     /// so the result is what Foundation's `URL(fileURLWithPath:).standardized.path` gives.
     package static func absolute(_ path: String) -> String {
         // The walk hands out paths that are already clean: those need only the working directory in
         // front, not a split and a join per file.
         let candidate = path.hasPrefix("/") ? path : appending(path, to: currentDirectory)
         if isStandardAbsolute(candidate) { return candidate }
+        // An empty component inside the path (`a//b`) is kept, as Foundation keeps it: journals written
+        // with Foundation's names must find their entries again. Only trailing slashes go.
         var components: [Substring] = []
-        for component in candidate.split(separator: "/") {
+        for component in candidate.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             switch component {
             case ".": continue
             case "..": _ = components.popLast()
             default: components.append(component)
             }
         }
+        while components.last?.isEmpty == true { components.removeLast() }
         return "/" + components.joined(separator: "/")
     }
 
