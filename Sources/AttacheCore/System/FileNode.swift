@@ -1,4 +1,4 @@
-import Glibc
+package import Glibc
 
 /// A file as the kernel knows it: its device and inode, whatever name it is reached by.
 package struct FileNode: Hashable, Sendable {
