@@ -270,17 +270,25 @@ public final class QueueWorker: Sendable {
 
     /// Claims up to `count` rows: pending ones whose retry time has come, and claimed ones whose lease
     /// ran out (their worker died or stalled) and that have attempts left.
+    ///
+    /// Never a row this worker still holds: a lease of its own that ran out in the database (a heartbeat
+    /// late by more than the lease, on a loaded machine) belongs to a file it is still sending. Taking it
+    /// again would send the file twice at once from one process, and fence the first send out of its own
+    /// row (its multipart record would no longer be written). Another worker may take it over; this one
+    /// renews it, since the token did not change.
     func claim(_ count: Int) async throws -> [QueueJob] {
         let worker = configuration.workerID
         let lease = leaseSeconds
         let maximum = configuration.maximumAttempts
+        let holding = leases.held().map(\.id)
         let rows = try await database.run(
             """
             WITH picked AS (
                 SELECT id, state AS was FROM attache_file
                 WHERE state IN ('pending', 'claimed')
                   AND ((state = 'pending' AND (not_before IS NULL OR not_before <= now()))
-                       OR (state = 'claimed' AND locked_until < now() AND attempts < \(maximum)))
+                       OR (state = 'claimed' AND locked_until < now() AND attempts < \(maximum)
+                           AND NOT (id = ANY(\(holding)::bigint[]))))
                 ORDER BY id
                 LIMIT \(count)
                 FOR UPDATE SKIP LOCKED

@@ -40,7 +40,11 @@ struct S3QueueResumeTests {
                 "the worker ended early: \(first.standardError)")
 
             // The row names the store's upload and the parts it confirmed.
-            let record = try jsonObject(try await cluster.scalar("SELECT multipart_upload FROM attache_file", in: url))
+            let row = try await cluster.scalar("SELECT attempts || ' ' || lease_token FROM attache_file", in: url)
+            let recorded = try await cluster.scalar("SELECT multipart_upload FROM attache_file", in: url)
+            try #require(!recorded.isEmpty, "no multipart record (attempts, token: \(row)): \(first.standardError.suffix(3000))")
+            #expect(row.hasPrefix("1 "), "the row was claimed again while its worker was sending it: \(row)")
+            let record = try jsonObject(recorded)
             let key = try #require(record["key"] as? String)
             let uploadId = try #require(record["uploadId"] as? String)
             let parts = try #require(record["parts"] as? [[String: Any]])

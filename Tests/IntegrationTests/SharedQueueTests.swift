@@ -132,6 +132,38 @@ struct SharedQueueTests {
         #expect(row == "done second stub-\(id)")
     }
 
+    /// A worker whose heartbeat came late (its lease ran out in the database while it still sends the
+    /// file) does not claim its own row again: that would send the file twice at once and fence the
+    /// first send out of its row. Another worker may take it over; the first one's renewal keeps it.
+    @Test func aWorkerDoesNotClaimAgainARowItStillHolds() async throws {
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let scratch = try QueueScratch(files: 1)
+        defer { scratch.remove() }
+        var connection = try QueueConnection(parsing: url)
+        connection.resolvePassword(environment: cluster.environment)
+        try await QueueDatabase.withDatabase(connection) { database in
+            try await database.migrate()
+            _ = try await QueueEnqueuer(database: database).enqueue([scratch.folder])
+            var configuration = QueueWorkerConfiguration()
+            configuration.workerID = "late"
+            let late = QueueWorker(database: database, sender: StubQueueSender(), configuration: configuration)
+            configuration.workerID = "other"
+            let other = QueueWorker(database: database, sender: StubQueueSender(), configuration: configuration)
+
+            let held = try #require(try await late.claim(1).first)
+            _ = try await cluster.scalar("UPDATE attache_file SET locked_until = now() - interval '1 second'", in: url)
+            #expect(try await late.claim(1).isEmpty, "the worker took its own row again")
+            // Its renewal still holds the row: the token did not change.
+            try await late.renewLeases()
+            #expect(try await other.claim(1).isEmpty, "a renewed lease was taken over")
+            // Past the lease again, another worker takes it over.
+            _ = try await cluster.scalar("UPDATE attache_file SET locked_until = now() - interval '1 second'", in: url)
+            let taken = try #require(try await other.claim(1).first)
+            #expect(taken.id == held.id && taken.attempt == 2 && taken.leaseToken != held.leaseToken)
+        }
+    }
+
     /// Enqueuing is idempotent, a password on the command line is refused without being echoed, and the
     /// operations commands read the queue.
     @Test func enqueueTwiceAddsNothingAndPasswordsStayOutOfArgv() async throws {
