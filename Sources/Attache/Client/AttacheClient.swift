@@ -148,7 +148,9 @@ public final class AttacheClient: Sendable {
             metadata: ["attempt": "\(attempt)", "ms": "\(duration.milliseconds)"])
     }
 
-    /// `request` as the adapters leave it; re-checked only when they changed it.
+    /// `request` as the adapters leave it; re-checked only when they changed it. Only its method, URL and
+    /// headers are theirs: the body, the connection and the limits stay the operation's, so an adapter that
+    /// moves a request with a streamed body to another URL (a presigned one) sends the same body there.
     func adapted(_ request: PreparedRequest, operation: ClientOperation) async throws -> PreparedRequest {
         guard !interceptors.adapters.isEmpty else { return request }
         let view = try await view(of: request).adapted(by: interceptors.adapters, stage: operation.stage)

@@ -6,7 +6,9 @@ public import Logging
 ///
 /// Adapters and retriers are the request layer's (``RequestAdapter``, ``RequestRetrier``). For an
 /// upload or a download they see the request's method, URL and headers (its body is the operation's
-/// and stays as it is); what an adapter changes in them is sent. A retrier that answers anything but
+/// and stays as it is, also when an adapter changes the URL); what an adapter changes in them is sent.
+/// That is how a process without an object store's keys sends to it: an adapter presigns each request
+/// (``ObjectStoreSigning/adapters``). A retrier that answers anything but
 /// ``RetryDecision/useDefault`` decides for the attempt, whichever operation it belongs to: the 401
 /// retrier that refreshes a token works for uploads and downloads as for requests.
 ///

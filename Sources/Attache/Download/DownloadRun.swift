@@ -259,7 +259,8 @@ struct DownloadRun: Sendable {
 /// The object an `s3://` download fetches, and how each of its GETs is signed.
 private struct SignedObject: Sendable {
     let address: S3ObjectAddress
-    let signer: SigV4Signer
+    /// Nil when the client's adapters sign the GETs (``ObjectStoreSigning/adapters``).
+    let signer: SigV4Signer?
 
     /// The object of `request`, or nil for an `http(s)` download.
     /// - Throws: ``AttacheCore/AttacheError`` `.invalidArgument` (stage `configuration`) for an `s3://` URL without an
@@ -275,9 +276,10 @@ private struct SignedObject: Sendable {
         signer = store.signer
     }
 
-    /// `headers` with this moment's SigV4 signature of a GET without a body.
+    /// `headers` with this moment's SigV4 signature of a GET without a body; as they are for the adapters to sign.
     func signed(_ headers: [HeaderField]) throws -> [HeaderField] {
-        try signer.signS3(method: "GET", address: address, headers: headers, payloadHash: SigV4Signer.emptyPayloadHash)
+        guard let signer else { return headers }
+        return try signer.signS3(method: "GET", address: address, headers: headers, payloadHash: SigV4Signer.emptyPayloadHash)
     }
 }
 

@@ -225,7 +225,8 @@ struct MultipartObjectUpload: Sendable {
     }
 
     /// Sends part `number`: its checksum in a trailer summed while it streams (``AWSChunkedSource``), or
-    /// in a header summed just before it goes (``MultipartSettings/ChecksumDelivery``), or none.
+    /// in a header summed just before it goes (``MultipartSettings/ChecksumDelivery``; always when the
+    /// client's adapters sign the requests), or none.
     private func sendPart(
         _ number: Int, plan: PartPlan, uploadId: String, checksums: Bool, counter: SentCounter,
         progress: (@Sendable (Int64) -> Void)?
@@ -234,7 +235,9 @@ struct MultipartObjectUpload: Sendable {
         let part = ByteSourceSlice(payload, offset: offset, count: length)
         let target = ObjectRequest.Target.signed(
             try store.address(forKey: key, query: [("partNumber", String(number)), ("uploadId", uploadId)]))
-        var viaTrailer = checksums && settings.checksumDelivery != .header && trailers.current
+        // A part signed by the client's adapters carries its checksum in a header they can sign: a presigned
+        // URL signs no payload, and S3 refuses an x-amz-* header a signature leaves out.
+        var viaTrailer = checksums && settings.checksumDelivery != .header && trailers.current && requester.signer != nil
         while true {
             var request = ObjectRequest(method: "PUT", target: target, body: part, payloadHash: SigV4Signer.unsignedPayload)
             var streamed: AWSChunkedSource?

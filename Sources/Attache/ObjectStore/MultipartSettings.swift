@@ -22,7 +22,9 @@ package struct MultipartSettings: Sendable, Hashable {
         case sha256
     }
 
-    /// How a part's checksum goes to the store.
+    /// How a part's checksum goes to the store. An endpoint whose requests the client's adapters sign
+    /// (``ObjectStoreSigning/adapters``) sends it as a header whatever this says: a presigned URL signs no
+    /// payload, so no `aws-chunked` body.
     package enum ChecksumDelivery: String, Sendable, Hashable, Codable, CaseIterable {
         /// As a trailer, then as a header from the first part a store refuses in `aws-chunked` form on: the
         /// default.

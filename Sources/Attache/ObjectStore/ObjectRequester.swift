@@ -8,7 +8,9 @@ struct ObjectRequest: Sendable {
     enum Target: Sendable {
         /// A URL presigned by whoever holds the credentials (sent as it is, unsigned).
         case presigned(String)
-        /// An object (or, with an empty key, a bucket) addressed and signed with SigV4.
+        /// An object (or, with an empty key, a bucket) by its address, to be signed with SigV4 for each
+        /// attempt: by the requester's ``ObjectRequester/signer``, or, without one, by the client's adapters
+        /// (``ObjectStoreSigning/adapters``).
         case signed(S3ObjectAddress)
     }
 
@@ -26,6 +28,10 @@ struct ObjectRequest: Sendable {
 /// Sends ``ObjectRequest``s on an ``AttacheClient``'s attempt loop: a signed request signed again for
 /// each attempt (its date is part of the signature), answers read as S3 writes them (the `s3-put`
 /// profile: S3's XML `Error` is a refusal, whatever the status, also on a 200).
+///
+/// Without a signer, a request to a ``ObjectRequest/Target/signed(_:)`` target goes as it is, and the
+/// client's adapters, which run before every attempt of every request, sign it (a presigned URL in place
+/// of the object's): the endpoint's ``ObjectStoreSigning/adapters``.
 struct ObjectRequester: Sendable {
     /// What an attempt series ended with.
     struct Answer: Sendable {
@@ -38,7 +44,7 @@ struct ObjectRequester: Sendable {
     }
 
     let client: AttacheClient
-    /// Signs requests to ``ObjectRequest/Target/signed(_:)`` targets.
+    /// Signs requests to ``ObjectRequest/Target/signed(_:)`` targets; nil leaves them to the client's adapters.
     let signer: SigV4Signer?
     let answers: ResponseInterpreter.Configuration
     let logger: Logger
@@ -112,12 +118,10 @@ struct ObjectRequester: Sendable {
         var headers: [HeaderField]
     }
 
-    /// `base` with this attempt's signature, for a signed target.
+    /// `base` with this attempt's signature, for a signed target when there is a signer; `base` as it is
+    /// otherwise (presigned, or for the adapters to sign).
     private func signed(_ base: PreparedRequest, _ request: ObjectRequest) throws -> PreparedRequest {
-        guard case .signed(let address) = request.target else { return base }
-        guard let signer else {
-            throw AttacheError(.invalidArgument, stage: .configuration, "a signed object request needs credentials")
-        }
+        guard case .signed(let address) = request.target, let signer else { return base }
         let headers = try signer.signS3(
             method: request.method, address: address, headers: request.headers, payloadHash: request.payloadHash)
         return try base.replacingHeaders(headers + [HeaderField(name: "Expect", value: "")])

@@ -1,12 +1,14 @@
 package import FoundationEssentials
 
-/// A bucket of an S3-compatible object store that attachments go to as objects of their own, with requests
-/// signed by AWS Signature Version 4: the other way to send, beside multipart POSTs and resumable uploads.
+/// A bucket of an S3-compatible object store that attachments go to as objects of their own: the other way
+/// to send, beside multipart POSTs and resumable uploads.
 ///
 /// Set it as ``PipelineConfiguration/objectStore`` (with ``PipelineConfiguration/url`` `s3://BUCKET/PREFIX/`)
 /// and `send(_:options:)`, the batch and the queue worker put each sealed attachment under a key made from
-/// ``keyTemplate``, as one `PutObject`. Credentials, region and endpoint are found as the AWS CLI finds them
-/// (``resolve(url:profile:region:endpointURL:addressing:environment:)``).
+/// ``keyTemplate``, as one `PutObject`, or as a multipart upload when it is large. Its requests are signed
+/// with AWS Signature Version 4 as ``signing`` says: by Attache, with credentials, region and endpoint found
+/// as the AWS CLI finds them (``resolve(url:profile:region:endpointURL:addressing:environment:)``), or by the
+/// client's adapters, for a process that holds no credentials of the store (``ObjectStoreSigning/adapters``).
 ///
 /// ```swift
 /// var configuration = PipelineConfiguration(url: "s3://media/uploads/")
@@ -14,11 +16,22 @@ package import FoundationEssentials
 /// let receipt = try await AttachmentPipeline(configuration: configuration).send(Attachment(path: "clip.mp4"))
 /// print(receipt.object?.key ?? "-", receipt.object?.etag ?? "-")
 /// ```
+///
+/// Without credentials, every request presigned by the adapters of the pipeline's client
+/// (``ObjectStoreSigning`` shows such an adapter):
+///
+/// ```swift
+/// configuration.objectStore = ObjectStoreEndpoint(
+///     location: S3Location(bucket: "media", prefix: "uploads/"), signing: .adapters, region: "eu-west-1")
+/// let client = AttacheClient(interceptors: ClientInterceptors(adapters: [BucketSigner(service: service)]))
+/// let receipt = try await AttachmentPipeline(configuration: configuration, client: client).send(Attachment(path: "clip.mp4"))
+/// ```
 public struct ObjectStoreEndpoint: Sendable {
     /// The bucket and the prefix keys go under.
     public var location: S3Location
-    /// Whose requests these are.
-    public var credentials: AWSCredentials
+    /// Who signs the requests: Attache with credentials (``ObjectStoreSigning/sigV4(_:)``), or the client's
+    /// adapters (``ObjectStoreSigning/adapters``).
+    public var signing: ObjectStoreSigning
     /// The region signatures are scoped to (`us-east-1` unless told otherwise).
     public var region: String
     /// `https://s3.REGION.amazonaws.com`, or another store's (`http://127.0.0.1:9000`).
@@ -30,13 +43,29 @@ public struct ObjectStoreEndpoint: Sendable {
     /// How large attachments go in parts.
     package var multipart = MultipartSettings()
 
-    /// Creates an endpoint; `endpointURL` nil means AWS's endpoint of `region`.
+    /// Creates an endpoint whose requests Attache signs with `credentials`; `endpointURL` nil means AWS's
+    /// endpoint of `region`.
     public init(
         location: S3Location, credentials: AWSCredentials, region: String = "us-east-1", endpointURL: String? = nil,
         addressing: S3Addressing = .auto, keyTemplate: ObjectKeyTemplate = .standard
     ) {
+        self.init(
+            location: location, signing: .sigV4(credentials), region: region, endpointURL: endpointURL,
+            addressing: addressing, keyTemplate: keyTemplate)
+    }
+
+    /// Creates an endpoint whose requests are signed as `signing` says; `endpointURL` nil means AWS's
+    /// endpoint of `region`.
+    ///
+    /// ```swift
+    /// let store = ObjectStoreEndpoint(location: S3Location(bucket: "media"), signing: .adapters, region: "eu-west-1")
+    /// ```
+    public init(
+        location: S3Location, signing: ObjectStoreSigning, region: String = "us-east-1", endpointURL: String? = nil,
+        addressing: S3Addressing = .auto, keyTemplate: ObjectKeyTemplate = .standard
+    ) {
         self.location = location
-        self.credentials = credentials
+        self.signing = signing
         self.region = region
         self.endpointURL = endpointURL ?? "https://s3.\(region).amazonaws.com"
         self.addressing = addressing
@@ -90,8 +119,11 @@ public struct ObjectStoreEndpoint: Sendable {
             endpoint: endpointURL, bucket: object.bucket, key: object.prefix, addressing: addressing)
     }
 
-    /// The signer of this endpoint's requests.
-    package var signer: SigV4Signer { SigV4Signer(credentials: credentials, region: region) }
+    /// The signer of this endpoint's requests; nil when the client's adapters sign them.
+    package var signer: SigV4Signer? {
+        guard case .sigV4(let credentials) = signing else { return nil }
+        return SigV4Signer(credentials: credentials, region: region)
+    }
 }
 
 /// How an object's key is made: a text with placeholders, put under the location's prefix.

@@ -49,7 +49,8 @@ public struct PipelineConfiguration: Sendable {
     /// How the attachment is sent to ``url``: a multipart/form-data `POST` (the default), or a `PUT` of the
     /// sealed bytes alone (a presigned PUT URL; answers read with the `s3-put` profile unless another is set).
     public var method: UploadMethod = .post
-    /// A bucket to put attachments in as objects, with signed requests; ``url`` is then `s3://BUCKET/PREFIX/`.
+    /// A bucket to put attachments in as objects, with signed requests (signed by Attache, or by the client's
+    /// adapters: ``ObjectStoreEndpoint/signing``); ``url`` is then `s3://BUCKET/PREFIX/`.
     /// Nil (the default): ``url`` is an HTTP endpoint.
     public var objectStore: ObjectStoreEndpoint?
 

@@ -1,11 +1,13 @@
 import Foundation
 import AttacheTestSupport
+import Synchronization
 import Testing
 @testable import Attache
 @testable import AttacheCore
 
 /// Downloads of `s3://BUCKET/KEY` objects in memory: where the GETs go, and that every attempt carries a
-/// SigV4 signature of its own headers (its `Range` included) that the signer reproduces.
+/// SigV4 signature of its own headers (its `Range` included) that the signer reproduces, or, for an endpoint
+/// the client's adapters sign, goes to them unsigned.
 @Suite("Object download seam")
 struct ObjectDownloadSeamTests {
     static let credentials = AWSCredentials(
@@ -79,6 +81,52 @@ struct ObjectDownloadSeamTests {
         }
         #expect(header(sent[1], "Authorization")?.contains("SignedHeaders=accept-encoding;host;range;") == true)
         #expect(header(sent[0], "Authorization") != header(sent[1], "Authorization"))
+    }
+
+    @Test("with an endpoint the adapters sign, each GET goes to them unsigned, its Range included, and where they send it")
+    func adaptersSignTheGets() async throws {
+        /// Gives each attempt a presigned URL of its own, and keeps what it was given.
+        final class Presigner: RequestAdapter {
+            let given = Mutex<[ClientRequest]>([])
+            func adapt(_ request: ClientRequest) async throws -> ClientRequest {
+                let number = given.withLock { given in
+                    given.append(request)
+                    return given.count
+                }
+                var request = request
+                request.url += "?X-Amz-Signature=g\(number)"
+                return request
+            }
+        }
+        let directory = try folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let payload = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let lost = AttacheError(.connectionLost, stage: .download, "connection lost", isRetryable: true)
+        let transport = ScriptedTransport([
+            .fail(lost, afterStatus: 200, headers: [HeaderField(name: "Content-Length", value: "10000")], body: Array(payload[..<4000])),
+            .answer(
+                status: 206, headers: [HeaderField(name: "Content-Range", value: "bytes 4000-9999/10000")],
+                body: Array(payload[4000...])),
+        ])
+        let presigner = Presigner()
+        let client = AttacheClient(
+            connection: .init(), transport: transport, interceptors: ClientInterceptors(adapters: [presigner]),
+            sleep: RecordedSleeps().sleep)
+        var request = DownloadRequest(url: "s3://media/clip.bin", destination: directory + "/clip.bin")
+        request.objectStore = ObjectStoreEndpoint(
+            location: S3Location(bucket: "unused"), signing: .adapters, region: "eu-west-1", endpointURL: "http://127.0.0.1:9",
+            addressing: .path)
+        let receipt = try await client.download(request)
+        #expect(receipt.attempts == 2)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/clip.bin")) == Data(payload))
+
+        let given = presigner.given.withLock { $0 }
+        try #require(given.count == 2)
+        #expect(given.allSatisfy { $0.url == "http://127.0.0.1:9/media/clip.bin" })
+        #expect(given.allSatisfy { $0.header("Authorization") == nil && $0.header("x-amz-date") == nil })
+        #expect(given[0].header("Range") == nil)
+        #expect(given[1].header("Range") == "bytes=4000-")
+        #expect(transport.sent.map(\.url) == ["http://127.0.0.1:9/media/clip.bin?X-Amz-Signature=g1", "http://127.0.0.1:9/media/clip.bin?X-Amz-Signature=g2"])
     }
 
     @Test("the download manager signs the GETs of its s3:// items, not those of its https ones")

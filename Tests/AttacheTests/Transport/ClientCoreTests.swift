@@ -188,6 +188,54 @@ struct ClientCoreTests {
         #expect(error?.message.contains("part 1 of 1") == true)
     }
 
+    @Test("an endpoint signed by the adapters: each attempt of a part goes to the URL they give, with the whole body")
+    func objectSignedByAdapters() async throws {
+        /// Puts an attempt's own signature in the query, as a presigning adapter puts a presigned URL.
+        final class Presigner: RequestAdapter {
+            let signed = Mutex<[String]>([])
+            func adapt(_ request: ClientRequest) async throws -> ClientRequest {
+                let number = signed.withLock { seen in
+                    seen.append(request.url)
+                    return seen.count
+                }
+                var request = request
+                request.url += "&X-Amz-Signature=s\(number)"
+                return request
+            }
+        }
+        let transport = ScriptedTransport([.answer(status: 503), .answer(status: 200, headers: [HeaderField(name: "ETag", value: "\"e1\"")])])
+        let presigner = Presigner()
+        var connection = ConnectionConfiguration()
+        connection.retry = RetryPolicy(
+            maximumAttempts: 3, initialDelay: .milliseconds(10), maximumDelay: .milliseconds(10), jitter: 0, budget: .seconds(60))
+        let client = AttacheClient(
+            connection: connection, transport: transport, interceptors: ClientInterceptors(adapters: [presigner]),
+            sleep: RecordedSleeps().sleep)
+        let store = ObjectStoreEndpoint(
+            location: S3Location(bucket: "b"), signing: .adapters, endpointURL: "http://127.0.0.1:9", addressing: .path)
+        #expect(store.signer == nil)
+        let requester = ObjectRequester(client: client, signer: store.signer, logger: Logger(label: "test"))
+        let part = randomBytes(300_000)
+        let answer = try await requester.send(
+            ObjectRequest(
+                method: "PUT", target: .signed(try store.address(forKey: "k", query: [("partNumber", "2"), ("uploadId", "u1")])),
+                body: DataSource(part), payloadHash: SigV4Signer.unsignedPayload))
+        guard case .stored = answer.outcome else {
+            Issue.record("not stored: \(answer.outcome)")
+            return
+        }
+        // The adapter ran for each attempt, on the object's own URL; each attempt went to the URL it gave.
+        let unsigned = "http://127.0.0.1:9/b/k?partNumber=2&uploadId=u1"
+        #expect(presigner.signed.withLock { $0 } == [unsigned, unsigned])
+        let sent = transport.sent
+        #expect(sent.map(\.url) == [unsigned + "&X-Amz-Signature=s1", unsigned + "&X-Amz-Signature=s2"])
+        // Attache signed nothing itself, and each attempt carried the whole part.
+        for request in sent {
+            #expect(!request.headers.contains { $0.name.lowercased() == "authorization" || $0.name.lowercased().hasPrefix("x-amz-") })
+            #expect(try request.body?.makeReader().readToEnd() == part)
+        }
+    }
+
     @Test("download")
     func download() async throws {
         let directory = try Self.folder()

@@ -6,6 +6,13 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT make-bucket BUCKET
   s3_objects.py ENDPOINT presign-put BUCKET KEY [--content-type TYPE]   prints the URL
   s3_objects.py ENDPOINT presign-get BUCKET KEY       prints a presigned GET URL
+  s3_objects.py ENDPOINT presign METHOD BUCKET KEY [--query NAME=VALUE]... [--header NAME=VALUE]...
+                [--expires-in S] [--signed-ago S]
+                                                     prints a presigned URL for the S3 operation the method,
+                                                     the query and the key name (KEY "" for the bucket): its
+                                                     parameters from the query, the headers S3 has parameters
+                                                     for signed with it; --signed-ago S signs as of S seconds
+                                                     ago (a URL expired already when S > the lifetime)
   s3_objects.py ENDPOINT get BUCKET KEY OUT          writes the object's bytes to OUT
   s3_objects.py ENDPOINT put BUCKET KEY FILE         stores FILE's bytes as the object (boto3's upload_file)
   s3_objects.py ENDPOINT get-all BUCKET PREFIX DIR   writes every object under PREFIX to DIR/KEY (each / of
@@ -24,6 +31,7 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
 """
 import argparse
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -31,6 +39,7 @@ import sys
 import traceback
 
 import boto3
+import botocore.auth
 from botocore.config import Config
 
 
@@ -38,6 +47,73 @@ def client(endpoint):
     return boto3.client(
         "s3", endpoint_url=endpoint, region_name="us-east-1",
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+
+
+# The S3 operation of a request, by method and by the query parameter that names it (checked in order),
+# for an object (True) or a bucket (False).
+OPERATIONS = [
+    ("GET", False, "uploads", "list_multipart_uploads"),
+    ("GET", True, "uploadId", "list_parts"),
+    ("GET", True, None, "get_object"),
+    ("HEAD", True, None, "head_object"),
+    ("POST", True, "uploads", "create_multipart_upload"),
+    ("POST", True, "uploadId", "complete_multipart_upload"),
+    ("PUT", True, "uploadId", "upload_part"),
+    ("PUT", True, None, "put_object"),
+    ("DELETE", True, "uploadId", "abort_multipart_upload"),
+    ("DELETE", True, None, "delete_object"),
+]
+# Query parameters and the boto3 parameters they are (flags such as `uploads` are the operation's name).
+QUERY_PARAMETERS = {
+    "uploads": None, "prefix": "Prefix", "key-marker": "KeyMarker", "upload-id-marker": "UploadIdMarker",
+    "uploadId": "UploadId", "partNumber": "PartNumber", "part-number-marker": "PartNumberMarker",
+}
+# Headers S3 has parameters for, and the operations that take them; a presigned URL signs them, so the request
+# must send them with these values. Other headers go unsigned; an x-amz-* header not listed is an error, since S3
+# refuses a presigned request with an x-amz-* header it did not sign.
+HEADER_PARAMETERS = {
+    "content-type": ({"put_object", "create_multipart_upload"}, "ContentType"),
+    "x-amz-checksum-algorithm": ({"create_multipart_upload"}, "ChecksumAlgorithm"),
+    "x-amz-sdk-checksum-algorithm": ({"put_object", "upload_part"}, "ChecksumAlgorithm"),
+    "x-amz-checksum-crc32c": ({"put_object", "upload_part"}, "ChecksumCRC32C"),
+    "x-amz-checksum-crc32": ({"put_object", "upload_part"}, "ChecksumCRC32"),
+    "x-amz-checksum-sha256": ({"put_object", "upload_part"}, "ChecksumSHA256"),
+    "x-amz-checksum-mode": ({"head_object", "get_object"}, "ChecksumMode"),
+    "if-none-match": ({"put_object", "complete_multipart_upload"}, "IfNoneMatch"),
+}
+
+
+def presigned(s3, args):
+    """The URL boto3's generate_presigned_url makes for the request `args` describes."""
+    query = dict(pair.split("=", 1) if "=" in pair else (pair, "") for pair in args.query or [])
+    method = args.method.upper()
+    operation = next(
+        (name for (verb, on_object, flag, name) in OPERATIONS
+         if verb == method and on_object == bool(args.key) and (flag is None or flag in query)), None)
+    if operation is None:
+        raise ValueError(f"presign: no S3 operation for {method} with query {sorted(query)}")
+    params = {"Bucket": args.bucket}
+    if args.key:
+        params["Key"] = args.key
+    for name, value in query.items():
+        if name not in QUERY_PARAMETERS:
+            raise ValueError(f"presign: {operation} with an unknown query parameter {name}")
+        if QUERY_PARAMETERS[name]:
+            params[QUERY_PARAMETERS[name]] = int(value) if name == "partNumber" else value
+    for pair in args.header or []:
+        name, value = pair.split("=", 1)
+        operations, parameter = HEADER_PARAMETERS.get(name.lower(), (set(), None))
+        if operation in operations:
+            params[parameter] = value
+        elif name.lower().startswith("x-amz-"):
+            raise ValueError(f"presign: {operation} with the header {name}, which a presigned URL would not sign")
+    real_now = botocore.auth.get_current_datetime
+    if args.signed_ago:
+        botocore.auth.get_current_datetime = lambda: real_now() - datetime.timedelta(seconds=args.signed_ago)
+    try:
+        return s3.generate_presigned_url(operation, Params=params, ExpiresIn=args.expires_in)
+    finally:
+        botocore.auth.get_current_datetime = real_now
 
 
 def make_parser():
@@ -50,6 +126,14 @@ def make_parser():
     presign.add_argument("key")
     presign.add_argument("--content-type")
     presign.add_argument("--expires-in", type=int, default=600)
+    presign_any = sub.add_parser("presign")
+    presign_any.add_argument("method")
+    presign_any.add_argument("bucket")
+    presign_any.add_argument("key")
+    presign_any.add_argument("--query", action="append")
+    presign_any.add_argument("--header", action="append")
+    presign_any.add_argument("--expires-in", type=int, default=600)
+    presign_any.add_argument("--signed-ago", type=int, default=0)
     presign_get = sub.add_parser("presign-get")
     presign_get.add_argument("bucket")
     presign_get.add_argument("key")
@@ -87,6 +171,8 @@ def run(args, s3):
         if args.content_type:
             params["ContentType"] = args.content_type
         print(s3.generate_presigned_url("put_object", Params=params, ExpiresIn=args.expires_in))
+    elif args.command == "presign":
+        print(presigned(s3, args))
     elif args.command == "presign-get":
         print(s3.generate_presigned_url("get_object", Params={"Bucket": args.bucket, "Key": args.key}, ExpiresIn=600))
     elif args.command == "get":
