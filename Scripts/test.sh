@@ -41,7 +41,10 @@ if [[ -z "$sanitizer" ]]; then
     # builds would compile them, and everything that imports them, again. Its first build compiles
     # Attache and the few small packages it depends on; later ones find them up to date.
     echo "==> swift build --package-path Samples/Examples --scratch-path .build/examples $ATTACHE_SWIFTPM_FLAGS"
-    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build/examples" "${swiftpm_flags[@]}"
+    # --disable-build-manifest-caching: the cached plan of an earlier build does not list a source file
+    # added to Attache since, and the build then fails to find its types.
+    Scripts/swift-build-quiet.sh --package-path Samples/Examples --scratch-path "$PWD/.build/examples" "${swiftpm_flags[@]}" \
+        --disable-build-manifest-caching
 
     # Samples/Backend (the journaled batch, a Hummingbird gateway) takes Attache's default traits and is
     # built into this package's own .build: the modules it shares with this package (Attache and its

@@ -7,7 +7,7 @@ import Foundation
 import Logging
 
 /// `attache batch PATH... --url URL`
-struct BatchCommand: AsyncParsableCommand, PipelineCommand {
+struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Send every file under the given paths, resumably, recording each one in a journal.",
@@ -77,7 +77,8 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand {
     @Flag(help: "Do not show the progress line on the terminal.")
     var noProgress = false
 
-    func validate() throws {
+    mutating func validate() throws {
+        CommandLinePaths.restore(&paths)
         try flags.validate()
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }

@@ -62,14 +62,15 @@ package enum CommandLineScreen {
     }
 
     /// Parses `arguments` (program name first) as `root`, runs the chosen command and returns its exit
-    /// status: ``misreadHelpMessage(_:root:)`` first, and every error printed by ``report(_:error:)``.
+    /// status: ``misreadHelpMessage(_:root:)`` first, a long list of paths taken out of ArgumentParser's
+    /// way (``CommandLinePaths``), and every error printed by ``report(_:error:)``.
     package static func status(_ root: any AsyncParsableCommand.Type, _ arguments: [String]) async -> Int32 {
         if let message = misreadHelpMessage(arguments, root: root) {
             writeToStandardError(message)
             return ExitStatus.usage
         }
         do {
-            var command = try root.parseAsRoot(Array(arguments.dropFirst()))
+            var command = try CommandLinePaths.parse(root, Array(arguments.dropFirst()))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

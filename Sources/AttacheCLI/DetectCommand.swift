@@ -3,7 +3,7 @@ import AttacheCore
 import Glibc
 
 /// `attache detect FILE... [--json]`: prints what each file is, one line per file.
-package struct DetectCommand: AsyncParsableCommand {
+package struct DetectCommand: AsyncParsableCommand, PathListCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
@@ -36,7 +36,8 @@ package struct DetectCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --placeholders: BlurHash components across x down, each 1-9.", valueName: "XxY"))
     var blurhashComponents = BlurHashComponents(argument: "4x3")!
 
-    package func validate() throws {
+    package mutating func validate() throws {
+        CommandLinePaths.restore(&files)
         if files.isEmpty { throw ValidationError("give at least one file") }
     }
 

@@ -7,7 +7,7 @@ import Foundation
 
 /// `attache download URL... [-d DIR] [--from LIST] [--journal FILE] [--concurrency N]`, and the
 /// single-file `attache download URL -o OUT`, which runs a ``SingleDownload``.
-struct DownloadManyCommand: AsyncParsableCommand {
+struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
     static let configuration = CommandConfiguration(
         commandName: "download",
         abstract: "Download files, resumably, verified and optionally decrypted; many at a time.",
@@ -99,7 +99,8 @@ struct DownloadManyCommand: AsyncParsableCommand {
             endpointSelection: endpointSelection, json: json, noProgress: noProgress)
     }
 
-    func validate() throws {
+    mutating func validate() throws {
+        CommandLinePaths.restore(&urls)
         if isSingle { return try single.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }

@@ -66,7 +66,7 @@ func withQueue<T: Sendable>(
 }
 
 /// `attache enqueue PATH... --queue URL`
-struct EnqueueCommand: AsyncParsableCommand {
+struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
     static let configuration = CommandConfiguration(
         commandName: "enqueue",
         abstract: "Add every file under the given paths to the shared PostgreSQL queue that `attache worker`s take from.",
@@ -101,7 +101,8 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Flag(help: "Print the summary (and each problem) as JSON lines.")
     var json = false
 
-    func validate() throws {
+    mutating func validate() throws {
+        CommandLinePaths.restore(&paths)
         guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
         guard hashLimit >= 0 else { throw ValidationError("--hash-limit must be 0 or more") }
     }

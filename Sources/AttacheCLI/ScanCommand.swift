@@ -5,7 +5,7 @@ import FoundationEssentials
 
 /// `attache scan FILE... --clamd ADDRESS [--json]`: scans files with clamd, as the Scan stage of
 /// `upload` would, and prints a verdict per file like `clamdscan`.
-package struct ScanCommand: AsyncParsableCommand {
+package struct ScanCommand: AsyncParsableCommand, PathListCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
@@ -50,7 +50,8 @@ package struct ScanCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Leave out the summary.")
     var noSummary = false
 
-    package func validate() throws {
+    package mutating func validate() throws {
+        CommandLinePaths.restore(&files)
         if files.isEmpty { throw ValidationError("give at least one file") }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1...256") }
         guard scanTimeout > 0 else { throw ValidationError("--scan-timeout must be positive") }

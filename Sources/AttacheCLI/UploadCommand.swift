@@ -7,7 +7,7 @@ import Glibc
 import Logging
 
 /// `attache upload FILE... --url URL`
-package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
+package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
@@ -76,7 +76,8 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand {
     @Flag(help: "Do not show progress on the terminal.")
     package var noProgress = false
 
-    package func validate() throws {
+    package mutating func validate() throws {
+        CommandLinePaths.restore(&files)
         try flags.validate()
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
