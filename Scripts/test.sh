@@ -65,7 +65,12 @@ if [[ -z "$sanitizer" ]]; then
     # `swift test` builds the package and its tests itself. With a `swift build --build-tests` before
     # it, SwiftPM planned the build twice (it keeps the plan of the last command's parameters only, and
     # the two commands' differ): 6-15 s more.
+    #
+    # --disable-build-manifest-caching: the build of Samples/Backend just before leaves its plan in the
+    # same .build, and `swift test` took that plan for this package's when the Backend build had
+    # planned anew (a source file changed): it built nothing and found no tests.
     echo "==> swift test: build $ATTACHE_SWIFTPM_FLAGS, then every test (at most $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH at a time)"
+    swiftpm_flags+=(--disable-build-manifest-caching)
     if ((${#test_args[@]} > 0)); then
         Scripts/swift-build-quiet.sh test "${swiftpm_flags[@]}" "${test_args[@]}"
     else

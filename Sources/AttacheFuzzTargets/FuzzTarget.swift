@@ -21,6 +21,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case image
     /// The request layer's readers of answers: XML property lists and encrypted JSON forms.
     case requests
+    /// The `stream-gcm` range reader: a range opened where it starts is those bytes of the whole stream.
+    case sealedRange = "sealed-range"
 
     /// Runs the target over one input.
     public func run(_ bytes: [UInt8]) {
@@ -30,6 +32,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .interpret: InterpretTarget.run(bytes)
         case .image: ImageTarget.run(bytes)
         case .requests: RequestsTarget.run(bytes)
+        case .sealedRange: SealedRangeTarget.run(bytes)
         }
     }
 }

@@ -27,18 +27,8 @@ struct PartPlan: Sendable, Equatable {
         size = min((size + mebibyte - 1) / mebibyte * mebibyte, Self.maximumPartSize)
         totalByteCount = total
         partSize = size
-        var count = max(1, Int((total + size - 1) / size))
-        // A last part that would start within the last sealed segment goes with the part before it: the
-        // sealed reader that starts inside the final stream-gcm segment gave wrong bytes in the tests, and a
-        // tail that small gains nothing from a request of its own.
-        let tail = total - Int64(count - 1) * size
-        if count > 1, tail <= Self.smallestLastPart, size + tail <= Self.maximumPartSize { count -= 1 }
-        self.count = count
+        count = max(1, Int((total + size - 1) / size))
     }
-
-    /// A last part this small or smaller is sent as the end of the part before it: two sealed `stream-gcm`
-    /// segments (64 KiB of plaintext and a 16-byte tag each).
-    static let smallestLastPart: Int64 = 2 * 65_552
 
     /// Part `number` (from 1): where it starts in the payload and how long it is.
     func range(ofPart number: Int) -> (offset: Int64, length: Int64) {

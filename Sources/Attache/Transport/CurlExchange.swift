@@ -95,7 +95,7 @@ final class CurlExchange: @unchecked Sendable {
             try easy.set(CURLOPT_BUFFERSIZE, size)
             easy.receiveBufferSet = true
         }
-        try easy.setHeaders(headerLines)
+        try easy.setHeaders(Self.withoutCurlsContentType(headerLines))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(connection.connectTimeout.milliseconds)))
         // Stall detection: fewer than 1 byte/s in either direction for the stall timeout.
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
@@ -125,6 +125,18 @@ final class CurlExchange: @unchecked Sendable {
 
     /// Bodies up to this size that were read ahead are handed to curl whole (``configure(_:)``).
     static let inlineBodyLimit = 64 * 1024
+
+    /// `lines`, with `Content-Type:` added when they name no type: a request body handed to curl as post
+    /// fields, or any `POST`, otherwise goes with curl's `Content-Type: application/x-www-form-urlencoded`,
+    /// a type nobody asked for. A server that believes it parses the body as a form: moto stored a 1,000-byte
+    /// multipart part sent that way as an empty one (its form parser took the bytes), so the object lost its
+    /// last part. The empty value tells curl to send no such field.
+    static func withoutCurlsContentType(_ lines: [String]) -> [String] {
+        let named = lines.contains { line in
+            line.utf8.count > 12 && line.prefix(13).lowercased() == "content-type:"
+        }
+        return named ? lines : lines + ["Content-Type:"]
+    }
 
     /// Turns curl's result into the answer or the error the caller gets.
     func result(code: CURLcode, text: String, easy: CurlEasy) -> Result<ServerResponse, any Error> {
