@@ -350,6 +350,18 @@ otlp_packages=(opentelemetry-proto==1.45.2)
 otlp_check='import importlib.metadata as m, opentelemetry.proto.collector.trace.v1.trace_service_pb2; assert m.version("opentelemetry-proto") == "1.45.2"'
 venv_ensure "opentelemetry-proto" "$otlp_check" "$otlp_check" "${otlp_packages[@]}"
 
+# The Matrix upload tests run a real homeserver: Synapse (matrix-synapse, pinned), started by
+# Tests/IntegrationTests/Tools/synapse_server.py on 127.0.0.1 with SQLite. It goes into a venv of its own,
+# not the one above: its sixty-odd dependencies (Twisted, pydantic, jsonschema, cryptography, ...) are
+# resolved with lower and upper bounds of their own, and sharing a venv would let pip move packages that
+# MiniStack, moto, tuspyserver or matrix-nio were pinned against (and the other way round). The client side
+# (matrix-nio, Tools/matrix_client.py) stays in the venv above. The same two functions install it: s3_venv
+# is only rebound for these calls.
+synapse_venv="${XDG_CACHE_HOME:-$HOME/.cache}/attache/synapse-venv"
+synapse_packages=(matrix-synapse==1.163.2)
+synapse_check='import importlib.metadata as m, importlib.util as u, sys; assert m.version("matrix-synapse") == "1.163.2"; sys.exit(u.find_spec("synapse") is None)'
+s3_venv="$synapse_venv" venv_ensure "Synapse 1.163.2 (Matrix homeserver)" "" "$synapse_check" "${synapse_packages[@]}"
+
 if command -v swift >/dev/null 2>&1; then
     swift_version=$(swift --version 2>&1 | grep -m1 -o 'Swift version [0-9][0-9.]*' || true)
     major=${swift_version#Swift version }

@@ -47,6 +47,11 @@ extension UploadMethod: ExpressibleByArgument {
     public init?(argument: String) { self.init(rawValue: argument.uppercased()) }
 }
 
+extension UploadBody: ExpressibleByArgument {
+    /// `--body`: form or raw, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+}
+
 extension S3Addressing: ExpressibleByArgument {
     /// `--s3-addressing`: auto, path or virtual, in any case.
     public init?(argument: String) { self.init(rawValue: argument.lowercased()) }

@@ -83,6 +83,11 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
 
     @OptionGroup(title: "Observability") var metrics: MetricsOptions
 
+    @Option(help: ArgumentHelp(
+        "The Matrix homeserver (https://matrix.example.org) that mxc://SERVER/ID URLs are fetched from, through its authenticated media API with the token from --bearer-env.",
+        valueName: "homeserver"))
+    var matrix: String?
+
     @Flag(help: "Print one JSON object per event (many files) or the receipt (one file).")
     var json = false
 
@@ -101,6 +106,7 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
 
     mutating func validate() throws {
         CommandLinePaths.restore(&urls)
+        urls = try urls.map(resolvingMatrix)
         if isSingle { return try single.validate() }
         if output != nil { throw ValidationError("-o names one file: give one URL, or use -d for several") }
         guard !urls.isEmpty || list != nil else { throw ValidationError("give at least one URL, or --from LIST") }
@@ -189,11 +195,26 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
         if summary.failed > 0 { throw ExitCode(ExitStatus.someFailed) }
     }
 
+    /// `url`, or for `mxc://SERVER/ID` the homeserver's authenticated download URL of it.
+    private func resolvingMatrix(_ url: String) throws -> String {
+        guard url.hasPrefix("mxc://") else { return url }
+        guard let matrix else { throw ValidationError("\(url): an mxc:// URL needs --matrix HOMESERVER") }
+        guard let resolved = MatrixEndpoint(homeserver: matrix).downloadURL(of: url) else {
+            throw ValidationError("not an mxc://SERVER/ID URL: \(url)")
+        }
+        return resolved
+    }
+
     // MARK: Items
 
     private func makeItems(folder: String, endpoint: Endpoint) throws -> [DownloadItem] {
         var entries: [ListEntry] = urls.map { ListEntry(url: $0) }
-        if let list { entries += try Self.readList(list) }
+        if let list {
+            for var entry in try Self.readList(list) {
+                entry.url = try resolvingMatrix(entry.url)
+                entries.append(entry)
+            }
+        }
         let defaultKey = try key.unsealing(endpoint: endpoint)
         let store = try s3.store(for: entries.map(\.url), environment: CommandIO.environment)
         var seen: Set<String> = []
@@ -262,9 +283,10 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
                     }
                 }
             }
-            guard S3AccessOptions.isDownloadURL(entry.url) else {
+            guard S3AccessOptions.isDownloadURL(entry.url) || entry.url.hasPrefix("mxc://") else {
                 throw AttacheError(
-                    .invalidArgument, stage: .configuration, "the URL must start with http://, https:// or s3://", file: place)
+                    .invalidArgument, stage: .configuration, "the URL must start with http://, https://, s3:// or mxc://",
+                    file: place)
             }
             if let sha = entry.sha256, sha.count != 64 || !sha.allSatisfy(\.isHexDigit) {
                 throw AttacheError(.invalidArgument, stage: .configuration, "sha256= needs 64 hex digits", file: place)

@@ -29,6 +29,9 @@ package enum ExitStatus {
     /// The Scan stage found malware: the file was refused and nothing of it was sent (beyond
     /// sysexits(3), which has no such case).
     package static let infected: Int32 = 79
+    /// The server refused the credentials (a token, a password): a status of its own, not in
+    /// sysexits(3).
+    package static let unauthorized: Int32 = 80
     /// 128 + SIGINT.
     package static let cancelled: Int32 = 130
 
@@ -63,6 +66,7 @@ package enum ExitStatus {
         (.badResponse, badResponse),
         (.replayMismatch, badResponse),
         (.rejected, rejected),
+        (.unauthorized, unauthorized),
         (.configInvalid, configError),
         (.infected, infected),
         (.scanFailed, unavailable),

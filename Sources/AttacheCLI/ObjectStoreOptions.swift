@@ -13,6 +13,16 @@ package struct ObjectStoreOptions: ParsableArguments {
     package var method: UploadMethod?
 
     @Option(help: ArgumentHelp(
+        "form (multipart/form-data, the default for POST) or raw (the sealed bytes alone with their content type, as media APIs such as Matrix's /_matrix/media/v3/upload take them; always for PUT). A raw body carries no fields; answers are read as the status profile unless --answer-profile says otherwise.",
+        valueName: "body"))
+    package var body: UploadBody?
+
+    @Option(help: ArgumentHelp(
+        "Store files on this Matrix homeserver (https://matrix.example.org), with the access token from --bearer-env: media ids reserved first where the server offers it, so a rerun stores nothing twice; each receipt's matrix.content is the m.room.message content to send. Seals with --scheme matrix unless --scheme none; no --url needed.",
+        valueName: "homeserver"))
+    package var matrix: String?
+
+    @Option(help: ArgumentHelp(
         "With --url s3://: the AWS profile of the shared credentials and config files (default: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY, else $AWS_PROFILE, else default).",
         valueName: "name"))
     package var awsProfile: String?
@@ -96,8 +106,23 @@ package struct ObjectStoreOptions: ParsableArguments {
                     + "(or the config file's aws-profile, region, s3-endpoint, s3-addressing, key-template) need "
                     + "--url s3://BUCKET/PREFIX/")
         }
+        if let matrix {
+            guard matrix.lowercased().hasPrefix("https://") || matrix.lowercased().hasPrefix("http://") else {
+                throw ValidationError("--matrix takes the homeserver's base URL, https://…")
+            }
+            if isBucket { throw ValidationError("give --matrix or --url s3://, not both") }
+            if method != nil || body != nil { throw ValidationError("--matrix sends each file as the media API asks: --method and --body do not apply") }
+            guard configuration.connection.authorization != nil else {
+                throw ValidationError("--matrix needs the user's access token: --bearer-env NAME (never on the command line)")
+            }
+            configuration.matrix = MatrixEndpoint(homeserver: matrix)
+            if !answerProfileGiven { configuration.answers = .init(profile: .matrix) }
+            return
+        }
+        if let body { configuration.body = body }
         if isBucket {
             if method == .post { throw ValidationError("--url s3:// sends objects: --method POST does not apply") }
+            if body != nil { throw ValidationError("--url s3:// sends objects: --body does not apply") }
             // Each from its flag, else from the config file's endpoint (then the AWS variables and files).
             let file = endpoint.objectStore
             var store = try ObjectStoreEndpoint.resolve(
@@ -119,6 +144,8 @@ package struct ObjectStoreOptions: ParsableArguments {
         }
         if configuration.method == .put, !answerProfileGiven {
             configuration.answers = .init(profile: .s3Put)
+        } else if configuration.sendsRawBody, !answerProfileGiven {
+            configuration.answers = .init(profile: .status)
         }
     }
 }

@@ -144,7 +144,7 @@ package struct PipelineOptions: ParsableArguments {
         endpoint: Endpoint, environment: [String: String], retry: RetryPolicy, url fallbackURL: String?,
         scanWait: Double
     ) throws -> PipelineConfiguration {
-        guard let url = url ?? endpoint.url ?? environment["ATTACHE_URL"] ?? fallbackURL else {
+        guard let url = url ?? objectStore.matrix ?? endpoint.url ?? environment["ATTACHE_URL"] ?? fallbackURL else {
             if endpoint.name.isEmpty { throw ValidationError("missing --url (or --endpoint, or set ATTACHE_URL)") }
             throw ValidationError("missing --url: the endpoint \(endpoint.name) has no url (or set ATTACHE_URL)")
         }
@@ -152,7 +152,8 @@ package struct PipelineOptions: ParsableArguments {
         configuration.fileFieldName = fileField ?? endpoint.fileField ?? "file"
         configuration.fields = endpoint.fields(overriddenBy: fields.map { Endpoint.Pair(name: $0.name, value: $0.value) })
             .map { UploadField(name: $0.name, value: $0.value) }
-        configuration.seal.scheme = scheme ?? endpoint.seal.scheme ?? .streamGCM
+        // A Matrix client opens the matrix scheme's EncryptedFile: the default with --matrix.
+        configuration.seal.scheme = scheme ?? endpoint.seal.scheme ?? (objectStore.matrix != nil ? .matrix : .streamGCM)
         configuration.seal.transferEncoding = base64 || endpoint.seal.base64 == true ? .base64 : .binary
         // The key flags replace the endpoint's key as a pair: --key-env wins over the file's key-file.
         let (keyFile, keyEnv) = self.keyFile != nil || self.keyEnv != nil

@@ -63,15 +63,15 @@ struct BotAPIEndpointTests {
         }
     }
 
-    @Test("a wrong token is the server's 401 description, exit 77, and the token is not shown")
+    @Test("a wrong token is the server's 401 description, exit 80 (unauthorized), and the token is not shown")
     func wrongToken() async throws {
         try await withBot { bot in
             let file = try TemporaryFile(name: "denied.bin", bytes: randomBytes(1000))
             defer { file.remove() }
             let wrong = "6123456789:AAH-wrong-\(UUID().uuidString.prefix(8))"
             let result = try await upload([file.path], bot: bot, token: wrong)
-            #expect(result.status == 77, "\(result.all)")
-            #expect(result.standardError.contains("HTTP 401: Unauthorized"), "\(result.all)")
+            #expect(result.status == 80, "\(result.all)")
+            #expect(result.standardError.contains("HTTP 401: Unauthorized") && result.standardError.contains("[unauthorized]"), "\(result.all)")
             #expect(!result.all.contains(wrong))
             #expect(!result.all.contains(Self.token))
         }

@@ -51,18 +51,21 @@ struct S3QueueResumeTests {
             #expect(!parts.isEmpty && parts.allSatisfy { ($0["etag"] as? String)?.isEmpty == false }, "\(record)")
             // A newer upload under the same key, which listing the store's uploads would pick; then past the lease.
             try await Task.sleep(for: .seconds(1.5))
-            #expect(try await emulator.boto(["create-upload", emulator.bucket, key]) != uploadId)
+            let newer = try await emulator.boto(["create-upload", emulator.bucket, key]).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(newer != uploadId)
             try await Task.sleep(for: .seconds(1.5))
 
-            let second = try await attache(worker)
+            // -v: the second worker's requests (ListParts of the recorded upload, or a listing) are in the
+            // failure message.
+            let second = try await attache(worker + ["-v"])
             #expect(second.status == 0, "\(second.all)")
             #expect(try await cluster.scalar("SELECT state FROM attache_file", in: url) == "done")
             let resumed = try await cluster.scalar("SELECT receipt->'object'->>'resumedBytes' FROM attache_file", in: url)
-            #expect((Int(resumed) ?? 0) >= 10 << 20, "resumed \(resumed): \(record)\n\(second.all.suffix(3000))")
+            #expect((Int(resumed) ?? 0) >= 10 << 20, "resumed \(resumed): \(record)\n\(second.all.suffix(6000))")
             #expect(try await cluster.scalar("SELECT multipart_upload IS NULL FROM attache_file", in: url) == "t")
             // The recorded upload was completed; the newer one is left as it was.
-            let pending = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["uploads", emulator.bucket]).utf8))
-            #expect(pending as? [String] == [key])
+            let pending = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["upload-ids", emulator.bucket]).utf8))
+            #expect(pending as? [[String]] == [[key, newer]], "the recorded upload \(uploadId) was not the one completed")
             let sealKey = try await cluster.scalar("SELECT receipt->'seal'->>'key' FROM attache_file", in: url)
             #expect(try await S3MultipartTests().openedEqual(try await emulator.object(key), key: sealKey, original: original, in: folder))
         }

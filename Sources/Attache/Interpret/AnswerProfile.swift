@@ -11,6 +11,7 @@
 /// | `status` | any 2xx, the body may be empty or not JSON | the JSON body's `fileId` (`file_id`, `id`, also under `data`), else the last segment of `Location` | the status, with the body's message |
 /// | `s3-post` | 200, 201 (S3's `PostResponse` XML), 204 | the XML's `Key` (else the form's `key` field) | S3's XML `Error`: its `Code` and `Message` |
 /// | `s3-put` | any 2xx without an XML `Error` body | the XML's `Key`, if any | S3's XML `Error` (also in a 200) |
+/// | `matrix` | 2xx JSON (`{}` for an upload to a reserved id) | `content_uri` | `errcode` + `error`; `M_LIMIT_EXCEEDED` retried after `retry_after_ms` (or `Retry-After`) |
 /// | `telegram` | `{"ok":true,"result":…}` | the largest `photo`'s `file_id`, or `document`, `video`, `voice`, `audio`, `sticker`, `animation`, `video_note` | `error_code` + `description`; `parameters.retry_after` honoured like `Retry-After` |
 ///
 /// ``ResponseInterpreter/Configuration/idPointer`` overrides where the file id is read, in every profile.
@@ -42,8 +43,12 @@ public enum AnswerProfile: String, Sendable, Hashable, Codable, CaseIterable, Cu
     /// Telegram Bot API answers: `{"ok":true,"result":{…}}`, with `result` kept whole, and
     /// `{"ok":false,"error_code":N,"description":…,"parameters":{"retry_after":S}}` for errors.
     case telegram
+    /// A Matrix homeserver's media API (`/_matrix/media/v3/upload`, MSC2246's `create`): a 2xx JSON object,
+    /// the `mxc://` URI in `content_uri` (file id and URL both); errors are `{"errcode":…,"error":…}`,
+    /// `M_LIMIT_EXCEEDED` is retried after `retry_after_ms` when there is no `Retry-After`.
+    case matrix
 
-    /// The profile named `name` (`errorcode`, `status`, `s3-post`, `s3-put`, `telegram`), or nil.
+    /// The profile named `name` (`errorcode`, `status`, `s3-post`, `s3-put`, `telegram`, `matrix`), or nil.
     package init?(name: String) {
         self.init(rawValue: name.lowercased())
     }

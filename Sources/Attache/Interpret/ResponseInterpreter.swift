@@ -68,6 +68,7 @@ public struct ResponseInterpreter: Sendable {
                 // S3 documents these as safe to retry; RequestTimeout comes with a 400.
                 retryableBusinessCodes = ["RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable"]
             }
+            if profile == .matrix { retryableBusinessCodes = ["M_LIMIT_EXCEEDED"] }
         }
 
         /// `errorcode`: the old backend's convention.
@@ -134,6 +135,7 @@ public struct ResponseInterpreter: Sendable {
         case .s3Post: return interpretS3Post(response)
         case .s3Put: return interpretS3Put(response)
         case .telegram: return interpretTelegram(response)
+        case .matrix: return interpretMatrix(response)
         }
     }
 
@@ -286,6 +288,16 @@ public struct ResponseInterpreter: Sendable {
         return .success(receipt(response, document: json, data: result, fileId: Self.botAPIFileId(in: result), url: nil))
     }
 
+    private func interpretMatrix(_ response: ServerResponse) -> ResponseOutcome {
+        let status = response.status
+        guard let json = try? JSONValue.parse(response.body), case .object = json else {
+            let what = isBlank(response.body) ? "the answer is empty" : describeNonJSON(response)
+            return .rejection(Rejection(reason: .badResponse, status: status, message: what))
+        }
+        let uri = json["content_uri"]?.stringValue
+        return .success(receipt(response, document: json, data: json, fileId: uri, url: uri))
+    }
+
     /// The receipt, with the file id from `Configuration/idPointer` when one is set.
     private func receipt(
         _ response: ServerResponse, document: JSONValue, data: JSONValue, fileId: String?, url: String?
@@ -329,6 +341,9 @@ public struct ResponseInterpreter: Sendable {
         case .telegram:
             guard let json = try? JSONValue.parse(response.body), json["ok"] == .bool(false) else { return nil }
             return (json["error_code"]?.stringValue, json["description"]?.stringValue.map { String($0.prefix(500)) })
+        case .matrix:
+            guard let json = try? JSONValue.parse(response.body), let code = json["errcode"]?.stringValue else { return nil }
+            return (String(code.prefix(100)), json["error"]?.stringValue.map { String($0.prefix(500)) })
         case .errorCode, .status:
             return nil
         }
@@ -355,9 +370,15 @@ public struct ResponseInterpreter: Sendable {
         return (code, message)
     }
 
-    /// `Retry-After`, else (telegram) the body's `parameters.retry_after` in seconds, capped.
+    /// `Retry-After`, else the body's `retry_after_ms` (matrix) or `parameters.retry_after` in seconds (telegram),
+    /// capped.
     private func retryDelay(in response: ServerResponse) -> Duration? {
         if let header = retryAfter(in: response) { return header }
+        if configuration.profile == .matrix, let json = try? JSONValue.parse(response.body),
+            let milliseconds = json["retry_after_ms"]?.intValue, milliseconds >= 0
+        {
+            return min(.milliseconds(milliseconds), classifier.maximumRetryAfter)
+        }
         guard configuration.profile == .telegram, let json = try? JSONValue.parse(response.body),
             let seconds = json["parameters"]?["retry_after"]?.intValue, seconds >= 0
         else { return nil }

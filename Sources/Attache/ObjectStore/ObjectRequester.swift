@@ -51,12 +51,16 @@ struct ObjectRequester: Sendable {
     /// The connection's settings, with any per-send headers.
     var connection: ConnectionConfiguration
 
-    init(client: AttacheClient, signer: SigV4Signer?, connection: ConnectionConfiguration? = nil, logger: Logger) {
+    /// - Parameter answers: how answers are read; nil: as S3 writes them (`s3-put`, 4 MiB at most).
+    init(
+        client: AttacheClient, signer: SigV4Signer?, connection: ConnectionConfiguration? = nil,
+        answers: ResponseInterpreter.Configuration? = nil, logger: Logger
+    ) {
         self.client = client
         self.signer = signer
-        var answers = ResponseInterpreter.Configuration(profile: .s3Put)
-        answers.maximumBodySize = 4 << 20
-        self.answers = answers
+        var s3 = ResponseInterpreter.Configuration(profile: .s3Put)
+        s3.maximumBodySize = 4 << 20
+        self.answers = answers ?? s3
         self.logger = logger
         self.connection = connection ?? client.connection
     }

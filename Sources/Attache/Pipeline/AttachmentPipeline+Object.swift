@@ -13,8 +13,10 @@ extension AttachmentPipeline {
         let attachment = sealed.prepared.attachment
         let idempotencyKey = attachment.idempotencyKey ?? Uploader.makeIdempotencyKey()
         let store = configuration.objectStore
+        // A bucket's answers are S3's; a raw body to the URL is answered as its profile says.
         let requester = ObjectRequester(
-            client: uploader.client, signer: store?.signer, connection: configuration.connection, logger: logger)
+            client: uploader.client, signer: store?.signer, connection: configuration.connection,
+            answers: store == nil ? configuration.answers : nil, logger: logger)
         let kind = sealed.transformed.detected.detection.kind
         let filename = forms.attachment.file.filename
 
@@ -84,7 +86,7 @@ extension AttachmentPipeline {
         // A presigned URL may have signed the Content-Type: a caller's own header wins over ours.
         let callerType = configuration.connection.headers.contains { $0.name.equalsIgnoringASCIICase("content-type") }
         let request = ObjectRequest(
-            method: "PUT", target: target,
+            method: key == nil ? configuration.method.rawValue : "PUT", target: target,
             headers: callerType ? [] : [HeaderField(name: "Content-Type", value: contentType)], body: payload,
             payloadHash: SigV4Signer.unsignedPayload)
         let tracker = ProgressTracker(total: payload.byteCount, sink: progress)

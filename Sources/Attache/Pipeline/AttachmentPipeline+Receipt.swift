@@ -36,6 +36,7 @@ extension AttachmentPipeline {
             if sent.stored.fileId == nil, let key = object.key { receipt.fileId = key }
             if receipt.url == nil { receipt.url = object.url }
         }
+        if configuration.matrix != nil { receipt.matrix = matrixReceipt(sent, receipt: receipt) }
         receipt.resumable = sent.resumed.map {
             ResumableReceipt(
                 protocolName: $0.protocolName, uploadURL: $0.uploadURL, resumedBytes: $0.resumedFrom,

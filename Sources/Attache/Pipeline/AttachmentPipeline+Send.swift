@@ -38,6 +38,7 @@ extension AttachmentPipeline {
     func send(
         _ forms: AttachmentForms, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> SentAttachment {
+        if let matrixMedia { return try await sendMatrix(forms, media: matrixMedia, progress: progress) }
         if configuration.sendsObjects { return try await sendObject(forms, progress: progress) }
         let sealed = forms.sealed
         let attachment = sealed.prepared.attachment

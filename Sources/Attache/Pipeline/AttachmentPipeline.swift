@@ -31,6 +31,8 @@ public struct AttachmentPipeline: Sendable {
     private(set) var uploader: Uploader
     /// The upload URL, parsed once: server paths in answers are resolved against it.
     let baseURL: URL?
+    /// The homeserver's facts and reservations gate, with ``PipelineConfiguration/matrix``.
+    let matrixMedia: MatrixMedia?
     /// Where the send and stage spans and the metrics go (what the process bootstrapped, or nothing).
     package let telemetry: Telemetry
     /// This send's journal (``SendOptions/journal``), in the copy of the pipeline one send runs on.
@@ -77,6 +79,7 @@ public struct AttachmentPipeline: Sendable {
         self.telemetry = client.telemetry
         self.configuration = configuration
         self.baseURL = URL(string: configuration.url)
+        self.matrixMedia = configuration.matrix.map { MatrixMedia(endpoint: $0) }
         self.logger = logger
         self.detector = MIMEDetector(configuration: configuration.detection)
         var transform = configuration.transform

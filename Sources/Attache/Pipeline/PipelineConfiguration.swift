@@ -46,9 +46,19 @@ public struct PipelineConfiguration: Sendable {
     /// Resumable uploads (tus 1.0, the IETF draft) for large attachments; off by default. A resumable
     /// upload sends the sealed attachment alone (fields as `Upload-Metadata`, no inline thumbnails).
     public var resumable = ResumableConfiguration()
-    /// How the attachment is sent to ``url``: a multipart/form-data `POST` (the default), or a `PUT` of the
-    /// sealed bytes alone (a presigned PUT URL; answers read with the `s3-put` profile unless another is set).
+    /// How the attachment is sent to ``url``: a `POST` (the default), or a `PUT` of the sealed bytes alone
+    /// (a presigned PUT URL; answers read with the `s3-put` profile unless another is set).
     public var method: UploadMethod = .post
+    /// What the body of an upload to ``url`` is: a multipart/form-data form, or the sealed bytes alone with
+    /// an exact `Content-Length` and the file's content type (a media API that takes raw bodies: Matrix's
+    /// `/_matrix/media/v3/upload`, Slack's upload URLs). Nil (the default): raw for a `PUT`, a form for a
+    /// `POST`. A raw body carries no fields, and its thumbnails are not sent unless ``thumbnails`` says
+    /// `separate` (each as a request of its own to ``url``).
+    public var body: UploadBody?
+    /// A Matrix homeserver to store attachments on, as its media repository takes them (``MatrixEndpoint``);
+    /// the receipt then carries the message content (``UploadReceipt/matrix``). Nil (the default): ``url``
+    /// is an upload endpoint or a bucket.
+    public var matrix: MatrixEndpoint?
     /// A bucket to put attachments in as objects, with signed requests (signed by Attache, or by the client's
     /// adapters: ``ObjectStoreEndpoint/signing``); ``url`` is then `s3://BUCKET/PREFIX/`.
     /// Nil (the default): ``url`` is an HTTP endpoint.
@@ -63,12 +73,16 @@ public struct PipelineConfiguration: Sendable {
     /// Where thumbnails go: ``thumbnails``, or the answer profile's default.
     package var thumbnailPlacement: ThumbnailPlacement {
         if let thumbnails { return thumbnails }
-        if objectStore != nil { return .separate }
-        return answers.profile.sendsOneFilePerRequest || method == .put ? .omitted : .inline
+        if objectStore != nil || matrix != nil { return .separate }
+        return answers.profile.sendsOneFilePerRequest || sendsRawBody ? .omitted : .inline
     }
 
-    /// True when attachments go as objects: a `PUT` of the sealed bytes or into ``objectStore``.
-    package var sendsObjects: Bool { method == .put || objectStore != nil }
+    /// True when the body of an upload to ``url`` is the sealed bytes alone (``body``).
+    package var sendsRawBody: Bool { (body ?? (method == .put ? .raw : .form)) == .raw }
+
+    /// True when attachments go as objects: a raw body (a `PUT` of the sealed bytes, a raw `POST`), into
+    /// ``objectStore``, or to ``matrix``.
+    package var sendsObjects: Bool { sendsRawBody || objectStore != nil || matrix != nil }
 
     /// Whether metadata fields are sent: ``sendMetadataFields``, or the answer profile's default.
     package var sendsMetadataFields: Bool { sendMetadataFields ?? !answers.profile.checksFormFields }
@@ -83,6 +97,23 @@ public struct PipelineConfiguration: Sendable {
     ///   names one fixed object (each thumbnail would replace the attachment).
     package func validate() throws {
         let profile = answers.profile
+        if method == .put, body == .form {
+            throw AttacheError(.invalidArgument, stage: .configuration, "a PUT sends the sealed bytes alone: its body cannot be a form")
+        }
+        if matrix != nil {
+            if objectStore != nil {
+                throw AttacheError(.invalidArgument, stage: .configuration, "give a Matrix homeserver or a bucket, not both")
+            }
+            if seal.scheme != .matrix, seal.scheme != .none {
+                throw AttacheError(
+                    .invalidArgument, stage: .configuration,
+                    "a Matrix client opens attachments sealed with the matrix scheme (or none), not \(seal.scheme)")
+            }
+            if thumbnails == .inline {
+                throw AttacheError(
+                    .invalidArgument, stage: .configuration, "each Matrix media upload holds one file: thumbnails cannot go inline")
+            }
+        }
         if sendsObjects, thumbnailPlacement == .inline {
             throw AttacheError(
                 .invalidArgument, stage: .configuration,
@@ -113,6 +144,14 @@ public struct PipelineConfiguration: Sendable {
                     + "use a key with ${filename} or no thumbnails")
         }
     }
+}
+
+/// What the body of an upload to an HTTP endpoint is (``PipelineConfiguration/body``).
+public enum UploadBody: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A multipart/form-data form: the fields, the file part, inline thumbnails.
+    case form
+    /// The sealed bytes alone, with an exact `Content-Length` and the file's content type.
+    case raw
 }
 
 /// How an attachment is sent to an HTTP endpoint.

@@ -11,7 +11,8 @@ extension AttacheError {
     /// with ``rejection``). `message` says what was refused; the refusal's own description follows it.
     init(refusal rejection: Rejection, _ message: String, file: String?) {
         self.init(
-            rejection.reason == .badResponse ? .badResponse : .rejected, stage: .interpret, "\(message): \(rejection)",
+            rejection.reason == .badResponse ? .badResponse : rejection.status == 401 ? .unauthorized : .rejected,
+            stage: .interpret, "\(message): \(rejection)",
             file: file, cause: RejectionError(rejection: rejection))
     }
 

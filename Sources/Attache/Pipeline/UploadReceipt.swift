@@ -55,6 +55,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// Where the attachment is in an object store (a presigned or signed `PUT`, a multipart upload); nil
     /// for other uploads.
     public var object: ObjectReceipt? = nil
+    /// For a Matrix homeserver (``PipelineConfiguration/matrix``): the event type and the content a client
+    /// sends for the file; nil for other uploads.
+    public var matrix: MatrixReceipt? = nil
 
     /// Creates a receipt.
     package init(
@@ -94,7 +97,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable, scan, placeholders, object
+        case thumbnailUploads, thumbnails, resumable, scan, placeholders, object, matrix
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -122,6 +125,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         scan = try container.decodeIfPresent(ScanReceipt.self, forKey: .scan)
         placeholders = try container.decodeIfPresent(Placeholders.self, forKey: .placeholders)
         object = try container.decodeIfPresent(ObjectReceipt.self, forKey: .object)
+        matrix = try container.decodeIfPresent(MatrixReceipt.self, forKey: .matrix)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -161,5 +165,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(scan, forKey: .scan)
         try container.encodeIfPresent(placeholders, forKey: .placeholders)
         try container.encodeIfPresent(object, forKey: .object)
+        try container.encodeIfPresent(matrix, forKey: .matrix)
     }
 }

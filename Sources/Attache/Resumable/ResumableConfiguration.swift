@@ -24,6 +24,10 @@ public enum ResumableProtocol: String, Sendable, Hashable, Codable, CustomString
     case tus
     /// The IETF draft.
     case ietf
+    /// A Matrix homeserver's media ids reserved before the bytes go (MSC2246, ``MatrixEndpoint``):
+    /// ``ResumableState/uploadURL`` holds the `mxc://` URIs of the attachment and then of its thumbnails,
+    /// separated by spaces, and ``ResumableState/offset`` is 0.
+    case matrix
 
     /// The protocol's name.
     public var description: String { rawValue }

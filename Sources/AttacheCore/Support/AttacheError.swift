@@ -75,6 +75,9 @@ public struct AttacheError: Error, Sendable, CustomStringConvertible, Codable {
         /// bytes are not the ones sent now (its digest differs), or whose key is not known here: the key
         /// in a receipt would not open what the server holds.
         public static let replayMismatch = Code("replay-mismatch")
+        /// The server refused the credentials (HTTP 401: a wrong, expired or missing token; Matrix's
+        /// `M_UNKNOWN_TOKEN`, `M_MISSING_TOKEN`); retrying with them will not help.
+        public static let unauthorized = Code("unauthorized")
         /// The server kept asking to retry until attempts or the time budget ran out.
         public static let retriesExhausted = Code("retries-exhausted")
         /// The operation was cancelled.

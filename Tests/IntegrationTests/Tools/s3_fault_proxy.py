@@ -7,6 +7,9 @@ Listens on 127.0.0.1 on a free port and prints `listening PORT`. Every request i
 (its Host header too, so SigV4 signatures still match), and its body bytes are counted as they pass. After
 each request STATS_FILE holds {"bodyBytes": N, "requests": [[method, partNumber or null, outcome], ...]}.
 
+A test that wants its client killed at a byte count writes "PID BYTES" to STATS_FILE.kill: the proxy
+SIGKILLs PID itself before it forwards the byte that would pass BYTES (and forwards nothing of that chunk).
+
 With --faults, the first attempt of every part whose number ends in 3 is cut mid-body (the connection
 closed with no answer), and of every part whose number ends in 7 is answered 500 InternalError, its second
 attempt 503 SlowDown: about 20 % of the parts fail at least once, each with S3's own retryable answers.
@@ -19,6 +22,7 @@ NoSuchUpload (S3 once the upload is gone) or 412 PreconditionFailed (If-None-Mat
 import http.client
 import json
 import os
+import signal
 import socketserver
 import sys
 import threading
@@ -30,6 +34,10 @@ STATS = sys.argv[2]
 FAULTS = "--faults" in sys.argv[3:]
 COMPLETE_ERROR = "--complete-error" in sys.argv[3:]
 COMPLETE_LOST = int(sys.argv[sys.argv.index("--complete-lost") + 1]) if "--complete-lost" in sys.argv else None
+# STATS + ".kill", when a test writes "PID BYTES" there: the proxy itself SIGKILLs PID before it forwards the
+# body byte that would pass BYTES, then removes the file. The moment is the proxy's, not the test process's,
+# which may be starved on a loaded machine while the client sends on.
+KILL_FILE = STATS + ".kill"
 ANSWERS_AGAIN = {500: "InternalError", 404: "NoSuchUpload", 412: "PreconditionFailed"}
 completes = []
 lock = threading.Lock()
@@ -48,6 +56,27 @@ def count(body_bytes):
     with lock:
         state["bodyBytes"] += body_bytes
         save()
+
+
+def kill_before(body_bytes):
+    """True when forwarding body_bytes more would pass the byte count of a kill asked for: the client is then
+    killed, and nothing of the chunk is forwarded."""
+    with lock:
+        try:
+            with open(KILL_FILE) as order:
+                pid, at = (int(word) for word in order.read().split())
+        except (OSError, ValueError):
+            return False
+        if state["bodyBytes"] + body_bytes < at:
+            return False
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.unlink(KILL_FILE)
+        state["requests"].append(["KILL", None, state["bodyBytes"]])
+        save()
+        return True
 
 
 def record(method, part, outcome, body_bytes):
@@ -129,7 +158,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             while remaining > 0:
                 chunk = self.rfile.read(min(remaining, 256 << 10))
-                if not chunk:
+                if not chunk or kill_before(len(chunk)):
                     break
                 upstream.send(chunk)
                 count(len(chunk))

@@ -20,6 +20,7 @@ Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environ
   s3_objects.py ENDPOINT head BUCKET KEY             prints {"size","etag","contentType","versionId"}
   s3_objects.py ENDPOINT list BUCKET [PREFIX]        prints [{"key","size","etag"}, ...]
   s3_objects.py ENDPOINT uploads BUCKET              prints the incomplete multipart uploads' keys
+  s3_objects.py ENDPOINT upload-ids BUCKET           prints them as [key, UploadId] pairs
   s3_objects.py ENDPOINT create-upload BUCKET KEY    starts a multipart upload, prints its UploadId
   s3_objects.py ENDPOINT iam-user NAME               makes an IAM user allowed s3:*, prints its
                                                      {"id","secret"} (an emulator checks the signatures of
@@ -156,6 +157,7 @@ def make_parser():
     listing.add_argument("bucket")
     listing.add_argument("prefix", nargs="?", default="")
     sub.add_parser("uploads").add_argument("bucket")
+    sub.add_parser("upload-ids").add_argument("bucket")
     create_upload = sub.add_parser("create-upload")
     create_upload.add_argument("bucket")
     create_upload.add_argument("key")
@@ -205,6 +207,9 @@ def run(args, s3):
     elif args.command == "uploads":
         answer = s3.list_multipart_uploads(Bucket=args.bucket)
         print(json.dumps([upload["Key"] for upload in answer.get("Uploads", [])]))
+    elif args.command == "upload-ids":
+        answer = s3.list_multipart_uploads(Bucket=args.bucket)
+        print(json.dumps([[upload["Key"], upload["UploadId"]] for upload in answer.get("Uploads", [])]))
     elif args.command == "create-upload":
         print(s3.create_multipart_upload(Bucket=args.bucket, Key=args.key)["UploadId"])
     elif args.command == "iam-user":

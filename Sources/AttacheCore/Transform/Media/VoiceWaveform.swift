@@ -99,6 +99,18 @@ package enum VoiceWaveform {
         return peaks.map { UInt8(min(31.0, (Double($0) * 31.0 / scale).rounded(.down))) }
     }
 
+    /// The five-bit levels of a waveform made by ``pack(_:)``.
+    package static func unpack(_ packed: [UInt8]) -> [UInt8] {
+        (0..<(packed.count * 8 / 5)).map { index in
+            var value: UInt8 = 0
+            for bit in 0..<5 {
+                let position = index * 5 + bit
+                if packed[position / 8] >> (position % 8) & 1 == 1 { value |= UInt8(1 << bit) }
+            }
+            return value
+        }
+    }
+
     /// `levels` packed five bits each, least significant bit first (step 3).
     package static func pack(_ levels: [UInt8]) -> [UInt8] {
         var packed = [UInt8](repeating: 0, count: (levels.count * 5 + 7) / 8)

@@ -1,0 +1,239 @@
+internal import AttacheCore
+import FoundationEssentials
+
+extension AttachmentPipeline {
+    /// send, to a Matrix homeserver: AttachmentForms → SentAttachment. The attachment, then each separate
+    /// thumbnail, as one media upload each: to an `mxc://` URI reserved first and kept in the journal when
+    /// the homeserver reserves them (``MatrixEndpoint``), else posted. A file over the homeserver's limit is
+    /// refused before any of it is sealed or sent.
+    func sendMatrix(
+        _ forms: AttachmentForms, media: MatrixMedia, progress: (@Sendable (PipelineProgress) -> Void)?
+    ) async throws -> SentAttachment {
+        let sealed = forms.sealed
+        let attachment = sealed.prepared.attachment
+        let idempotencyKey = attachment.idempotencyKey ?? Uploader.makeIdempotencyKey()
+        var answers = ResponseInterpreter.Configuration(profile: .matrix)
+        answers.maximumBodySize = 1 << 20
+        let requester = ObjectRequester(
+            client: uploader.client, signer: nil, connection: configuration.connection, answers: answers, logger: logger)
+        let facts = try await media.facts(requester)
+        if let limit = facts.uploadLimit {
+            let largest = ([sealed.payload] + forms.separateThumbnails.map(\.thumbnail.payload)).map(\.byteCount).max() ?? 0
+            if largest > limit {
+                throw AttacheError(
+                    .limitExceeded, stage: .upload,
+                    "\(largest) bytes sealed, over the homeserver's upload limit of \(limit) bytes (m.upload.size): nothing was sent",
+                    file: attachment.path)
+            }
+        }
+        // The URIs an earlier run reserved for this attachment and its thumbnails, in that order.
+        var reserved: [String] = []
+        if let state = await journal?.resumableState(), state.protocolName == .matrix {
+            reserved = state.uploadURL.split(separator: " ").map(String.init)
+        }
+        let journal = journal
+        @Sendable func keep(_ uris: [String]) async {
+            await journal?.record(ResumableState(protocolName: .matrix, uploadURL: uris.joined(separator: " "), offset: 0))
+        }
+
+        var pieces: [(payload: SealedPayload, contentType: String, filename: String)] = [
+            (sealed.payload, sealed.contentType, forms.attachment.file.filename)
+        ]
+        for (thumbnail, form) in forms.separateThumbnails {
+            pieces.append((thumbnail.payload, thumbnail.contentType, form.file.filename))
+        }
+        var results: [(UploadResult, ServerReceipt)] = []
+        let uris = LockedValue(reserved)
+        for (index, piece) in pieces.enumerated() {
+            var sink: (@Sendable (UploadProgress) -> Void)?
+            if index == 0, let progress { sink = { update in progress(.upload(update)) } }
+            let tracker = ProgressTracker(total: piece.payload.byteCount, sink: sink)
+            let earlier = uris.withLock { index < $0.count ? $0[index] : nil }
+            let (result, uri) = try await uploadMedia(
+                piece.payload, contentType: piece.contentType, filename: piece.filename, reserved: earlier,
+                reserves: facts.reserves, media: media, requester: requester,
+                idempotencyKey: index == 0 ? idempotencyKey : idempotencyKey + ".\(index)",
+                tracker: tracker, path: attachment.path
+            ) { uri in
+                // Durable before the first byte goes: a run killed after this continues with the same URI.
+                let list = uris.withLock { list -> [String] in
+                    if index < list.count { list[index] = uri } else { list.append(uri) }
+                    return list
+                }
+                await keep(list)
+            }
+            let stored = ServerReceipt(
+                status: 200, fileId: uri, url: uri, data: .object(["content_uri": .string(uri)]), replayed: false)
+            results.append((result, stored))
+        }
+        await journal?.record(nil as ResumableState?)
+
+        var thumbnails: [SentAttachment.SentThumbnail] = []
+        for ((thumbnail, form), (result, stored)) in zip(forms.separateThumbnails, results.dropFirst()) {
+            thumbnails.append(
+                SentAttachment.SentThumbnail(sealed: thumbnail, filename: form.file.filename, result: result, stored: stored))
+        }
+        return SentAttachment(forms: forms, result: results[0].0, stored: results[0].1, resumed: nil, thumbnails: thumbnails)
+    }
+
+    /// One media upload: to `reserved` (an earlier run's URI), to a URI reserved now, or posted. The URI
+    /// stored.
+    private func uploadMedia(
+        _ payload: SealedPayload, contentType: String, filename: String, reserved: String?, reserves: Bool,
+        media: MatrixMedia, requester: ObjectRequester, idempotencyKey: String, tracker: ProgressTracker,
+        path: String, onReserve: @Sendable (String) async -> Void
+    ) async throws -> (UploadResult, String) {
+        let home = media.endpoint.homeserver
+        let query = "?filename=" + PercentEncoding.escape(filename)
+        let headers = [HeaderField(name: "Content-Type", value: contentType)]
+        @Sendable func post() async throws -> (UploadResult, String) {
+            let answer = try await requester.send(
+                ObjectRequest(
+                    method: "POST", target: .presigned(home + "/_matrix/media/v3/upload" + query), headers: headers,
+                    body: payload)
+            ) { sent, attempt in tracker.report(sent: sent, attempt: attempt) }
+            let receipt = try Self.storedObject(result(answer, payload, idempotencyKey), refused: "the homeserver refused the upload", file: path)
+            guard let uri = receipt.data["content_uri"]?.stringValue, MatrixEndpoint.mediaID(of: uri) != nil else {
+                throw AttacheError(.badResponse, stage: .interpret, "the homeserver stored the file but named no mxc:// URI", file: path)
+            }
+            tracker.finish(attempt: answer.attempts)
+            return (result(answer, payload, idempotencyKey), uri)
+        }
+        guard reserves || reserved != nil, reserved != nil || !media.reservationsRefused else { return try await post() }
+        let logger = logger
+        return try await media.pending.run {
+            var uri = reserved
+            var waited = Duration.zero
+            while true {
+                if uri == nil {
+                    // One attempt at a time: M_LIMIT_EXCEEDED here is the reservation rate (a short wait), or the
+                    // homeserver's limit of reservations without content, which runs killed between a reservation
+                    // and its journal entry can fill for a day. Past 30 s of waiting, the file is posted instead.
+                    let created: ObjectRequester.Answer
+                    do {
+                        created = try await requester.send(
+                            ObjectRequest(method: "POST", target: .presigned(home + "/_matrix/media/v1/create")), policy: .never)
+                    } catch let error as AttacheError
+                        where error.code == .retriesExhausted && error.message.contains("M_LIMIT_EXCEEDED")
+                    {
+                        if waited < .seconds(30) {
+                            let wait = Duration.seconds(1 << min(4, Int(waited.seconds) / 4))
+                            try await Task.sleep(for: wait)
+                            waited += wait
+                            continue
+                        }
+                        logger.warning(
+                            "the homeserver takes no more reservations (a killed run's stay for a day): posting files for a minute",
+                            metadata: ["file": "\(path)"])
+                        media.refuseReservations(for: .seconds(60))
+                        return try await post()
+                    }
+                    let receipt = try Self.storedObject(
+                        result(created, payload, idempotencyKey), refused: "the homeserver refused to reserve a media id",
+                        file: path)
+                    guard let made = receipt.data["content_uri"]?.stringValue, MatrixEndpoint.mediaID(of: made) != nil else {
+                        throw AttacheError(.badResponse, stage: .interpret, "the homeserver reserved no mxc:// URI", file: path)
+                    }
+                    await onReserve(made)
+                    uri = made
+                }
+                guard let current = uri, let (server, id) = MatrixEndpoint.mediaID(of: current) else {
+                    throw AttacheError(.badResponse, stage: .interpret, "not an mxc:// URI: \(uri ?? "")", file: path)
+                }
+                let target = home + "/_matrix/media/v3/upload/" + PercentEncoding.escape(server) + "/"
+                    + PercentEncoding.escape(id) + query
+                let answer = try await requester.send(
+                    ObjectRequest(method: "PUT", target: .presigned(target), headers: headers, body: payload)
+                ) { sent, attempt in tracker.report(sent: sent, attempt: attempt) }
+                let outcome = result(answer, payload, idempotencyKey)
+                if case .rejected(let rejection) = answer.outcome {
+                    switch rejection.businessCode {
+                    case "M_CANNOT_OVERWRITE_MEDIA":
+                        // Only this user can put to the id, and every attempt puts the same sealed bytes (the
+                        // journalled material): an earlier attempt stored them.
+                        tracker.finish(attempt: answer.attempts)
+                        return (outcome, current)
+                    case "M_NOT_FOUND" where reserved != nil && current == reserved:
+                        // The earlier run's reservation expired unused (a day, on Synapse): reserve again.
+                        uri = nil
+                        continue
+                    default:
+                        _ = try Self.storedObject(outcome, refused: "the homeserver refused the upload", file: path)
+                    }
+                }
+                tracker.finish(attempt: answer.attempts)
+                return (outcome, current)
+            }
+        }
+    }
+
+    private func result(_ answer: ObjectRequester.Answer, _ payload: SealedPayload, _ idempotencyKey: String) -> UploadResult {
+        UploadResult(
+            outcome: answer.outcome, idempotencyKey: idempotencyKey, attempts: answer.attempts,
+            bodyByteCount: payload.byteCount, duration: answer.duration, retryReasons: answer.reasons)
+    }
+}
+
+extension AttachmentPipeline {
+    /// The event a Matrix client sends for `sent` (``MatrixReceipt``).
+    func matrixReceipt(_ sent: SentAttachment, receipt: UploadReceipt) -> MatrixReceipt {
+        let sealed = sent.sealed
+        let output = sealed.transformed.output
+        let metadata = receipt.detection.metadata
+        let uri = sent.stored.fileId ?? ""
+        var info: [String: JSONValue] = [
+            "mimetype": .string(receipt.mimeType), "size": .number(Double(sealed.payload.plaintextByteCount)),
+        ]
+        if let width = receipt.transform.width ?? metadata.width, let height = receipt.transform.height ?? metadata.height {
+            info["w"] = .number(Double(width))
+            info["h"] = .number(Double(height))
+        }
+        let seconds = receipt.transform.media?.duration ?? metadata.duration
+        let milliseconds = seconds.map { Int(($0 * 1000).rounded()) }
+        if let milliseconds, receipt.kind == .video || receipt.kind == .voice { info["duration"] = .number(Double(milliseconds)) }
+        if let thumbnail = sent.thumbnails.first, let thumbnailURI = thumbnail.stored.fileId {
+            let image = thumbnail.sealed.thumbnail
+            info["thumbnail_info"] = .object([
+                "w": .number(Double(image.width)), "h": .number(Double(image.height)), "mimetype": .string(image.mimeType),
+                "size": .number(Double(image.bytes.count)),
+            ])
+            if let file = Self.json(thumbnail.sealed.payload.matrixFile(url: thumbnailURI, key: sealed.receiptKey)) {
+                info["thumbnail_file"] = file
+            } else {
+                info["thumbnail_url"] = .string(thumbnailURI)
+            }
+        }
+        if let blurhash = receipt.placeholders?.blurhash { info["xyz.amorgan.blurhash"] = .string(blurhash) }
+
+        var content: [String: JSONValue] = ["body": .string(receipt.filename), "info": .object(info)]
+        if let file = Self.json(sealed.payload.matrixFile(url: uri, key: sealed.receiptKey)) {
+            content["file"] = file
+        } else {
+            content["url"] = .string(uri)
+        }
+        switch receipt.kind {
+        case .sticker:
+            return MatrixReceipt(eventType: "m.sticker", content: .object(content))
+        case .image: content["msgtype"] = .string("m.image")
+        case .video: content["msgtype"] = .string("m.video")
+        case .voice:
+            content["msgtype"] = .string("m.audio")
+            content["org.matrix.msc3245.voice"] = .object([:])
+            var audio: [String: JSONValue] = [:]
+            if let milliseconds { audio["duration"] = .number(Double(milliseconds)) }
+            if let packed = output.waveform {
+                // Telegram's five-bit levels (0–31), on MSC3246's scale of 0–1024.
+                audio["waveform"] = .array(VoiceWaveform.unpack(packed).map { .number(Double(Int($0) * 1024 / 31)) })
+            }
+            content["org.matrix.msc1767.audio"] = .object(audio)
+        default: content["msgtype"] = .string("m.file")
+        }
+        return MatrixReceipt(eventType: "m.room.message", content: .object(content))
+    }
+
+    /// `file` as a JSON value (nil for nil).
+    private static func json(_ file: MatrixEncryptedFile?) -> JSONValue? {
+        guard let file, let data = try? JSONEncoder().encode(file) else { return nil }
+        return try? JSONValue.parse(Array(data))
+    }
+}

@@ -1,0 +1,85 @@
+internal import AttacheCore
+import FoundationEssentials
+import Logging
+
+/// What one pipeline knows of its homeserver's media repository, asked once and shared by its sends: the
+/// upload limit, whether media ids are reserved first, and the gate that keeps the reservations without
+/// content under the homeserver's limit.
+final class MatrixMedia: Sendable {
+    let endpoint: MatrixEndpoint
+    private let limits = LockedValue<Task<Facts, any Error>?>(nil)
+    /// Reserved ids without content, across the pipeline's sends.
+    let pending: AsyncLimiter
+    /// Until when the homeserver is taken to refuse reservations (its limit of ids without content reached).
+    private let refusedUntil = LockedValue<ContinuousClock.Instant?>(nil)
+
+    /// True while reservations are taken to be refused: files are posted meanwhile.
+    var reservationsRefused: Bool { refusedUntil.withLock { $0.map { ContinuousClock.now < $0 } ?? false } }
+
+    /// Posts files instead of reserving ids for `duration`.
+    func refuseReservations(for duration: Duration) {
+        refusedUntil.withLock { $0 = ContinuousClock.now + duration }
+    }
+
+    /// The homeserver's answers about itself.
+    struct Facts: Sendable {
+        /// `m.upload.size`: the largest upload it takes; nil when it does not say.
+        var uploadLimit: Int64?
+        /// Whether ids are reserved before the bytes go.
+        var reserves: Bool
+    }
+
+    init(endpoint: MatrixEndpoint) {
+        self.endpoint = endpoint
+        pending = AsyncLimiter(limit: max(1, endpoint.maximumPendingUploads))
+    }
+
+    /// The facts, asked on the first call (the calls meanwhile wait for the same answers); a failure is
+    /// not kept, so a later send asks again.
+    func facts(_ requester: ObjectRequester) async throws -> Facts {
+        let task = limits.withLock { current -> Task<Facts, any Error> in
+            if let current { return current }
+            let started = Task { try await self.ask(requester) }
+            current = started
+            return started
+        }
+        do {
+            return try await task.value
+        } catch {
+            limits.withLock { if $0 == task { $0 = nil } }
+            throw error
+        }
+    }
+
+    private func ask(_ requester: ObjectRequester) async throws -> Facts {
+        let home = endpoint.homeserver
+        var limit: Int64?
+        // The authenticated endpoint (v1.11); older servers only have the media one.
+        for path in ["/_matrix/client/v1/media/config", "/_matrix/media/v3/config"] {
+            let answer = try await requester.send(ObjectRequest(method: "GET", target: .presigned(home + path)))
+            if case .stored(let receipt) = answer.outcome {
+                limit = receipt.data["m.upload.size"]?.intValue.map(Int64.init)
+                break
+            }
+            if case .rejected(let rejection) = answer.outcome, rejection.status == 401 {
+                throw AttacheError(refusal: rejection, "the homeserver refused the access token", file: nil)
+            }
+        }
+        var reserves = endpoint.reservesMediaIDs ?? false
+        if endpoint.reservesMediaIDs == nil {
+            let answer = try await requester.send(ObjectRequest(method: "GET", target: .presigned(home + "/_matrix/client/versions")))
+            if case .stored(let receipt) = answer.outcome, case .array(let versions)? = receipt.data["versions"] {
+                reserves = versions.contains { Self.isAtLeast1_7($0.stringValue ?? "") }
+            }
+        }
+        return Facts(uploadLimit: limit, reserves: reserves)
+    }
+
+    /// Whether a spec version string (`v1.7`, `r0.6.1`) is v1.7 or later.
+    static func isAtLeast1_7(_ version: String) -> Bool {
+        guard version.hasPrefix("v") else { return false }
+        let numbers = version.dropFirst().split(separator: ".").map { Int($0) ?? 0 }
+        guard let major = numbers.first else { return false }
+        return major > 1 || (major == 1 && numbers.count > 1 && numbers[1] >= 7)
+    }
+}

@@ -1,0 +1,264 @@
+import Attache
+import AttacheBatch
+import AttacheCore
+import AttacheTestSupport
+import Foundation
+import Testing
+
+/// `--matrix` against a real homeserver: Synapse (PyPI `matrix-synapse`, in the bootstrap's venv of its own),
+/// started on 127.0.0.1 on a free port for each test and stopped by pid, with matrix-nio as the other
+/// client (`Tests/IntegrationTests/Tools/synapse_server.py`, `matrix_client.py`).
+@Suite("Matrix homeserver (Synapse)", .serialized)
+struct MatrixSynapseTests {
+    /// A Synapse of this test's own, with two users and a room they share.
+    struct Homeserver {
+        let service: ServiceProcess
+        let folder: ScratchFolder
+        let url: String
+        let sender: [String: Any]
+        let receiver: [String: Any]
+        let room: String
+
+        var senderToken: String { sender["access_token"] as? String ?? "" }
+        var receiverToken: String { receiver["access_token"] as? String ?? "" }
+
+        func stop() {
+            service.stop()
+            folder.remove()
+        }
+    }
+
+    static func start(_ options: [String] = []) async throws -> Homeserver {
+        let folder = try ScratchFolder(prefix: "attache-synapse")
+        let service = try await ServiceProcess.python("synapse_server.py", ["--data", folder.path + "/data"] + options)
+        let url = "http://127.0.0.1:\(service.port)"
+        do {
+            let sender = try await client(["register", "--homeserver", url, "--shared-secret", "attache-test-shared-secret", "--user", "sender", "--admin"])
+            let receiver = try await client(["register", "--homeserver", url, "--shared-secret", "attache-test-shared-secret", "--user", "receiver"])
+            let created = try await client([
+                "create-room", "--homeserver", url, "--token", try #require(sender["access_token"] as? String),
+                "--invite", try #require(receiver["user_id"] as? String),
+            ])
+            return Homeserver(
+                service: service, folder: folder, url: url, sender: sender, receiver: receiver,
+                room: try #require(created["room_id"] as? String))
+        } catch {
+            service.stop()
+            folder.remove()
+            throw error
+        }
+    }
+
+    /// `matrix_client.py` with matrix-nio's Python: its one JSON object.
+    static func client(_ arguments: [String]) async throws -> [String: Any] {
+        let python = try python(with: ["nio"])
+        let result = try await runCommand(python, [ServiceProcess.tools + "/matrix_client.py"] + arguments)
+        let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        try #require(result.status == 0, "matrix_client.py \(arguments.first ?? ""): \(result.all)")
+        return try #require(object, "matrix_client.py \(arguments.first ?? ""): \(result.all)")
+    }
+
+    static func attache(_ arguments: [String], token: String) async throws -> CommandResult {
+        try await runCommand(try attacheBinary(), arguments, environment: ["MATRIX_TOKEN": token])
+    }
+
+    static var samples: URL { ExitStatusTests.packageRoot.appendingPathComponent("Samples") }
+
+    /// Each kind goes up with `--matrix`; its receipt's content is sent as an event by one user, and the
+    /// other user's matrix-nio client downloads the file and its thumbnail through authenticated media and
+    /// opens both with the event's keys.
+    @Test("photo, video, voice note, sticker and PDF: stored, sent as the receipt's content, opened by another client")
+    func eachKindOpensInAnotherClient() async throws {
+        let server = try await Self.start()
+        defer { server.stop() }
+        let names = ["photo.jpg", "clip.mp4", "voice.ogg", "sticker.webp", "document.pdf"]
+        var receipts: [String: [String: Any]] = [:]
+        for name in names {
+            let result = try await Self.attache(
+                ["upload", Self.samples.appendingPathComponent(name).path, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN",
+                 "--json", "--no-progress"], token: server.senderToken)
+            try #require(result.status == 0, "\(name): \(result.all)\n\(server.service.outputTail())")
+            let receipt = try jsonObject(result.standardOutput)
+            receipts[name] = receipt
+            let matrix = try #require(receipt["matrix"] as? [String: Any], "\(name): no matrix receipt")
+            let content = try #require(matrix["content"] as? [String: Any])
+            let file = try #require(content["file"] as? [String: Any], "\(name): no EncryptedFile")
+            #expect((file["url"] as? String)?.hasPrefix("mxc://localhost/") == true)
+            #expect(((file["key"] as? [String: Any])?["k"] as? String)?.isEmpty == false)
+            let contentFile = try server.folder.write("\(name).content.json", String(decoding: try JSONSerialization.data(withJSONObject: content), as: UTF8.self))
+            _ = try await Self.client([
+                "send", "--homeserver", server.url, "--token", server.senderToken, "--room", server.room,
+                "--event-type", try #require(matrix["eventType"] as? String), "--content-file", contentFile,
+            ])
+        }
+        let out = server.folder.path + "/received"
+        let received = try await Self.client([
+            "receive", "--homeserver", server.url, "--token", server.receiverToken, "--room", server.room, "--out", out,
+        ])
+        let events = try #require(received["events"] as? [[String: Any]])
+        #expect(events.count == names.count, "\(received)")
+        for name in names {
+            let receipt = try #require(receipts[name])
+            let event = try #require(events.first { $0["body"] as? String == receipt["filename"] as? String }, "\(name) not received")
+            let matrix = try #require(receipt["matrix"] as? [String: Any])
+            let kind = receipt["kind"] as? String
+            switch kind {
+            case "sticker": #expect(event["type"] as? String == "m.sticker")
+            case "image": #expect(event["msgtype"] as? String == "m.image")
+            case "video": #expect(event["msgtype"] as? String == "m.video")
+            case "voice": #expect(event["msgtype"] as? String == "m.audio")
+            default: #expect(event["msgtype"] as? String == "m.file")
+            }
+            // The file: opened with the event's key and hash, the bytes the receipt says were sent.
+            let file = try #require(event["file"] as? [String: Any], "\(name): \(event)")
+            #expect(file["encrypted"] as? Bool == true)
+            let path = try #require(file["path"] as? String, "\(name): \(file)")
+            let opened = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            let seal = try #require(receipt["seal"] as? [String: Any])
+            #expect(opened.count == seal["plaintextByteCount"] as? Int, "\(name)")
+            if name == "document.pdf" {
+                #expect(opened == Array(try Data(contentsOf: Self.samples.appendingPathComponent(name))))
+            }
+            let info = try #require((matrix["content"] as? [String: Any])?["info"] as? [String: Any])
+            #expect(info["size"] as? Int == opened.count)
+            if name == "voice.ogg" {
+                let content = try #require(matrix["content"] as? [String: Any])
+                #expect(content["org.matrix.msc3245.voice"] != nil)
+                let audio = try #require(content["org.matrix.msc1767.audio"] as? [String: Any])
+                #expect((audio["duration"] as? Int ?? 0) > 0)
+                let waveform = try #require(audio["waveform"] as? [Int])
+                #expect(!waveform.isEmpty && waveform.allSatisfy { (0...1024).contains($0) })
+            }
+            // The thumbnail, where the receipt has one: a JPEG of the receipt's size, opened with its own IV and hash.
+            let thumbnails = receipt["thumbnails"] as? [[String: Any]] ?? []
+            if let first = thumbnails.first {
+                let thumbnail = try #require(event["thumbnail"] as? [String: Any], "\(name): no thumbnail received")
+                let thumbnailPath = try #require(thumbnail["path"] as? String, "\(name): \(thumbnail)")
+                let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: thumbnailPath)))
+                #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]), "\(name): the thumbnail is not a JPEG")
+                #expect(bytes.count == first["byteCount"] as? Int)
+                let thumbnailInfo = try #require(info["thumbnail_info"] as? [String: Any])
+                #expect(thumbnailInfo["w"] as? Int == first["width"] as? Int)
+                #expect(thumbnailInfo["h"] as? Int == first["height"] as? Int)
+            } else if ["photo.jpg", "clip.mp4"].contains(name) {
+                Issue.record("\(name): no thumbnail in the receipt")
+            }
+        }
+    }
+
+    /// The homeserver's `m.upload.size` is read once, and a larger file is refused before it is sent.
+    @Test("a file over the homeserver's upload limit is refused before anything is sent")
+    func overTheLimitIsRefusedBeforeSending() async throws {
+        let server = try await Self.start(["--max-upload-size", "10000"])
+        defer { server.stop() }
+        let result = try await Self.attache(
+            ["upload", Self.samples.appendingPathComponent("report.docx").path, "--matrix", server.url,
+             "--bearer-env", "MATRIX_TOKEN", "--no-progress"], token: server.senderToken)
+        #expect(result.status == 65, "\(result.all)")
+        #expect(result.standardError.contains("m.upload.size") && result.standardError.contains("10000"), "\(result.standardError)")
+        let media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        #expect(media["count"] as? Int == 0)
+    }
+
+    /// A token the homeserver does not know ends the command at once with the status of its own.
+    @Test("an unknown token is `unauthorized` (exit 80), not retried, and not shown")
+    func unknownTokenIsUnauthorized() async throws {
+        let server = try await Self.start()
+        defer { server.stop() }
+        let token = "syt_not_a_token_of_this_server_0123456789"
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result = try await Self.attache(
+            ["upload", Self.samples.appendingPathComponent("notes.txt").path, "--matrix", server.url,
+             "--bearer-env", "MATRIX_TOKEN", "--no-progress"], token: token)
+        #expect(result.status == 80, "\(result.all)")
+        #expect(result.standardError.contains("M_UNKNOWN_TOKEN") && result.standardError.contains("[unauthorized]"), "\(result.standardError)")
+        #expect(!result.all.contains(token))
+        #expect(clock.now - started < .seconds(30), "an unknown token was retried")
+    }
+
+    /// A batch killed twice with SIGKILL and run again: each file and each thumbnail stored once (the ids
+    /// reserved first and kept in the journal), and every receipt's key opens what the homeserver holds.
+    @Test("a batch killed twice: every file stored once, every receipt's key opens its file")
+    func killedBatchStoresEachFileOnce() async throws {
+        let server = try await Self.start(["--max-pending-media-uploads", "5"])
+        defer { server.stop() }
+        let files = server.folder.path + "/files"
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        let count = 150
+        var sources: [String: [UInt8]] = [:]
+        for index in 0..<count {
+            let path: String
+            let bytes: [UInt8]
+            if index % 15 == 0 {
+                path = files + String(format: "/%03d-sticker.webp", index)
+                bytes = Array(try Data(contentsOf: Self.samples.appendingPathComponent("sticker.webp")))
+            } else {
+                path = files + String(format: "/%03d-file.bin", index)
+                bytes = randomBytes(Int.random(in: 2_000...20_000))
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            sources[path] = bytes
+        }
+        let journal = server.folder.path + "/journal.sqlite"
+        func startBatch() throws -> ChildProcess {
+            try ChildProcess(
+                executable: try attacheBinary(),
+                arguments: ["batch", files, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--journal", journal,
+                            "--concurrency", "4"],
+                environment: ["MATRIX_TOKEN": server.senderToken])
+        }
+        var kills = 0
+        for run in 0..<2 {
+            let before = try await JournalKiller.doneCount(journal: journal)
+            let process = try startBatch()
+            let killer = try JournalKiller.start(
+                pid: process.processIdentifier, journal: journal, atLeast: before + 20 + run * 15, delay: 0.05 * Double(run))
+            _ = try await process.wait(upTo: 300)
+            _ = try await killer.wait(upTo: 60)
+            if process.endedBySignal { kills += 1 }
+        }
+        #expect(kills >= 1, "no run was killed mid-way; the test proved nothing")
+        let final = try startBatch()
+        let status = try await final.wait(upTo: 300)
+        #expect(status == 0, "the final run failed: \(final.standardError.suffix(2000))")
+
+        let entries = try UploadJournal(path: journal).entries()
+        #expect(entries.count == count)
+        #expect(entries.allSatisfy { $0.state == .done })
+        var expected: [String] = []
+        for entry in entries {
+            let receipt = try #require(entry.receipt, "no receipt for \(entry.path)")
+            expected.append(try #require(receipt.fileId))
+            expected += (receipt.thumbnails ?? []).compactMap(\.fileId)
+        }
+        #expect(Set(expected).count == expected.count, "two receipts name the same media")
+        // Media with content: a run killed between a reservation and its journal entry leaves an empty
+        // reservation (no bytes, expired by the homeserver after a day), never a second stored copy.
+        let media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        let all = media["media"] as? [[String: Any]] ?? []
+        let listed = all.filter { ($0["media_length"] as? Int ?? 0) > 0 }.compactMap { $0["media_id"] as? String }
+        #expect(all.count - listed.count <= 8, "\(all.count - listed.count) empty reservations after two kills")
+        #expect(listed.count == expected.count, "the homeserver holds \(listed.count) media for \(expected.count) receipts")
+        #expect(Set(listed.map { "mxc://localhost/" + $0 }) == Set(expected))
+
+        // Every receipt's key opens the file the homeserver holds (downloaded with the token, as a client does).
+        for entry in entries.prefix(40) {
+            let receipt = try #require(entry.receipt)
+            let info = try #require(receipt.seal.encryptedFile)
+            let infoFile = try server.folder.write("info-\(UUID().uuidString).json", String(decoding: try JSONEncoder().encode(info), as: UTF8.self))
+            let stored = server.folder.path + "/stored-\(UUID().uuidString)"
+            let out = server.folder.path + "/opened-\(UUID().uuidString)"
+            let fetched = try await Self.attache(
+                ["download", try #require(receipt.fileId), "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "-o", stored,
+                 "--no-progress"], token: server.senderToken)
+            try #require(fetched.status == 0, "\(entry.path): \(fetched.all)")
+            let result = try await Self.attache(
+                ["decrypt", stored, "-o", out, "--scheme", "matrix", "--file-info", infoFile], token: "")
+            try #require(result.status == 0, "\(entry.path): \(result.all)")
+            let opened = Array(try Data(contentsOf: URL(fileURLWithPath: out)))
+            if entry.path.hasSuffix(".bin") { #expect(opened == sources[entry.path], "\(entry.path)") }
+            #expect(Int64(opened.count) == receipt.seal.plaintextByteCount)
+        }
+    }
+}
