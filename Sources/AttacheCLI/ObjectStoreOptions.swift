@@ -23,6 +23,11 @@ package struct ObjectStoreOptions: ParsableArguments {
     package var matrix: String?
 
     @Option(help: ArgumentHelp(
+        "With --matrix: reserved media ids without content at one time (default 4: Synapse allows 5 per user, max_pending_media_uploads). Raise it with the homeserver's limit for more uploads in flight.",
+        valueName: "n"))
+    package var matrixPendingUploads: Int?
+
+    @Option(help: ArgumentHelp(
         "With --url s3://: the AWS profile of the shared credentials and config files (default: $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY, else $AWS_PROFILE, else default).",
         valueName: "name"))
     package var awsProfile: String?
@@ -115,10 +120,16 @@ package struct ObjectStoreOptions: ParsableArguments {
             guard configuration.connection.authorization != nil else {
                 throw ValidationError("--matrix needs the user's access token: --bearer-env NAME (never on the command line)")
             }
-            configuration.matrix = MatrixEndpoint(homeserver: matrix)
+            var endpoint = MatrixEndpoint(homeserver: matrix)
+            if let matrixPendingUploads {
+                guard (1...256).contains(matrixPendingUploads) else { throw ValidationError("--matrix-pending-uploads must be 1...256") }
+                endpoint.maximumPendingUploads = matrixPendingUploads
+            }
+            configuration.matrix = endpoint
             if !answerProfileGiven { configuration.answers = .init(profile: .matrix) }
             return
         }
+        if matrixPendingUploads != nil { throw ValidationError("--matrix-pending-uploads needs --matrix") }
         if let body { configuration.body = body }
         if isBucket {
             if method == .post { throw ValidationError("--url s3:// sends objects: --method POST does not apply") }

@@ -31,6 +31,11 @@ public struct QueueJob: Sendable {
     package var multipartRecord: MultipartRecord?
     /// Keeps the multipart upload's id and confirmed parts in the row (nil forgets them).
     package var recordMultipart: (@Sendable (MultipartRecord?) async -> Void)?
+    /// An upload resource an earlier claim created, kept in the same column (a resumable upload's, or the
+    /// media ids a Matrix homeserver reserved): a send uses one or the other.
+    package var resumableState: ResumableState?
+    /// Writes the resource's state to the row (nil clears it), fenced by the lease.
+    package var recordResumable: (@Sendable (ResumableState?) async -> Void)?
 
     /// Creates a job (tests and custom senders; workers make them from rows).
     public init(
@@ -97,8 +102,9 @@ public struct PipelineQueueSender: QueueFileSender {
     }
 }
 
-/// What a queue row keeps of its send: whether an earlier claim may have sent it, and an object
-/// store's multipart upload (the row's `multipart` column).
+/// What a queue row keeps of its send: whether an earlier claim may have sent it, and in its
+/// `multipart_upload` column an object store's multipart upload, or an upload resource created before the
+/// bytes went (a resumable upload's, a Matrix homeserver's reserved media ids).
 private struct RowJournal: SendJournal {
     let job: QueueJob
 
@@ -107,6 +113,10 @@ private struct RowJournal: SendJournal {
     func multipartRecord() async -> MultipartRecord? { job.multipartRecord }
 
     func record(_ record: MultipartRecord?) async { await job.recordMultipart?(record) }
+
+    func resumableState() async -> ResumableState? { job.resumableState }
+
+    func record(_ state: ResumableState?) async { await job.recordResumable?(state) }
 }
 
 /// Sends nothing: answers every job with a receipt made up on the spot. For measuring the queue's own

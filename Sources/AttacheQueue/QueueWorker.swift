@@ -321,11 +321,18 @@ public final class QueueWorker: Sendable {
                     scheme: sealScheme, attempt: attempts, leaseToken: token)
                 job.traceContext = trace
                 job.multipartRecord = multipart.flatMap { MultipartRecord(json: $0) }
+                job.resumableState = multipart.flatMap { text in try? JSONDecoder().decode(ResumableState.self, from: Data(text.utf8)) }
                 job.recordMultipart = { [database] record in
                     // Fenced by the lease: a worker that lost the row writes nothing.
                     _ = try? await database.run(
                         "UPDATE attache_file SET multipart_upload = \(record?.json) WHERE id = \(id) AND lease_token = \(token)",
                         "record a multipart upload")
+                }
+                job.recordResumable = { [database] state in
+                    let json = state.flatMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+                    _ = try? await database.run(
+                        "UPDATE attache_file SET multipart_upload = \(json) WHERE id = \(id) AND lease_token = \(token)",
+                        "record an upload resource")
                 }
                 jobs.append(job)
             }

@@ -76,7 +76,7 @@ struct ConfigFileCommandTests {
         // A flag overrides the file: another token variable, which holds a wrong token.
         let overridden = try await attache(
             arguments + ["--field", "chat_id=7"], environment: secrets.merging(["FILES_TOKEN": "wrong"]) { $1 })
-        #expect(overridden.status == 77, "\(overridden.standardError)")
+        #expect(overridden.status == 80, "\(overridden.standardError)")
         #expect(overridden.standardError.contains("wrong credentials"), "\(overridden.standardError)")
 
         let unset = try await attache(arguments, environment: ["FILES_TOKEN": "", "FILES_API_KEY": "k-456"])

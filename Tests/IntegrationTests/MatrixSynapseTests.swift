@@ -185,12 +185,12 @@ struct MatrixSynapseTests {
         defer { server.stop() }
         let files = server.folder.path + "/files"
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
-        let count = 150
+        let count = 500
         var sources: [String: [UInt8]] = [:]
         for index in 0..<count {
             let path: String
             let bytes: [UInt8]
-            if index % 15 == 0 {
+            if index % 25 == 0 {
                 path = files + String(format: "/%03d-sticker.webp", index)
                 bytes = Array(try Data(contentsOf: Self.samples.appendingPathComponent("sticker.webp")))
             } else {
@@ -213,7 +213,7 @@ struct MatrixSynapseTests {
             let before = try await JournalKiller.doneCount(journal: journal)
             let process = try startBatch()
             let killer = try JournalKiller.start(
-                pid: process.processIdentifier, journal: journal, atLeast: before + 20 + run * 15, delay: 0.05 * Double(run))
+                pid: process.processIdentifier, journal: journal, atLeast: before + Int.random(in: 40...160), delay: Double.random(in: 0...0.3))
             _ = try await process.wait(upTo: 300)
             _ = try await killer.wait(upTo: 60)
             if process.endedBySignal { kills += 1 }
@@ -260,5 +260,34 @@ struct MatrixSynapseTests {
             if entry.path.hasSuffix(".bin") { #expect(opened == sources[entry.path], "\(entry.path)") }
             #expect(Int64(opened.count) == receipt.seal.plaintextByteCount)
         }
+    }
+
+    /// The homeserver's reservation rate set low: a batch of 300 files meets `M_LIMIT_EXCEEDED`, waits as
+    /// told, and stores every file, none twice.
+    @Test("300 files against a low media rate limit: every file stored once")
+    func rateLimitedBatchStoresEveryFileOnce() async throws {
+        let server = try await Self.start(["--media-rate-per-second", "20", "--media-burst", "5", "--log-level", "INFO"])
+        defer { server.stop() }
+        let files = server.folder.path + "/files"
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        let count = 300
+        for index in 0..<count {
+            try Data(randomBytes(Int.random(in: 500...4_000))).write(to: URL(fileURLWithPath: files + String(format: "/%03d.bin", index)))
+        }
+        let journal = server.folder.path + "/journal.sqlite"
+        let result = try await Self.attache(
+            ["batch", files, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--journal", journal, "--concurrency", "4",
+             "--no-progress"], token: server.senderToken)
+        #expect(result.status == 0, "\(result.all.suffix(2000))")
+        // The homeserver said M_LIMIT_EXCEEDED at least once (its log has each 429), and every file went.
+        #expect(server.service.outputTail(lines: 100_000).contains("429"), "the rate limit was never met; the test proved nothing")
+        let entries = try UploadJournal(path: journal).entries()
+        #expect(entries.count == count && entries.allSatisfy { $0.state == .done })
+        let media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        let stored = (media["media"] as? [[String: Any]] ?? []).filter { ($0["media_length"] as? Int ?? 0) > 0 }
+        #expect(stored.count == count, "\(stored.count) media for \(count) files")
+        let ids = Set(entries.compactMap { $0.receipt?.fileId })
+        #expect(ids.count == count)
+        #expect(Set(stored.compactMap { $0["media_id"] as? String }.map { "mxc://localhost/" + $0 }) == ids)
     }
 }

@@ -13,10 +13,18 @@ extension AttachmentPipeline {
         let attachment = sealed.prepared.attachment
         let idempotencyKey = attachment.idempotencyKey ?? Uploader.makeIdempotencyKey()
         let store = configuration.objectStore
-        // A bucket's answers are S3's; a raw body to the URL is answered as its profile says.
+        // A bucket's answers are S3's. A raw body to the URL is read as its profile says; the default one
+        // (errorcode, an envelope no object store or media API writes) reads as s3-put for a PUT, as status
+        // for a POST.
+        var answers = configuration.answers
+        if answers.profile == .errorCode {
+            let pointer = answers.idPointer
+            answers = ResponseInterpreter.Configuration(profile: configuration.method == .put ? .s3Put : .status)
+            answers.idPointer = pointer
+        }
         let requester = ObjectRequester(
             client: uploader.client, signer: store?.signer, connection: configuration.connection,
-            answers: store == nil ? configuration.answers : nil, logger: logger)
+            answers: store == nil ? answers : nil, logger: logger)
         let kind = sealed.transformed.detected.detection.kind
         let filename = forms.attachment.file.filename
 

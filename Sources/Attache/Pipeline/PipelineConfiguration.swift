@@ -53,7 +53,8 @@ public struct PipelineConfiguration: Sendable {
     /// an exact `Content-Length` and the file's content type (a media API that takes raw bodies: Matrix's
     /// `/_matrix/media/v3/upload`, Slack's upload URLs). Nil (the default): raw for a `PUT`, a form for a
     /// `POST`. A raw body carries no fields, and its thumbnails are not sent unless ``thumbnails`` says
-    /// `separate` (each as a request of its own to ``url``).
+    /// `separate` (each as a request of its own to ``url``). Its answers are read with ``answers``, or, when
+    /// that is the default `errorcode` profile, with `s3-put` for a `PUT` and `status` for a `POST`.
     public var body: UploadBody?
     /// A Matrix homeserver to store attachments on, as its media repository takes them (``MatrixEndpoint``);
     /// the receipt then carries the message content (``UploadReceipt/matrix``). Nil (the default): ``url``
