@@ -160,6 +160,30 @@ struct MatrixSynapseTests {
         #expect(media["count"] as? Int == 0)
     }
 
+    /// `--matrix-no-reserve`: one request per file (a post), no reservation; the file is stored and opens.
+    @Test("--matrix-no-reserve posts the file: stored, and the receipt's key opens it")
+    func postedWithoutReservation() async throws {
+        let server = try await Self.start(["--log-level", "INFO"])
+        defer { server.stop() }
+        let result = try await Self.attache(
+            ["upload", Self.samples.appendingPathComponent("document.pdf").path, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN",
+             "--matrix-no-reserve", "--json", "--no-progress"], token: server.senderToken)
+        try #require(result.status == 0, "\(result.all)")
+        let receipt = try JSONDecoder().decode(UploadReceipt.self, from: Data(result.standardOutput.utf8))
+        let uri = try #require(receipt.fileId)
+        #expect(uri.hasPrefix("mxc://localhost/"))
+        let log = server.service.outputTail(lines: 100_000)
+        #expect(!log.contains("/_matrix/media/v1/create") && log.contains("/_matrix/media/v3/upload"), "\(log.suffix(2000))")
+        let info = try server.folder.write("info.json", String(decoding: try JSONEncoder().encode(try #require(receipt.seal.encryptedFile)), as: UTF8.self))
+        let stored = server.folder.path + "/stored", out = server.folder.path + "/opened"
+        let fetched = try await Self.attache(
+            ["download", uri, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "-o", stored, "--no-progress"], token: server.senderToken)
+        try #require(fetched.status == 0, "\(fetched.all)")
+        let opened = try await Self.attache(["decrypt", stored, "-o", out, "--scheme", "matrix", "--file-info", info], token: "")
+        try #require(opened.status == 0, "\(opened.all)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(contentsOf: Self.samples.appendingPathComponent("document.pdf")))
+    }
+
     /// A token the homeserver does not know ends the command at once with the status of its own.
     @Test("an unknown token is `unauthorized` (exit 80), not retried, and not shown")
     func unknownTokenIsUnauthorized() async throws {
