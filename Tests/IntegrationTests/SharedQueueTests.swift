@@ -250,8 +250,10 @@ struct SharedQueueTests {
         try await scratch.attache(["queue", "migrate", "--queue", url], cluster)
         try await scratch.attache(["enqueue", scratch.folder, "--queue", url], cluster)
 
-        // Nothing listens on this port: every attempt fails to connect (retryable).
-        let closed = "http://127.0.0.1:\(try freePort())/upload"
+        // Nothing listens on this port, and nothing can: it is bound and never listened on. A port found free
+        // and closed again could be taken by another test's server in a parallel run, and then some attempts
+        // did not fail to connect (once: 3 of 5 files parked).
+        let closed = "http://127.0.0.1:\(try refusedPort())/upload"
         let failing = try await scratch.attache(
             ["worker", "--queue", url, "--url", closed, "--drain", "--max-attempts", "2", "--retry-delay", "0", "--attempts", "1",
              "--json"], cluster)
