@@ -141,8 +141,16 @@ package struct DownloadKeyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("signal only: the real plaintext length, to strip the padding.", valueName: "bytes"))
     package var plaintextLength: Int64?
 
+    @Option(help: ArgumentHelp(
+        "matrix: decrypt with the key and IV of this JSON file's EncryptedFile (a receipt's seal.encryptedFile, an event's file), after checking its SHA-256.",
+        valueName: "file"))
+    package var fileInfo: String?
+
     package func validate() throws {
         if keyFile != nil, keyEnv != nil { throw ValidationError("give only one of --key-file and --key-env") }
+        if fileInfo != nil, keyFile != nil || keyEnv != nil {
+            throw ValidationError("--file-info carries the key: give no --key-file or --key-env")
+        }
     }
 
     /// The decryption of one download, or nil when no key is named. The key is a list entry's own
@@ -152,6 +160,10 @@ package struct DownloadKeyOptions: ParsableArguments {
     package func unsealing(endpoint: Endpoint, entryKeyFile: String? = nil, entryKeyEnv: String? = nil) throws
         -> DownloadRequest.Unsealing?
     {
+        if let fileInfo, entryKeyFile == nil, entryKeyEnv == nil {
+            return try DownloadRequest.Unsealing(
+                matrixFile: try DecryptCommand.readFileInfo(fileInfo), transferEncoding: base64 ? .base64 : .binary)
+        }
         let (file, env) =
             entryKeyFile != nil || entryKeyEnv != nil ? (entryKeyFile, entryKeyEnv)
             : keyFile != nil || keyEnv != nil ? (keyFile, keyEnv) : (endpoint.seal.keyFile, endpoint.seal.keyEnv)

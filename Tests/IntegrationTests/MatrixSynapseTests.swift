@@ -175,13 +175,22 @@ struct MatrixSynapseTests {
         let log = server.service.outputTail(lines: 100_000)
         #expect(!log.contains("/_matrix/media/v1/create") && log.contains("/_matrix/media/v3/upload"), "\(log.suffix(2000))")
         let info = try server.folder.write("info.json", String(decoding: try JSONEncoder().encode(try #require(receipt.seal.encryptedFile)), as: UTF8.self))
-        let stored = server.folder.path + "/stored", out = server.folder.path + "/opened"
+        // Downloaded through authenticated media, its hash checked and decrypted in one command.
+        let out = server.folder.path + "/opened"
         let fetched = try await Self.attache(
-            ["download", uri, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "-o", stored, "--no-progress"], token: server.senderToken)
+            ["download", uri, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--file-info", info, "-o", out, "--no-progress"],
+            token: server.senderToken)
         try #require(fetched.status == 0, "\(fetched.all)")
-        let opened = try await Self.attache(["decrypt", stored, "-o", out, "--scheme", "matrix", "--file-info", info], token: "")
-        try #require(opened.status == 0, "\(opened.all)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(contentsOf: Self.samples.appendingPathComponent("document.pdf")))
+        // Another hash than the stored bytes': refused, and no output left.
+        var wrong = try #require(receipt.seal.encryptedFile)
+        wrong.hashes = ["sha256": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"]
+        let wrongInfo = try server.folder.write("wrong.json", String(decoding: try JSONEncoder().encode(wrong), as: UTF8.self))
+        let refused = try await Self.attache(
+            ["download", uri, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--file-info", wrongInfo, "-o",
+             server.folder.path + "/refused", "--no-progress"], token: server.senderToken)
+        #expect(refused.status == 65, "\(refused.all)")
+        #expect(!FileManager.default.fileExists(atPath: server.folder.path + "/refused"))
     }
 
     /// A token the homeserver does not know ends the command at once with the status of its own.

@@ -205,9 +205,10 @@ struct DownloadRun: Sendable {
             let stored: Int64
             let output = OutputDestination(path: request.destination, stage: .download)
             if let unsealing = request.unsealing {
-                let unsealer = Unsealer(
-                    scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
-                    plaintextByteCount: unsealing.plaintextByteCount)
+                let unsealer = try unsealing.matrixFile.map { try Unsealer(matrixFile: $0, transferEncoding: unsealing.transferEncoding) }
+                    ?? Unsealer(
+                        scheme: unsealing.scheme, key: unsealing.key, transferEncoding: unsealing.transferEncoding,
+                        plaintextByteCount: unsealing.plaintextByteCount)
                 if output.kind == .replaced {
                     try unsealer.unseal(fileAt: part, to: request.destination)
                     stored = Self.size(of: request.destination) ?? 0

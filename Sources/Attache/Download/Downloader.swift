@@ -15,6 +15,8 @@ public struct DownloadRequest: Sendable {
         package var transferEncoding: TransferEncoding
         /// `signal` only: the real plaintext length, to strip the bucket padding.
         package var plaintextByteCount: Int64?
+        /// `matrix` only: the message's `EncryptedFile` (key, IV and the ciphertext's SHA-256, checked).
+        package var matrixFile: MatrixEncryptedFile?
 
         /// How to open a download sealed with `scheme` and `key`.
         public init(
@@ -25,6 +27,16 @@ public struct DownloadRequest: Sendable {
             self.key = key
             self.transferEncoding = transferEncoding
             self.plaintextByteCount = plaintextByteCount
+        }
+
+        /// How to open a download sealed with the `matrix` scheme, as a Matrix client does: with the key and
+        /// IV of the message's `EncryptedFile`, after its SHA-256 of the ciphertext is checked.
+        /// - Throws: ``AttacheCore/AttacheError`` `.invalidKey` when the `EncryptedFile` holds no usable key.
+        public init(matrixFile: MatrixEncryptedFile, transferEncoding: TransferEncoding = .binary) throws {
+            // Read now, so that a file without a usable key fails before the download.
+            let key = try matrixFile.openingValues().key
+            self.init(scheme: .matrix, key: key, transferEncoding: transferEncoding)
+            self.matrixFile = matrixFile
         }
     }
 
