@@ -138,6 +138,10 @@ struct MatrixSynapseTests {
                 #expect(bytes.starts(with: [0xFF, 0xD8, 0xFF]), "\(name): the thumbnail is not a JPEG")
                 #expect(bytes.count == first["byteCount"] as? Int)
                 let thumbnailInfo = try #require(info["thumbnail_info"] as? [String: Any])
+                // A key of its own: the attachment's key does not open the thumbnail.
+                let thumbnailFile = try #require(info["thumbnail_file"] as? [String: Any])
+                let fileKey = ((matrix["content"] as? [String: Any])?["file"] as? [String: Any])?["key"] as? [String: Any]
+                #expect((thumbnailFile["key"] as? [String: Any])?["k"] as? String != fileKey?["k"] as? String)
                 #expect(thumbnailInfo["w"] as? Int == first["width"] as? Int)
                 #expect(thumbnailInfo["h"] as? Int == first["height"] as? Int)
             } else if ["photo.jpg", "clip.mp4"].contains(name) {

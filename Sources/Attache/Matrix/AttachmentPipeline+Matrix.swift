@@ -197,7 +197,7 @@ extension AttachmentPipeline {
                 "w": .number(Double(image.width)), "h": .number(Double(image.height)), "mimetype": .string(image.mimeType),
                 "size": .number(Double(image.bytes.count)),
             ])
-            if let file = Self.json(thumbnail.sealed.payload.matrixFile(url: thumbnailURI, key: sealed.receiptKey)) {
+            if let file = Self.json(thumbnail.sealed.payload.matrixFile(url: thumbnailURI, key: thumbnail.sealed.key ?? sealed.receiptKey)) {
                 info["thumbnail_file"] = file
             } else {
                 info["thumbnail_url"] = .string(thumbnailURI)

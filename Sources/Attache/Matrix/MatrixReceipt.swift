@@ -8,7 +8,7 @@ import FoundationEssentials
 /// `m.file`) and `m.sticker`:
 /// - `body` (the file name), and `file` (the `EncryptedFile` of `--scheme matrix`) or `url` (unsealed);
 /// - `info`: `mimetype`, `size`, `w` and `h`, `duration` in milliseconds, the thumbnail as
-///   `thumbnail_file` (sealed, with its own IV and hash) or `thumbnail_url`, with `thumbnail_info`, and
+///   `thumbnail_file` (sealed with a key of its own) or `thumbnail_url`, with `thumbnail_info`, and
 ///   the BlurHash as `xyz.amorgan.blurhash` (MSC2448);
 /// - voice notes: `org.matrix.msc3245.voice` and `org.matrix.msc1767.audio` with the duration and the
 ///   waveform (0–1024).

@@ -9,6 +9,8 @@ struct SealedAttachment: Sendable {
         let payload: SealedPayload
         /// The content type of its file part.
         let contentType: String
+        /// Its own key, when it has one (a Matrix thumbnail); nil: the attachment's.
+        var key: AttachmentKey? = nil
     }
 
     /// What came in.
@@ -54,13 +56,17 @@ extension AttachmentPipeline {
         let isPlain = seal.scheme == .none && seal.transferEncoding == .binary
         let sealedType = seal.transferEncoding == .binary ? "application/octet-stream" : "text/plain"
         var thumbnails: [SealedAttachment.SealedThumbnail] = []
+        // A Matrix thumbnail is a media file of its own, and its message carries its own key.
+        let ownKeys = configuration.matrix != nil && seal.scheme == .matrix && seal.key == nil
         if configuration.thumbnailPlacement != .omitted {
             for (index, thumbnail) in transformed.output.thumbnails.enumerated() {
+                let key = ownKeys ? try material.partKey(part: index + 1) : nil
+                let thumbnailSealer = key.map { Sealer(scheme: seal.scheme, key: $0, transferEncoding: seal.transferEncoding) } ?? sealer
                 thumbnails.append(
                     SealedAttachment.SealedThumbnail(
                         thumbnail: thumbnail,
-                        payload: try sealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1),
-                        contentType: isPlain ? thumbnail.mimeType : sealedType))
+                        payload: try thumbnailSealer.seal(DataSource(thumbnail.bytes), material: material, part: index + 1),
+                        contentType: isPlain ? thumbnail.mimeType : sealedType, key: key))
             }
         }
         let drawn = seal.key == nil && seal.scheme != .none

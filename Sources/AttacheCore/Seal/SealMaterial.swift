@@ -78,6 +78,17 @@ public struct SealMaterial: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// A 32-byte key of its own for part `part` (a Matrix thumbnail, which a client opens with the key in
+    /// its `thumbnail_file`): HKDF-SHA256 of the seed with an info of its own, so neither the attachment's
+    /// key nor any header value tells anything of it, and a replay derives it again.
+    package func partKey(part: Int) throws -> AttachmentKey {
+        let info = Array("attache seal part key v1, part \(part)".utf8)
+        let derived = try nonceSeed.withUnsafeBytes { seed in
+            try HKDF.sha256(key: seed, salt: [], info: info, count: 32)
+        }
+        return AttachmentKey(bytes: SecureBytes(derived.withUnsafeBytes { Array($0) }))
+    }
+
     /// `count` bytes of header values for part `part` of the upload.
     func headerValues(part: Int, count: Int) throws -> [UInt8] {
         let info = Array("attache seal header values v1, part \(part)".utf8)
