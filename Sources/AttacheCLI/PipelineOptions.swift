@@ -76,7 +76,7 @@ package struct PipelineOptions: ParsableArguments {
     package var onTransformError = TransformErrorPolicy.sendOriginal
 
     @Option(help: ArgumentHelp(
-        "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), s3-put (an object store's answer to a PUT: ETag, version id, XML errors), telegram (Bot API ok/result).",
+        "How the server's answers are read: errorcode (default: a JSON errorCode), status (any 2xx), s3-post (an S3/MinIO/GCS presigned POST form), s3-put (an object store's answer to a PUT: ETag, version id, XML errors), telegram (Bot API ok/result), matrix (a homeserver's media API: content_uri, errcode).",
         valueName: "name"))
     package var answerProfile: AnswerProfile?
 

@@ -218,7 +218,11 @@ struct MatrixSynapseTests {
     /// reserved first and kept in the journal), and every receipt's key opens what the homeserver holds.
     @Test("a batch killed twice: every file stored once, every receipt's key opens its file")
     func killedBatchStoresEachFileOnce() async throws {
-        let server = try await Self.start(["--max-pending-media-uploads", "5"])
+        // Room for the empty reservations two kills can leave (up to 4 each) beside the 4 in flight: with
+        // Synapse's default of 5, the pipeline posts files without a reservation for a minute once the
+        // homeserver refuses more, and a kill in that minute can store a file twice (seen once: 541 media
+        // for 540 receipts). docs/FORMAT.md, Matrix media, says so.
+        let server = try await Self.start(["--max-pending-media-uploads", "16"])
         defer { server.stop() }
         let files = server.folder.path + "/files"
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
@@ -246,7 +250,7 @@ struct MatrixSynapseTests {
                 environment: ["MATRIX_TOKEN": server.senderToken])
         }
         var kills = 0
-        for run in 0..<2 {
+        for _ in 0..<2 {
             let before = try await JournalKiller.doneCount(journal: journal)
             let process = try startBatch()
             let killer = try JournalKiller.start(
