@@ -19,8 +19,10 @@ struct S3MultipartKillTests {
         try await base.pendingUploads(emulator)
     }
 
-    func killWhenSent(_ child: ChildProcess, at bytes: Int64, proxy: Proxy) async throws -> Bool {
-        try await base.killWhenSent(child, at: bytes, proxy: proxy)
+    func killWhenSent(
+        at bytes: Int64, proxy: Proxy, start: () throws -> ChildProcess
+    ) async throws -> (child: ChildProcess, killed: Bool) {
+        try await base.killWhenSent(at: bytes, proxy: proxy, start: start)
     }
 
     @Test("1 GiB, 4 parts in flight, killed at 30 %, 60 % and 90 %: each rerun continues with ListParts; at most 1.1× the bytes are sent",
@@ -44,8 +46,9 @@ struct S3MultipartKillTests {
                  "--parts-in-flight", "4", "--on-give-up", "keep"] + Self.partOptions
             let sealedSize = size + 60 + (size + 65535) / 65536 * 16
             for share in [0.3, 0.6, 0.9] {
-                let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
-                let killed = try await killWhenSent(child, at: Int64(share * Double(sealedSize)), proxy: proxy)
+                let (child, killed) = try await killWhenSent(at: Int64(share * Double(sealedSize)), proxy: proxy) {
+                    try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
+                }
                 try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)\n\(emulator.log())")
                 // One upload, the same one continued: a rerun that started over would leave a second.
                 #expect(try await pendingUploads(emulator).count == 1)

@@ -191,14 +191,21 @@ struct S3MultipartTests {
         }
     }
 
-    /// Has the proxy SIGKILL `child` before it forwards the body byte that would pass `bytes` (the moment is
-    /// the proxy's: a test process starved on a loaded machine once looked too late, after the whole file had
-    /// gone); true when the child ended by that signal, false when it ended first.
-    func killWhenSent(_ child: ChildProcess, at bytes: Int64, proxy: Proxy) async throws -> Bool {
-        try "\(child.processIdentifier) \(bytes)".write(toFile: proxy.stats + ".kill", atomically: true, encoding: .utf8)
+    /// Starts a child with `start` and has the proxy SIGKILL it before it forwards the body byte that would
+    /// pass `bytes`. The moment is the proxy's: a test process starved on a loaded machine once looked too late,
+    /// after the whole file had gone. The order is given before the child starts, and the proxy holds every
+    /// transfer at the count until it learns the pid, so that no child can pass the count before it is known.
+    /// Returns the child and whether it ended by that kill (false when it ended first).
+    func killWhenSent(
+        at bytes: Int64, proxy: Proxy, start: () throws -> ChildProcess
+    ) async throws -> (child: ChildProcess, killed: Bool) {
+        let order = proxy.stats + ".kill"
+        try "\(bytes)".write(toFile: order, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: order) }
+        let child = try start()
+        try "\(child.processIdentifier) \(bytes)".write(toFile: order, atomically: true, encoding: .utf8)
         _ = try await child.wait(upTo: 600)
-        try? FileManager.default.removeItem(atPath: proxy.stats + ".kill")
-        return try child.endedBySignal && proxy.read().requests.contains { $0.0 == "KILL" }
+        return (child, try child.endedBySignal && proxy.read().requests.contains { $0.0 == "KILL" })
     }
 
     /// Starts `attache upload` of a 40 MiB file under an idempotency key, one part in flight, and kills it
@@ -213,8 +220,10 @@ struct S3MultipartTests {
             ["upload", file, "--url", "s3://\(emulator.bucket)/journalled/", "--s3-endpoint", proxy.endpoint, "--json", "--no-progress",
              "--idempotency-key", "clip-\(kind)", "--seal-material-dir", material,
              "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
-        let child = try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
-        try #require(try await killWhenSent(child, at: 15 << 20, proxy: proxy), "the run ended early: \(child.standardError)")
+        let (child, killed) = try await killWhenSent(at: 15 << 20, proxy: proxy) {
+            try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
+        }
+        try #require(killed, "the run ended early: \(child.standardError)")
         let records = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
         try #require(records.count == 1, "\(records)")
         return (original, arguments, material + "/" + records[0])

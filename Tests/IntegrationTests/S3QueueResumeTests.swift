@@ -34,10 +34,10 @@ struct S3QueueResumeTests {
                 ["worker", "--queue", url, "--url", "s3://\(emulator.bucket)/q/", "--s3-endpoint", proxy.endpoint, "--lease", "2",
                  "--drain", "--retry-delay", "0.2", "--parts-in-flight", "1", "--on-give-up", "keep"]
                 + S3MultipartTests.partOptions
-            let first = try ChildProcess(executable: try attacheBinary(), arguments: worker, environment: environment)
-            try #require(
-                try await S3MultipartTests().killWhenSent(first, at: 15 << 20, proxy: proxy),
-                "the worker ended early: \(first.standardError)")
+            let (first, killed) = try await S3MultipartTests().killWhenSent(at: 15 << 20, proxy: proxy) {
+                try ChildProcess(executable: try attacheBinary(), arguments: worker, environment: environment)
+            }
+            try #require(killed, "the worker ended early: \(first.standardError)")
 
             // The row names the store's upload and the parts it confirmed.
             let row = try await cluster.scalar("SELECT attempts || ' ' || lease_token FROM attache_file", in: url)

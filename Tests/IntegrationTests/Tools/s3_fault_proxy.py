@@ -7,8 +7,10 @@ Listens on 127.0.0.1 on a free port and prints `listening PORT`. Every request i
 (its Host header too, so SigV4 signatures still match), and its body bytes are counted as they pass. After
 each request STATS_FILE holds {"bodyBytes": N, "requests": [[method, partNumber or null, outcome], ...]}.
 
-A test that wants its client killed at a byte count writes "PID BYTES" to STATS_FILE.kill: the proxy
-SIGKILLs PID itself before it forwards the byte that would pass BYTES (and forwards nothing of that chunk).
+A test that wants its client killed at a byte count writes "BYTES" to STATS_FILE.kill before it starts the
+client and "PID BYTES" once it has: the proxy SIGKILLs PID itself before it forwards the byte that would pass
+BYTES (and forwards nothing of that chunk). A count reached before the pid is known holds every transfer
+until it is, so that no client can pass the count, however late the test writes.
 
 With --faults, the first attempt of every part whose number ends in 3 is cut mid-body (the connection
 closed with no answer), and of every part whose number ends in 7 is answered 500 InternalError, its second
@@ -26,6 +28,7 @@ import signal
 import socketserver
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
@@ -34,7 +37,7 @@ STATS = sys.argv[2]
 FAULTS = "--faults" in sys.argv[3:]
 COMPLETE_ERROR = "--complete-error" in sys.argv[3:]
 COMPLETE_LOST = int(sys.argv[sys.argv.index("--complete-lost") + 1]) if "--complete-lost" in sys.argv else None
-# STATS + ".kill", when a test writes "PID BYTES" there: the proxy itself SIGKILLs PID before it forwards the
+# STATS + ".kill", when a test writes "[PID] BYTES" there: the proxy itself SIGKILLs PID before it forwards the
 # body byte that would pass BYTES, then removes the file. The moment is the proxy's, not the test process's,
 # which may be starved on a loaded machine while the client sends on.
 KILL_FILE = STATS + ".kill"
@@ -58,17 +61,35 @@ def count(body_bytes):
         save()
 
 
+def read_order():
+    """The kill asked for, as (pid, bytes); pid is None while the order names only the byte count (the test
+    writes it before it starts the client, whose pid it then adds)."""
+    try:
+        with open(KILL_FILE) as order:
+            words = [int(word) for word in order.read().split()]
+    except (OSError, ValueError):
+        return None
+    if len(words) == 1:
+        return None, words[0]
+    return (words[0], words[1]) if len(words) == 2 else None
+
+
 def kill_before(body_bytes):
     """True when forwarding body_bytes more would pass the byte count of a kill asked for: the client is then
-    killed, and nothing of the chunk is forwarded."""
+    killed, and nothing of the chunk is forwarded. Reaching the count before the order names the pid holds
+    every transfer (the lock is kept) until it does."""
     with lock:
-        try:
-            with open(KILL_FILE) as order:
-                pid, at = (int(word) for word in order.read().split())
-        except (OSError, ValueError):
+        order = read_order()
+        if order is None or state["bodyBytes"] + body_bytes < order[1]:
             return False
-        if state["bodyBytes"] + body_bytes < at:
+        waited = 0
+        while order is not None and order[0] is None and waited < 120:
+            time.sleep(0.02)
+            waited += 0.02
+            order = read_order()
+        if order is None or order[0] is None:
             return False
+        pid = order[0]
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
