@@ -295,17 +295,14 @@ struct S3MultipartTests {
             let proxy = try await Proxy(emulator)
             defer { proxy.server.stop() }
             let file = try folder.write("left.bin", randomBytes(40 << 20))
-            let child = try ChildProcess(
-                executable: try attacheBinary(),
-                arguments: ["upload", file, "--url", "s3://\(emulator.bucket)/stale/", "--s3-endpoint", proxy.endpoint, "--no-progress",
-                            "--parts-in-flight", "1"] + Self.partOptions,
-                environment: emulator.environment())
-            for _ in 0..<15_000 {
-                if try proxy.read().bytes >= 12 << 20 { break }
-                if try await child.wait(upTo: 0.02) != nil { break }
+            let (child, killed) = try await killWhenSent(at: 12 << 20, proxy: proxy) {
+                try ChildProcess(
+                    executable: try attacheBinary(),
+                    arguments: ["upload", file, "--url", "s3://\(emulator.bucket)/stale/", "--s3-endpoint", proxy.endpoint, "--no-progress",
+                                "--parts-in-flight", "1"] + Self.partOptions,
+                    environment: emulator.environment())
             }
-            kill(child.processIdentifier, SIGKILL)
-            _ = try await child.wait(upTo: 60)
+            try #require(killed, "the run ended early: \(child.standardError)")
             try #require(try await pendingUploads(emulator).count == 1)
             let base = ["s3", "abort-stale", "--url", "s3://\(emulator.bucket)/stale/", "--s3-endpoint", emulator.endpoint, "--older-than", "0"]
             let listed = try await attache(base + ["--json"], emulator)
