@@ -219,9 +219,8 @@ struct MatrixSynapseTests {
     @Test("a batch killed twice: every file stored once, every receipt's key opens its file")
     func killedBatchStoresEachFileOnce() async throws {
         // Room for the empty reservations two kills can leave (up to 4 each) beside the 4 in flight: with
-        // Synapse's default of 5, the pipeline posts files without a reservation for a minute once the
-        // homeserver refuses more, and a kill in that minute can store a file twice (seen once: 541 media
-        // for 540 receipts). docs/FORMAT.md, Matrix media, says so.
+        // Synapse's default of 5 they could take every reservation for a day, and the last run would then
+        // fail its files with exit 75 rather than store them (`reservationsTakenFailTheFileAndPostNothing`).
         let server = try await Self.start(["--max-pending-media-uploads", "16"])
         defer { server.stop() }
         let files = server.folder.path + "/files"
@@ -303,11 +302,56 @@ struct MatrixSynapseTests {
         }
     }
 
-    /// The homeserver's reservation rate set low: a batch of 300 files meets `M_LIMIT_EXCEEDED`, waits as
-    /// told, and stores every file, none twice.
-    @Test("300 files against a low media rate limit: every file stored once")
+    /// Every reservation the homeserver allows is taken by ids without content (as kills between a
+    /// reservation and its journal entry leave them), for longer than a send waits: each file fails
+    /// (`retries-exhausted`; exit 75 for `upload`, 3 for the batch) and says why and what to do; none is posted instead, and the journal keeps them. Posting, as
+    /// the message offers, then stores them.
+    @Test("reservations all taken by ids left empty: each file fails (retries-exhausted), none is posted; --matrix-no-reserve then posts them")
+    func reservationsTakenFailTheFileAndPostNothing() async throws {
+        let server = try await Self.start(["--unused-expiration", "10m"])
+        defer { server.stop() }
+        let left = try await Self.client(["reserve", "--homeserver", server.url, "--token", server.senderToken, "--count", "5"])
+        #expect((left["uris"] as? [String])?.count == 5)
+        let files = server.folder.path + "/files"
+        try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+        for index in 0..<3 {
+            try Data(randomBytes(3_000)).write(to: URL(fileURLWithPath: files + "/\(index).bin"))
+        }
+        let journal = server.folder.path + "/journal.sqlite"
+        let arguments = ["batch", files, "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--journal", journal, "--no-progress"]
+        let refused = try await Self.attache(arguments, token: server.senderToken)
+        #expect(refused.status == 3, "\(refused.all.suffix(2000))")
+        #expect(refused.all.contains("[retries-exhausted]"), "\(refused.all.suffix(2000))")
+        #expect(refused.all.contains("no more media reservations"), "\(refused.all.suffix(2000))")
+        #expect(refused.all.contains("--matrix-no-reserve"))
+        #expect(!refused.all.contains(server.senderToken))
+        let entries = try UploadJournal(path: journal).entries()
+        #expect(entries.count == 3 && entries.allSatisfy { $0.state != .done && $0.receipt == nil }, "\(entries.map(\.state))")
+        // One file, as `attache upload`: exit 75, try again later.
+        let one = try await Self.attache(
+            ["upload", files + "/0.bin", "--matrix", server.url, "--bearer-env", "MATRIX_TOKEN", "--no-progress"], token: server.senderToken)
+        #expect(one.status == 75, "\(one.all.suffix(2000))")
+        #expect(one.standardError.contains("no more media reservations"), "\(one.all.suffix(2000))")
+        var media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        var all = media["media"] as? [[String: Any]] ?? []
+        #expect(all.count == 5 && all.allSatisfy { ($0["media_length"] as? Int ?? 0) == 0 }, "something was stored: \(all)")
+
+        let posted = try await Self.attache(arguments + ["--matrix-no-reserve", "--retry-failed"], token: server.senderToken)
+        #expect(posted.status == 0, "\(posted.all.suffix(2000))")
+        #expect(try UploadJournal(path: journal).entries().allSatisfy { $0.state == .done })
+        media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        all = media["media"] as? [[String: Any]] ?? []
+        #expect(all.filter { ($0["media_length"] as? Int ?? 0) > 0 }.count == 3, "\(all)")
+    }
+
+    /// The homeserver's reservation rate set low, and room for only 2 ids without content while the batch
+    /// has 4 files in flight: a batch of 300 files meets `M_LIMIT_EXCEEDED` for both, waits as told (the
+    /// rate) or for one of its own uploads to land (the pending limit), and stores every file, none twice.
+    @Test("300 files against a low media rate limit and room for 2 pending ids: every file stored once")
     func rateLimitedBatchStoresEveryFileOnce() async throws {
-        let server = try await Self.start(["--media-rate-per-second", "20", "--media-burst", "5", "--log-level", "INFO"])
+        let server = try await Self.start([
+            "--media-rate-per-second", "20", "--media-burst", "5", "--max-pending-media-uploads", "2", "--log-level", "INFO",
+        ])
         defer { server.stop() }
         let files = server.folder.path + "/files"
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)

@@ -174,13 +174,17 @@ extension AttacheClient {
             }
             series.neverConnected = false
             let decision = await retryDecision(sent, response: response, error: nil, attempt: attempt, first: retriers)
+            let refusal = Rejection(reason: .status, status: response.status, message: ServerResponse.reasonPhrase(response.status))
             switch decision {
             case .retry:
-                try await wait(&series, RetryAdvice(reason: "HTTP \(response.status)", status: response.status), failure: nil, logger: logger)
+                try await wait(
+                    &series, RetryAdvice(reason: "HTTP \(response.status)", status: response.status, refusal: refusal),
+                    failure: nil, logger: logger)
                 continue
             case .retryAfter(let delay):
                 try await wait(
-                    &series, RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay),
+                    &series,
+                    RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay, refusal: refusal),
                     failure: nil, logger: logger)
                 continue
             case .doNotRetry, .useDefault:
@@ -223,7 +227,8 @@ extension AttacheClient {
     /// protocol finds in an answer it settled otherwise (a resumable upload's offset conflict).
     ///
     /// - Throws: ``AttacheCore/AttacheError`` `.connectionFailed` or `.retriesExhausted` when the
-    ///   policy gives up (the failure is the cause); `.cancelled` when the task is cancelled.
+    ///   policy gives up (the failure is the cause, or the last answer's refusal, which
+    ///   ``AttacheCore/AttacheError/rejection`` reads); `.cancelled` when the task is cancelled.
     package func wait(
         _ series: inout AttemptSeries, _ advice: RetryAdvice, failure: AttacheError?, logger: Logger? = nil
     ) async throws {
@@ -238,10 +243,13 @@ extension AttacheClient {
                 number >= policy.maximumAttempts
                 ? "gave up after \(number) attempts" : "gave up after \(number) attempts: time budget spent"
             logger?.debug("\(why): \(advice.reason)")
+            // The cause is the last failure without an answer, or the last answer's refusal, so that a caller
+            // can read what the server said last (`error.rejection`: its code, its status) rather than the text.
             throw AttacheError(
                 series.neverConnected ? .connectionFailed : .retriesExhausted,
                 stage: failure == nil ? series.answerStage : series.operation.stage,
-                "\(why); last: \(advice.reason)", isRetryable: true, cause: failure)
+                "\(why); last: \(advice.reason)", isRetryable: true,
+                cause: failure ?? advice.refusal.map { RejectionError(rejection: $0) })
         }
         logger?.debug(
             "attempt \(number) failed, retrying", metadata: ["reason": "\(advice.reason)", "delay-ms": "\(delay.milliseconds)"])

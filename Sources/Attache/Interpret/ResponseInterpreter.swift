@@ -98,17 +98,22 @@ public struct ResponseInterpreter: Sendable {
         let status = response.status
         let details = errorDetails(of: response)
         if classifier.isRetryable(response) {
+            let summary = summary(of: response, details: details)
             return .retry(
                 RetryAdvice(
-                    reason: "HTTP \(status)\(summary(of: response, details: details).map { ": \($0)" } ?? "")",
-                    status: status, retryAfter: retryDelay(in: response)))
+                    reason: "HTTP \(status)\(summary.map { ": \($0)" } ?? "")",
+                    status: status, retryAfter: retryDelay(in: response),
+                    refusal: Rejection(
+                        reason: .status, status: status, businessCode: details?.code,
+                        message: details?.message ?? summary ?? ServerResponse.reasonPhrase(status))))
         }
         guard (200..<300).contains(status) else {
             if let code = details?.code, configuration.retryableBusinessCodes.contains(code) {
                 return .retry(
                     RetryAdvice(
                         reason: "HTTP \(status) \(code): \(details?.message ?? "no message")", status: status,
-                        retryAfter: retryDelay(in: response)))
+                        retryAfter: retryDelay(in: response),
+                        refusal: Rejection(reason: .status, status: status, businessCode: code, message: details?.message ?? "no message")))
             }
             let message: String
             let found = details?.message ?? summary(of: response, details: nil)
@@ -168,7 +173,8 @@ public struct ResponseInterpreter: Sendable {
                     return .retry(
                         RetryAdvice(
                             reason: "error code \(code): \(message)", status: status,
-                            retryAfter: retryAfter(in: response)))
+                            retryAfter: retryAfter(in: response),
+                            refusal: Rejection(reason: .business, status: status, businessCode: code, message: message)))
                 }
                 return .rejection(
                     Rejection(reason: .business, status: status, businessCode: code, message: message))
@@ -280,7 +286,8 @@ public struct ResponseInterpreter: Sendable {
             if classifier.isRetryable(status: number) || configuration.retryableBusinessCodes.contains(code) {
                 return .retry(
                     RetryAdvice(
-                        reason: "error code \(code): \(message)", status: status, retryAfter: retryDelay(in: response)))
+                        reason: "error code \(code): \(message)", status: status, retryAfter: retryDelay(in: response),
+                        refusal: Rejection(reason: .business, status: status, businessCode: code, message: message)))
             }
             return .rejection(Rejection(reason: .business, status: status, businessCode: code, message: message))
         }
@@ -358,7 +365,8 @@ public struct ResponseInterpreter: Sendable {
             return .retry(
                 RetryAdvice(
                     reason: "\(code): \(details.message ?? "no message")", status: status,
-                    retryAfter: retryDelay(in: response)))
+                    retryAfter: retryDelay(in: response),
+                    refusal: Rejection(reason: .business, status: status, businessCode: code, message: details.message ?? "no message")))
         }
         return .rejection(
             Rejection(reason: .business, status: status, businessCode: code, message: details.message ?? "no message"))

@@ -99,35 +99,38 @@ extension AttachmentPipeline {
             tracker.finish(attempt: answer.attempts)
             return (result(answer, payload, idempotencyKey), uri)
         }
-        guard reserves || reserved != nil, reserved != nil || !media.reservationsRefused else { return try await post() }
-        let logger = logger
+        guard reserves || reserved != nil else { return try await post() }
         return try await media.pending.run {
             var uri = reserved
-            var waited = Duration.zero
+            var holding = false
+            defer { if holding { media.release() } }
             while true {
                 if uri == nil {
-                    // One attempt at a time: M_LIMIT_EXCEEDED here is the reservation rate (a short wait), or the
-                    // homeserver's limit of reservations without content, which runs killed between a reservation
-                    // and its journal entry can fill for a day. Past 30 s of waiting, the file is posted instead.
                     let created: ObjectRequester.Answer
                     do {
                         created = try await requester.send(
-                            ObjectRequest(method: "POST", target: .presigned(home + "/_matrix/media/v1/create")), policy: .never)
+                            ObjectRequest(method: "POST", target: .presigned(home + "/_matrix/media/v1/create")),
+                            policy: MatrixMedia.reservationPolicy)
                     } catch let error as AttacheError
-                        where error.code == .retriesExhausted && error.message.contains("M_LIMIT_EXCEEDED")
+                        where error.code == .retriesExhausted && error.rejection?.businessCode == "M_LIMIT_EXCEEDED"
                     {
-                        if waited < .seconds(30) {
-                            let wait = Duration.seconds(1 << min(4, Int(waited.seconds) / 4))
-                            try await Task.sleep(for: wait)
-                            waited += wait
-                            continue
-                        }
-                        logger.warning(
-                            "the homeserver takes no more reservations (a killed run's stay for a day): posting files for a minute",
-                            metadata: ["file": "\(path)"])
-                        media.refuseReservations(for: .seconds(60))
-                        return try await post()
+                        // The homeserver holds as many ids without content as it allows this user (the policy
+                        // waited out its reservation rate). Ours in flight free theirs as their bytes land: wait
+                        // for one. With none of ours, the ids are an earlier run's, left by a kill between a
+                        // reservation and its journal entry; they stay until they expire, and posting instead
+                        // would break the promise of one copy per file (a kill mid-post leaves no trace).
+                        if await media.awaitRelease() { continue }
+                        throw AttacheError(
+                            .retriesExhausted, stage: .upload,
+                            "the homeserver takes no more media reservations from this user (\(error.rejection.map { "\($0)" } ?? "M_LIMIT_EXCEEDED")): "
+                                + "ids reserved without content count against its limit until they expire, and runs killed mid-way "
+                                + "leave some. Nothing was sent; run again later, or pass --matrix-no-reserve to post files "
+                                + "(then a run killed mid-post may store a file twice)",
+                            file: path, isRetryable: true, cause: error)
                     }
+                    // Counted at once: a send refused meanwhile waits for this one rather than give up.
+                    media.hold()
+                    holding = true
                     let receipt = try Self.storedObject(
                         result(created, payload, idempotencyKey), refused: "the homeserver refused to reserve a media id",
                         file: path)
@@ -136,6 +139,10 @@ extension AttachmentPipeline {
                     }
                     await onReserve(made)
                     uri = made
+                }
+                if !holding {
+                    media.hold()
+                    holding = true
                 }
                 guard let current = uri, let (server, id) = MatrixEndpoint.mediaID(of: current) else {
                     throw AttacheError(.badResponse, stage: .interpret, "not an mxc:// URI: \(uri ?? "")", file: path)
@@ -155,6 +162,8 @@ extension AttachmentPipeline {
                         return (outcome, current)
                     case "M_NOT_FOUND" where reserved != nil && current == reserved:
                         // The earlier run's reservation expired unused (a day, on Synapse): reserve again.
+                        media.release()
+                        holding = false
                         uri = nil
                         continue
                     default:

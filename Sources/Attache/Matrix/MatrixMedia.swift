@@ -10,15 +10,44 @@ final class MatrixMedia: Sendable {
     private let limits = LockedValue<Task<Facts, any Error>?>(nil)
     /// Reserved ids without content, across the pipeline's sends.
     let pending: AsyncLimiter
-    /// Until when the homeserver is taken to refuse reservations (its limit of ids without content reached).
-    private let refusedUntil = LockedValue<ContinuousClock.Instant?>(nil)
+    /// This pipeline's reservations in use (an id reserved or continued, its bytes not yet stored), and the
+    /// sends waiting for one of them to end.
+    private let holders = LockedValue<Holders>(Holders())
 
-    /// True while reservations are taken to be refused: files are posted meanwhile.
-    var reservationsRefused: Bool { refusedUntil.withLock { $0.map { ContinuousClock.now < $0 } ?? false } }
+    private struct Holders {
+        var count = 0
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+    }
 
-    /// Posts files instead of reserving ids for `duration`.
-    func refuseReservations(for duration: Duration) {
-        refusedUntil.withLock { $0 = ContinuousClock.now + duration }
+    /// How a reservation is asked for: attempts for up to 30 s, at the homeserver's `retry_after_ms` (its
+    /// reservation rate). A refusal that asks for longer (its limit of ids without content) ends at once.
+    static let reservationPolicy = RetryPolicy(maximumAttempts: .max, maximumDelay: .seconds(4), budget: .seconds(30))
+
+    /// A send holds a reservation until its bytes are stored (or it fails).
+    func hold() {
+        holders.withLock { $0.count += 1 }
+    }
+
+    /// A send's reservation ended; the sends waiting for one try again.
+    func release() {
+        let waiting = holders.withLock { holders -> [CheckedContinuation<Bool, Never>] in
+            holders.count -= 1
+            defer { holders.waiting = [] }
+            return holders.waiting
+        }
+        for continuation in waiting { continuation.resume(returning: true) }
+    }
+
+    /// Waits until one of the reservations held now ends and returns true; false at once when none is held.
+    func awaitRelease() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let waits = holders.withLock { holders -> Bool in
+                guard holders.count > 0 else { return false }
+                holders.waiting.append(continuation)
+                return true
+            }
+            if !waits { continuation.resume(returning: false) }
+        }
     }
 
     /// The homeserver's answers about itself.

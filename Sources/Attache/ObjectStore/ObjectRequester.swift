@@ -103,10 +103,8 @@ struct ObjectRequester: Sendable {
             case .rejection(let rejection): return .done(Settled(outcome: .rejected(rejection), headers: response.headers))
             case .retry(let advice):
                 guard !answer.isFinal else {
-                    return .done(
-                        Settled(
-                            outcome: .rejected(Rejection(reason: .status, status: response.status, message: advice.reason)),
-                            headers: response.headers))
+                    let refusal = advice.refusal ?? Rejection(reason: .status, status: response.status, message: advice.reason)
+                    return .done(Settled(outcome: .rejected(refusal), headers: response.headers))
                 }
                 return .retry(advice, failure: nil)
             }

@@ -61,7 +61,9 @@ public struct RetryClassifier: Sendable, Hashable {
     /// asks for); nil when it is not.
     package func advice(for response: ServerResponse) -> RetryAdvice? {
         guard isRetryable(response) else { return nil }
-        return RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: retryAfter(in: response))
+        return RetryAdvice(
+            reason: "HTTP \(response.status)", status: response.status, retryAfter: retryAfter(in: response),
+            refusal: Rejection(reason: .status, status: response.status, message: ServerResponse.reasonPhrase(response.status)))
     }
 
     /// Whether a failure without an answer is tried again.

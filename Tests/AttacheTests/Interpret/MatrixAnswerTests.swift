@@ -40,6 +40,9 @@ struct MatrixAnswerTests {
         }
         #expect(advice.retryAfter == .milliseconds(722))
         #expect(advice.reason.contains("M_LIMIT_EXCEEDED"))
+        // The refusal travels with the advice: a give-up error's `rejection` names the code.
+        #expect(advice.refusal?.businessCode == "M_LIMIT_EXCEEDED")
+        #expect(advice.refusal?.status == 429)
         // Retry-After, when present, comes first.
         let both = interpret(response(
             429, #"{"errcode":"M_LIMIT_EXCEEDED","retry_after_ms":722}"#, headers: [HeaderField(name: "Retry-After", value: "1")]))

@@ -94,6 +94,8 @@ struct TransportSeamTests {
             #expect(error.code == .retriesExhausted)
             #expect(error.stage == .interpret)
             #expect(error.message.contains("time budget"))
+            // The last answer is read from the error, not its text.
+            #expect(error.rejection?.status == 503)
         }
         #expect(sleeps.all.isEmpty)
     }

@@ -6,6 +6,8 @@ Usage: matrix_client.py SUBCOMMAND --homeserver URL ...
   register    --shared-secret S --user NAME [--password P] [--admin] [--displayname D]
               a user made through Synapse's shared-secret registration (/_synapse/admin/v1/register,
               HMAC-SHA1): {"user_id", "access_token", "device_id", "admin"}
+  reserve     --token T [--count N]   N media ids reserved (POST /_matrix/media/v1/create), left empty
+                                                                       {"uris"}
   create-room --token T [--invite USER ...] [--name NAME]              {"room_id"}
   join        --token T --room ROOM                                    {"room_id"}
   send        --token T --room ROOM [--event-type TYPE] --content-file FILE
@@ -100,6 +102,13 @@ def register(args):
     answer = http_json("POST", base, body)
     return {"user_id": answer["user_id"], "access_token": answer["access_token"],
             "device_id": answer.get("device_id"), "admin": bool(args.admin)}
+
+
+def reserve(args):
+    """Reserves media ids and puts nothing to them, as a run killed between a reservation and its journal entry
+    leaves them."""
+    base = args.homeserver.rstrip("/") + "/_matrix/media/v1/create"
+    return {"uris": [http_json("POST", base, token=args.token)["content_uri"] for _ in range(args.count)]}
 
 
 def media_list(args):
@@ -331,6 +340,10 @@ def parse_arguments():
     sub.add_argument("--limit", type=int, default=20)
     sub.add_argument("--no-join", action="store_true")
 
+    sub = command("reserve")
+    sub.add_argument("--token", required=True)
+    sub.add_argument("--count", type=int, default=1)
+
     sub = command("media-list")
     sub.add_argument("--admin-token", required=True)
     sub.add_argument("--user")
@@ -357,6 +370,8 @@ def main():
             result = register(args)
         elif args.command == "media-list":
             result = media_list(args)
+        elif args.command == "reserve":
+            result = reserve(args)
         else:
             result, failed = asyncio.run(run_nio(args))
     except Failure as error:

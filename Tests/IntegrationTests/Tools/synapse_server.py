@@ -25,7 +25,10 @@ Usage: synapse_server.py --data DIR [--port PORT] [--server-name NAME] [--shared
                          `POST /_matrix/media/v3/upload` is only limited by --upload-limit.
   --max-pending-media-uploads N
                          media ids made by /create and not yet uploaded that a user may hold (Synapse's
-                         default: 5); one more /create answers 429 M_LIMIT_EXCEEDED.
+                         default: 5); one more /create answers 429 M_LIMIT_EXCEEDED, with retry_after_ms
+                         the time until the first of them expires.
+  --unused-expiration D  unused_expiration_time: how long a media id made by /create and never uploaded
+                         counts against that limit (Synapse's default: 24h), e.g. 45s.
   --upload-limit BYTES:PERIOD
                          media_upload_limits entry (repeatable), e.g. 10485760:1m: a user who would pass
                          BYTES uploaded within PERIOD (Synapse durations: 500ms, 30s, 1m, 1h, 1d) is refused
@@ -90,6 +93,7 @@ def parse_arguments():
     parser.add_argument("--media-rate-per-second", type=float)
     parser.add_argument("--media-burst", type=int)
     parser.add_argument("--max-pending-media-uploads", type=int)
+    parser.add_argument("--unused-expiration")
     parser.add_argument("--upload-limit", action="append", default=[])
     parser.add_argument("--rc-message", type=rate, default=rate("1000:10000"))
     parser.add_argument("--dynamic-thumbnails", action="store_true")
@@ -159,6 +163,8 @@ def write_config(args, data, port):
         config["rc_media_create"] = media
     if args.max_pending_media_uploads is not None:
         config["max_pending_media_uploads"] = args.max_pending_media_uploads
+    if args.unused_expiration is not None:
+        config["unused_expiration_time"] = args.unused_expiration
     if args.upload_limit:
         limits = []
         for entry in args.upload_limit:
