@@ -49,6 +49,14 @@ package enum Console {
         writeToStandardError(TerminalText.escaping(line) + "\n")
     }
 
+    /// The one way a command ends on an error: `attache: MESSAGE [code]` on stderr (`text` replaces the
+    /// message where it must be redacted), and the exit code of its status (``ExitStatus/forError(_:)``)
+    /// for the caller to throw.
+    package static func failing(_ error: AttacheError, text: String? = nil) -> ExitCode {
+        err("attache: \(text ?? error.description) [\(error.code)]")
+        return ExitCode(ExitStatus.forError(error))
+    }
+
     /// Redraws the current stderr line (terminal only); `text`'s control characters are escaped.
     package static func status(_ text: String) {
         guard stderrIsTerminal else { return }

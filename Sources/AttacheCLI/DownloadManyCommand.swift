@@ -133,8 +133,7 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
             try connection.apply(to: &configuration, endpoint: endpoint, environment: CommandIO.environment)
             items = try makeItems(folder: folder, endpoint: endpoint)
         } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -147,8 +146,7 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
         do {
             store = try DownloadJournal(path: journalPath)
         } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
         let manager = DownloadManager(
             configuration: .init(maximumConcurrentTransfers: concurrency, maximumTransfersPerHost: perHost),
@@ -185,8 +183,7 @@ struct DownloadManyCommand: AsyncParsableCommand, PathListCommand {
             Console.err(head)
         }
         if let journalError {
-            Console.err("attache: \(journalError) [\(journalError.code)]")
-            throw ExitCode(ExitStatus.forError(journalError))
+            throw Console.failing(journalError)
         }
         if interrupts.wasTriggered || summary.paused > 0 {
             Console.err("attache: paused; the bytes are kept. To resume, run the same command again.")

@@ -214,8 +214,7 @@ package func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as AttacheError {
-        writeErrorLine("attache: \(error) [\(error.code)]")
-        throw ExitCode(ExitStatus.forError(error))
+        throw Console.failing(error)
     }
 }
 

@@ -28,8 +28,7 @@ package struct EndpointOptions: ParsableArguments {
         do {
             return try EndpointConfigFile.endpoint(named: endpoint, explicit: config, environment: environment)
         } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
     }
 }

@@ -64,8 +64,7 @@ package struct PipelineFlags {
                 endpoint: endpoint, environment: CommandIO.environment, retry: retry, url: fallbackURL,
                 scanWait: scanWait)
         } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
     }
 }

@@ -60,7 +60,6 @@ func withQueue<T: Sendable>(
     do {
         return try await QueueDatabase.withDatabase(connection, maximumConnections: maximumConnections, logger: logger, body)
     } catch let error as AttacheError {
-        Console.err("attache: \(QueueConnection.redacting(error.description)) [\(error.code)]")
-        throw ExitCode(ExitStatus.forError(error))
+        throw Console.failing(error, text: QueueConnection.redacting(error.description))
     }
 }

@@ -120,8 +120,7 @@ package struct RecompressCommand: AsyncParsableCommand {
                 (summaryToError ? writeErrorLine : writeOutputLine)(summary.line(input: input))
             }
         } catch let error as AttacheError {
-            writeErrorLine("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
     }
 

@@ -81,8 +81,7 @@ package struct S3AbortStaleCommand: AsyncParsableCommand {
                 }
             }
         } catch let error as AttacheError {
-            Console.err("attache: \(error) [\(error.code)]")
-            throw ExitCode(ExitStatus.forError(error))
+            throw Console.failing(error)
         }
     }
 }

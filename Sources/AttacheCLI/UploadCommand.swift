@@ -33,7 +33,8 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
             Exit status: 0 all files stored; otherwise the status of the first failed file: \
             64 usage, 65 bad input, 66 cannot read a file, 69 server unreachable or TLS failure, \
             75 temporary failure (retries exhausted, timed out), 76 unusable server answer, \
-            77 rejected by the server, 78 the config file is wrong, 130 cancelled.
+            77 rejected by the server, 78 the config file is wrong, 80 the server refused the \
+            credentials (401), 130 cancelled.
             """)
 
     @OptionGroup package var global: GlobalOptions
@@ -110,8 +111,7 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
                     forKey: idempotencyKey, scope: scope, scheme: configuration.seal.scheme)
                 journal = store.journal(forKey: idempotencyKey, scope: scope, continuesEarlierSend: material?.existed ?? false)
             } catch let error as AttacheError {
-                Console.err("attache: \(error)")
-                throw ExitCode(ExitStatus.forError(error))
+                throw Console.failing(error)
             }
         }
 
@@ -212,73 +212,5 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
             text += " [extension says \(claimed)]"
         }
         return text
-    }
-}
-
-/// The receipt plus `"status":"ok"`, as one JSON line.
-package struct ReceiptLine: Encodable {
-    package let receipt: UploadReceipt
-    package init(_ receipt: UploadReceipt) { self.receipt = receipt }
-
-    package func encode(to encoder: any Encoder) throws {
-        try receipt.encode(to: encoder)
-        var container = encoder.container(keyedBy: Key.self)
-        try container.encode("ok", forKey: Key(stringValue: "status")!)
-    }
-
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-}
-
-/// A one-line live view of the uploads in flight, redrawn in place on a terminal.
-package final class ProgressBoard: Sendable {
-    private struct Entry {
-        var path: String
-        var progress: UploadProgress
-    }
-    private struct State {
-        var entries: [Int: Entry] = [:]
-        var lastDraw = ContinuousClock.now - .seconds(1)
-    }
-
-    private let enabled: Bool
-    private let state = LockedValue(State())
-
-    package init(enabled: Bool) { self.enabled = enabled }
-
-    package func update(index: Int, path: String, _ progress: UploadProgress) {
-        guard enabled else { return }
-        let line = state.withLock { state -> String? in
-            state.entries[index] = Entry(path: path, progress: progress)
-            let now = ContinuousClock.now
-            guard now - state.lastDraw > .milliseconds(100) || progress.fractionCompleted >= 1 else { return nil }
-            state.lastDraw = now
-            return Self.render(state.entries)
-        }
-        if let line { Console.status(line) }
-    }
-
-    package func done(index: Int) {
-        guard enabled else { return }
-        _ = state.withLock { $0.entries.removeValue(forKey: index) }
-    }
-
-    package func finish() {
-        if enabled { Console.clearStatus() }
-    }
-
-    private static func render(_ entries: [Int: Entry]) -> String {
-        entries.sorted { $0.key < $1.key }.prefix(3).map { _, entry in
-            let name = PathText.lastComponent(entry.path)
-            let percent = Int(entry.progress.fractionCompleted * 100)
-            let retry = entry.progress.attempt > 1 ? " try \(entry.progress.attempt)" : ""
-            let resumed =
-                entry.progress.resumedBytes > 0 ? " (\(formatBytes(entry.progress.resumedBytes)) already there)" : ""
-            return "\(name.prefix(24)) \(percent)% of \(formatBytes(entry.progress.totalBytes))\(resumed)\(retry)"
-        }.joined(separator: " | ")
     }
 }

@@ -13,17 +13,3 @@ package protocol HEIFDecoding: Sendable {
     ///   `pixelLimit`, checked before decoding), `.unsupportedInput`, `.nativeLibrary` (libheif missing).
     func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8]
 }
-
-/// The HEIF decoder a command-line program installs at start, for commands (`recompress`) that build their
-/// ``Transformer`` without the library's pipeline configuration.
-package enum HEIFDecoders {
-    private static let installed = LockedValue<(any HEIFDecoding)?>(nil)
-
-    /// The decoder installed, if any.
-    package static var current: (any HEIFDecoding)? { installed.withLock { $0 } }
-
-    /// Installs `decoder` for this process.
-    package static func install(_ decoder: any HEIFDecoding) {
-        installed.withLock { $0 = decoder }
-    }
-}
