@@ -76,14 +76,14 @@ required=(
     git ca-certificates       # SwiftPM clones the Swift package dependencies over https
     libcurl4-openssl-dev      # Upload (CCurl)
     libturbojpeg0-dev         # Transform (CTurboJPEG)
-    "$jpeg_dev"               # Transform (CJPEGStream: libjpeg's static archive, jpegint.h)
+    "$jpeg_dev"               # Transform (CJPEGStream: libjpeg's row API, jpegint.h)
     libwebp-dev               # Transform (CWebP)
     libssl-dev                # Seal (COpenSSL)
     libpng-dev                # Transform (CPNG)
     libdeflate-dev            # Transform (CPNGStream: whole-buffer inflate of a PNG's image data)
-    libsqlite3-dev            # GRDB links the system SQLite (batch journal)
+    libsqlite3-dev            # GRDB links the system SQLite (AttacheBatch's journal)
     zlib1g-dev                # detection's gzip heads (CZlib), libpng and swift-nio-extras link zlib
-    libc6-dev                 # libc.a for the fully static `attache` executable
+    libc6-dev                 # the C library's headers, which every C target includes
     python3 python3-werkzeug  # tests parse multipart bodies with Werkzeug as an independent parser
     python3-venv              # the S3 tests' emulator (MiniStack) and SDK (boto3) live in a venv of their own
     php-cli                   # PHP's built-in server as another receiver (hostile filenames, nested parameters) and its openssl extension as an independent decryptor

@@ -7,7 +7,7 @@
 
 // libcurl is loaded with dlopen on first use rather than linked: a process that only detects,
 // encrypts or recompresses then never maps libcurl and the thirty-odd libraries it depends on
-// (GnuTLS, Kerberos, LDAP, nghttp2, ...), which made up most of the start-up time and baseline memory.
+// (GnuTLS, Kerberos, LDAP, nghttp2, ...), 8 ms of CPU at every start (Package.swift has the measurement).
 // Every libcurl function the project calls goes through this table, filled once by attache_curl_load.
 
 struct attache_curl_functions {

@@ -149,7 +149,7 @@ final class CurlEasy {
 /// Loads libcurl on first use and runs `curl_global_init` once, before any other thread uses curl.
 ///
 /// libcurl is opened with `dlopen` rather than linked, so commands that never upload (detect, encrypt,
-/// recompress) do not map it and its thirty-odd dependencies at start-up.
+/// recompress) do not map it and its thirty-odd dependencies at start-up (8 ms of CPU; Package.swift).
 enum CurlGlobal {
     /// Loads libcurl (once per process) and initialises it.
     ///
