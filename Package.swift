@@ -162,8 +162,12 @@ let package = Package(
                 "CProcess",
             ],
             swiftSettings: librarySettings,
-            // libcrypto is the shared library libcurl links too (one copy, initialised once).
-            linkerSettings: [.linkedLibrary("crypto")]),
+            // libcrypto is the shared library libcurl links too (one copy, initialised once). The codecs'
+            // module maps name their libraries as well, but a whole-module build split over threads (as
+            // Scripts/test.sh builds) does not carry those autolink entries to the linker: named here.
+            linkerSettings: [
+                .linkedLibrary("crypto"), .linkedLibrary("webp"), .linkedLibrary("turbojpeg"), .linkedLibrary("png16"),
+            ]),
         // The pipeline, the transport, uploads and downloads.
         .target(
             name: "Attache",
