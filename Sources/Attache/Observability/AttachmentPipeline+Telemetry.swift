@@ -72,7 +72,8 @@ extension AttachmentPipeline {
         let kind = detection?.kind.rawValue ?? attachment.declaredKind?.rawValue ?? "unknown"
         let code = TelemetrySpan.errorType(error)
         let outcome: String
-        if let error = error as? AttacheError, error.rejection != nil {
+        // A give-up after answers also carries the last one's refusal: it is a failure, not a rejection.
+        if let error = error as? AttacheError, error.rejection != nil, error.code != .retriesExhausted {
             outcome = "rejected"
         } else if code == AttacheError.Code.cancelled.rawValue {
             outcome = "cancelled"

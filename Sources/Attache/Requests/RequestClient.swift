@@ -176,7 +176,7 @@ public final class RequestClient: Sendable {
                 guard Self.mayRetry(adapted), let advice = answer.retryAdvice else { return .done(response) }
                 return .retry(advice, failure: nil)
             }
-        } catch let error as AttacheError where error.code == .retriesExhausted && error.cause == nil {
+        } catch let error as AttacheError where error.code == .retriesExhausted && (error.cause == nil || error.cause is RejectionError) {
             // The retries ran out on answers: the last one is the value, as for any status.
             guard let lastResponse else { throw error }
             return lastResponse
