@@ -1,4 +1,5 @@
 package import CoreMetrics
+import AttacheCore
 import FoundationEssentials
 import Logging
 import OTel
@@ -83,10 +84,31 @@ package final class OTLPExport: Sendable {
         return batching
     }
 
-    /// Sends what is still batched (spans ended so far, a last reading of every metric) and stops.
-    /// Waits for the collector's answers, up to the exporters' timeouts (`OTEL_EXPORTER_OTLP_TIMEOUT`).
-    package func shutdown() async {
+    /// Sends what is still batched (spans ended so far, a last reading of every metric) and stops, for at
+    /// most `limit`: true when everything was handed over in time, false when the collector had not taken
+    /// it (down, stalled, or slower than the limit). The exporters retry a collector that is down for
+    /// longer than any command should wait at its end, so what is left then is dropped: the caller
+    /// returns and the process exits with the export still running.
+    package func shutdown(within limit: Duration) async -> Bool {
         await group.triggerGracefulShutdown()
-        await running.value
+        let running = running
+        let answered = LockedValue(false)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            @Sendable func answer(_ value: Bool) {
+                let first = answered.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(returning: value) }
+            }
+            Task {
+                await running.value
+                answer(true)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer(false)
+            }
+        }
     }
 }

@@ -14,11 +14,36 @@ package struct OTLPOptions: ParsableArguments {
         valueName: "url"))
     package var otlpEndpoint: String?
 
+    @Option(help: ArgumentHelp(
+        "Seconds the export may take at the end of the run to send the spans and metrics it still holds; "
+            + "what the collector has not taken by then is dropped, with a warning, so that a collector that is "
+            + "down or stalled never holds the command (default 5, or OTEL_BSP_EXPORT_TIMEOUT in ms when set).",
+        valueName: "seconds"))
+    package var otlpFlushTimeout: Double?
+
+    /// When neither the flag nor `OTEL_BSP_EXPORT_TIMEOUT` says otherwise.
+    static let defaultFlushLimit = Duration.seconds(5)
+
     package func validate() throws {
         if let otlpEndpoint, !Self.isHTTPURL(otlpEndpoint) {
             // The URL itself is not repeated: it may carry a token.
             throw ValidationError("--otlp-endpoint must be an http:// or https:// URL with a host")
         }
+        if let otlpFlushTimeout, !(otlpFlushTimeout >= 0 && otlpFlushTimeout <= 3600) {
+            throw ValidationError("--otlp-flush-timeout must be 0...3600 seconds")
+        }
+    }
+
+    /// How long the flush at the end of the run may take: the flag, else `OTEL_BSP_EXPORT_TIMEOUT`
+    /// (milliseconds, as OpenTelemetry names it), else ``defaultFlushLimit``.
+    package func flushLimit(environment: [String: String] = ProcessInfo.processInfo.environment) -> Duration {
+        if let otlpFlushTimeout { return .milliseconds(Int64(otlpFlushTimeout * 1000)) }
+        if let text = environment["OTEL_BSP_EXPORT_TIMEOUT"], let milliseconds = Int64(text.trimmingCharacters(in: .whitespaces)),
+            milliseconds >= 0
+        {
+            return .milliseconds(milliseconds)
+        }
+        return Self.defaultFlushLimit
     }
 
     /// The variables that name a collector, any of which turns the export on without the flag.

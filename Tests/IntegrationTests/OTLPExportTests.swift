@@ -1,3 +1,4 @@
+import AttacheBatch
 import AttacheTestSupport
 import Foundation
 import Testing
@@ -141,6 +142,8 @@ struct OTLPExportTests {
                 "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload",
                 "--journal", scratch.path + "/journal.sqlite", "--concurrency", "8", "--no-progress",
                 "--otlp-endpoint", "http://127.0.0.1:\(receiver.port)",
+                // Each export answered 2 s late: the end's flush may take several, more than the default 5 s.
+                "--otlp-flush-timeout", "120",
             ])
         #expect(try await batch.wait(upTo: 600) == 0, "\(batch.standardError)")
         #expect(!batch.standardError.contains("dropped"), "\(batch.standardError)")
@@ -164,6 +167,36 @@ struct OTLPExportTests {
             whole += 1
         }
         #expect(whole == files, "\(files - whole) traces lack a span")
+    }
+
+    /// A collector that is down (a port that refuses) or stalled (one that takes the bytes and never answers)
+    /// does not hold the command: 300 files go as they would, and the process ends within a few seconds of
+    /// the batch's `finished` line (its flush bounded by `--otlp-flush-timeout`, 2 s here), saying that
+    /// what the collector had not taken is dropped. Unbounded, the exporters' retries held it some 18 s more.
+    @Test(arguments: ["refusing", "silent"])
+    func aCollectorThatIsDownDoesNotHoldTheCommand(collector kind: String) async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-down")
+        defer { scratch.remove() }
+        for index in 0..<300 { try scratch.write("files/f\(index).txt", "note \(index)\n") }
+        let silent = kind == "silent" ? try SilentListener() : nil
+        let port = try silent?.port ?? refusedPort()
+        let server = try await ServerProcess.start(store: scratch.path + "/store")
+        defer { server.kill() }
+        let batch = try ChildProcess(
+            executable: try attacheBinary(),
+            arguments: [
+                "batch", scratch.path + "/files", "--url", "http://127.0.0.1:\(server.port)/upload",
+                "--journal", scratch.path + "/journal.sqlite", "--json", "--otlp-endpoint", "http://127.0.0.1:\(port)",
+                "--otlp-flush-timeout", "2",
+            ])
+        try await batch.waitForOutput(containing: "\"event\":\"finished\"", count: 1, upTo: 300)
+        // 2 s of flush and the exit. Unbounded, the exporters held this run about 18 s past its finished line
+        // (both collectors; 300 files end in about 3 s): 12 s leaves a loaded machine room and still fails that.
+        let status = try await batch.wait(upTo: 12)
+        if status == nil { kill(batch.processIdentifier, SIGKILL) }
+        #expect(status == 0, "still running 12 s after its finished line, or failed: \(batch.standardError.suffix(2000))")
+        #expect(batch.standardError.contains("did not take the last spans and metrics within 2 s"), "\(batch.standardError.suffix(2000))")
+        #expect(try UploadJournal(path: scratch.path + "/journal.sqlite").entries().filter { $0.state == .done }.count == 300)
     }
 
     /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:
