@@ -197,8 +197,9 @@ struct MatrixSynapseTests {
         #expect(!FileManager.default.fileExists(atPath: server.folder.path + "/refused"))
     }
 
-    /// A token the homeserver does not know ends the command at once with the status of its own.
-    @Test("an unknown token is `unauthorized` (exit 80), not retried, and not shown")
+    /// A token the homeserver does not know, or one it revoked, ends the command at once with the status of
+    /// its own.
+    @Test("an unknown or revoked token is `unauthorized` (exit 80), not retried, and not shown")
     func unknownTokenIsUnauthorized() async throws {
         let server = try await Self.start()
         defer { server.stop() }
@@ -212,6 +213,20 @@ struct MatrixSynapseTests {
         #expect(result.standardError.contains("M_UNKNOWN_TOKEN") && result.standardError.contains("[unauthorized]"), "\(result.standardError)")
         #expect(!result.all.contains(token))
         #expect(clock.now - started < .seconds(30), "an unknown token was retried")
+
+        // A token that worked and was revoked (the user logged out): the same.
+        let revoked = server.receiverToken
+        let before = try await Self.attache(
+            ["upload", Self.samples.appendingPathComponent("notes.txt").path, "--matrix", server.url,
+             "--bearer-env", "MATRIX_TOKEN", "--no-progress"], token: revoked)
+        #expect(before.status == 0, "\(before.all)")
+        _ = try await Self.client(["logout", "--homeserver", server.url, "--token", revoked])
+        let after = try await Self.attache(
+            ["upload", Self.samples.appendingPathComponent("notes.txt").path, "--matrix", server.url,
+             "--bearer-env", "MATRIX_TOKEN", "--no-progress"], token: revoked)
+        #expect(after.status == 80, "\(after.all)")
+        #expect(after.standardError.contains("M_UNKNOWN_TOKEN") && after.standardError.contains("[unauthorized]"), "\(after.standardError)")
+        #expect(!after.all.contains(revoked))
     }
 
     /// A batch killed twice with SIGKILL and run again: each file and each thumbnail stored once (the ids

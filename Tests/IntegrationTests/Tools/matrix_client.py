@@ -6,6 +6,7 @@ Usage: matrix_client.py SUBCOMMAND --homeserver URL ...
   register    --shared-secret S --user NAME [--password P] [--admin] [--displayname D]
               a user made through Synapse's shared-secret registration (/_synapse/admin/v1/register,
               HMAC-SHA1): {"user_id", "access_token", "device_id", "admin"}
+  logout      --token T               the token revoked (POST /_matrix/client/v3/logout)  {"revoked"}
   reserve     --token T [--count N]   N media ids reserved (POST /_matrix/media/v1/create), left empty
                                                                        {"uris"}
   create-room --token T [--invite USER ...] [--name NAME]              {"room_id"}
@@ -102,6 +103,12 @@ def register(args):
     answer = http_json("POST", base, body)
     return {"user_id": answer["user_id"], "access_token": answer["access_token"],
             "device_id": answer.get("device_id"), "admin": bool(args.admin)}
+
+
+def logout(args):
+    """Revokes the access token (POST /_matrix/client/v3/logout): the homeserver forgets it."""
+    http_json("POST", args.homeserver.rstrip("/") + "/_matrix/client/v3/logout", body={}, token=args.token)
+    return {"revoked": True}
 
 
 def reserve(args):
@@ -340,6 +347,9 @@ def parse_arguments():
     sub.add_argument("--limit", type=int, default=20)
     sub.add_argument("--no-join", action="store_true")
 
+    sub = command("logout")
+    sub.add_argument("--token", required=True)
+
     sub = command("reserve")
     sub.add_argument("--token", required=True)
     sub.add_argument("--count", type=int, default=1)
@@ -372,6 +382,8 @@ def main():
             result = media_list(args)
         elif args.command == "reserve":
             result = reserve(args)
+        elif args.command == "logout":
+            result = logout(args)
         else:
             result, failed = asyncio.run(run_nio(args))
     except Failure as error:
