@@ -44,6 +44,12 @@ package struct PipelineOptions: ParsableArguments {
     @Flag(help: "Send files as they are: no recompression or conversion, no thumbnails.")
     package var noTransform = false
 
+    @Option(help: ArgumentHelp(
+        "run (default): files of one run with the same bytes are transformed once, each still sealed with its "
+            + "own key and sent on its own; off: each file is transformed on its own.",
+        valueName: "mode"))
+    package var dedup = DedupMode.run
+
     @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
     package var maxSide = 1280
 
@@ -175,6 +181,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.sendMetadataFields = metadataFields
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
+        configuration.sharesTransforms = dedup == .run
         configuration.transform.makeStickers = !noTransform
         configuration.transform.convertVideo = !noTransform
         configuration.transform.convertVoice = !noTransform
@@ -395,4 +402,12 @@ package enum HeaderLines {
     package static func carriesCredentials(_ name: String) -> Bool {
         CredentialHeaders.contains(name)
     }
+}
+
+/// `--dedup`: what a run does with files whose bytes it has seen.
+package enum DedupMode: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// Transform once, seal and send each file.
+    case run
+    /// Every file on its own.
+    case off
 }

@@ -29,6 +29,7 @@ extension AttachmentPipeline {
                 height: output.height, thumbnails: placement == .inline ? output.thumbnails.map(\.name) : [],
                 skipped: output.skipReason, media: MediaReceipt(output), reason: output.reason),
             thumbnails: thumbnailReceipts(sent, placement: placement))
+        if transformed.lease?.reused == true { receipt.transform.reused = true }
         receipt.scan = sealed.scan
         receipt.placeholders = output.placeholders
         receipt.object = sent.object

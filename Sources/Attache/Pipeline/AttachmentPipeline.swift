@@ -24,6 +24,8 @@ public struct AttachmentPipeline: Sendable {
     let transformer: Transformer
     /// Image transforms at once, across every send of this pipeline.
     let transformLimiter: AsyncLimiter
+    /// The transforms of identical sources, made once (``PipelineConfiguration/sharesTransforms``).
+    let transformShare: TransformShare?
     /// Sends at once, when limited.
     private let sendLimiter: AsyncLimiter?
     /// Send: multipart POSTs, on the pipeline's one client (resumable uploads and object-store requests
@@ -86,6 +88,7 @@ public struct AttachmentPipeline: Sendable {
         if configuration.thumbnailPlacement == .omitted { transform.makeThumbnails = false }
         self.transformer = Transformer(configuration: transform)
         self.transformLimiter = AsyncLimiter(limit: configuration.transformConcurrency)
+        self.transformShare = configuration.sharesTransforms ? TransformShare() : nil
         self.sendLimiter = configuration.maximumConcurrentSends.map { AsyncLimiter(limit: max(1, $0)) }
         var uploader = Uploader(client: client, answers: configuration.answers, logger: logger)
         uploader.connection = configuration.connection

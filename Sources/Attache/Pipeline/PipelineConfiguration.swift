@@ -28,6 +28,12 @@ public struct PipelineConfiguration: Sendable {
     package var detection = MIMEDetector.Configuration()
     /// What is recompressed, and how; thumbnails.
     public var transform = Transformer.Configuration()
+    /// Identical sources transformed once per pipeline (the default): a send whose file has the same bytes
+    /// (SHA-256), type and kind as another of this pipeline's, at the same time or earlier in the run, takes
+    /// that transform's output instead of decoding and encoding again. Each send still seals with its own
+    /// key and uploads on its own, so no server can tell the two apart. The receipt's
+    /// ``TransformReceipt/reused`` says so. False: every send transforms its own file.
+    public var sharesTransforms = true
     /// Image transforms running at once across all the sends of one pipeline (default: one per core).
     /// Uploads beyond that wait for a slot before decoding, which keeps a batch's memory bounded.
     public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount

@@ -22,6 +22,9 @@ public struct TransformReceipt: Sendable, Codable, Hashable {
     public var reason: String?
     /// For video, voice and animations: what the converter did and found; absent for other kinds.
     public var media: MediaReceipt?
+    /// True when this file's bytes were those of another file of the same run, whose transform this send
+    /// took rather than repeat it (``PipelineConfiguration/sharesTransforms``); absent otherwise.
+    public var reused: Bool?
 
     /// Creates a transform receipt.
     package init(recompressed: Bool, byteCount: Int64, width: Int? = nil, height: Int? = nil, thumbnails: [String] = [],

@@ -216,6 +216,22 @@ package struct FileSource: ByteSource {
         return try Reader(source: FileSource(copying: self, verifiesContent: false), offset: min(offset, byteCount))
     }
 
+    /// The SHA-256 of the file's whole content as it is now: the content's identity, which tells that two
+    /// files hold the same bytes (and, read twice, that one did not change in between).
+    /// - Throws: ``AttacheError`` from opening or reading, `.fileChanged` when the size changed.
+    package func contentSHA256() throws -> [UInt8] {
+        let reader = try Reader(source: FileSource(copying: self, verifiesContent: false))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        let digest = try SHA256Digest()
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            try digest.update(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+        }
+        return try digest.finish()
+    }
+
     /// A fingerprint of the file's whole content as it is now (a fast non-cryptographic hash), to tell
     /// whether the bytes changed between two moments.
     /// - Throws: ``AttacheError`` from opening or reading, `.fileChanged` when the size changed.
