@@ -29,9 +29,13 @@ struct ChaosTests {
         let port = server.port
         let proxy = try await DropAnswersProxy(upstream: port, drop: 0.2, seed: generator.next())
         defer { proxy.stop() }
+        // --dedup off: the moments below assume that each copy of a sample costs its own transform (seconds for
+        // the videos), which keeps each run going long enough to be killed; with the default, the copies take
+        // the first one's transform and a run can end before its kill. What is durable does not change with
+        // it (every file is still sealed with its own key and sent on its own: SharedTransformTests).
         let arguments = [
             "batch", scratch.root + "/files", "--url", "http://127.0.0.1:\(proxy.port)/upload", "--journal",
-            scratch.journal, "--concurrency", "4",
+            scratch.journal, "--concurrency", "4", "--dedup", "off",
         ]
 
         // Three runs, each SIGKILLed; during them the server is SIGKILLed and restarted five times.
