@@ -4,8 +4,11 @@
 # server, alternating runs, medians. Called as `Scripts/bench.sh dedup`, or directly.
 #
 #   BENCH_FILES   files in the set (default 2000): 70 % distinct sources (photos made distinct by a few bytes
-#                 of their own appended, screenshots, PDFs), 30 % copies: photos forwarded up to 20 times,
-#                 one sticker 100 times, one PDF 50 times, one video (Samples/clip.mp4) 10 times
+#                 of their own appended, screenshots, PDFs), 30 % copies: one sticker 100 times, one PDF 50
+#                 times, one video (Samples/clip.mp4) 10 times, and photos forwarded 20 times each (the rest).
+#                 The files are named in a shuffled order (seeded, the same every run), so that copies meet
+#                 their sources at random moments, as forwarded media does: some in flight together, most
+#                 later, when the output kept for later copies is what saves the work.
 #   RUNS          runs per mode (default 5)
 #   BENCH_DIR     work folder (default $TMPDIR/attache-bench-dedup)
 #   ATTACHE_BIN   the attache binary (Scripts/bench.sh exports a release build)
@@ -46,14 +49,22 @@ def copy(source, ext):
     if made < copies:
         shutil.copyfile(source, os.path.join(out, f"c{made:05d}.{ext}"))
         made += 1
+def shuffle_names():
+    import random
+    names = sorted(os.listdir(out))
+    order = list(range(len(names)))
+    random.Random(2026).shuffle(order)
+    for name, position in zip(names, order):
+        os.rename(os.path.join(out, name), os.path.join(out, f"f{position:05d}-{name}"))
 for _ in range(100): copy(os.path.join(samples, "sticker.webp"), "webp")
 for _ in range(50): copy(os.path.join(samples, "document.pdf"), "pdf")
 for _ in range(10): copy(os.path.join(samples, "clip.mp4"), "mp4")
 photos = [p for p in sources if p.endswith(".jpg")]
 index = 0
 while made < copies and photos:
-    copy(photos[index % len(photos)], "jpg")  # each photo forwarded up to 20 times, round robin
+    copy(photos[(index // 20) % len(photos)], "jpg")  # photos forwarded 20 times each
     index += 1
+shuffle_names()
 EOF
 distinct_sources=$(sha256sum "$WORK"/set/* | awk '{print $1}' | sort -u | wc -l)
 bench_log "set: $FILES files, $distinct_sources distinct sources"

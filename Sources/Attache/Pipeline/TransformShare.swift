@@ -8,8 +8,8 @@ import Glibc
 ///
 /// Each send still seals its payload with its own key and sends it on its own: no server can tell that two
 /// uploads had one source. Outputs no send holds are kept for later copies, the most recently used first,
-/// up to ``keptByteLimit`` bytes on disk and ``keptEntryLimit`` sources; the rest are deleted. The pipeline's
-/// end deletes what is kept.
+/// up to ``keptByteLimit`` bytes on disk (256 MiB: some 2,000 recompressed photos with their thumbnails)
+/// and ``keptEntryLimit`` sources; the rest are deleted. The pipeline's end deletes what is kept.
 final class TransformShare: Sendable {
     /// What makes two transforms the same: the source's bytes and what the transform goes by. The
     /// transform's settings are the pipeline's, the same for every send.
@@ -57,7 +57,7 @@ final class TransformShare: Sendable {
     let keptEntryLimit: Int
     private let state = LockedValue(State())
 
-    init(keptByteLimit: Int64 = 256 << 20, keptEntryLimit: Int = 256) {
+    init(keptByteLimit: Int64 = 256 << 20, keptEntryLimit: Int = 4_096) {
         self.keptByteLimit = keptByteLimit
         self.keptEntryLimit = keptEntryLimit
         _ = Self.removedAtExit
