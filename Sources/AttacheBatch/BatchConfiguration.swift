@@ -26,6 +26,13 @@ public struct BatchConfiguration: Sendable {
     public var followSymlinks = false
     /// The kind every file is declared as; detected from the content when nil.
     public var declaredKind: MessageKind?
+    /// Whether a file whose content was stored before takes that upload's receipt instead of being sent
+    /// (off by default). The index is the journal: an upload of this run or an earlier one with the same
+    /// source bytes (SHA-256) and the same pipeline settings (``Attache/PipelineConfiguration/settingsFingerprint``,
+    /// and ``declaredKind``). Copies of one content met at once wait for the first, which is sent; the
+    /// receipt of a reuse has ``Attache/UploadReceipt/dedup``. ``Attache/ContentReuse/verify`` downloads and
+    /// opens the stored upload once per run before trusting it.
+    public var contentReuse: ContentReuse = .off
     /// How many found files may wait for a free slot: the walk runs this far ahead of the uploads, so
     /// totals are known early while memory stays bounded.
     package var discoveryLookahead = 10_000

@@ -79,8 +79,12 @@ public enum BatchEvent: Sendable, Codable {
     case progress(BatchFile, UploadProgress)
     /// An attempt failed and attempt number `attempt` began.
     case retried(BatchFile, attempt: Int)
-    /// The server stored the file; the journal says `done`.
+    /// The server stored the file, or (``BatchConfiguration/contentReuse``) an upload of the same content
+    /// stored before stands for it (the receipt's `dedup` says so); the journal says `done`.
     case succeeded(BatchFile, UploadReceipt)
+    /// A stored upload of the same content was not trusted (its receipt is damaged, or with `verify` its
+    /// bytes are gone or do not open with its key), so the file is sent; the journal no longer offers it.
+    case reuseRefused(BatchFile, reason: String)
     /// The file failed; the journal says `failed` (or `pending` when it was cancelled, so that the next
     /// run sends it).
     case failed(BatchFile, AttacheError)
@@ -110,7 +114,10 @@ public struct BatchSummary: Sendable, Codable {
     public var resumed = 0
     /// Of the stored files, those the server had already stored (it replayed its receipt).
     public var replayed = 0
-    /// Source bytes of the stored files.
+    /// Of the stored files, those that took the receipt of an upload of the same content
+    /// (``BatchConfiguration/contentReuse``) and sent nothing.
+    public var reused = 0
+    /// Source bytes of the files sent (reused ones not included).
     public var originalBytes: Int64 = 0
     /// Bytes of the stored files as sent (after recompression and sealing).
     public var sentBytes: Int64 = 0

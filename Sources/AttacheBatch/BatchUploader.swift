@@ -60,6 +60,39 @@ public struct BatchUploader: Sendable {
     }
 }
 
+/// Copies of one content take turns: one holds a content key from its journal decision to its result,
+/// the others wait in order of arrival. A waiter holds no thread.
+final actor ContentGate {
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+    private var verified: Set<String> = []
+
+    /// Returns when this caller holds `key`.
+    func acquire(_ key: String) async {
+        guard waiting[key] != nil else {
+            waiting[key] = []
+            return
+        }
+        await withCheckedContinuation { waiting[key, default: []].append($0) }
+    }
+
+    /// Hands `key` to the next waiter, or frees it.
+    func release(_ key: String) {
+        guard var queue = waiting[key], !queue.isEmpty else {
+            waiting[key] = nil
+            return
+        }
+        let next = queue.removeFirst()
+        waiting[key] = queue
+        next.resume()
+    }
+
+    /// Whether this run checked the stored upload with `idempotencyKey` already.
+    func wasVerified(_ idempotencyKey: String) -> Bool { verified.contains(idempotencyKey) }
+
+    /// Records a stored upload this run checked.
+    func markVerified(_ idempotencyKey: String) { verified.insert(idempotencyKey) }
+}
+
 /// Lets through the first progress report of each attempt and then at most one per 100 ms, and notices
 /// when a new attempt begins.
 private final class ProgressThrottle: Sendable {
@@ -91,6 +124,21 @@ private struct BatchDriver: Sendable {
     let configuration: BatchConfiguration
     let control: BatchControl
     let events: BatchEventBuffer
+    /// The turns of the copies of one content, with ``BatchConfiguration/contentReuse``.
+    let contentGate: ContentGate?
+    /// What the content index keys hold besides the SHA-256: the pipeline's settings and the declared kind.
+    let settingsFingerprint: String
+
+    init(configuration: BatchConfiguration, control: BatchControl, events: BatchEventBuffer) {
+        self.configuration = configuration
+        self.control = control
+        self.events = events
+        contentGate = configuration.contentReuse.reusesStoredUploads ? ContentGate() : nil
+        // Every run indexes what it sends, so that a later run with reuse on finds it.
+        settingsFingerprint =
+            configuration.pipeline.configuration.settingsFingerprint
+            + (configuration.declaredKind.map { "+" + $0.rawValue } ?? "")
+    }
 
     private var pool: BlockingPool { configuration.pool }
 
@@ -267,8 +315,12 @@ private struct BatchDriver: Sendable {
             summary.succeeded += 1
             if resumed { summary.resumed += 1 }
             if receipt.replayed { summary.replayed += 1 }
-            summary.originalBytes += receipt.originalByteCount
-            summary.sentBytes += receipt.sentByteCount
+            if receipt.dedup != nil {
+                summary.reused += 1
+            } else {
+                summary.originalBytes += receipt.originalByteCount
+                summary.sentBytes += receipt.sentByteCount
+            }
         case .skipped(.alreadyDone):
             summary.alreadyDone += 1
         case .skipped(let reason):
@@ -288,53 +340,109 @@ private struct BatchDriver: Sendable {
         }
     }
 
-    /// One file: identity, journal decision, send, journal result.
+    /// What the pool job of one file found: its identity and the journal's decision, or why it could
+    /// not be read.
+    enum Step: Sendable {
+        case unreadable(any Error)
+        case decided(FileIdentity, UploadJournal.Decision, Detection?, ScannedAhead?)
+    }
+
+    /// The index key of a content under this run's settings (``BatchConfiguration/contentReuse``).
+    private func contentKey(_ identity: FileIdentity) -> String {
+        identity.sha256 + "/" + settingsFingerprint
+    }
+
+    /// The file's size, modification time and SHA-256.
+    private static func identify(_ file: BatchFile) throws -> FileIdentity {
+        let source = try FileSource(path: file.path)
+        let sha256 = try ContentDigest.sha256Hex(of: source)
+        return FileIdentity(byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
+    }
+
+    /// The journal's decision for a file (on the pool): claimed for sending (and then detected, and
+    /// scanned when Transform passes it through), or what else to do with it.
+    private func decide(
+        _ file: BatchFile, identity: FileIdentity, journal: UploadJournal?, runID: Int64, contentKey: String?
+    ) throws -> Step {
+        if configuration.dryRun {
+            return .decided(
+                identity,
+                try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
+                    ?? .send(idempotencyKey: "", material: nil, resumed: false), nil, nil)
+        }
+        guard let journal else { throw AttacheError(.internalError, stage: .batch, "no journal") }
+        let decision = try journal.claim(
+            path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
+            scheme: configuration.pipeline.configuration.seal.scheme, contentKey: contentKey,
+            reuseStored: contentGate != nil)
+        // Detect in this job too, for a file that will be sent: one hand-off fewer. A detection that
+        // fails is left to the pipeline, which runs it again and reports it as it always has.
+        guard case .send = decision else { return .decided(identity, decision, nil, nil) }
+        let detection = try? configuration.pipeline.detect(fileAt: file.path, declaredKind: configuration.declaredKind)
+        // And scan here a file that Transform will pass through: the scan needs no other hand-off,
+        // and content seen before in this run is known by its SHA-256.
+        let scanned = detection.flatMap {
+            configuration.pipeline.scanAhead(fileAt: file.path, detection: $0, sha256: identity.sha256)
+        }
+        return .decided(identity, decision, detection, scanned)
+    }
+
+    /// One file: identity, journal decision, send, journal result. With content reuse, the copies of one
+    /// content take turns from the decision to the journal's result, so that the first is sent and the
+    /// others find its receipt.
     private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
         if Task.isCancelled { return .notStarted }
-        // The file's identity and the journal's decision in one job on the pool: one hand-off per file
-        // instead of two, which a batch of small files feels.
-        enum Step: Sendable {
-            case unreadable(any Error)
-            case decided(FileIdentity, UploadJournal.Decision, Detection?, ScannedAhead?)
-        }
-        let configuration = configuration
-        let step: Step
-        do {
-            step = try await pool.run { () throws -> Step in
-                let identity: FileIdentity
-                do {
-                    let source = try FileSource(path: file.path)
-                    let sha256 = try ContentDigest.sha256Hex(of: source)
-                    identity = FileIdentity(
-                        byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
-                } catch {
-                    return .unreadable(error)
+        guard let gate = contentGate, !configuration.dryRun else {
+            // The file's identity and the journal's decision in one job on the pool: one hand-off per file
+            // instead of two, which a batch of small files feels.
+            let step: Step
+            do {
+                step = try await pool.run { () throws -> Step in
+                    let identity: FileIdentity
+                    do { identity = try Self.identify(file) } catch { return .unreadable(error) }
+                    return try decide(
+                        file, identity: identity, journal: journal, runID: runID, contentKey: contentKey(identity))
                 }
-                if configuration.dryRun {
-                    return .decided(
-                        identity,
-                        try journal?.decide(path: file.path, identity: identity, retryFailed: configuration.retryFailed)
-                            ?? .send(idempotencyKey: "", material: nil, resumed: false), nil, nil)
-                }
-                guard let journal else { throw AttacheError(.internalError, stage: .batch, "no journal") }
-                let decision = try journal.claim(
-                    path: file.path, identity: identity, retryFailed: configuration.retryFailed, runID: runID,
-                    scheme: configuration.pipeline.configuration.seal.scheme)
-                // Detect in this job too, for a file that will be sent: one hand-off fewer. A detection that
-                // fails is left to the pipeline, which runs it again and reports it as it always has.
-                guard case .send = decision else { return .decided(identity, decision, nil, nil) }
-                let detection = try? configuration.pipeline.detect(
-                    fileAt: file.path, declaredKind: configuration.declaredKind)
-                // And scan here a file that Transform will pass through: the scan needs no other hand-off,
-                // and content seen before in this run is known by its SHA-256.
-                let scanned = detection.flatMap {
-                    configuration.pipeline.scanAhead(fileAt: file.path, detection: $0, sha256: identity.sha256)
-                }
-                return .decided(identity, decision, detection, scanned)
+            } catch {
+                return .fatal(Self.attacheError(error, file: file.path))
             }
+            return await process(file, step: step, journal: journal, runID: runID, contentKey: nil)
+        }
+        let identified: Result<FileIdentity, any Error>
+        do {
+            identified = try await pool.run { Result { try Self.identify(file) } }
         } catch {
             return .fatal(Self.attacheError(error, file: file.path))
         }
+        guard case .success(let identity) = identified else {
+            if case .failure(let error) = identified {
+                return await process(file, step: .unreadable(error), journal: journal, runID: runID, contentKey: nil)
+            }
+            return .notStarted
+        }
+        let key = contentKey(identity)
+        await gate.acquire(key)
+        let outcome: Outcome
+        if Task.isCancelled {
+            outcome = .notStarted
+        } else {
+            do {
+                let step = try await pool.run {
+                    try decide(file, identity: identity, journal: journal, runID: runID, contentKey: key)
+                }
+                outcome = await process(file, step: step, journal: journal, runID: runID, contentKey: key)
+            } catch {
+                outcome = .fatal(Self.attacheError(error, file: file.path))
+            }
+        }
+        await gate.release(key)
+        return outcome
+    }
+
+    /// The rest of one file, from the journal's decision.
+    private func process(
+        _ file: BatchFile, step: Step, journal: UploadJournal?, runID: Int64, contentKey: String?
+    ) async -> Outcome {
         let identity: FileIdentity
         let decision: UploadJournal.Decision
         let detection: Detection?
@@ -362,6 +470,13 @@ private struct BatchDriver: Sendable {
         let material: SealMaterial?
         let resumed: Bool
         switch decision {
+        case .reuse(let sourcePath, let stored):
+            guard let journal, let contentKey else {
+                return .fatal(AttacheError(.internalError, stage: .batch, "no journal"))
+            }
+            return await reuse(
+                file, identity: identity, stored: stored, from: sourcePath, contentKey: contentKey,
+                journal: journal, runID: runID)
         case .alreadyDone:
             await events.send(.skipped(file, .alreadyDone))
             return .skipped(.alreadyDone)
@@ -436,6 +551,54 @@ private struct BatchDriver: Sendable {
             }
         } catch {
             return .fatal(Self.attacheError(error, file: file.path))
+        }
+    }
+
+    /// A file whose content is stored: the stored upload's receipt stands for it once it is trusted. One
+    /// that is not (a damaged receipt; with `verify`, bytes gone or not opening with its key) is taken out
+    /// of the index, and the file goes on to the next stored upload of its content or is sent.
+    private func reuse(
+        _ file: BatchFile, identity: FileIdentity, stored: UploadReceipt, from sourcePath: String,
+        contentKey: String, journal: UploadJournal, runID: Int64
+    ) async -> Outcome {
+        let start = ContinuousClock.now
+        let fixedKey = configuration.pipeline.configuration.seal.key != nil
+        var stored = stored
+        var sourcePath = sourcePath
+        while true {
+            var doubt = stored.reuseDoubt(
+                sha256: identity.sha256, byteCount: identity.byteCount, fixedKey: fixedKey)
+            if doubt == nil, configuration.contentReuse == .verify, let gate = contentGate,
+                await !gate.wasVerified(stored.idempotencyKey)
+            {
+                doubt = await configuration.pipeline.storedUploadDoubt(stored)
+                if doubt == nil { await gate.markVerified(stored.idempotencyKey) }
+            }
+            do {
+                guard let doubt else {
+                    let receipt = stored.reused(
+                        forPath: file.path, sha256: identity.sha256, seconds: (ContinuousClock.now - start).seconds)
+                    try await pool.run {
+                        try journal.markReused(
+                            path: file.path, identity: identity, contentKey: contentKey, receipt: receipt, runID: runID)
+                    }
+                    await events.send(.succeeded(file, receipt))
+                    return .succeeded(receipt, resumed: false)
+                }
+                await events.send(.reuseRefused(file, reason: "\(doubt); stored for \(sourcePath)"))
+                let (forgotten, forgottenPath) = (stored.idempotencyKey, sourcePath)
+                let step = try await pool.run {
+                    try journal.forgetStored(contentKey: contentKey, idempotencyKey: forgotten, path: forgottenPath)
+                    return try decide(file, identity: identity, journal: journal, runID: runID, contentKey: contentKey)
+                }
+                if case .decided(_, .reuse(let nextPath, let next), _, _) = step {
+                    (sourcePath, stored) = (nextPath, next)
+                    continue
+                }
+                return await process(file, step: step, journal: journal, runID: runID, contentKey: contentKey)
+            } catch {
+                return .fatal(Self.attacheError(error, file: file.path))
+            }
         }
     }
 

@@ -141,6 +141,9 @@ package final class UploadJournal: Sendable {
         case previouslyFailed(code: String, message: String)
         /// This run has already handled the same path (given twice).
         case duplicate
+        /// The same content is stored already (``ContentReuse``): the row of that upload and its receipt.
+        /// Nothing was written; ``markReused(path:identity:contentKey:receipt:runID:)`` records the reuse.
+        case reuse(sourcePath: String, receipt: UploadReceipt)
     }
 
     /// What a row says about a file with a given identity.
@@ -195,14 +198,50 @@ package final class UploadJournal: Sendable {
     /// Decides what to do with the file at `path` with `identity`; when it is to be sent, commits it as
     /// `inFlight` with its idempotency key and seal material before returning (the key and material of
     /// an unfinished send are kept).
+    ///
+    /// With `reuseStored`, a file to be sent whose `contentKey` a `done` row of another path has is not
+    /// claimed: the decision is ``Decision/reuse(sourcePath:receipt:)``, the most recent such upload. A row
+    /// whose receipt cannot be read is passed over.
     func claim(
-        path: String, identity: FileIdentity, retryFailed: Bool, runID: Int64, scheme: SealScheme = .streamGCM
+        path: String, identity: FileIdentity, retryFailed: Bool, runID: Int64, scheme: SealScheme = .streamGCM,
+        contentKey: String? = nil, reuseStored: Bool = false
     ) throws -> Decision {
         let key = Self.absolute(path)
         return try access("record a file in the journal") {
             try database.write { db in
                 let row = try Row.fetchOne(db.cachedStatement(sql: Self.selectFile), arguments: [key])
                 let now = Self.now()
+                func storedCopy() throws -> Decision? {
+                    guard reuseStored, let contentKey else { return nil }
+                    let rows = try Row.fetchAll(
+                        db.cachedStatement(sql: Self.selectStored), arguments: [contentKey, key])
+                    for stored in rows {
+                        let text: String = stored["receipt"]
+                        guard let receipt = try? JSONDecoder().decode(UploadReceipt.self, from: Data(text.utf8)) else {
+                            continue
+                        }
+                        return .reuse(sourcePath: stored["path"], receipt: receipt)
+                    }
+                    return nil
+                }
+                // An unfinished send of the same content by another path (a run killed mid-send, a send whose
+                // answer was lost): its key and material are taken over, so that what reached the server is
+                // answered again rather than stored a second time.
+                func unfinishedCopy() throws -> (key: String, material: SealMaterial)? {
+                    guard reuseStored, let contentKey else { return nil }
+                    for other in try Row.fetchAll(
+                        db.cachedStatement(sql: Self.selectUnfinished), arguments: [contentKey, key])
+                    {
+                        let otherKey: String? = other["idempotencyKey"]
+                        let encoded: String? = other["sealMaterial"]
+                        if let otherKey, let material = encoded.flatMap({ try? SealMaterial(encoded: $0) }),
+                            material.suits(scheme)
+                        {
+                            return (otherKey, material)
+                        }
+                    }
+                    return nil
+                }
                 if let row {
                     let runId: Int64? = row["runId"]
                     let state = State(rawValue: row["state"]) ?? .pending
@@ -217,14 +256,16 @@ package final class UploadJournal: Sendable {
                     case .failed(let code, let message):
                         return .previouslyFailed(code: code, message: message)
                     case .send(let stored, let storedMaterial, let resumed):
+                        if let copy = try storedCopy() { return copy }
                         // A row from before seal material was journaled, or a failed send retried: the
                         // key is kept only together with the material it was used with.
                         let kept = storedMaterial.flatMap { try? SealMaterial(encoded: $0) }.flatMap {
                             $0.suits(scheme) ? $0 : nil
                         }
                         let keepKey = stored != nil && kept != nil
-                        let idempotencyKey = keepKey ? stored! : Uploader.makeIdempotencyKey()
-                        let material = keepKey ? kept! : SealMaterial.random(for: scheme)
+                        let adopted = keepKey ? nil : try unfinishedCopy()
+                        let idempotencyKey = keepKey ? stored! : adopted?.key ?? Uploader.makeIdempotencyKey()
+                        let material = keepKey ? kept! : adopted?.material ?? SealMaterial.random(for: scheme)
                         if !keepKey {
                             // Another key and material: an earlier resumable upload holds other bytes.
                             try Self.execute(
@@ -235,21 +276,26 @@ package final class UploadJournal: Sendable {
                             db, sql: """
                                 UPDATE file SET state = 'inFlight', idempotencyKey = ?, sealMaterial = ?,
                                     attempts = attempts + 1, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
-                                    runId = ?, updatedAt = ?, startedAt = ?, finishedAt = NULL
+                                    runId = ?, updatedAt = ?, startedAt = ?, finishedAt = NULL, contentKey = ?
                                 WHERE path = ?
                                 """,
-                            arguments: [idempotencyKey, material.encoded, runID, now, now, key])
-                        return .send(idempotencyKey: idempotencyKey, material: material, resumed: resumed && keepKey)
+                            arguments: [idempotencyKey, material.encoded, runID, now, now, contentKey, key])
+                        return .send(
+                            idempotencyKey: idempotencyKey, material: material,
+                            resumed: (resumed && keepKey) || adopted != nil)
                     }
                 }
-                // New or changed: a new upload under a new key, with new seal material.
-                let idempotencyKey = Uploader.makeIdempotencyKey()
-                let material = SealMaterial.random(for: scheme)
+                if let copy = try storedCopy() { return copy }
+                // New or changed: a new upload under a new key, with new seal material (or those of an
+                // unfinished send of the same content, taken over).
+                let adopted = try unfinishedCopy()
+                let idempotencyKey = adopted?.key ?? Uploader.makeIdempotencyKey()
+                let material = adopted?.material ?? SealMaterial.random(for: scheme)
                 try Self.execute(
                     db, sql: """
                         INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, sealMaterial, attempts,
-                                          runId, createdAt, updatedAt, startedAt)
-                        VALUES (?, ?, ?, ?, 'inFlight', ?, ?, 1, ?, ?, ?, ?)
+                                          runId, createdAt, updatedAt, startedAt, contentKey)
+                        VALUES (?, ?, ?, ?, 'inFlight', ?, ?, 1, ?, ?, ?, ?, ?)
                         ON CONFLICT(path) DO UPDATE SET
                             size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256,
                             state = 'inFlight', idempotencyKey = excluded.idempotencyKey,
@@ -257,13 +303,13 @@ package final class UploadJournal: Sendable {
                             receipt = NULL, errorCode = NULL, errorStage = NULL, errorMessage = NULL,
                             uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL, multipartUpload = NULL,
                             runId = excluded.runId, updatedAt = excluded.updatedAt,
-                            startedAt = excluded.startedAt, finishedAt = NULL
+                            startedAt = excluded.startedAt, finishedAt = NULL, contentKey = excluded.contentKey
                         """,
                     arguments: [
                         key, identity.byteCount, identity.modificationTime, identity.sha256, idempotencyKey,
-                        material.encoded, runID, now, now, now,
+                        material.encoded, runID, now, now, now, contentKey,
                     ])
-                return .send(idempotencyKey: idempotencyKey, material: material, resumed: false)
+                return .send(idempotencyKey: idempotencyKey, material: material, resumed: adopted != nil)
             }
         }
     }
@@ -296,9 +342,7 @@ package final class UploadJournal: Sendable {
 
     /// Commits a file as stored, with its receipt.
     func markDone(path: String, receipt: UploadReceipt) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json = String(decoding: (try? encoder.encode(receipt)) ?? Data("{}".utf8), as: UTF8.self)
+        let json = Self.encode(receipt)
         try update(path: path, state: .done, set: "receipt = ?, finishedAt = ?", [json, Self.now()])
     }
 
@@ -325,6 +369,52 @@ package final class UploadJournal: Sendable {
                         key, identity?.byteCount, identity?.modificationTime, identity?.sha256,
                         error.code.rawValue, error.stage.rawValue, error.message, runID, now, now, now,
                     ])
+            }
+        }
+    }
+
+    /// Commits a file as stored by reusing an upload of the same content: `done`, with `receipt` (see
+    /// `UploadReceipt.reused(forPath:sha256:seconds:)`) and the stored upload's idempotency key.
+    func markReused(path: String, identity: FileIdentity, contentKey: String, receipt: UploadReceipt, runID: Int64) throws {
+        let key = Self.absolute(path)
+        let json = Self.encode(receipt)
+        try access("record a reused upload in the journal") {
+            try database.write { db in
+                let now = Self.now()
+                try Self.execute(
+                    db, sql: """
+                        INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, attempts, receipt, runId,
+                                          createdAt, updatedAt, startedAt, finishedAt, contentKey)
+                        VALUES (?, ?, ?, ?, 'done', ?, 0, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(path) DO UPDATE SET
+                            size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256, state = 'done',
+                            idempotencyKey = excluded.idempotencyKey, sealMaterial = NULL, receipt = excluded.receipt,
+                            errorCode = NULL, errorStage = NULL, errorMessage = NULL,
+                            uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL, multipartUpload = NULL,
+                            runId = excluded.runId, updatedAt = excluded.updatedAt, startedAt = excluded.startedAt,
+                            finishedAt = excluded.finishedAt, contentKey = excluded.contentKey
+                        """,
+                    arguments: [
+                        key, identity.byteCount, identity.modificationTime, identity.sha256, receipt.idempotencyKey,
+                        json, runID, now, now, now, now, contentKey,
+                    ])
+            }
+        }
+    }
+
+    /// Takes the upload with `idempotencyKey` out of the content index: its row and every row that reused
+    /// it keep their receipts (the messages that carry them are what they are) but are no longer offered
+    /// for reuse, after a check found the stored bytes gone or not what the receipt says.
+    func forgetStored(contentKey: String, idempotencyKey: String, path: String) throws {
+        try access("correct the journal's content index") {
+            try database.write { db in
+                try Self.execute(
+                    db, sql: """
+                        UPDATE file SET contentKey = NULL WHERE contentKey = ?1
+                            AND (idempotencyKey = ?2 OR path = ?3
+                                 OR idempotencyKey = (SELECT idempotencyKey FROM file WHERE path = ?3))
+                        """,
+                    arguments: [contentKey, idempotencyKey, Self.absolute(path)])
             }
         }
     }
@@ -416,12 +506,41 @@ package final class UploadJournal: Sendable {
         // A multipart upload to an object store in progress: its upload id and the parts the store confirmed
         // (a ``MultipartRecord`` as JSON), so that a run killed mid-file continues that upload.
         JournalMigration("v4-multipart", "ALTER TABLE file ADD COLUMN multipartUpload TEXT"),
+        // The content index (`--dedup reuse`): the source's SHA-256 and the settings' fingerprint, set when
+        // a file is claimed for sending or takes a stored upload's receipt. A `done` row with it is a stored
+        // upload another file with the same content may reuse.
+        JournalMigration(
+            "v5-content",
+            """
+            ALTER TABLE file ADD COLUMN contentKey TEXT;
+            CREATE INDEX file_content ON file(contentKey, state);
+            """),
     ]
 
     /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small
     /// files runs the same two or three statements thousands of times, and compiling each (SQLite's parser,
     /// GRDB's authorizer) cost more than running it.
     private static let selectFile = "SELECT * FROM file WHERE path = ?"
+    /// The stored uploads of one content, other paths', most recent first.
+    private static let selectStored = """
+        SELECT path, receipt FROM file
+        WHERE contentKey = ? AND state = 'done' AND receipt IS NOT NULL AND path != ?
+        ORDER BY finishedAt DESC LIMIT 4
+        """
+
+    /// The unfinished sends of one content, other paths'.
+    private static let selectUnfinished = """
+        SELECT idempotencyKey, sealMaterial FROM file
+        WHERE contentKey = ? AND state IN ('inFlight', 'pending', 'failed') AND idempotencyKey IS NOT NULL
+            AND sealMaterial IS NOT NULL AND path != ?
+        ORDER BY startedAt LIMIT 4
+        """
+
+    private static func encode(_ receipt: UploadReceipt) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(receipt)) ?? Data("{}".utf8), as: UTF8.self)
+    }
 
     ///
     /// The arguments are bound as copies (`setArguments`): `execute(arguments:)` binds them without

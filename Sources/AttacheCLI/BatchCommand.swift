@@ -105,6 +105,7 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
         configuration.followSymlinks = followSymlinks
         configuration.durableJournal = durable
         configuration.declaredKind = pipeline.kind
+        configuration.contentReuse = pipeline.dedup.contentReuse
 
         let batch = BatchUploader(configuration: configuration)
         let run = batch.run(paths)

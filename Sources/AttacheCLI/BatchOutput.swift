@@ -40,7 +40,11 @@ final class BatchOutput {
         case .json:
             Console.outJSON(BatchEventLine(event))
         case .plain:
-            if let line = line(for: event) { Console.out(line) }
+            if case .reuseRefused(let file, let reason) = event {
+                Console.err("attache: warning: not reusing the stored upload for \(file.path): \(reason); sending it")
+            } else if let line = line(for: event) {
+                Console.out(line)
+            }
             if case .finished(let summary) = event { printSummary(summary, to: Console.out) }
         case .terminal:
             if case .finished(let summary) = event {
@@ -48,7 +52,11 @@ final class BatchOutput {
                 printSummary(summary, to: Console.err)
                 return
             }
-            if case .failed = event, let line = line(for: event) {
+            if case .reuseRefused(let file, let reason) = event {
+                Console.clearStatus()
+                Console.err("attache: warning: not reusing the stored upload for \(file.path): \(reason); sending it")
+                draw(force: true)
+            } else if case .failed = event, let line = line(for: event) {
                 Console.clearStatus()
                 Console.err(line)
                 draw(force: true)
@@ -83,7 +91,7 @@ final class BatchOutput {
         case .failed(let file, _):
             failures += 1
             finish(file)
-        case .retried, .finished:
+        case .retried, .finished, .reuseRefused:
             break
         }
     }
@@ -99,6 +107,10 @@ final class BatchOutput {
 
     private func line(for event: BatchEvent) -> String? {
         switch event {
+        case .succeeded(let file, let receipt) where receipt.dedup != nil:
+            var text = "reused \(receipt.url ?? receipt.fileId ?? "the stored upload") for \(file.path)"
+            text += " (\(formatBytes(receipt.originalByteCount)), the same bytes as \(receipt.dedup!.reusedFrom))"
+            return text
         case .succeeded(let file, let receipt):
             var text = "sent \(file.path)"
             if let fileId = receipt.fileId { text += " as \(fileId)" }
@@ -166,14 +178,15 @@ final class BatchOutput {
     }
 
     private func printSummary(_ summary: BatchSummary, to write: (String) -> Void) {
-        var head = dryRun ? "dry run: \(summary.wouldSend) to send" : "\(summary.succeeded) sent"
+        var head = dryRun ? "dry run: \(summary.wouldSend) to send" : "\(summary.succeeded - summary.reused) sent"
+        if summary.reused > 0 { head += ", \(summary.reused) reused" }
         head += ", \(summary.alreadyDone) already done"
         if summary.skipped > 0 { head += ", \(summary.skipped) skipped" }
         head += ", \(summary.failed) failed"
         if summary.previouslyFailed > 0 { head += " (and \(summary.previouslyFailed) failed before; --retry-failed)" }
         head += " of \(summary.discovered) files in \(formatDuration(summary.seconds))"
         write(head)
-        if summary.succeeded > 0 {
+        if summary.succeeded > summary.reused {
             var bytes = "bytes: \(formatBytes(summary.originalBytes)) read"
             if summary.sentBytes != summary.originalBytes { bytes += ", \(formatBytes(summary.sentBytes)) after recompression" }
             if summary.seconds > 0 {
@@ -247,6 +260,10 @@ struct BatchEventLine: Encodable {
             try c.encode("succeeded", forKey: .event)
             try file(f)
             try c.encode(receipt, forKey: .receipt)
+        case .reuseRefused(let f, let reason):
+            try c.encode("reuseRefused", forKey: .event)
+            try file(f)
+            try c.encode(reason, forKey: .message)
         case .failed(let f, let error):
             try c.encode("failed", forKey: .event)
             try file(f)

@@ -46,7 +46,9 @@ package struct PipelineOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp(
         "run (default): files of one run with the same bytes are transformed once, each still sealed with its "
-            + "own key and sent on its own; off: each file is transformed on its own.",
+            + "own key and sent on its own; off: each file is transformed on its own; reuse (batch): a file whose "
+            + "bytes the journal knows as stored takes that upload's receipt and key and sends nothing; verify "
+            + "(batch): reuse after downloading and opening the stored upload once per run.",
         valueName: "mode"))
     package var dedup = DedupMode.run
 
@@ -181,7 +183,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.sendMetadataFields = metadataFields
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
-        configuration.sharesTransforms = dedup == .run
+        configuration.sharesTransforms = dedup != .off
         configuration.transform.makeStickers = !noTransform
         configuration.transform.convertVideo = !noTransform
         configuration.transform.convertVoice = !noTransform
@@ -404,10 +406,33 @@ package enum HeaderLines {
     }
 }
 
+extension PipelineOptions {
+    /// Refuses `--dedup reuse` and `verify` in a command that keeps no index of what it stored.
+    package func refuseContentReuse(in command: String) throws {
+        guard dedup.contentReuse.reusesStoredUploads else { return }
+        throw ValidationError(
+            "--dedup \(dedup.rawValue) needs an index of stored uploads, which `attache \(command)` does not keep: "
+                + "use it with `attache batch` (its journal is the index), or --dedup run")
+    }
+}
+
 /// `--dedup`: what a run does with files whose bytes it has seen.
 package enum DedupMode: String, ExpressibleByArgument, CaseIterable, Sendable {
     /// Transform once, seal and send each file.
     case run
     /// Every file on its own.
     case off
+    /// `run`, and a file whose content is stored takes that upload's receipt (batch only).
+    case reuse
+    /// `reuse`, after checking the stored upload once per run.
+    case verify
+
+    /// What a batch does with stored content.
+    package var contentReuse: ContentReuse {
+        switch self {
+        case .run, .off: .off
+        case .reuse: .reuse
+        case .verify: .verify
+        }
+    }
 }

@@ -68,6 +68,7 @@ struct WorkerCommand: AsyncParsableCommand, PipelineCommand {
 
     func validate() throws {
         try flags.validate()
+        try pipeline.refuseContentReuse(in: "queue work")
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let claimBatch, !(1...1000).contains(claimBatch) { throw ValidationError("--claim-batch must be 1 to 1000") }
         guard lease >= 1, lease <= 86_400 else { throw ValidationError("--lease must be 1 to 86400 seconds") }

@@ -146,8 +146,12 @@ final class DownloadSink: ResponseSink, @unchecked Sendable {
                 .rejected, stage: .download, "the store answered \(rejection)", file: url, isRetryable: retryable,
                 cause: RejectionError(rejection: rejection))
         }
+        let excerpt = bodyExcerpt()
+        let rejection = Rejection(
+            reason: .status, status: status, message: excerpt.isEmpty ? "no message" : String(excerpt.dropFirst(2)))
         return AttacheError(
-            .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url, isRetryable: retryable)
+            .rejected, stage: .download, "the server answered \(status)\(bodyExcerpt())", file: url, isRetryable: retryable,
+            cause: RejectionError(rejection: rejection))
     }
 
     // MARK: Writing (transport thread)

@@ -58,6 +58,9 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     /// For a Matrix homeserver (``PipelineConfiguration/matrix``): the event type and the content a client
     /// sends for the file; nil for other uploads.
     public var matrix: MatrixReceipt? = nil
+    /// When the file was not sent because an upload of the same content was stored before
+    /// (``ContentReuse``): that upload's idempotency key and the source's SHA-256. Nil for a file sent.
+    public var dedup: DedupReceipt? = nil
 
     /// Creates a receipt.
     package init(
@@ -97,7 +100,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case path, filename, kind, mimeType, fileId, url, originalByteCount, sentByteCount, bodyByteCount
         case idempotencyKey, attempts, replayed, seconds, server, seal, detection, transform
-        case thumbnailUploads, thumbnails, resumable, scan, placeholders, object, matrix
+        case thumbnailUploads, thumbnails, resumable, scan, placeholders, object, matrix, dedup
     }
 
     /// Reads a receipt, also one written before ``thumbnails`` held the separate thumbnails' request
@@ -126,6 +129,7 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         placeholders = try container.decodeIfPresent(Placeholders.self, forKey: .placeholders)
         object = try container.decodeIfPresent(ObjectReceipt.self, forKey: .object)
         matrix = try container.decodeIfPresent(MatrixReceipt.self, forKey: .matrix)
+        dedup = try container.decodeIfPresent(DedupReceipt.self, forKey: .dedup)
         let uploads = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnailUploads) ?? []
         if let listed = try container.decodeIfPresent([ThumbnailReceipt].self, forKey: .thumbnails) {
             thumbnails = listed.map { entry in
@@ -166,5 +170,6 @@ public struct UploadReceipt: Sendable, Codable, Equatable {
         try container.encodeIfPresent(placeholders, forKey: .placeholders)
         try container.encodeIfPresent(object, forKey: .object)
         try container.encodeIfPresent(matrix, forKey: .matrix)
+        try container.encodeIfPresent(dedup, forKey: .dedup)
     }
 }

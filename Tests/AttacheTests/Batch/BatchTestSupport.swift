@@ -28,7 +28,7 @@ extension BatchEvent {
     var path: String? {
         switch self {
         case .discovered(let f), .skipped(let f, _), .wouldSend(let f, _), .started(let f, _, _),
-            .progress(let f, _), .retried(let f, _), .succeeded(let f, _), .failed(let f, _):
+            .progress(let f, _), .retried(let f, _), .succeeded(let f, _), .failed(let f, _), .reuseRefused(let f, _):
             return f.path
         case .discoveryFinished, .finished:
             return nil
