@@ -46,9 +46,9 @@ package struct PipelineOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp(
         "run (default): files of one run with the same bytes are transformed once, each still sealed with its "
-            + "own key and sent on its own; off: each file is transformed on its own; reuse (batch): a file whose "
-            + "bytes the journal knows as stored takes that upload's receipt and key and sends nothing; verify "
-            + "(batch): reuse after downloading and opening the stored upload once per run.",
+            + "own key and sent on its own; off: each file is transformed on its own; reuse (batch, worker): a file "
+            + "whose bytes the journal (or the queue) knows as stored takes that upload's receipt and key and sends "
+            + "nothing; verify: reuse after downloading and opening the stored upload once per run.",
         valueName: "mode"))
     package var dedup = DedupMode.run
 
@@ -412,7 +412,7 @@ extension PipelineOptions {
         guard dedup.contentReuse.reusesStoredUploads else { return }
         throw ValidationError(
             "--dedup \(dedup.rawValue) needs an index of stored uploads, which `attache \(command)` does not keep: "
-                + "use it with `attache batch` (its journal is the index), or --dedup run")
+                + "use it with `attache batch` (its journal is the index) or `attache worker` (the queue is), or --dedup run")
     }
 }
 

@@ -68,7 +68,6 @@ struct WorkerCommand: AsyncParsableCommand, PipelineCommand {
 
     func validate() throws {
         try flags.validate()
-        try pipeline.refuseContentReuse(in: "queue work")
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         if let claimBatch, !(1...1000).contains(claimBatch) { throw ValidationError("--claim-batch must be 1 to 1000") }
         guard lease >= 1, lease <= 86_400 else { throw ValidationError("--lease must be 1 to 86400 seconds") }
@@ -100,11 +99,15 @@ struct WorkerCommand: AsyncParsableCommand, PipelineCommand {
         configuration.maximumAttempts = maxAttempts
         configuration.retryDelay = .milliseconds(Int64(retryDelay * 1000))
         configuration.exitWhenDrained = drain
+        configuration.contentReuse = pipeline.dedup.contentReuse
         let json = json
         let workerConfiguration = configuration
         let stoppedHard = Atomic<Bool>(false)
 
-        let summary = try await withQueue(queue, logger: logger, maximumConnections: 3) { database in
+        let summary = try await withQueue(
+            queue, logger: logger,
+            // With content reuse every send holds a connection (its content's lock) while it waits or sends.
+            maximumConnections: 3 + (pipeline.dedup.contentReuse.reusesStoredUploads ? concurrency : 0)) { database in
             let worker = QueueWorker(database: database, sender: sender, configuration: workerConfiguration)
             let task = Task { try await worker.run { event in WorkerOutput.print(event, json: json) } }
             let signals = SignalWatch([SIGTERM, SIGINT]) { _ in
@@ -160,9 +163,10 @@ enum WorkerOutput {
             if json {
                 Console.outJSON(EventLine(event: "succeeded", id: job.id, path: job.path, attempt: job.attempt, receipt: receipt))
             } else {
-                var text = "sent \(job.path)"
+                var text = receipt.dedup == nil ? "sent \(job.path)" : "reused for \(job.path)"
                 if let fileId = receipt.fileId { text += " as \(fileId)" }
                 if receipt.replayed { text += " (already on the server)" }
+                if let dedup = receipt.dedup { text += " (the same bytes as \(dedup.reusedFrom))" }
                 Console.out(text)
             }
         case .failed(let job, let error, let willRetry):

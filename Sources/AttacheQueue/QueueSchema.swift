@@ -85,6 +85,24 @@ enum QueueSchema {
                 // confirmed, as JSON), so that the next worker to claim the row continues that upload.
                 "ALTER TABLE attache_file ADD COLUMN multipart_upload text"
             ]),
+        Migration(
+            version: 4, name: "content index",
+            statements: [
+                // Content reuse (`worker --dedup reuse`): one row per content key (the source's SHA-256 and
+                // the settings' fingerprint): `sending` with the key and seal material of the send under
+                // way or unfinished, then `done` with its receipt. Workers take turns on a content under an
+                // advisory lock; the primary key keeps one row.
+                """
+                CREATE TABLE attache_content (
+                    content_key text PRIMARY KEY,
+                    state text NOT NULL CHECK (state IN ('sending', 'done')),
+                    idempotency_key text NOT NULL,
+                    seal_material text NOT NULL,
+                    receipt jsonb,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """
+            ]),
     ]
 
     /// The newest version this build knows.

@@ -195,7 +195,7 @@ public final class QueueWorker: Sendable {
         var receipt: UploadReceipt?
         var failure: AttacheError?
         do {
-            let sent = try await traced(job)
+            let sent = configuration.contentReuse.reusesStoredUploads ? try await sendReusing(job) : try await traced(job)
             receipt = sent
             outcome = .done(job, receipt: sent)
         } catch {

@@ -1,3 +1,4 @@
+public import Attache
 import AttacheCore
 import Foundation
 
@@ -22,6 +23,11 @@ public struct QueueWorkerConfiguration: Sendable {
     public var idlePoll: Duration = .seconds(1)
     /// Stop when no file is pending or claimed (instead of waiting for more to be enqueued).
     public var exitWhenDrained = false
+    /// Whether a file whose content another worker (or this one) stored before takes that upload's
+    /// receipt instead of being sent (off by default). The index is the queue's `attache_content` table;
+    /// workers meeting one content at once take turns under a PostgreSQL advisory lock, each holding a
+    /// database connection while it waits or sends (size the pool for it). See ``Attache/ContentReuse``.
+    public var contentReuse: ContentReuse = .off
 
     /// The defaults, with a fresh worker id.
     public init() {

@@ -284,6 +284,65 @@ struct SharedQueueTests {
         #expect(done == "5")
     }
 
+    /// Content reuse across workers: two workers given 500 copies of one file at once upload it once (they
+    /// take turns on the content under the database's lock), every row is done, and every receipt's key
+    /// opens the one stored object to the source. A second enqueue of new copies sends nothing.
+    @Test func twoWorkersReusingContentUploadFiveHundredCopiesOnce() async throws {
+        let cluster = try PostgresCluster.current()
+        let url = try await cluster.createDatabase()
+        let scratch = try QueueScratch(files: 0)
+        defer { scratch.remove() }
+        let source = randomBytes(150_000)
+        for index in 0..<500 {
+            try Data(source).write(to: URL(fileURLWithPath: scratch.folder + "/copy\(String(format: "%03d", index)).bin"))
+        }
+        try await scratch.attache(["queue", "migrate", "--queue", url], cluster)
+        try await scratch.attache(["enqueue", scratch.folder, "--queue", url], cluster)
+        try await scratch.withServer { server in
+            func worker(_ name: String) throws -> ChildProcess {
+                try ChildProcess(
+                    executable: try attacheBinary(),
+                    arguments: [
+                        "worker", "--queue", url, "--url", server.uploadURL, "--worker-id", name, "--concurrency", "4",
+                        "--drain", "--dedup", "reuse",
+                    ], environment: cluster.environment)
+            }
+            let workers = [try worker("one"), try worker("two")]
+            for process in workers {
+                #expect(try await process.wait(upTo: 180) == 0, "a worker failed: \(process.standardError.suffix(2000))")
+            }
+            #expect(
+                workers.allSatisfy { $0.standardOutput.contains("reused for ") }, "one worker did all the work; the test proved nothing")
+            let stored = try scratch.storedKeys()
+            #expect(stored.count == 1, "stored: \(stored)")
+
+            // New copies enqueued later: reused, nothing sent.
+            for index in 500..<510 {
+                try Data(source).write(to: URL(fileURLWithPath: scratch.folder + "/copy\(index).bin"))
+            }
+            try await scratch.attache(["enqueue", scratch.folder, "--queue", url], cluster)
+            try await scratch.attache(
+                ["worker", "--queue", url, "--url", server.uploadURL, "--drain", "--dedup", "reuse"], cluster)
+            #expect(try scratch.storedKeys().count == 1)
+        }
+        let done = try await cluster.scalar("SELECT count(*) FROM attache_file WHERE state = 'done'", in: url)
+        #expect(done == "510")
+        let receipts = try await scratch.attache(["queue", "receipts", "--json", "--queue", url], cluster)
+        let rows = try receipts.standardOutput.split(separator: "\n").map {
+            try JSONDecoder().decode(QueueReceipt.self, from: Data($0.utf8))
+        }
+        #expect(rows.count == 510)
+        #expect(Set(rows.compactMap(\.receipt.fileId)).count == 1)
+        #expect(rows.filter { $0.receipt.dedup != nil }.count == 509)
+        for row in rows.prefix(20) + rows.suffix(5) {
+            let receipt = row.receipt
+            let stored = try Data(contentsOf: URL(fileURLWithPath: scratch.store + "/files/" + (try #require(receipt.fileId))))
+            let opened = try Unsealer(scheme: receipt.seal.scheme, key: try #require(receipt.seal.key))
+                .unseal(DataSource(Array(stored))).readToEnd()
+            #expect(opened == source, "\(row.path) does not open to its source")
+        }
+    }
+
     /// SIGTERM: the worker stops claiming, finishes what it sends, hands back what it holds, exits 0, and
     /// leaves nothing claimed.
     @Test func sigtermStopsGracefullyWithNothingLeftClaimed() async throws {
