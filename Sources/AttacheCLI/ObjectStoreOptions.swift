@@ -51,7 +51,7 @@ package struct ObjectStoreOptions: ParsableArguments {
     package var s3Addressing: S3Addressing?
 
     @Option(help: ArgumentHelp(
-        "With --url s3://: the object key under the prefix; placeholders {idempotencyKey} {ext} {filename} {stem} {date} {kind} {random} (default: {idempotencyKey}{ext}).",
+        "With --url s3://: the object key under the prefix; placeholders {idempotencyKey} {ext} {filename} {stem} {date} {kind} {random} (default: {idempotencyKey}{ext}); {sha256} names the object by its content: the store is the index, a copy already there is not sent again, and the seal key is derived from the content.",
         valueName: "template"))
     package var keyTemplate: String?
 

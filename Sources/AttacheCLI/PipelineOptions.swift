@@ -412,7 +412,8 @@ extension PipelineOptions {
         guard dedup.contentReuse.reusesStoredUploads else { return }
         throw ValidationError(
             "--dedup \(dedup.rawValue) needs an index of stored uploads, which `attache \(command)` does not keep: "
-                + "use it with `attache batch` (its journal is the index) or `attache worker` (the queue is), or --dedup run")
+                + "use it with `attache batch` (its journal is the index), `attache worker` (the queue is), "
+                + "--key-template with {sha256} for s3:// (the bucket is), or --dedup run")
     }
 }
 

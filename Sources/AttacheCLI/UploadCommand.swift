@@ -80,7 +80,8 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
     package mutating func validate() throws {
         CommandLinePaths.restore(&files)
         try flags.validate()
-        try pipeline.refuseContentReuse(in: "upload")
+        // With a {sha256} key template the bucket is the index.
+        if objectStore.keyTemplate?.contains("{sha256}") != true { try pipeline.refuseContentReuse(in: "upload") }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
         if idempotencyKey != nil, files.count != 1 {
             throw ValidationError("--idempotency-key can be given for one file only")

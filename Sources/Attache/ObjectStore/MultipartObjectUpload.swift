@@ -46,6 +46,8 @@ struct MultipartObjectUpload: Sendable {
     let key: String
     let payload: any ByteSource
     let contentType: String
+    /// Headers of the object (`x-amz-meta-*`), given with its creation.
+    var metadata: [HeaderField] = []
     /// Whether parts still send their checksums as trailers (``MultipartSettings/ChecksumDelivery``).
     let trailers = TrailerChoice(true)
     /// Where the upload id and the confirmed parts are made durable, and what an earlier run left there.
@@ -188,7 +190,7 @@ struct MultipartObjectUpload: Sendable {
 
     /// `CreateMultipartUpload`; whether the store takes checksums of ``algorithm``, as its answer says.
     private func create() async throws -> (String, Bool) {
-        var headers = [HeaderField(name: "Content-Type", value: contentType)]
+        var headers = [HeaderField(name: "Content-Type", value: contentType)] + metadata
         let ask = settings.checksum == .whenSupported
         if ask { headers.append(HeaderField(name: "x-amz-checksum-algorithm", value: algorithm.s3Name)) }
         let created = try await stored(

@@ -136,8 +136,18 @@ public struct ObjectStoreEndpoint: Sendable {
 /// | `{date}` | the UTC date of the send, `yyyy-MM-dd` |
 /// | `{kind}` | `image`, `video`, `voice`, `sticker` or `file` |
 /// | `{random}` | 32 random hex digits |
+/// | `{sha256}` | the SHA-256 of the source file, hex: a *content-addressed* object (see below) |
 ///
 /// The default, ``standard``, is `{idempotencyKey}{ext}`: a rerun of the same upload writes the same object.
+///
+/// With `{sha256}` the store itself is the index of what is stored: the file is sealed with material
+/// derived from its content and the pipeline's settings (not a fresh key), so every sender of the same
+/// file seals it to the same object. The upload asks first (`HEAD`): an object already under the name, of
+/// the size and key check this content gives (`x-amz-meta-attache-key-check`), is taken as it is and
+/// nothing is sent (the receipt's `dedup` says so); otherwise it is written with `If-None-Match: *`, so a
+/// concurrent sender never overwrites it. An object of other bytes under the name is never overwritten:
+/// the file fails with `replay-mismatch`. What it reveals: the store sees one object for all copies, and
+/// anyone holding the file can derive its key and find its object.
 public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The template's text, placeholders and all (`{date}/{idempotencyKey}{ext}`), as given to ``init(_:)``.
     public var text: String
@@ -151,9 +161,13 @@ public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConver
     /// The text.
     public var description: String { text }
 
-    /// The key for one object, `prefix` first.
+    /// True when the template names objects by their content (`{sha256}`).
+    public var namesContent: Bool { text.contains("{sha256}") }
+
+    /// The key for one object, `prefix` first; `sha256` fills `{sha256}`.
     package func key(
-        prefix: String, idempotencyKey: String, filename: String, kind: MessageKind, date: Date = Date()
+        prefix: String, idempotencyKey: String, filename: String, kind: MessageKind, date: Date = Date(),
+        sha256: String? = nil
     ) -> String {
         let stem = PathText.deletingExtension(filename)
         let ext = stem.count < filename.count ? String(filename.dropFirst(stem.count + 1)) : ""
@@ -161,7 +175,7 @@ public struct ObjectKeyTemplate: Sendable, Hashable, Codable, CustomStringConver
         var key = text
         for (name, value) in [
             ("{idempotencyKey}", idempotencyKey), ("{ext}", ext.isEmpty ? "" : "." + ext), ("{filename}", filename),
-            ("{stem}", stem), ("{date}", day), ("{kind}", kind.rawValue),
+            ("{stem}", stem), ("{date}", day), ("{kind}", kind.rawValue), ("{sha256}", sha256 ?? idempotencyKey),
         ] {
             key = key.replacing(name, with: value)
         }

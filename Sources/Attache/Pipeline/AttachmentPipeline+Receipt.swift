@@ -33,6 +33,7 @@ extension AttachmentPipeline {
         receipt.scan = sealed.scan
         receipt.placeholders = output.placeholders
         receipt.object = sent.object
+        receipt.dedup = sent.dedup
         if let object = sent.object {
             if sent.stored.fileId == nil, let key = object.key { receipt.fileId = key }
             if receipt.url == nil { receipt.url = object.url }

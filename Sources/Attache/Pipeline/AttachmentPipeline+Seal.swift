@@ -29,6 +29,8 @@ struct SealedAttachment: Sendable {
     let receiptKey: AttachmentKey?
     /// True when the key was drawn for this send, so no earlier send can have used it.
     let isFreshMaterial: Bool
+    /// For a content-addressed object (a key template with `{sha256}`): its name and derived material.
+    var contentAddress: ContentAddress? = nil
     /// What the Scan stage found, when a scanner is configured.
     var scan: ScanReceipt? = nil
 
@@ -38,8 +40,16 @@ struct SealedAttachment: Sendable {
 
 extension AttachmentPipeline {
     /// seal: ScannedAttachment → SealedAttachment, carrying the scan's receipt on.
-    func seal(_ scanned: ScannedAttachment) throws -> SealedAttachment {
-        var sealed = try seal(scanned.transformed)
+    func seal(_ scanned: ScannedAttachment) async throws -> SealedAttachment {
+        var address: ContentAddress?
+        if configuration.objectStore?.keyTemplate.namesContent == true {
+            let source = scanned.transformed.prepared.original
+            let (fingerprint, scheme) = (configuration.settingsFingerprint, configuration.seal.scheme)
+            address = try await BlockingPool.shared.run {
+                try ContentAddress.read(source, fingerprint: fingerprint, scheme: scheme)
+            }
+        }
+        var sealed = try seal(scanned.transformed, address: address)
         sealed.scan = scanned.receipt
         return sealed
     }
@@ -47,10 +57,13 @@ extension AttachmentPipeline {
     /// seal: TransformedAttachment → SealedAttachment. Part 0 of the seal material is the attachment,
     /// 1, 2, … its thumbnails: each has header values of its own from the one seed, so a replay
     /// regenerates every part byte for byte.
-    func seal(_ transformed: TransformedAttachment) throws -> SealedAttachment {
+    ///
+    /// A content-addressed object is sealed with the material derived from its content (`address`), not
+    /// the attachment's own: that is what lets another sender find it by name and open it.
+    func seal(_ transformed: TransformedAttachment, address: ContentAddress? = nil) throws -> SealedAttachment {
         let seal = configuration.seal
         let attachment = transformed.prepared.attachment
-        let material = attachment.sealMaterial ?? SealMaterial.random(for: seal.scheme)
+        let material = address?.material ?? attachment.sealMaterial ?? SealMaterial.random(for: seal.scheme)
         let sealer = Sealer(scheme: seal.scheme, key: seal.key ?? material.key, transferEncoding: seal.transferEncoding)
         let payload = try sealer.seal(transformed.payload, material: material, part: 0)
         let isPlain = seal.scheme == .none && seal.transferEncoding == .binary
@@ -73,6 +86,7 @@ extension AttachmentPipeline {
         return SealedAttachment(
             transformed: transformed, seal: seal, payload: payload, thumbnails: thumbnails,
             contentType: isPlain ? transformed.output.mimeType : sealedType, isPlain: isPlain,
-            receiptKey: drawn ? material.key : nil, isFreshMaterial: drawn && attachment.sealMaterial == nil)
+            receiptKey: drawn ? material.key : nil,
+            isFreshMaterial: drawn && attachment.sealMaterial == nil && address == nil, contentAddress: address)
     }
 }

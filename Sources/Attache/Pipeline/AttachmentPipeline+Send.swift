@@ -25,6 +25,8 @@ struct SentAttachment: Sendable {
     let thumbnails: [SentThumbnail]
     /// Where the attachment is in an object store; nil for other uploads.
     var object: ObjectReceipt? = nil
+    /// For a content-addressed object that was there already: what the receipt's `dedup` says.
+    var dedup: DedupReceipt? = nil
 
     /// What was sealed.
     var sealed: SealedAttachment { forms.sealed }

@@ -221,7 +221,7 @@ public struct AttachmentPipeline: Sendable {
         let scanned = configuration.scan.scanner == nil
             ? try await scan(transformed) : try await stage("scan", span: "attache.scan") { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
         progress?(.stage(.seal))
-        let sealed = try await stage("seal", span: "attache.seal") { try seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
+        let sealed = try await stage("seal", span: "attache.seal") { try await seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
         progress?(.stage(.upload))
         let forms = form(sealed)  // → AttachmentForms (the one form specification)
         let sent = try await stage("upload", span: nil) { try await send(forms, progress: progress) }  // → SentAttachment (the server's answers)

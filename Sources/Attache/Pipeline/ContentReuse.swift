@@ -134,3 +134,47 @@ extension AttachmentPipeline {
         }
     }
 }
+
+/// What a content-addressed object (a key template with `{sha256}`) is named and sealed by, read from the
+/// source in one pass: the source's SHA-256, which names the object, and seal material derived from the
+/// content and the settings, so that every sender of the same file under the same settings seals it to the
+/// same bytes and the store itself is the index. The material comes from a second digest (SHA-256 of a
+/// label, the settings fingerprint and the content), which the object's name does not give away: only
+/// someone holding the file derives its key.
+struct ContentAddress: Sendable {
+    /// The source's SHA-256, lower-case hex (the template's `{sha256}`).
+    let sha256: String
+    /// The seal material every sender of this content derives.
+    let material: SealMaterial
+
+    /// Reads `source` once. Blocking: call it on a ``AttacheCore/BlockingPool`` thread.
+    static func read(_ source: any ByteSource, fingerprint: String, scheme: SealScheme) throws -> ContentAddress {
+        let name = try SHA256Digest()
+        let secret = try SHA256Digest()
+        try Array(("attache-convergent-seal-v1\u{0}" + fingerprint + "\u{0}").utf8).withUnsafeBytes { try secret.update($0) }
+        try ContentDigest.forEachChunk(of: source) { chunk in
+            try name.update(chunk)
+            try secret.update(chunk)
+        }
+        let sha256 = try name.finish().map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        let seed = SecureBytes(try secret.finish())
+        let derived = try seed.withUnsafeBytes { raw in
+            try HKDF.sha256(key: raw, salt: [], info: Array("attache convergent key and nonce seed".utf8), count: 64)
+        }
+        let keyBytes = derived.withUnsafeBytes { SecureBytes(UnsafeRawBufferPointer(rebasing: $0[..<32])) }
+        let nonceSeed = derived.withUnsafeBytes { SecureBytes(UnsafeRawBufferPointer(rebasing: $0[32..<64])) }
+        _ = scheme
+        return ContentAddress(
+            sha256: sha256, material: try SealMaterial(key: AttachmentKey(bytes: keyBytes), nonceSeed: nonceSeed))
+    }
+
+    /// A check value of the derived key that gives nothing of it away (a hash under a label of its own),
+    /// stored as the object's `x-amz-meta-attache-key-check`: a `HEAD` tells by it that an object under
+    /// the content's name was sealed with this key.
+    var keyCheck: String {
+        let text = material.key.bytes.withUnsafeBytes { raw in
+            (try? SHA256Digest.hash(Array("attache key check\u{0}".utf8) + Array(raw))) ?? []
+        }
+        return String(text.prefix(16).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined())
+    }
+}

@@ -104,6 +104,12 @@ public struct PipelineConfiguration: Sendable {
     ///   names one fixed object (each thumbnail would replace the attachment).
     package func validate() throws {
         let profile = answers.profile
+        if let objectStore, objectStore.keyTemplate.namesContent, ![.streamGCM, .none].contains(seal.scheme) {
+            throw AttacheError(
+                .invalidArgument, stage: .configuration,
+                "a {sha256} object key seals with material derived from the content, which the stream-gcm scheme (or none) "
+                    + "takes, not \(seal.scheme)")
+        }
         if method == .put, body == .form {
             throw AttacheError(.invalidArgument, stage: .configuration, "a PUT sends the sealed bytes alone: its body cannot be a form")
         }
