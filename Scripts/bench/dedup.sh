@@ -97,14 +97,56 @@ PY
     awk -v t="$ratio" '{printf "%s %.2f %s\n", $1, $2 + $3, t}' "$WORK/time"
 }
 
-on_walls=() on_cpus=() off_walls=() off_cpus=()
+on_walls=() on_cpus=() off_walls=() off_cpus=() reuse_walls=()
 for run in $(seq 1 "$RUNS"); do
     read -r wall cpu on_transforms < <(run_mode run "$run")
     on_walls+=("$wall") on_cpus+=("$cpu")
     read -r owall ocpu off_transforms < <(run_mode off "$run")
     off_walls+=("$owall") off_cpus+=("$ocpu")
-    bench_log "run $run: --dedup run ${wall} s ${cpu} CPU-s ($on_transforms transforms per distinct source); --dedup off ${owall} s ${ocpu} CPU-s ($off_transforms)"
+    read -r rwall rcpu _ < <(run_mode reuse "$run")
+    reuse_walls+=("$rwall")
+    bench_log "run $run: --dedup run ${wall} s ${cpu} CPU-s ($on_transforms transforms per distinct source); --dedup off ${owall} s ${ocpu} CPU-s ($off_transforms); --dedup reuse ${rwall} s ${rcpu} CPU-s"
 done
+
+# What a user checks, on the last run of each mode: every file has a receipt, and every receipt's key
+# opens the file the server holds (attache download --from with a key file per receipt, decrypting and
+# verifying each). And --dedup reuse sent the distinct sources' sealed bytes, no more.
+check=$(python3 - "$WORK" "$RUNS" "$FILES" "$URL" <<'PY'
+import hashlib, json, os, sys
+work, runs, files, url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+keys = os.path.join(work, "keys")
+os.makedirs(keys, mode=0o700, exist_ok=True)
+sealed_by_source, reuse_sent, receipts, lines = {}, 0, 0, []
+for mode in ("run", "reuse"):
+    for line in open(os.path.join(work, f"receipts-{mode}-{runs}.jsonl")):
+        event = json.loads(line)
+        if event.get("event") != "succeeded":
+            continue
+        receipt = event["receipt"]
+        receipts += 1
+        digest = hashlib.sha256(open(receipt["path"], "rb").read()).hexdigest()
+        if mode == "run":
+            sealed_by_source[digest] = receipt["sentByteCount"]
+        elif "dedup" not in receipt:
+            reuse_sent += receipt["sentByteCount"]
+        key_file = os.path.join(keys, f"{mode}-{receipts}")
+        with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as out:
+            out.write(receipt["seal"]["key"])
+        lines.append(json.dumps({"url": receipt["url"], "output": f"{mode}-{receipts}", "keyFile": key_file}))
+with open(os.path.join(work, "downloads.list"), "w") as out:
+    out.write("\n".join(lines) + "\n")
+print(receipts, f"{reuse_sent / max(1, sum(sealed_by_source.values())):.2f}")
+PY
+)
+read -r receipts reuse_bytes <<<"$check"
+rm -rf "$WORK/opened"
+if "$ATTACHE" download --from "$WORK/downloads.list" -d "$WORK/opened" --concurrency 8 > "$WORK/download.out" 2> "$WORK/download.err"; then
+    opened=$(find "$WORK/opened" -type f ! -name '*.sqlite*' | wc -l)
+else
+    tail -5 "$WORK/download.err" >&2
+    opened=0
+fi
+bench_log "receipts of the last run and reuse run: $receipts; opened with their keys: $opened"
 on=$(bench_median "${on_walls[@]}") off=$(bench_median "${off_walls[@]}")
 printf 'dedup: %s files (%s distinct sources); --dedup run %s s (%s files/s), %s CPU-s; --dedup off %s s (%s files/s), %s CPU-s\n' \
     "$FILES" "$distinct_sources" "$on" "$(python3 -c "print(f'{$FILES / $on:.1f}')")" "$(bench_median "${on_cpus[@]}")" \
@@ -112,3 +154,9 @@ printf 'dedup: %s files (%s distinct sources); --dedup run %s s (%s files/s), %s
 bench_check dedup.speed "$(python3 -c "print(f'{$off / $on:.2f}')")"
 bench_check dedup.cpu "$(bench_ratio "$(bench_median "${on_cpus[@]}")" "$(bench_median "${off_cpus[@]}")")"
 bench_check dedup.transforms "$on_transforms"
+reuse=$(bench_median "${reuse_walls[@]}")
+printf 'dedup: --dedup reuse %s s (%s files/s); sealed bytes sent / distinct sources sealed bytes %s\n' \
+    "$reuse" "$(python3 -c "print(f'{$FILES / $reuse:.1f}')")" "$reuse_bytes"
+bench_check dedup.reuse.speed "$(python3 -c "print(f'{$off / $reuse:.2f}')")"
+bench_check dedup.reuse.bytes "$reuse_bytes"
+bench_check dedup.opens "$(python3 -c "print(f'{$opened / (2 * $FILES):.2f}')")"

@@ -217,6 +217,42 @@ struct ContentReuseTests {
         }
     }
 
+    @Test("library: a ContentIndex makes copies sent at once and later one upload; a forgotten object is sent again")
+    func libraryIndex() async throws {
+        let folder = try ScratchFolder(prefix: "attache-reuse-library")
+        defer { folder.remove() }
+        let photo = Array(try Data(contentsOf: Self.samples.appendingPathComponent("photo.jpg")))
+        let paths = try (0..<4).map { try folder.write("copy\($0).jpg", photo) }
+        let index = InMemoryContentIndex()
+        try await LiveServer.with { server in
+            let pipeline = try server.pipeline {
+                $0.seal = SealConfiguration()
+                $0.contentIndex = index
+                $0.contentReuse = .verify
+            }
+            let atOnce = try await withThrowingTaskGroup(of: UploadReceipt.self) { group in
+                for path in paths.prefix(3) { group.addTask { try await pipeline.send(Attachment(path: path)) } }
+                var receipts: [UploadReceipt] = []
+                for try await receipt in group { receipts.append(receipt) }
+                return receipts
+            }
+            // In memory, the same bytes: the same content.
+            let inMemory = try await pipeline.send(Attachment(bytes: photo, filename: "again.jpg"))
+            #expect(try await server.stats().idempotencyKeys == 1)
+            let sent = try #require(atOnce.first { $0.dedup == nil })
+            #expect(atOnce.filter { $0.dedup != nil }.count == 2)
+            #expect(inMemory.dedup?.reusedFrom == sent.idempotencyKey)
+            for receipt in atOnce + [inMemory] { _ = try await Self.expectOpens(receipt, server) }
+
+            // The object is deleted: verify sends the next copy again and the index takes the new upload.
+            try FileManager.default.removeItem(atPath: server.store + "/files/" + (try #require(sent.fileId)))
+            let resent = try await pipeline.send(Attachment(path: paths[3]))
+            #expect(resent.dedup == nil && resent.fileId != sent.fileId)
+            #expect(try await index.storedUpload(for: ContentKey(sha256: try Self.sha256(paths[3]), settings: pipeline.configuration.settingsFingerprint))?.idempotencyKey == resent.idempotencyKey)
+            _ = try await Self.expectOpens(resent, server)
+        }
+    }
+
     @Test("a copy takes over the key of a send whose answer was lost: the server answers it again, stores nothing new")
     func unfinishedSendIsTakenOver() async throws {
         let folder = try ScratchFolder(prefix: "attache-reuse-takeover")

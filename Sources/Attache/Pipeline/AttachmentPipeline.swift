@@ -28,6 +28,8 @@ public struct AttachmentPipeline: Sendable {
     let transformShare: TransformShare?
     /// Sends at once, when limited.
     private let sendLimiter: AsyncLimiter?
+    /// The turns of sends of one content, with ``PipelineConfiguration/contentIndex``.
+    let contentTurns = ContentTurns()
     /// Send: multipart POSTs, on the pipeline's one client (resumable uploads and object-store requests
     /// run on the same client).
     private(set) var uploader: Uploader
@@ -135,6 +137,15 @@ public struct AttachmentPipeline: Sendable {
 
     /// `run` within the pipeline's limit of concurrent sends.
     private func limited(
+        _ attachment: Attachment, facts: SendFacts?, progress: (@Sendable (PipelineProgress) -> Void)?
+    ) async throws -> UploadReceipt {
+        if let index = configuration.contentIndex, configuration.contentReuse.reusesStoredUploads {
+            return try await reusing(attachment, index: index) { try await limitedRun(attachment, facts: facts, progress: progress) }
+        }
+        return try await limitedRun(attachment, facts: facts, progress: progress)
+    }
+
+    private func limitedRun(
         _ attachment: Attachment, facts: SendFacts?, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
         guard let sendLimiter else { return try await run(attachment, facts: facts, progress: progress) }

@@ -178,3 +178,138 @@ struct ContentAddress: Sendable {
         return String(text.prefix(16).map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined())
     }
 }
+
+/// What identifies stored content for ``ContentIndex``: the source's SHA-256 and the pipeline's
+/// ``PipelineConfiguration/settingsFingerprint`` (two sends with the same key give the same upload but for
+/// the seal key).
+public struct ContentKey: Sendable, Hashable, CustomStringConvertible {
+    /// The source's SHA-256, lower-case hex.
+    public var sha256: String
+    /// The settings' fingerprint (with the declared kind, when one was given).
+    public var settings: String
+
+    /// Creates a key.
+    public init(sha256: String, settings: String) {
+        self.sha256 = sha256
+        self.settings = settings
+    }
+
+    /// `SHA256/SETTINGS`: one string for a database column.
+    public var description: String { sha256 + "/" + settings }
+}
+
+/// A backend's index of stored uploads by content, for ``PipelineConfiguration/contentIndex``: a table
+/// of the backend's own, keyed by ``ContentKey/description``. The pipeline asks it before a send and
+/// tells it what a send stored; the sends of one pipeline with the same content take turns, so that one
+/// process never sends one content twice at once. Across processes, make ``record(_:for:)`` keep the first
+/// receipt (a unique key) and have the others read it. ``InMemoryContentIndex`` is one for a single
+/// process.
+public protocol ContentIndex: Sendable {
+    /// The receipt of a stored upload of `key`'s content, or nil.
+    func storedUpload(for key: ContentKey) async throws -> UploadReceipt?
+    /// Records `receipt` (a send that just stored the content) as the stored upload of `key`.
+    func record(_ receipt: UploadReceipt, for key: ContentKey) async throws
+    /// Takes `receipt` out of the index: it failed a check (its bytes are gone, or its key does not open
+    /// them), and a new send of the content follows.
+    func forget(_ receipt: UploadReceipt, for key: ContentKey) async throws
+}
+
+/// A ``ContentIndex`` in memory, for one process (tests, a short-lived tool, a cache in front of a
+/// database).
+public actor InMemoryContentIndex: ContentIndex {
+    private var stored: [ContentKey: UploadReceipt] = [:]
+
+    /// An empty index.
+    public init() {}
+
+    public func storedUpload(for key: ContentKey) -> UploadReceipt? { stored[key] }
+
+    public func record(_ receipt: UploadReceipt, for key: ContentKey) {
+        if stored[key] == nil { stored[key] = receipt }
+    }
+
+    public func forget(_ receipt: UploadReceipt, for key: ContentKey) {
+        if stored[key]?.idempotencyKey == receipt.idempotencyKey { stored[key] = nil }
+    }
+}
+
+extension AttachmentPipeline {
+    /// `send` with ``PipelineConfiguration/contentIndex``: the stored upload of the same content when the
+    /// index has one that passes the checks (``PipelineConfiguration/contentReuse``), else `send` and the
+    /// index told. A stream attachment is sent as it is (its bytes are read once, by the send).
+    func reusing(
+        _ attachment: Attachment, index: any ContentIndex, _ send: () async throws -> UploadReceipt
+    ) async throws -> UploadReceipt {
+        let start = ContinuousClock.now
+        let source: any ByteSource
+        switch attachment.content {
+        case .file: source = try FileSource(path: attachment.path)
+        case .bytes(let bytes): source = DataSource(bytes)
+        case .stream: return try await send()
+        }
+        let sha256 = try await BlockingPool.shared.run { try ContentDigest.sha256Hex(of: source) }
+        let key = ContentKey(
+            sha256: sha256,
+            settings: configuration.settingsFingerprint + (attachment.declaredKind.map { "+" + $0.rawValue } ?? ""))
+        return try await contentTurns.withTurn(key.description) {
+            while let stored = try await index.storedUpload(for: key) {
+                var doubt = stored.reuseDoubt(
+                    sha256: sha256, byteCount: source.byteCount, fixedKey: configuration.seal.key != nil)
+                if doubt == nil, configuration.contentReuse == .verify { doubt = await storedUploadDoubt(stored) }
+                guard let doubt else {
+                    return stored.reused(forPath: attachment.path, sha256: sha256, seconds: (ContinuousClock.now - start).seconds)
+                }
+                logger.warning(
+                    "not reusing the stored upload; sending the file",
+                    metadata: ["file": "\(attachment.path)", "reason": "\(doubt)", "upload": "\(stored.idempotencyKey)"])
+                try await index.forget(stored, for: key)
+            }
+            let receipt = try await send()
+            try await index.record(receipt, for: key)
+            return receipt
+        }
+    }
+}
+
+/// One pipeline's turns by content: a send holds its content's turn from the index lookup to the
+/// index's record, the others with the same content wait in order (holding no thread).
+final class ContentTurns: Sendable {
+    private struct State {
+        var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+    }
+
+    private let state = LockedValue(State())
+
+    func withTurn<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
+        await acquire(key)
+        defer { release(key) }
+        return try await body()
+    }
+
+    private func acquire(_ key: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.waiting[key] == nil {
+                    state.waiting[key] = []
+                    return true
+                }
+                state.waiting[key]!.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func release(_ key: String) {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard var queue = state.waiting[key], !queue.isEmpty else {
+                state.waiting[key] = nil
+                return nil
+            }
+            let next = queue.removeFirst()
+            state.waiting[key] = queue
+            return next
+        }
+        next?.resume()
+    }
+}

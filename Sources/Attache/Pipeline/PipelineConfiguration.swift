@@ -34,6 +34,14 @@ public struct PipelineConfiguration: Sendable {
     /// key and uploads on its own, so no server can tell the two apart. The receipt's
     /// ``TransformReceipt/reused`` says so. False: every send transforms its own file.
     public var sharesTransforms = true
+    /// Where stored uploads are looked up by content (``ContentIndex``; nil, the default: nowhere). With an
+    /// index and ``contentReuse`` on, a send whose file has the same bytes (SHA-256) and settings as a
+    /// stored upload the index knows returns that upload's receipt (``UploadReceipt/dedup``) and sends
+    /// nothing; a send that stores is recorded in it. See ``ContentReuse`` for what reuse reveals.
+    public var contentIndex: (any ContentIndex)?
+    /// Whether ``contentIndex`` is used: ``ContentReuse/reuse``, or ``ContentReuse/verify`` to download and
+    /// open the stored upload first. Off by default.
+    public var contentReuse: ContentReuse = .off
     /// Image transforms running at once across all the sends of one pipeline (default: one per core).
     /// Uploads beyond that wait for a slot before decoding, which keeps a batch's memory bounded.
     public var transformConcurrency = ProcessInfo.processInfo.activeProcessorCount
