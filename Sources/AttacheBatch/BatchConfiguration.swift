@@ -24,6 +24,11 @@ public struct BatchConfiguration: Sendable {
     /// Follow symbolic links wherever they point (by default only links that stay inside the folder
     /// being walked, and never links to folders).
     public var followSymlinks = false
+    /// What the walk takes: by default every file but hidden ones (names starting with `.`, and what is
+    /// inside hidden folders) and operating-system junk; include and exclude globs and size bounds narrow
+    /// it (``AttacheCore/WalkFilter``). A file named in the paths is taken even when hidden. What is left
+    /// out is counted by reason in ``BatchSummary/filtered``; the journal records the filter of each run.
+    public var filter = WalkFilter()
     /// The kind every file is declared as; detected from the content when nil.
     public var declaredKind: MessageKind?
     /// Whether a file whose content was stored before takes that upload's receipt instead of being sent

@@ -117,6 +117,13 @@ public struct BatchSummary: Sendable, Codable {
     /// Of the stored files, those that took the receipt of an upload of the same content
     /// (``BatchConfiguration/contentReuse``) and sent nothing.
     public var reused = 0
+    /// Paths the walk left out by the filter (``BatchConfiguration/filter``), by reason
+    /// (``AttacheCore/WalkFilter/Reason`` raw values: `hidden`, `junk`, `excluded`, …); a folder left out
+    /// counts once, whatever it holds.
+    public var filtered: [String: Int] = [:]
+    /// The filter of the journal's previous run, when it was not this run's (`""`: the default one): files
+    /// that one took and this one leaves out keep their rows, and are not sent again by this run.
+    public var previousFilter: String?
     /// Source bytes of the files sent (reused ones not included).
     public var originalBytes: Int64 = 0
     /// Bytes of the stored files as sent (after recompression and sealing).

@@ -192,8 +192,14 @@ private struct BatchDriver: Sendable {
             roots: paths, followSymlinks: configuration.followSymlinks,
             excluding: [
                 journalPath, journalPath + "-wal", journalPath + "-shm", journalPath + "-journal", journalPath + ".lock",
-            ])
+            ], filter: configuration.filter)
         var summary = BatchSummary()
+        if let journal, !configuration.dryRun {
+            let filter = configuration.filter.description
+            if let previous = try? await pool.run({ try journal.previousFilter(before: runID) }), previous != filter {
+                summary.previousFilter = previous
+            }
+        }
         var fatal: AttacheError?
 
         await withTaskGroup(of: Outcome.self) { group in
@@ -235,6 +241,8 @@ private struct BatchDriver: Sendable {
                             }
                             summary.skipped += 1
                             await events.send(.skipped(file, .notSent(reason)))
+                        case .filtered(_, let reason):
+                            summary.filtered[reason.rawValue, default: 0] += 1
                         case .failed(let path, let code, let message):
                             let file = BatchFile(id: BatchFileID(nextID), path: path, byteCount: 0)
                             nextID += 1
@@ -305,7 +313,8 @@ private struct BatchDriver: Sendable {
             let lock = try JournalLock(journalPath: path)
             return (try UploadJournal(path: path, durable: durable), lock)
         }
-        let runID = try await pool.run { try journal.beginRun() }
+        let filter = configuration.filter.description
+        let runID = try await pool.run { try journal.beginRun(filter: filter) }
         return (journal, runID, lock)
     }
 

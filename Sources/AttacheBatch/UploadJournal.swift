@@ -110,11 +110,21 @@ package final class UploadJournal: Sendable {
     // MARK: Writing (the batch's steps; each one is its own committed transaction)
 
     /// Records the start of a run and returns its id.
-    func beginRun() throws -> Int64 {
+    func beginRun(filter: String = "") throws -> Int64 {
         try access("start a run in the journal") {
             try database.write { db in
-                try db.execute(sql: "INSERT INTO run (startedAt) VALUES (?)", arguments: [Self.now()])
+                try db.execute(sql: "INSERT INTO run (startedAt, filter) VALUES (?, ?)", arguments: [Self.now(), filter])
                 return db.lastInsertedRowID
+            }
+        }
+    }
+
+    /// The filter of the last run before `runID` (``AttacheCore/WalkFilter/description``), when there was one.
+    package func previousFilter(before runID: Int64) throws -> String? {
+        try access("read the journal") {
+            try database.read { db in
+                try String.fetchOne(
+                    db, sql: "SELECT COALESCE(filter, '') FROM run WHERE id < ? ORDER BY id DESC LIMIT 1", arguments: [runID])
             }
         }
     }
@@ -515,6 +525,9 @@ package final class UploadJournal: Sendable {
             ALTER TABLE file ADD COLUMN contentKey TEXT;
             CREATE INDEX file_content ON file(contentKey, state);
             """),
+        // What each run's walk took (`--include`, `--exclude`, sizes, `--hidden`), so that a run with
+        // another filter says so.
+        JournalMigration("v6-run-filter", "ALTER TABLE run ADD COLUMN filter TEXT"),
     ]
 
     /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small

@@ -37,6 +37,7 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
 
     @OptionGroup var endpointSelection: EndpointOptions
     @OptionGroup var pipeline: PipelineOptions
+    @OptionGroup(title: "Choosing files") var walk: WalkOptions
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var scanning: ScanOptions
     @OptionGroup(title: "Object storage") var objectStore: ObjectStoreOptions
@@ -106,6 +107,7 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
         configuration.durableJournal = durable
         configuration.declaredKind = pipeline.kind
         configuration.contentReuse = pipeline.dedup.contentReuse
+        configuration.filter = walk.filter
 
         let batch = BatchUploader(configuration: configuration)
         let run = batch.run(paths)

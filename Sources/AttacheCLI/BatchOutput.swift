@@ -196,6 +196,17 @@ final class BatchOutput {
             if summary.replayed > 0 { bytes += ", \(summary.replayed) already on the server" }
             write(bytes)
         }
+        if !summary.filtered.isEmpty {
+            let counts = WalkFilter.Reason.allCases.compactMap { reason in
+                summary.filtered[reason.rawValue].map { "\($0) \(reason)" }
+            }
+            write("left out by the filter: " + counts.joined(separator: ", "))
+        }
+        if let previous = summary.previousFilter {
+            write(
+                "note: the journal's previous run walked with \(previous.isEmpty ? "the default filter" : previous); "
+                    + "files it took that this filter leaves out keep their rows and were not sent again")
+        }
         for failure in summary.failures {
             write("  failed \(failure.path): \(failure.stage): \(failure.message) [\(failure.code)]")
         }

@@ -27,6 +27,7 @@ struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var queue: QueueOptions
+    @OptionGroup(title: "Choosing files") var walk: WalkOptions
 
     @Argument(help: "Files and folders to enqueue.", completion: .file())
     var paths: [String]
@@ -55,6 +56,7 @@ struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
         configuration.scheme = scheme
         configuration.hashLimit = hashLimit
         configuration.followSymlinks = followSymlinks
+        configuration.filter = walk.filter
         let json = json
         let summary = try await withQueue(queue, logger: logger) { database in
             try await QueueEnqueuer(database: database, configuration: configuration).enqueue(paths) { path, error in
@@ -71,6 +73,13 @@ struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
             var line = "\(summary.added) added (\(formatBytes(summary.addedBytes))), \(summary.alreadyQueued) already queued"
             if summary.skipped > 0 { line += ", \(summary.skipped) skipped" }
             if summary.failed > 0 { line += ", \(summary.failed) unreadable" }
+            let filtered = summary.filtered.values.reduce(0, +)
+            if filtered > 0 {
+                line += ", \(filtered) left out by the filter ("
+                    + WalkFilter.Reason.allCases.compactMap { reason in
+                        summary.filtered[reason.rawValue].map { "\($0) \(reason.rawValue)" }
+                    }.joined(separator: ", ") + ")"
+            }
             Console.out(line + " of \(summary.discovered) files")
         }
         if summary.failed > 0 { throw ExitCode(ExitStatus.someFailed) }

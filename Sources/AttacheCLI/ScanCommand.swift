@@ -27,6 +27,8 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
     @Argument(help: "The files and folders to scan.")
     var files: [String]
 
+    @OptionGroup(title: "Choosing files (hidden files are always scanned)") var walk: WalkOptions
+
     @Option(
         help: ArgumentHelp("clamd's address: unix:PATH or tcp:HOST:PORT (default: $ATTACHE_CLAMD).", valueName: "address"),
         transform: ScanOptions.parseAddress)
@@ -78,7 +80,11 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
         // thread per session takes files from it; by descriptor each keeps up to 16 requests unanswered
         // and sends the next file as soon as an answer frees a place, as clamdscan pipelines them;
         // streamed, one file at a time. The results come back here in runs, to be printed.
-        let walker = FileWalker(roots: files, followSymlinks: false)
+        // A scanner looks at hidden files too (what hides there is what it is for): only the globs and
+        // sizes narrow the walk.
+        var filter = walk.filter
+        filter.includesHidden = true
+        let walker = FileWalker(roots: files, followSymlinks: false, filter: filter)
         let (results, sink) = AsyncStream.makeStream(of: [Entry].self)
         let workers = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -108,6 +114,7 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
             Console.out("Scanned files: \(tally.scanned)")
             Console.out("Infected files: \(tally.infected)")
             if tally.skipped > 0 { Console.out("Skipped: \(tally.skipped)") }
+            if tally.filtered > 0 { Console.out("Left out by the filter: \(tally.filtered)") }
             if tally.errors > 0 { Console.out("Total errors: \(tally.errors)") }
             Console.out("Time: \(String(Double(Int(seconds * 1000)) / 1000)) sec")
         }
@@ -190,6 +197,8 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
     }
 
     private struct Tally {
+        /// Paths the globs or sizes left out.
+        var filtered = 0
         var scanned = 0
         var infected = 0
         var errors = 0
@@ -248,6 +257,9 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
             return infected ? nil : TerminalText.escaping("\(path): \(reason) SKIPPED") + "\n"
         case .failed(let path, let code, let message):
             return line(path, .failure(AttacheError(code, stage: .scan, message, file: path)), into: &tally)
+        case .filtered:
+            tally.filtered += 1
+            return nil
         }
     }
 }

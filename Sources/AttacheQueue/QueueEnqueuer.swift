@@ -30,6 +30,8 @@ public struct QueueEnqueuer: Sendable {
         public var hashLimit: Int64 = 16 * 1024 * 1024
         /// Rows per `INSERT`.
         public var batchSize = 500
+        /// What the walk takes (by default all but hidden files and OS junk; ``AttacheCore/WalkFilter``).
+        public var filter = WalkFilter()
         /// The threads that walk folders and hash files.
         package var pool: BlockingPool = .shared
 
@@ -51,6 +53,8 @@ public struct QueueEnqueuer: Sendable {
         public var skipped = 0
         /// Paths that could not be read.
         public var failed = 0
+        /// Paths the filter left out, by reason (``AttacheCore/WalkFilter/Reason`` raw values).
+        public var filtered: [String: Int] = [:]
 
         /// All zero.
         public init() {}
@@ -84,7 +88,7 @@ public struct QueueEnqueuer: Sendable {
         _ paths: [String], onProblem: @Sendable (String, AttacheError) -> Void
     ) async throws -> Summary {
         try await database.requireCurrentSchema()
-        let walker = FileWalker(roots: paths, followSymlinks: configuration.followSymlinks)
+        let walker = FileWalker(roots: paths, followSymlinks: configuration.followSymlinks, filter: configuration.filter)
         let configuration = configuration
         var summary = Summary()
         var rows: [Row] = []
@@ -117,6 +121,8 @@ public struct QueueEnqueuer: Sendable {
                         return .problem(path, AttacheError(.unsupportedInput, stage: .read, reason, file: path), skipped: true)
                     case .failed(let path, let code, let message):
                         return .problem(path, AttacheError(code, stage: .read, message, file: path), skipped: false)
+                    case .filtered(_, let reason):
+                        return .filtered(reason)
                     }
                 }
             }
@@ -128,6 +134,8 @@ public struct QueueEnqueuer: Sendable {
                 case .problem(let path, let error, let skipped):
                     if skipped { summary.skipped += 1 } else { summary.failed += 1 }
                     onProblem(path, error)
+                case .filtered(let reason):
+                    summary.filtered[reason.rawValue, default: 0] += 1
                 }
             }
             while rows.count >= configuration.batchSize {
@@ -150,6 +158,7 @@ public struct QueueEnqueuer: Sendable {
     enum Identified: Sendable {
         case file(Row)
         case problem(String, AttacheError, skipped: Bool)
+        case filtered(WalkFilter.Reason)
     }
 
     /// One `INSERT … ON CONFLICT DO NOTHING` for `rows`; keys and material are made here, so a row that

@@ -17,6 +17,7 @@ public enum ContentReuse: String, Sendable, Hashable, Codable, CaseIterable, Cus
     /// the index corrected.
     case verify
 
+    /// The mode's name, as `--dedup` takes it.
     public var description: String { rawValue }
 
     /// True for ``reuse`` and ``verify``.
@@ -222,12 +223,15 @@ public actor InMemoryContentIndex: ContentIndex {
     /// An empty index.
     public init() {}
 
+    /// The receipt recorded for `key`, if any.
     public func storedUpload(for key: ContentKey) -> UploadReceipt? { stored[key] }
 
+    /// Records `receipt` for `key`, unless one is recorded already (the first stays).
     public func record(_ receipt: UploadReceipt, for key: ContentKey) {
         if stored[key] == nil { stored[key] = receipt }
     }
 
+    /// Removes the receipt of `key` when it is `receipt` (the same idempotency key).
     public func forget(_ receipt: UploadReceipt, for key: ContentKey) {
         if stored[key]?.idempotencyKey == receipt.idempotencyKey { stored[key] = nil }
     }

@@ -17,6 +17,8 @@ package final class FileWalker: Sendable {
         case skipped(path: String, reason: String)
         /// A path that could not be examined (a dangling link, an unreadable folder).
         case failed(path: String, code: AttacheError.Code, message: String)
+        /// A file or folder the filter leaves out (``WalkFilter``); a folder is not entered.
+        case filtered(path: String, reason: WalkFilter.Reason)
     }
 
     private struct Frame {
@@ -25,6 +27,8 @@ package final class FileWalker: Sendable {
         var index = 0
         /// The real path of the command-line folder this one is under.
         var rootReal: String
+        /// That folder as given, without a trailing `/`: paths under it are matched relative to it.
+        var root: String
         var node: FileNode
     }
 
@@ -38,12 +42,15 @@ package final class FileWalker: Sendable {
 
     private let followSymlinks: Bool
     private let excluded: Set<String>
+    private let filter: WalkFilter
     private let state: LockedValue<State>
 
-    /// Creates a walker over `roots`, never yielding the absolute paths in `excluding`.
-    package init(roots: [String], followSymlinks: Bool, excluding: Set<String> = []) {
+    /// Creates a walker over `roots`, never yielding the absolute paths in `excluding`, taking what
+    /// `filter` takes (everything by default).
+    package init(roots: [String], followSymlinks: Bool, excluding: Set<String> = [], filter: WalkFilter = .everything) {
         self.followSymlinks = followSymlinks
         self.excluded = excluding
+        self.filter = filter
         self.state = LockedValue(State(roots: roots))
     }
 
@@ -58,11 +65,15 @@ package final class FileWalker: Sendable {
                     frame.index += 1
                     let path = frame.directory == "/" ? "/" + name : frame.directory + "/" + name
                     let rootReal = frame.rootReal
+                    let relative = String(path.dropFirst(frame.root == "/" ? 1 : frame.root.count + 1))
                     state.stack.append(frame)
                     // The folders above `path` (a loop check needs them, for a link to a folder only):
                     // passed as the array it is, which a push below copies only when a folder is entered.
                     let ancestors = state.stack
-                    if let item = visit(path, rootReal: rootReal, ancestors: ancestors, push: { state.stack.append($0) }) {
+                    if let item = visit(
+                        path, relative: relative, rootReal: rootReal, root: frame.root, ancestors: ancestors,
+                        push: { state.stack.append($0) })
+                    {
                         items.append(item)
                     }
                 } else if state.nextRoot < state.roots.count {
@@ -87,17 +98,22 @@ package final class FileWalker: Sendable {
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
-            return isExcluded(path) ? nil : .file(path: path, byteCount: Int64(info.st_size))
+            if isExcluded(path) { return nil }
+            if let reason = filter.reason(forFile: PathText.lastComponent(path), byteCount: Int64(info.st_size), named: true) {
+                return .filtered(path: path, reason: reason)
+            }
+            return .file(path: path, byteCount: Int64(info.st_size))
         case S_IFDIR:
             let real = Self.realPath(path) ?? path
-            return enter(path, info: info, rootReal: real, push: push)
+            let root = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+            return enter(path, info: info, rootReal: real, root: root, push: push)
         default:
             return .skipped(path: path, reason: "not a regular file")
         }
     }
 
     private func visit(
-        _ path: String, rootReal: String, ancestors: [Frame], push: (Frame) -> Void
+        _ path: String, relative: String, rootReal: String, root: String, ancestors: [Frame], push: (Frame) -> Void
     ) -> Item? {
         var info = stat()
         guard PlatformPath.withCString(path, { lstat($0, &info) }) == 0 else {
@@ -110,9 +126,14 @@ package final class FileWalker: Sendable {
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
-            return isExcluded(path) ? nil : .file(path: path, byteCount: Int64(info.st_size))
+            if isExcluded(path) { return nil }
+            if let reason = filter.reason(forFile: relative, byteCount: Int64(info.st_size), named: false) {
+                return .filtered(path: path, reason: reason)
+            }
+            return .file(path: path, byteCount: Int64(info.st_size))
         case S_IFDIR:
-            return enter(path, info: info, rootReal: rootReal, push: push)
+            if let reason = filter.reason(forFolder: relative) { return .filtered(path: path, reason: reason) }
+            return enter(path, info: info, rootReal: rootReal, root: root, push: push)
         case S_IFLNK:
             var target = stat()
             guard PlatformPath.withCString(path, { stat($0, &target) }) == 0, let real = Self.realPath(path) else {
@@ -133,19 +154,23 @@ package final class FileWalker: Sendable {
                 if ancestors.contains(where: { $0.node == node }) {
                     return .skipped(path: path, reason: "symbolic link loop")
                 }
-                return enter(path, info: target, rootReal: rootReal, push: push)
+                if let reason = filter.reason(forFolder: relative) { return .filtered(path: path, reason: reason) }
+                return enter(path, info: target, rootReal: rootReal, root: root, push: push)
             }
             guard (target.st_mode & S_IFMT) == S_IFREG else {
                 return .skipped(path: path, reason: "not a regular file")
             }
             if isExcluded(real) || isExcluded(path) { return nil }
+            if let reason = filter.reason(forFile: relative, byteCount: Int64(target.st_size), named: false) {
+                return .filtered(path: path, reason: reason)
+            }
             return .file(path: path, byteCount: Int64(target.st_size))
         default:
             return .skipped(path: path, reason: "not a regular file")
         }
     }
 
-    private func enter(_ path: String, info: stat, rootReal: String, push: (Frame) -> Void) -> Item? {
+    private func enter(_ path: String, info: stat, rootReal: String, root: String, push: (Frame) -> Void) -> Item? {
         let names: [String]
         do {
             names = try Self.listNames(path)
@@ -155,7 +180,7 @@ package final class FileWalker: Sendable {
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         push(
             Frame(
-                directory: trimmed, names: names, rootReal: rootReal, node: FileNode(info)))
+                directory: trimmed, names: names, rootReal: rootReal, root: root, node: FileNode(info)))
         return nil
     }
 
