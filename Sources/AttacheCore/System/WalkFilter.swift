@@ -1,4 +1,4 @@
-/// What a folder walk takes (``FileWalker``): hidden files and folders and operating-system junk are left
+/// What a folder walk takes (`FileWalker`): hidden files and folders and operating-system junk are left
 /// out unless asked for, `--include`/`--exclude` globs choose by path, and sizes bound the files.
 ///
 /// Globs are matched against a path relative to the folder given on the command line (`2024/a.jpg`), or
