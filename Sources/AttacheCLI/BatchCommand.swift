@@ -33,7 +33,9 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "Files and folders to send.", completion: .file())
-    var paths: [String]
+    var paths: [String] = []
+
+    @OptionGroup var list: PathListOptions
 
     @OptionGroup var endpointSelection: EndpointOptions
     @OptionGroup var pipeline: PipelineOptions
@@ -80,8 +82,9 @@ struct BatchCommand: AsyncParsableCommand, PipelineCommand, PathListCommand {
 
     mutating func validate() throws {
         CommandLinePaths.restore(&paths)
+        try list.appending(to: &paths)
         try flags.validate()
-        guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
+        guard !paths.isEmpty else { throw ValidationError("give at least one file or folder (or --files-from)") }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 256") }
         guard !journal.isEmpty else { throw ValidationError("--journal needs a file name") }
     }

@@ -25,7 +25,9 @@ package struct DetectCommand: AsyncParsableCommand, PathListCommand {
             """)
 
     @Argument(help: "The files to detect.")
-    var files: [String]
+    var files: [String] = []
+
+    @OptionGroup var list: PathListOptions
 
     @Flag(name: .long, help: "Print one JSON object per line.")
     var json = false
@@ -38,7 +40,8 @@ package struct DetectCommand: AsyncParsableCommand, PathListCommand {
 
     package mutating func validate() throws {
         CommandLinePaths.restore(&files)
-        if files.isEmpty { throw ValidationError("give at least one file") }
+        try list.appending(to: &files)
+        if files.isEmpty { throw ValidationError("give at least one file (or --files-from)") }
     }
 
     package func run() async throws {

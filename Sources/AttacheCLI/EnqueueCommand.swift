@@ -30,7 +30,9 @@ struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
     @OptionGroup(title: "Choosing files") var walk: WalkOptions
 
     @Argument(help: "Files and folders to enqueue.", completion: .file())
-    var paths: [String]
+    var paths: [String] = []
+
+    @OptionGroup var list: PathListOptions
 
     @Option(help: ArgumentHelp("The scheme the seal material is made for; workers must use the same.", valueName: "scheme"))
     var scheme = SealScheme.streamGCM
@@ -46,7 +48,8 @@ struct EnqueueCommand: AsyncParsableCommand, PathListCommand {
 
     mutating func validate() throws {
         CommandLinePaths.restore(&paths)
-        guard !paths.isEmpty else { throw ValidationError("give at least one file or folder") }
+        try list.appending(to: &paths)
+        guard !paths.isEmpty else { throw ValidationError("give at least one file or folder (or --files-from)") }
         guard hashLimit >= 0 else { throw ValidationError("--hash-limit must be 0 or more") }
     }
 

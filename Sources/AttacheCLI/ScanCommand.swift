@@ -25,7 +25,9 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
             """)
 
     @Argument(help: "The files and folders to scan.")
-    var files: [String]
+    var files: [String] = []
+
+    @OptionGroup var list: PathListOptions
 
     @OptionGroup(title: "Choosing files (hidden files are always scanned)") var walk: WalkOptions
 
@@ -54,7 +56,8 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
 
     package mutating func validate() throws {
         CommandLinePaths.restore(&files)
-        if files.isEmpty { throw ValidationError("give at least one file") }
+        try list.appending(to: &files)
+        if files.isEmpty { throw ValidationError("give at least one file (or --files-from)") }
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be 1...256") }
         guard scanTimeout > 0 else { throw ValidationError("--scan-timeout must be positive") }
     }

@@ -40,7 +40,9 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
     @OptionGroup package var global: GlobalOptions
 
     @Argument(help: "Files to send.", completion: .file())
-    package var files: [String]
+    package var files: [String] = []
+
+    @OptionGroup package var list: PathListOptions
 
     @OptionGroup package var endpointSelection: EndpointOptions
     @OptionGroup package var pipeline: PipelineOptions
@@ -79,6 +81,8 @@ package struct UploadCommand: AsyncParsableCommand, PipelineCommand, PathListCom
 
     package mutating func validate() throws {
         CommandLinePaths.restore(&files)
+        try list.appending(to: &files)
+        guard !files.isEmpty else { throw ValidationError("give at least one file (or --files-from)") }
         try flags.validate()
         // With a {sha256} key template the bucket is the index.
         if objectStore.keyTemplate?.contains("{sha256}") != true { try pipeline.refuseContentReuse(in: "upload") }

@@ -1,4 +1,4 @@
-package import ArgumentParser
+import ArgumentParser
 package import Attache
 import Synchronization
 

@@ -51,4 +51,34 @@ struct BatchFilterTests {
     }
 }
 
+/// `--files-from`: paths read from a file, one per line, after those given as arguments.
+@Suite("Paths from a file")
+struct FilesFromTests {
+    @Test("detect and batch take --files-from; blank lines and CRLF endings are fine; a missing list is a usage error")
+    func pathsFromAFile() async throws {
+        let folder = try ScratchFolder(prefix: "attache-files-from")
+        defer { folder.remove() }
+        let a = try folder.write("in/a.txt", "alpha")
+        let b = try folder.write("in/b b.txt", "bravo")
+        let c = try folder.write("in/c.txt", "charlie")
+        let list = try folder.write("list.txt", "\(b)\n\n\(c)\r\n")
+        let detected = await attache(["detect", a, "--files-from", list, "--json"])
+        #expect(detected.status == 0, "\(detected.all)")
+        let paths = detected.standardOutput.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["path"] as? String
+        }
+        #expect(paths == [a, b, c])
+        try await LiveServer.with { server in
+            let batch = await attache([
+                "batch", "--files-from", list, "--url", server.uploadURL, "--journal", folder.path + "/journal.sqlite",
+            ])
+            #expect(batch.status == 0 && batch.standardOutput.contains("2 sent"), "\(batch.all)")
+        }
+        let missing = await attache(["detect", "--files-from", folder.path + "/no-such-list"])
+        #expect(missing.status == 64 && missing.standardError.contains("no-such-list"), "\(missing.all)")
+        let none = await attache(["batch", "--url", "http://127.0.0.1:9/upload"])
+        #expect(none.status == 64 && none.standardError.contains("--files-from"), "\(none.all)")
+    }
+}
+
 private func PathText_last(_ path: String) -> String { URL(fileURLWithPath: path).lastPathComponent }

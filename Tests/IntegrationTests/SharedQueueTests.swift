@@ -189,6 +189,15 @@ struct SharedQueueTests {
         #expect(twice.added == 0)
         #expect(twice.alreadyQueued == 20)
 
+        // What the walk takes: hidden files and junk are left out and counted, globs and sizes narrow it.
+        try Data("x".utf8).write(to: URL(fileURLWithPath: scratch.folder + "/.DS_Store"))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: scratch.folder + "/Thumbs.db"))
+        let filtered = try await scratch.attache(
+            ["enqueue", scratch.folder, "--queue", url, "--json", "--exclude", "f000*.bin"], cluster)
+        let narrowed = try JSONDecoder().decode(QueueEnqueuer.Summary.self, from: Data(filtered.standardOutput.utf8))
+        #expect(narrowed.filtered == ["hidden": 1, "junk": 1, "excluded": 10], "\(narrowed)")
+        #expect(narrowed.added == 0 && narrowed.alreadyQueued == 10)
+
         // The password in argv: refused, never repeated. From ATTACHE_QUEUE_URL it is accepted.
         let secret = cluster.password
         let withPassword = url.replacingOccurrences(of: "attache@", with: "attache:\(secret)@")

@@ -66,7 +66,10 @@ extension AttachmentPipeline {
                 status: 200, fileId: uri, url: uri, data: .object(["content_uri": .string(uri)]), replayed: false)
             results.append((result, stored))
         }
-        await journal?.record(nil as ResumableState?)
+        // The URIs stay in the journal: the caller records the receipt next, and a run killed before that
+        // must find them, or it would reserve and store the file again beside the copy now stored. A
+        // send run again under the same key puts the same bytes to the same ids, which the homeserver
+        // refuses as stored (M_CANNOT_OVERWRITE_MEDIA): the same URIs come back.
 
         var thumbnails: [SentAttachment.SentThumbnail] = []
         for ((thumbnail, form), (result, stored)) in zip(forms.separateThumbnails, results.dropFirst()) {
