@@ -100,7 +100,11 @@ struct SealedJSONFormLiveTests {
                 let answer = try JSONValue.parse(response.body)
                 #expect(answer["errorCode"] == .number(400))
                 let message = answer["message"]?.stringValue ?? ""
-                #expect(message.contains(expected), "\(url): \(message)")
+                // legacy-cbc has no authentication: a wrong key fails the padding check, except when the
+                // garbage it decrypts to happens to end in valid padding (about 1 time in 256, with the
+                // random IV); then the body is not JSON. Either is the refusal of a form it cannot open.
+                let alsoRight = expected == "cannot open the sealed form" && message.contains("the decrypted body is not JSON")
+                #expect(message.contains(expected) || alsoRight, "\(url): \(message)")
             }
         }
     }
