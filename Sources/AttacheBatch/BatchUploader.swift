@@ -60,37 +60,18 @@ public struct BatchUploader: Sendable {
     }
 }
 
-/// Copies of one content take turns: one holds a content key from its journal decision to its result,
-/// the others wait in order of arrival. A waiter holds no thread.
-final actor ContentGate {
-    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
-    private var verified: Set<String> = []
-
-    /// Returns when this caller holds `key`.
-    func acquire(_ key: String) async {
-        guard waiting[key] != nil else {
-            waiting[key] = []
-            return
-        }
-        await withCheckedContinuation { waiting[key, default: []].append($0) }
-    }
-
-    /// Hands `key` to the next waiter, or frees it.
-    func release(_ key: String) {
-        guard var queue = waiting[key], !queue.isEmpty else {
-            waiting[key] = nil
-            return
-        }
-        let next = queue.removeFirst()
-        waiting[key] = queue
-        next.resume()
-    }
+/// Copies of one content take turns (one holds a content key from its journal decision to its result, the
+/// others wait in order of arrival, holding no thread), and the stored uploads this run checked are
+/// checked once.
+final class ContentGate: Sendable {
+    let turns = ContentTurns()
+    private let verified = LockedValue<Set<String>>([])
 
     /// Whether this run checked the stored upload with `idempotencyKey` already.
-    func wasVerified(_ idempotencyKey: String) -> Bool { verified.contains(idempotencyKey) }
+    func wasVerified(_ idempotencyKey: String) -> Bool { verified.withLock { $0.contains(idempotencyKey) } }
 
     /// Records a stored upload this run checked.
-    func markVerified(_ idempotencyKey: String) { verified.insert(idempotencyKey) }
+    func markVerified(_ idempotencyKey: String) { _ = verified.withLock { $0.insert(idempotencyKey) } }
 }
 
 /// Lets through the first progress report of each attempt and then at most one per 100 ms, and notices
@@ -430,22 +411,17 @@ private struct BatchDriver: Sendable {
             return .notStarted
         }
         let key = contentKey(identity)
-        await gate.acquire(key)
-        let outcome: Outcome
-        if Task.isCancelled {
-            outcome = .notStarted
-        } else {
+        return await gate.turns.withTurn(key) {
+            if Task.isCancelled { return .notStarted }
             do {
                 let step = try await pool.run {
                     try decide(file, identity: identity, journal: journal, runID: runID, contentKey: key)
                 }
-                outcome = await process(file, step: step, journal: journal, runID: runID, contentKey: key)
+                return await process(file, step: step, journal: journal, runID: runID, contentKey: key)
             } catch {
-                outcome = .fatal(Self.attacheError(error, file: file.path))
+                return .fatal(Self.attacheError(error, file: file.path))
             }
         }
-        await gate.release(key)
-        return outcome
     }
 
     /// The rest of one file, from the journal's decision.
@@ -578,10 +554,10 @@ private struct BatchDriver: Sendable {
             var doubt = stored.reuseDoubt(
                 sha256: identity.sha256, byteCount: identity.byteCount, fixedKey: fixedKey)
             if doubt == nil, configuration.contentReuse == .verify, let gate = contentGate,
-                await !gate.wasVerified(stored.idempotencyKey)
+                !gate.wasVerified(stored.idempotencyKey)
             {
                 doubt = await configuration.pipeline.storedUploadDoubt(stored)
-                if doubt == nil { await gate.markVerified(stored.idempotencyKey) }
+                if doubt == nil { gate.markVerified(stored.idempotencyKey) }
             }
             do {
                 guard let doubt else {

@@ -275,16 +275,19 @@ extension AttachmentPipeline {
     }
 }
 
-/// One pipeline's turns by content: a send holds its content's turn from the index lookup to the
-/// index's record, the others with the same content wait in order (holding no thread).
-final class ContentTurns: Sendable {
+/// Turns by content: a send holds its content's turn from the index lookup to the index's record, the
+/// others with the same content wait in order (holding no thread). One per pipeline, and one per batch run.
+package final class ContentTurns: Sendable {
     private struct State {
         var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
     }
 
     private let state = LockedValue(State())
 
-    func withTurn<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
+    package init() {}
+
+    /// Runs `body` while holding `key`'s turn.
+    package func withTurn<T: Sendable>(_ key: String, _ body: () async throws -> T) async rethrows -> T {
         await acquire(key)
         defer { release(key) }
         return try await body()
