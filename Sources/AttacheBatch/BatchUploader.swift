@@ -60,48 +60,8 @@ public struct BatchUploader: Sendable {
     }
 }
 
-/// Copies of one content take turns (one holds a content key from its journal decision to its result, the
-/// others wait in order of arrival, holding no thread), and the stored uploads this run checked are
-/// checked once.
-final class ContentGate: Sendable {
-    let turns = ContentTurns()
-    private let verified = LockedValue<Set<String>>([])
-
-    /// Whether this run checked the stored upload with `idempotencyKey` already.
-    func wasVerified(_ idempotencyKey: String) -> Bool { verified.withLock { $0.contains(idempotencyKey) } }
-
-    /// Records a stored upload this run checked.
-    func markVerified(_ idempotencyKey: String) { _ = verified.withLock { $0.insert(idempotencyKey) } }
-}
-
-/// Lets through the first progress report of each attempt and then at most one per 100 ms, and notices
-/// when a new attempt begins.
-private final class ProgressThrottle: Sendable {
-    private struct State {
-        var attempt = 1
-        var last = ContinuousClock.now - .seconds(1)
-    }
-
-    private let state = LockedValue(State())
-
-    /// Returns whether to emit `progress`, and the new attempt number when a retry began.
-    func filter(_ progress: UploadProgress) -> (emit: Bool, retry: Int?) {
-        state.withLock { state in
-            let now = ContinuousClock.now
-            var retry: Int?
-            if progress.attempt > state.attempt {
-                state.attempt = progress.attempt
-                retry = progress.attempt
-            }
-            let emit = retry != nil || progress.fractionCompleted >= 1 || now - state.last >= .milliseconds(100)
-            if emit { state.last = now }
-            return (emit, retry)
-        }
-    }
-}
-
 /// One run: the walk, the slots, the journal steps of every file.
-private struct BatchDriver: Sendable {
+struct BatchDriver: Sendable {
     let configuration: BatchConfiguration
     let control: BatchControl
     let events: BatchEventBuffer
@@ -121,7 +81,7 @@ private struct BatchDriver: Sendable {
             + (configuration.declaredKind.map { "+" + $0.rawValue } ?? "")
     }
 
-    private var pool: BlockingPool { configuration.pool }
+    var pool: BlockingPool { configuration.pool }
 
     /// What became of one file, for the summary.
     enum Outcome: Sendable {
@@ -282,7 +242,7 @@ private struct BatchDriver: Sendable {
         return .finished(summary)
     }
 
-    private func openJournal() async throws -> (UploadJournal?, Int64, JournalLock?) {
+    func openJournal() async throws -> (UploadJournal?, Int64, JournalLock?) {
         let path = configuration.journalPath
         if configuration.dryRun {
             guard FileManager.default.fileExists(atPath: path) else { return (nil, 0, nil) }
@@ -299,7 +259,7 @@ private struct BatchDriver: Sendable {
         return (journal, runID, lock)
     }
 
-    private func record(_ outcome: Outcome, in summary: inout BatchSummary) {
+    func record(_ outcome: Outcome, in summary: inout BatchSummary) {
         switch outcome {
         case .succeeded(let receipt, let resumed):
             summary.succeeded += 1
@@ -337,13 +297,8 @@ private struct BatchDriver: Sendable {
         case decided(FileIdentity, UploadJournal.Decision, Detection?, ScannedAhead?)
     }
 
-    /// The index key of a content under this run's settings (``BatchConfiguration/contentReuse``).
-    private func contentKey(_ identity: FileIdentity) -> String {
-        identity.sha256 + "/" + settingsFingerprint
-    }
-
     /// The file's size, modification time and SHA-256.
-    private static func identify(_ file: BatchFile) throws -> FileIdentity {
+    static func identify(_ file: BatchFile) throws -> FileIdentity {
         let source = try FileSource(path: file.path)
         let sha256 = try ContentDigest.sha256Hex(of: source)
         return FileIdentity(byteCount: source.byteCount, modificationTime: source.modificationTime, sha256: sha256)
@@ -351,7 +306,7 @@ private struct BatchDriver: Sendable {
 
     /// The journal's decision for a file (on the pool): claimed for sending (and then detected, and
     /// scanned when Transform passes it through), or what else to do with it.
-    private func decide(
+    func decide(
         _ file: BatchFile, identity: FileIdentity, journal: UploadJournal?, runID: Int64, contentKey: String?
     ) throws -> Step {
         if configuration.dryRun {
@@ -380,7 +335,7 @@ private struct BatchDriver: Sendable {
     /// One file: identity, journal decision, send, journal result. With content reuse, the copies of one
     /// content take turns from the decision to the journal's result, so that the first is sent and the
     /// others find its receipt.
-    private func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
+    func process(_ file: BatchFile, journal: UploadJournal?, runID: Int64) async -> Outcome {
         if Task.isCancelled { return .notStarted }
         guard let gate = contentGate, !configuration.dryRun else {
             // The file's identity and the journal's decision in one job on the pool: one hand-off per file
@@ -425,7 +380,7 @@ private struct BatchDriver: Sendable {
     }
 
     /// The rest of one file, from the journal's decision.
-    private func process(
+    func process(
         _ file: BatchFile, step: Step, journal: UploadJournal?, runID: Int64, contentKey: String?
     ) async -> Outcome {
         let identity: FileIdentity
@@ -537,89 +492,5 @@ private struct BatchDriver: Sendable {
         } catch {
             return .fatal(Self.attacheError(error, file: file.path))
         }
-    }
-
-    /// A file whose content is stored: the stored upload's receipt stands for it once it is trusted. One
-    /// that is not (a damaged receipt; with `verify`, bytes gone or not opening with its key) is taken out
-    /// of the index, and the file goes on to the next stored upload of its content or is sent.
-    private func reuse(
-        _ file: BatchFile, identity: FileIdentity, stored: UploadReceipt, from sourcePath: String,
-        contentKey: String, journal: UploadJournal, runID: Int64
-    ) async -> Outcome {
-        let start = ContinuousClock.now
-        let fixedKey = configuration.pipeline.configuration.seal.key != nil
-        var stored = stored
-        var sourcePath = sourcePath
-        while true {
-            var doubt = stored.reuseDoubt(
-                sha256: identity.sha256, byteCount: identity.byteCount, fixedKey: fixedKey)
-            if doubt == nil, configuration.contentReuse == .verify, let gate = contentGate,
-                !gate.wasVerified(stored.idempotencyKey)
-            {
-                doubt = await configuration.pipeline.storedUploadDoubt(stored)
-                if doubt == nil { gate.markVerified(stored.idempotencyKey) }
-            }
-            do {
-                guard let doubt else {
-                    let receipt = stored.reused(
-                        forPath: file.path, sha256: identity.sha256, seconds: (ContinuousClock.now - start).seconds)
-                    try await pool.run {
-                        try journal.markReused(
-                            path: file.path, identity: identity, contentKey: contentKey, receipt: receipt, runID: runID)
-                    }
-                    await events.send(.succeeded(file, receipt))
-                    return .succeeded(receipt, resumed: false)
-                }
-                await events.send(.reuseRefused(file, reason: "\(doubt); stored for \(sourcePath)"))
-                let (forgotten, forgottenPath) = (stored.idempotencyKey, sourcePath)
-                let step = try await pool.run {
-                    try journal.forgetStored(contentKey: contentKey, idempotencyKey: forgotten, path: forgottenPath)
-                    return try decide(file, identity: identity, journal: journal, runID: runID, contentKey: contentKey)
-                }
-                if case .decided(_, .reuse(let nextPath, let next), _, _) = step {
-                    (sourcePath, stored) = (nextPath, next)
-                    continue
-                }
-                return await process(file, step: step, journal: journal, runID: runID, contentKey: contentKey)
-            } catch {
-                return .fatal(Self.attacheError(error, file: file.path))
-            }
-        }
-    }
-
-    private static func attacheError(_ error: any Error, file: String) -> AttacheError {
-        if let error = error as? AttacheError { return error.concerning(file) }
-        if error is CancellationError {
-            return AttacheError(.cancelled, stage: .batch, "cancelled", file: file)
-        }
-        return AttacheError(.internalError, stage: .batch, "\(error)", file: file)
-    }
-}
-
-/// What a batch entry keeps of its send: a resumable upload's resource and offset, and an object store's
-/// multipart upload, committed to the entry's journal row before the upload goes on. An earlier run's
-/// state is read only for an entry that run started (`continuesEarlierSend`).
-private struct EntryJournal: SendJournal {
-    let journal: UploadJournal
-    let pool: BlockingPool
-    let path: String
-    let continuesEarlierSend: Bool
-
-    func resumableState() async -> ResumableState? {
-        guard continuesEarlierSend else { return nil }
-        return try? await pool.run { [journal, path] in try journal.resumableState(path: path) }
-    }
-
-    func record(_ state: ResumableState?) async {
-        _ = try? await pool.run { [journal, path] in try journal.recordResumable(path: path, state: state) }
-    }
-
-    func multipartRecord() async -> MultipartRecord? {
-        guard continuesEarlierSend else { return nil }
-        return try? await pool.run { [journal, path] in try journal.multipartRecord(path: path) }
-    }
-
-    func record(_ record: MultipartRecord?) async {
-        _ = try? await pool.run { [journal, path] in try journal.recordMultipart(path: path, record: record) }
     }
 }

@@ -383,52 +383,6 @@ package final class UploadJournal: Sendable {
         }
     }
 
-    /// Commits a file as stored by reusing an upload of the same content: `done`, with `receipt` (see
-    /// `UploadReceipt.reused(forPath:sha256:seconds:)`) and the stored upload's idempotency key.
-    func markReused(path: String, identity: FileIdentity, contentKey: String, receipt: UploadReceipt, runID: Int64) throws {
-        let key = Self.absolute(path)
-        let json = Self.encode(receipt)
-        try access("record a reused upload in the journal") {
-            try database.write { db in
-                let now = Self.now()
-                try Self.execute(
-                    db, sql: """
-                        INSERT INTO file (path, size, mtime, sha256, state, idempotencyKey, attempts, receipt, runId,
-                                          createdAt, updatedAt, startedAt, finishedAt, contentKey)
-                        VALUES (?, ?, ?, ?, 'done', ?, 0, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(path) DO UPDATE SET
-                            size = excluded.size, mtime = excluded.mtime, sha256 = excluded.sha256, state = 'done',
-                            idempotencyKey = excluded.idempotencyKey, sealMaterial = NULL, receipt = excluded.receipt,
-                            errorCode = NULL, errorStage = NULL, errorMessage = NULL,
-                            uploadProtocol = NULL, uploadURL = NULL, confirmedOffset = NULL, multipartUpload = NULL,
-                            runId = excluded.runId, updatedAt = excluded.updatedAt, startedAt = excluded.startedAt,
-                            finishedAt = excluded.finishedAt, contentKey = excluded.contentKey
-                        """,
-                    arguments: [
-                        key, identity.byteCount, identity.modificationTime, identity.sha256, receipt.idempotencyKey,
-                        json, runID, now, now, now, now, contentKey,
-                    ])
-            }
-        }
-    }
-
-    /// Takes the upload with `idempotencyKey` out of the content index: its row and every row that reused
-    /// it keep their receipts (the messages that carry them are what they are) but are no longer offered
-    /// for reuse, after a check found the stored bytes gone or not what the receipt says.
-    func forgetStored(contentKey: String, idempotencyKey: String, path: String) throws {
-        try access("correct the journal's content index") {
-            try database.write { db in
-                try Self.execute(
-                    db, sql: """
-                        UPDATE file SET contentKey = NULL WHERE contentKey = ?1
-                            AND (idempotencyKey = ?2 OR path = ?3
-                                 OR idempotencyKey = (SELECT idempotencyKey FROM file WHERE path = ?3))
-                        """,
-                    arguments: [contentKey, idempotencyKey, Self.absolute(path)])
-            }
-        }
-    }
-
     /// Puts an interrupted file back to `pending`, keeping its key for the next run.
     func markPending(path: String) throws {
         try update(path: path, state: .pending, set: "finishedAt = NULL", [])
@@ -469,70 +423,6 @@ package final class UploadJournal: Sendable {
 
     // MARK: Helpers
 
-    /// The schema, one migration at a time, in order (applied by `openJournalDatabase`).
-    private static let migrations: [JournalMigration] = [
-        JournalMigration(
-            "v1",
-            """
-                CREATE TABLE run (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    startedAt REAL NOT NULL,
-                    finishedAt REAL,
-                    outcome TEXT
-                );
-                CREATE TABLE file (
-                    path TEXT PRIMARY KEY NOT NULL,
-                    size INTEGER,
-                    mtime INTEGER,
-                    sha256 TEXT,
-                    state TEXT NOT NULL
-                        CHECK (state IN ('pending', 'inFlight', 'done', 'failed', 'skipped')),
-                    idempotencyKey TEXT,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    receipt TEXT,
-                    errorCode TEXT,
-                    errorStage TEXT,
-                    errorMessage TEXT,
-                    runId INTEGER REFERENCES run(id),
-                    createdAt REAL NOT NULL,
-                    updatedAt REAL NOT NULL,
-                    startedAt REAL,
-                    finishedAt REAL
-                );
-                CREATE INDEX file_state ON file(state);
-            """),
-        // The seal key and nonce seed of the upload in progress, committed with its idempotency key before
-        // the first byte leaves, so that a resumed send regenerates identical bytes.
-        JournalMigration("v2-seal-material", "ALTER TABLE file ADD COLUMN sealMaterial TEXT"),
-        // A resumable upload in progress (tus or the IETF draft): its resource and the last offset the
-        // server confirmed, so that a run killed mid-file continues it from the server's offset.
-        JournalMigration(
-            "v3-resumable",
-            """
-            ALTER TABLE file ADD COLUMN uploadProtocol TEXT;
-            ALTER TABLE file ADD COLUMN uploadURL TEXT;
-            ALTER TABLE file ADD COLUMN confirmedOffset INTEGER;
-            """),
-        // A multipart upload to an object store in progress: its upload id and the parts the store confirmed
-        // (a ``MultipartRecord`` as JSON), so that a run killed mid-file continues that upload.
-        JournalMigration("v4-multipart", "ALTER TABLE file ADD COLUMN multipartUpload TEXT"),
-        // The content index (`--dedup reuse`): the source's SHA-256 and the settings' fingerprint, set when
-        // a file is claimed for sending or takes a stored upload's receipt. A `done` row with it is a stored
-        // upload another file with the same content may reuse.
-        JournalMigration(
-            "v5-content",
-            """
-            ALTER TABLE file ADD COLUMN contentKey TEXT;
-            CREATE INDEX file_content ON file(contentKey, state);
-            """),
-        // What each run's walk took (`--include`, `--exclude`, sizes, `--hidden`), so that a run with
-        // another filter says so.
-        JournalMigration("v6-run-filter", "ALTER TABLE run ADD COLUMN filter TEXT"),
-    ]
-
-    /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small
-    /// files runs the same two or three statements thousands of times, and compiling each (SQLite's parser,
-    /// GRDB's authorizer) cost more than running it.
     private static let selectFile = "SELECT * FROM file WHERE path = ?"
     /// The stored uploads of one content, other paths', most recent first.
     private static let selectStored = """
@@ -549,27 +439,30 @@ package final class UploadJournal: Sendable {
         ORDER BY startedAt LIMIT 4
         """
 
-    private static func encode(_ receipt: UploadReceipt) -> String {
+    static func encode(_ receipt: UploadReceipt) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(receipt)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
+    /// Runs one of the journal's few statements, compiled once per connection and kept: a batch of small
+    /// files runs the same two or three statements thousands of times, and compiling each (SQLite's parser,
+    /// GRDB's authorizer) cost more than running it.
     ///
     /// The arguments are bound as copies (`setArguments`): `execute(arguments:)` binds them without
     /// copying, through a generic function that recurses once per argument, which cost more than
     /// copying a path and a key (about 7,000 instructions a statement in a callgrind count).
-    private static func execute(_ db: Database, sql: String, arguments: StatementArguments) throws {
+    static func execute(_ db: Database, sql: String, arguments: StatementArguments) throws {
         let statement = try db.cachedStatement(sql: sql)
         try statement.setArguments(arguments)
         try statement.execute()
     }
 
-    private func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
+    func access<T>(_ what: String, _ body: () throws -> T) throws -> T {
         try journalAccess(what, file: path, stage: .batch, body)
     }
 
-    private static func now() -> Double { Date().timeIntervalSince1970 }
+    static func now() -> Double { Date().timeIntervalSince1970 }
 
     /// The journal's key for a path: absolute and standardized, symlinks kept as they are
     /// (`PathText.absolute(_:)`, the name the file walker and the shared queue use too).

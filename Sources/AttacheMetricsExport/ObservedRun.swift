@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheCore
 import CoreMetrics
+import FoundationEssentials
 import Glibc
 import Tracing
 
@@ -54,6 +55,10 @@ enum ObservedRun {
             return !done
         }
         let export: OTLPExport?
+        if otlp.isEnabled(), let refusal = OTLPEnvironment.unsupportedSetting(in: ProcessInfo.processInfo.environment) {
+            await prometheus?.endpoint.finish()
+            throw ValidationError("OTLP export cannot start: \(refusal)")
+        }
         do {
             export = first && otlp.isEnabled() ? try OTLPExport(options: otlp, serviceName: serviceName) : nil
         } catch {
@@ -77,8 +82,26 @@ enum ObservedRun {
             await prometheus?.endpoint.finish()
             return
         }
+        // The signals are watched before the work starts: a signal that came between the two would have
+        // had its default action and ended the process without the flush. One that comes before the work
+        // is known cancels it as soon as it is.
+        let stopping = LockedValue<(requested: Bool, work: Task<Void, any Error>?)>((false, nil))
+        let signals = SignalWatch(
+            stopSignals,
+            first: { _ in
+                stopping.withLock { stopping -> Task<Void, any Error>? in
+                    stopping.requested = true
+                    return stopping.work
+                }?.cancel()
+            },
+            again: { _exit(128 + $0) })
         let work = Task { try await body() }
-        let signals = SignalWatch(stopSignals, first: { _ in work.cancel() }, again: { _exit(128 + $0) })
+        if stopping.withLock({ stopping -> Bool in
+            stopping.work = work
+            return stopping.requested
+        }) {
+            work.cancel()
+        }
         let result = await work.result
         signals.stop()
         let limit = otlp.flushLimit()

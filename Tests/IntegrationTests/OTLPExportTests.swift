@@ -199,6 +199,51 @@ struct OTLPExportTests {
         #expect(try UploadJournal(path: scratch.path + "/journal.sqlite").entries().filter { $0.state == .done }.count == 300)
     }
 
+    /// An `OTEL_*` value the exporter cannot honour is a usage error that names it (exit 64), never a crash:
+    /// swift-otel stops the process on the first three kinds (a sampler, a propagator or a protocol it
+    /// lacks), throws an error that names none of them on the fourth, and reads compression without
+    /// applying it. Values it honours pass.
+    @Test(arguments: [
+        ("OTEL_TRACES_SAMPLER", "jaeger_remote"), ("OTEL_TRACES_SAMPLER", "parentbased_jaeger_remote"),
+        ("OTEL_TRACES_SAMPLER", "xray"), ("OTEL_PROPAGATORS", "tracecontext,baggage"), ("OTEL_PROPAGATORS", "b3"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+        ("OTEL_TRACES_EXPORTER", "console"), ("OTEL_METRICS_EXPORTER", "prometheus"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"), ("OTEL_TRACES_SAMPLER_ARG", "2"),
+    ])
+    func anEnvironmentValueThatCannotBeHonouredIsAUsageError(name: String, value: String) async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-env")
+        defer { scratch.remove() }
+        let file = try scratch.write("note.txt", "note\n")
+        let port = try refusedPort()
+        var environment = [name: value]
+        if name == "OTEL_TRACES_SAMPLER_ARG" { environment["OTEL_TRACES_SAMPLER"] = "traceidratio" }
+        let result = try await runCommand(
+            try attacheBinary(),
+            ["upload", file, "--url", "http://127.0.0.1:\(port)/upload", "--otlp-endpoint", "http://127.0.0.1:\(port)",
+             "--otlp-flush-timeout", "0"],
+            environment: environment)
+        #expect(result.status == 64, "\(result.all)")
+        #expect(result.standardError.contains("\(name)=\(value)"), "\(result.all)")
+    }
+
+    @Test func environmentValuesTheExporterHonoursPass() async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-env")
+        defer { scratch.remove() }
+        let file = try scratch.write("note.txt", "note\n")
+        let server = try await ServerProcess.start(store: scratch.path + "/store")
+        defer { server.kill() }
+        let result = try await runCommand(
+            try attacheBinary(),
+            ["upload", file, "--url", "http://127.0.0.1:\(server.port)/upload",
+             "--otlp-endpoint", "http://127.0.0.1:\(try refusedPort())", "--otlp-flush-timeout", "0"],
+            environment: [
+                "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5",
+                "OTEL_PROPAGATORS": "tracecontext", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+                "OTEL_EXPORTER_OTLP_COMPRESSION": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_TRACES_EXPORTER": "otlp",
+            ])
+        #expect(result.status == 0, "\(result.all)")
+    }
+
     /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:
     /// SIGINT (the batch's own stop, status 130) and SIGTERM (the export's, status 143).
     @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])

@@ -19,6 +19,12 @@ struct S3MultipartKillTests {
         try await base.pendingUploads(emulator)
     }
 
+    /// The store's unfinished uploads, as their `UploadId`s.
+    func pendingUploadIDs(_ emulator: S3Emulator.Running) async throws -> [String] {
+        let pairs = try JSONSerialization.jsonObject(with: Data(try await emulator.boto(["upload-ids", emulator.bucket]).utf8))
+        return (pairs as? [[String]] ?? []).compactMap(\.last)
+    }
+
     func killWhenSent(
         at bytes: Int64, proxy: Proxy, start: () throws -> ChildProcess
     ) async throws -> (child: ChildProcess, killed: Bool) {
@@ -45,17 +51,22 @@ struct S3MultipartKillTests {
                  "--idempotency-key", "movie-\(kind)", "--seal-material-dir", material,
                  "--parts-in-flight", "4", "--on-give-up", "keep"] + Self.partOptions
             let sealedSize = size + 60 + (size + 65535) / 65536 * 16
+            var uploadIDs: [String] = []
             for share in [0.3, 0.6, 0.9] {
                 let (child, killed) = try await killWhenSent(at: Int64(share * Double(sealedSize)), proxy: proxy) {
                     try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
                 }
                 try #require(killed, "the run ended before \(Int(share * 100)) %: \(child.standardError)\n\(emulator.log())")
-                // One upload, the same one continued: a rerun that started over would leave a second.
-                #expect(try await pendingUploads(emulator).count == 1)
+                // One upload, the same one continued: a rerun that started over would leave a second, or
+                // (had it aborted the first) one with another id.
+                let pending = try await pendingUploadIDs(emulator)
+                #expect(pending.count == 1, "\(pending)")
+                uploadIDs += pending
                 // The upload id and the parts sent are journalled beside the seal material.
                 let records = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
                 #expect(records.count == 1, "\(records)")
             }
+            #expect(uploadIDs.count == 3 && Set(uploadIDs).count == 1, "one upload continued by every rerun: \(uploadIDs)")
             let result = try await attache(arguments, emulator)
             #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
             let receipt = try jsonObject(result.standardOutput)

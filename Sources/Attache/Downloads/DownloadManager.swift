@@ -28,7 +28,7 @@ package final class DownloadManager: Sendable {
     package struct Configuration: Sendable {
         /// Transfers running at the same time.
         package var maximumConcurrentTransfers: Int
-        /// Transfers running at the same time against one host.
+        /// Transfers running at the same time against one host (``DownloadManager/limitKey(of:)``).
         package var maximumTransfersPerHost: Int
         /// The shortest time between two progress events of one transfer.
         package var progressInterval: Duration
@@ -145,7 +145,7 @@ package final class DownloadManager: Sendable {
                 validator = record.validator
             }
         }
-        let host = URL(string: item.url)?.host ?? ""
+        let host = Self.limitKey(of: item)
         try state.withLock { state in
             if let existing = state.transfers[id], [.queued, .running, .paused].contains(existing.phase) {
                 throw AttacheError(
@@ -245,4 +245,23 @@ package final class DownloadManager: Sendable {
 
     /// Ends ``events``; call when no more transfers will be added or changed.
     package func close() { continuation.finish() }
+}
+
+extension DownloadManager {
+    /// What the per-host limit counts a transfer against: the server its requests go to, with its port
+    /// (two servers on one machine are two hosts). For an `s3://BUCKET/KEY` fetched from an object
+    /// store, that is the store's endpoint (the bucket's own host with virtual-hosted addressing) and
+    /// the bucket, never the bucket's name alone, which is no host at all.
+    static func limitKey(of item: DownloadItem) -> String {
+        if let store = item.objectStore, let location = S3Location(item.url),
+            let address = try? S3ObjectAddress(
+                endpoint: store.endpointURL, bucket: location.bucket, key: "", addressing: store.addressing)
+        {
+            return address.host + "/" + location.bucket
+        }
+        guard let parts = URLComponents(string: item.url), let host = parts.host?.lowercased() else { return item.url }
+        let scheme = parts.scheme?.lowercased()
+        let port = parts.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : 0)
+        return host + ":" + String(port)
+    }
 }

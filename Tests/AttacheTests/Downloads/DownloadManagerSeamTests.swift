@@ -183,3 +183,34 @@ struct DownloadManagerLimitTests {
         #expect(transport.peakPerHost["a.test"] ?? 0 <= 2 && transport.peakPerHost["b.test"] ?? 0 <= 2)
     }
 }
+
+@Suite("Download manager per-host keys")
+struct DownloadManagerLimitKeyTests {
+    func item(_ url: String, store: ObjectStoreEndpoint? = nil) -> DownloadItem {
+        var item = DownloadItem(url: url, destination: "/unused")
+        item.objectStore = store
+        return item
+    }
+
+    @Test("an s3:// object counts against its store's endpoint and bucket, an http URL against its host and port")
+    func keys() {
+        let credentials = AWSCredentials(accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret")
+        let local = ObjectStoreEndpoint(
+            location: S3Location(bucket: "unused"), credentials: credentials, endpointURL: "http://127.0.0.1:9000",
+            addressing: .path)
+        let aws = ObjectStoreEndpoint(location: S3Location(bucket: "unused"), credentials: credentials, region: "eu-west-1")
+        let key = DownloadManager.limitKey(of:)
+        // Path style: the endpoint is the host; each bucket is counted on its own.
+        #expect(key(item("s3://photos/a.jpg", store: local)) == "127.0.0.1:9000/photos")
+        #expect(key(item("s3://photos/b.jpg", store: local)) == key(item("s3://photos/a.jpg", store: local)))
+        #expect(key(item("s3://videos/a.mp4", store: local)) != key(item("s3://photos/a.jpg", store: local)))
+        // Virtual-hosted (AWS's own endpoint): the bucket's host.
+        #expect(key(item("s3://photos/a.jpg", store: aws)) == "photos.s3.eu-west-1.amazonaws.com/photos")
+        // A bucket named like a web host is not that host.
+        #expect(key(item("s3://a.test/x", store: local)) != key(item("http://a.test/x")))
+        // Ports tell two servers on one machine apart; the scheme's port is the default.
+        #expect(key(item("http://127.0.0.1:8080/x")) != key(item("http://127.0.0.1:8081/x")))
+        #expect(key(item("http://A.test/x")) == key(item("http://a.test:80/y")))
+        #expect(key(item("https://a.test/x")) == "a.test:443")
+    }
+}

@@ -1,5 +1,6 @@
 import AttacheTestSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import Attache
 @testable import AttacheCore
@@ -114,23 +115,29 @@ struct ClamAVScannerTests {
         #expect(scanner.sessionsOpened == 1)
     }
 
-    /// Bytes in memory are streamed, even where files would go by descriptor; concurrent scans each
-    /// take a session of their own.
+    /// Bytes in memory are streamed, even where files would go by descriptor (clamd is on a UNIX socket
+    /// here); concurrent scans each take a session of their own. Every source's first read waits until
+    /// all eight have begun reading: that happens only when the eight streams are read at once, each in
+    /// a session of its own. Scans that shared a session, or went by descriptor and never read their
+    /// source, would never meet there (each wait gives up after 30 s and fails its scan).
     @Test func bytesInMemoryAndConcurrentScans() async throws {
         let clamd = try await ClamdProcess.shared()
         let scanner = ClamAVScanner(address: try ClamdAddress(parsing: clamd.unixAddress))
+        #expect(scanner.passesDescriptors)
+        let meeting = Meeting(count: 8)
         let verdicts = try await withThrowingTaskGroup(of: ScanVerdict.self) { group in
-            for index in 0..<24 {
+            for index in 0..<8 {
                 group.addTask {
                     let bytes = index % 3 == 0 ? ClamdProcess.eicar : Array("clean \(index)".utf8)
-                    return try await scanner.scan(DataSource(bytes), file: "memory-\(index)")
+                    return try await scanner.scan(MeetingSource(bytes: bytes, meeting: meeting), file: "memory-\(index)")
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(verdicts.filter { $0.outcome == .infected }.count == 8)
+        #expect(verdicts.filter { $0.outcome == .infected }.count == 3)
         #expect(verdicts.allSatisfy { $0.outcome == .clean || $0.signature == "Attache.Test.EICAR.UNOFFICIAL" })
-        #expect(scanner.sessionsOpened <= 24)
+        #expect(scanner.sessionsOpened == 8)
+        #expect(meeting.arrived == 8)
     }
 
     /// A stream over clamd's StreamMaxLength is answered with clamd's own words, as `.limitExceeded`.
@@ -220,5 +227,52 @@ struct ClamAVScannerTests {
         #expect(reread.verdict(digest: digest, version: ScanEngineVersion(engine: "ClamAV 1.4.6", signatures: "27471")) == nil)
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
+    }
+}
+
+/// A point where `count` readers wait for each other (blocking, on the scanner's threads), for at most 30 s.
+private final class Meeting: Sendable {
+    private let state = Mutex(0)
+    private let count: Int
+    init(count: Int) { self.count = count }
+
+    var arrived: Int { state.withLock { $0 } }
+
+    /// Counts this reader in and waits until all have come; throws when they have not after 30 s.
+    func arrive() throws {
+        state.withLock { $0 += 1 }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while state.withLock({ $0 }) < count {
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("only \(arrived) of \(count) streams were read at once")
+            }
+            usleep(1_000)
+        }
+    }
+}
+
+/// Bytes in memory whose first read waits at a ``Meeting``.
+private struct MeetingSource: ByteSource {
+    let bytes: [UInt8]
+    let meeting: Meeting
+    var byteCount: Int64 { Int64(bytes.count) }
+
+    func makeReader() throws -> any ByteReader { Reader(inner: try DataSource(bytes).makeReader(), meeting: meeting) }
+
+    private final class Reader: ByteReader {
+        let inner: any ByteReader
+        let meeting: Meeting
+        var met = false
+        init(inner: any ByteReader, meeting: Meeting) {
+            self.inner = inner
+            self.meeting = meeting
+        }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            if !met {
+                met = true
+                try meeting.arrive()
+            }
+            return try inner.read(into: buffer)
+        }
     }
 }
