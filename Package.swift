@@ -276,7 +276,7 @@ let package = Package(
             name: "AttacheTestSupport",
             dependencies: [
                 "Attache", "AttacheCLI", "AttacheCore", "AttacheServer",
-                // pipe2 with O_CLOEXEC for the children's pipes (ChildPipe.swift).
+                // The product's spawner and close-on-exec pipes, for the tests' one child runner (ChildProcess.swift).
                 "CProcess",
                 .product(name: "Logging", package: "swift-log"),
             ],

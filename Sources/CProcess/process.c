@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,9 +28,15 @@ static void become_child(const char *path, char *const argv[], char *const envp[
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGXCPU, SIG_DFL);
-    signal(SIGXFSZ, SIG_DFL);
+    // Every disposition back to the default: an ignored signal stays ignored across exec, and the parent
+    // ignores some while it watches them (SIGINT and SIGTERM, through signalfd), which a child must not
+    // inherit. Caught ones are reset by exec anyway.
+    struct sigaction default_action;
+    memset(&default_action, 0, sizeof default_action);
+    default_action.sa_handler = SIG_DFL;
+    for (int number = 1; number < NSIG; number++) {
+        if (number != SIGKILL && number != SIGSTOP) sigaction(number, &default_action, NULL);
+    }
 
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);

@@ -70,9 +70,8 @@ struct CurlResult: Sendable {
     var stderr: String
 }
 
-/// Runs /usr/bin/curl with `arguments` and waits for it to exit, on a thread of its own: its output is
-/// read while it runs (a body larger than a pipe's buffer would otherwise hold curl up), and the wait
-/// does not depend on Foundation seeing the child's end (``Foundation/Process/waitForExit()``).
+/// Runs /usr/bin/curl with `arguments` and waits for it to exit (``runCommand(_:_:environment:)``): its
+/// output is read while it runs, so a body larger than a pipe's buffer does not hold curl up.
 func curl(_ arguments: [String]) async throws -> CurlResult {
     let result = try await runCommand("/usr/bin/curl", ["--silent", "--show-error"] + arguments)
     return CurlResult(exitCode: result.status, stdout: result.standardOutput, stderr: result.standardError)

@@ -15,7 +15,7 @@ package final class ClamdProcess: Sendable {
     package let socketPath: String
     /// The TCP port on 127.0.0.1.
     package let port: Int
-    private let process = Mutex<Process?>(nil)
+    private let process = Mutex<ChildProcess?>(nil)
 
     /// `unix:PATH`, for `--clamd`.
     package var unixAddress: String { "unix:" + socketPath }
@@ -116,14 +116,9 @@ package final class ClamdProcess: Sendable {
 
     /// Starts clamd (again, after ``kill()``) and waits until the socket accepts a connection.
     package func start() async throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/usr/sbin/clamd")
-        child.arguments = ["-c", folder.path + "/clamd.conf"]
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        child.standardInput = FileHandle.nullDevice
         try? FileManager.default.removeItem(atPath: socketPath)
-        try child.run()
+        let child = try ChildProcess(
+            executable: "/usr/sbin/clamd", arguments: ["-c", folder.path + "/clamd.conf"], streams: .merged(keep: 16 << 10))
         process.withLock { $0 = child }
         // A bound on a hang only: clamd loads its small test database in well under a second on a quiet
         // machine, but a fully loaded two-core one has taken over a minute.
@@ -132,7 +127,7 @@ package final class ClamdProcess: Sendable {
             String(((try? String(contentsOfFile: folder.path + "/clamd.log", encoding: .utf8)) ?? "").suffix(600))
         }
         while ContinuousClock.now - start < .seconds(240) {
-            if !child.isRunning { throw TestFailure("clamd ended at start: \(log())") }
+            if child.hasEnded { throw TestFailure("clamd ended at start: \(log()) \(child.outputTail(lines: 10))") }
             if Self.accepts(socketPath) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -141,11 +136,11 @@ package final class ClamdProcess: Sendable {
 
     /// SIGKILL by pid, then reap.
     package func kill() {
-        guard let child = process.withLock({ current -> Process? in
+        guard let child = process.withLock({ current -> ChildProcess? in
             defer { current = nil }
             return current
         }) else { return }
-        Glibc.kill(child.processIdentifier, SIGKILL)
+        child.kill()
         child.waitForExit()
     }
 

@@ -12,21 +12,11 @@ package func run(_ executable: String, _ arguments: [String], input: Data? = nil
     return data
 }
 
-/// `run`'s work: starts the command, feeds `input`, reads both pipes and waits for the exit; returns
-/// the standard output, the exit status and the standard error.
+/// `run`'s work: starts the command (a path, or a name looked up in `PATH`), feeds `input`, reads both
+/// pipes and waits for the exit; returns the standard output, the exit status and the standard error.
 private func runToExit(_ executable: String, _ arguments: [String], input: Data?) throws -> (Data, Int32, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let output = try ChildPipe()
-    let errors = try ChildPipe()
-    let stdin = try ChildPipe()
-    try process.run(input: stdin, output: output, error: errors)
-    if let input { stdin.fileHandleForWriting.write(input) }
-    try stdin.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (data, process.waitForExit(), message)
+    let result = try ChildProcess.runBlocking(executable, arguments, input: input ?? Data())
+    return (result.output, result.status, result.error)
 }
 
 /// Runs a command on a thread of its own and returns its standard output; fails the test when it exits
@@ -67,30 +57,11 @@ package func attache(_ arguments: [String], environment: [String: String] = [:])
 }
 
 /// Runs `executable` with `arguments` and extra environment variables (how secrets reach the CLI: never
-/// argv), waiting on a pool thread; output goes through temporary files so that neither stream can fill.
+/// argv), and waits for its end (``ChildProcess/run(_:_:environment:input:upTo:)``).
 package func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:]
 ) async throws -> CommandResult {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("attache-run-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: folder) }
-    let outPath = folder + "/out"
-    let errPath = folder + "/err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    process.standardOutput = FileHandle(forWritingAtPath: outPath)
-    process.standardError = FileHandle(forWritingAtPath: errPath)
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let status = try await onOwnThread { process.waitForExit() }
-    return CommandResult(
-        status: status,
-        standardOutput: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-        standardError: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    try await ChildProcess.run(executable, arguments, environment: environment)
 }
 
 /// A Python interpreter that can import `modules`: the S3 test environment Scripts/bootstrap.sh makes
@@ -117,13 +88,9 @@ private func findPython(with modules: [String]) throws -> String {
     candidates.append("/usr/bin/python3")
     var tried: Set<String> = []
     for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) && tried.insert(candidate).inserted {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: candidate)
-        probe.arguments = ["-c", "import " + modules.joined(separator: ", ")]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
-        if probe.waitForExit() == 0 { return candidate }
+        if try ChildProcess.runBlocking(candidate, ["-c", "import " + modules.joined(separator: ", ")]).status == 0 {
+            return candidate
+        }
     }
     throw TestFailure("no python3 can import \(modules.joined(separator: ", ")): run Scripts/bootstrap.sh")
 }

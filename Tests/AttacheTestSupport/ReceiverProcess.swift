@@ -61,14 +61,9 @@ package struct ReceiverProcess {
         for folder in path.split(separator: ":") {
             let candidate = String(folder) + "/python3"
             guard FileManager.default.isExecutableFile(atPath: candidate) else { continue }
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: candidate)
-            probe.arguments = ["-c", "import sys, werkzeug; print(sys.executable)"]
-            let output = try ChildPipe()
-            try probe.run(input: nil, output: output, error: nil)
-            let executable = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            let status = probe.waitForExit()
+            let probe = try ChildProcess.runBlocking(candidate, ["-c", "import sys, werkzeug; print(sys.executable)"])
+            let executable = String(decoding: probe.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let status = probe.status
             let system = URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path
             if status == 0,
                 URL(fileURLWithPath: executable).resolvingSymlinksInPath().path != system

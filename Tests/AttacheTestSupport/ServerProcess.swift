@@ -71,12 +71,13 @@ package struct ServerProcess {
     }
 
     /// Sends SIGKILL to the server.
-    package func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
+    package func kill() { process.kill() }
 
-    /// Waits for the server to end and says how (Foundation reports a signal as the status).
+    /// Waits for the server to end and says how: killed by SIGKILL, or its status (a signal's number when
+    /// another signal ended it).
     package func waitForExit() async throws -> Exit {
         guard let status = try await process.wait(upTo: 60) else { throw TestFailure("attache-server did not exit") }
-        return status == SIGKILL ? .killed : .status(status)
+        return process.endedBySignal && status == SIGKILL ? .killed : .status(status)
     }
 
     /// Sends SIGTERM, a graceful stop (requests in flight end, exporters flush), and waits for the end.

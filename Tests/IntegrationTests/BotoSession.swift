@@ -7,39 +7,24 @@ import Synchronization
 /// a CPU-second importing boto3 each time, and the S3 suites run a few hundred commands.)
 final class BotoSession: Sendable {
     private struct Pipes: @unchecked Sendable {
-        let process: Process
         let input: FileHandle
         let output: FileHandle
         var pending = Data()
     }
 
+    private let child: ChildProcess
     private let pipes: Mutex<Pipes>
-    private let processIdentifier: Int32
     /// The interpreter's own standard error (a failed import, a crash; each command's is in its answer),
     /// for the failure message when it ends. Removed with the session.
     private let errorLog: String
 
     init(python: String, tool: String, endpoint: String, environment: [String: String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [tool, endpoint, "serve"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let input = try ChildPipe()
-        let output = try ChildPipe()
         errorLog = FileManager.default.temporaryDirectory.appendingPathComponent("attache-boto3-\(UUID().uuidString).err").path
-        guard FileManager.default.createFile(atPath: errorLog, contents: nil), let errors = FileHandle(forWritingAtPath: errorLog) else {
-            throw TestFailure("cannot create \(errorLog)")
-        }
-        defer { try? errors.close() }
-        process.standardInput = input.fileHandleForReading
-        process.standardOutput = output.fileHandleForWriting
-        process.standardError = errors
-        try process.run()
-        // The child's ends, closed here (``ChildPipe`` says why the pipe is not Foundation's).
-        try input.fileHandleForReading.close()
-        try output.fileHandleForWriting.close()
-        processIdentifier = process.processIdentifier
-        pipes = Mutex(Pipes(process: process, input: input.fileHandleForWriting, output: output.fileHandleForReading))
+        child = try ChildProcess(
+            executable: python, arguments: [tool, endpoint, "serve"], environment: environment,
+            streams: .interactive(errorLog: errorLog))
+        let conversation = child.conversation!
+        pipes = Mutex(Pipes(input: conversation.input, output: conversation.output))
     }
 
     /// Runs one command (`s3_objects.py`'s arguments after the endpoint), on a thread of its own.
@@ -74,14 +59,14 @@ final class BotoSession: Sendable {
 
     /// SIGKILL by pid, without waiting: for the process's exit, where the interpreter is not reaped.
     func killAtExit() {
-        kill(processIdentifier, SIGKILL)
+        child.kill()
         try? FileManager.default.removeItem(atPath: errorLog)
     }
 
     /// SIGKILL by pid, then reap.
     func stop() {
-        kill(processIdentifier, SIGKILL)
-        _ = pipes.withLock { $0.process.waitForExit() }
+        child.kill()
+        child.waitForExit()
         try? FileManager.default.removeItem(atPath: errorLog)
     }
 }

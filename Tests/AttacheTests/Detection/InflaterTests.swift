@@ -17,14 +17,9 @@ struct InflaterTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("attache-gz-\(UUID().uuidString)")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["gzip", "-c", "-n", "-\(level)", file.path]
-        let output = try ChildPipe()
-        try process.run(input: nil, output: output, error: nil)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        try #require(process.waitForExit() == 0)
-        return [UInt8](data)
+        let gzip = try ChildProcess.runBlocking("gzip", ["-c", "-n", "-\(level)", file.path])
+        try #require(gzip.status == 0, "\(gzip.error)")
+        return [UInt8](gzip.output)
     }
 
     /// `gzip` for async tests: the tool runs and is waited for on a thread of its own, not on the

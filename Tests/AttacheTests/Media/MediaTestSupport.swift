@@ -11,18 +11,11 @@ enum MediaTools {
     /// Runs a tool and returns its standard output; throws with its standard error when it fails.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = try ChildPipe()
-        let error = try ChildPipe()
-        try process.run(input: nil, output: output, error: error)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard process.waitForExit() == 0 else {
-            throw ToolFailure(message: "\(executable) \(arguments.joined(separator: " ")): \(errorText)")
+        let result = try ChildProcess.runBlocking(executable, arguments)
+        guard result.status == 0 else {
+            throw ToolFailure(message: "\(executable) \(arguments.joined(separator: " ")): \(result.error)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: result.output, as: UTF8.self)
     }
 
     /// `run` for async code: the tool runs and is waited for on a thread of its own, never on the

@@ -1,0 +1,57 @@
+import AttacheTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The tests' one child runner (``ChildProcess``): its end is read by a `waitpid` of its own, its waits
+/// are bounded, and what it starts begins with default signal dispositions.
+@Suite struct ChildProcessTests {
+    @Test func anExitStatusAndTheOutputAreRead() async throws {
+        let result = try await ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 7"])
+        #expect(result.status == 7)
+        #expect(result.standardOutput == "out\n")
+        #expect(result.standardError == "err\n")
+        let zero = try ChildProcess.runBlocking("sh", ["-c", "cat"], input: Data("fed\n".utf8))
+        #expect(zero.status == 0 && String(decoding: zero.output, as: UTF8.self) == "fed\n")
+    }
+
+    @Test func aSignalIsRead() async throws {
+        let child = try ChildProcess(executable: "/bin/sleep", arguments: ["30"])
+        #expect(try await child.wait(upTo: 0.2) == nil)
+        #expect(!child.hasEnded && !child.endedBySignal)
+        child.kill()
+        #expect(try await child.wait(upTo: 30) == SIGKILL)
+        #expect(child.endedBySignal)
+        // Signalling a child that has been reaped does nothing (its pid may be another process's now).
+        child.kill()
+    }
+
+    /// A child that leaves one of its own holding the output pipe still ends when it ends: the wait reads
+    /// the end from `waitpid`, not from the pipe.
+    @Test func anEndIsSeenWhileAGrandchildHoldsTheOutput() async throws {
+        let child = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "sleep 30 & echo started; exit 3"])
+        try await child.waitForOutput(containing: "started", count: 1, upTo: 30)
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(try await child.wait(upTo: 60) == 3)
+        #expect(clock.now - start < .seconds(30), "the wait waited for the grandchild's pipe")
+        _ = try? ChildProcess.runBlocking("pkill", ["-KILL", "-g", String(child.processIdentifier)])
+    }
+
+    /// A signal ignored in this process (as SIGINT and SIGTERM are while a command run in-process watches
+    /// them) is not ignored in a child started meanwhile: an ignored disposition would survive its exec.
+    /// SIGUSR2 stands in for them here, since nothing else in the tests uses it.
+    @Test func aChildStartsWithDefaultSignalDispositions() async throws {
+        let previous = signal(SIGUSR2, SIG_IGN)
+        defer { signal(SIGUSR2, previous) }
+        let child = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "grep SigIgn /proc/self/status"])
+        #expect(try await child.wait(upTo: 30) == 0)
+        let mask = child.standardOutput.split(separator: "\t").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let ignored = try #require(mask.flatMap { UInt64($0, radix: 16) }, "\(child.standardOutput)")
+        // Bit n-1 stands for signal n.
+        #expect(ignored & (1 << (UInt64(SIGUSR2) - 1)) == 0, "\(child.standardOutput)")
+    }
+}
