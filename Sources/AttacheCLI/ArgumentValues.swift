@@ -9,6 +9,8 @@ public import Logging
 extension SealScheme: ExpressibleByArgument {}
 
 extension TransformErrorPolicy: ExpressibleByArgument {}
+/// `--trace-detail`.
+extension TraceDetail: ExpressibleByArgument {}
 
 extension ImageFormat: ExpressibleByArgument {}
 

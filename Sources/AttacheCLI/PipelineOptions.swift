@@ -52,6 +52,13 @@ package struct PipelineOptions: ParsableArguments {
         valueName: "mode"))
     package var dedup = DedupMode.run
 
+    @Option(help: ArgumentHelp(
+        "How much of each file its exported spans show (with --otlp-endpoint): send (default): attache.send "
+            + "and a span per HTTP attempt, the stages as events and attributes of the send; stages: a span for "
+            + "each stage too.",
+        valueName: "detail"))
+    package var traceDetail = TraceDetail.send
+
     @Option(help: ArgumentHelp("Longest side of recompressed photos.", valueName: "pixels"))
     package var maxSide = 1280
 
@@ -184,6 +191,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.sendSealFields = sealFields
         configuration.transform.recompressImages = !noTransform
         configuration.sharesTransforms = dedup != .off
+        configuration.traceDetail = traceDetail
         configuration.transform.makeStickers = !noTransform
         configuration.transform.convertVideo = !noTransform
         configuration.transform.convertVoice = !noTransform

@@ -10,6 +10,12 @@ extension AttacheClient {
         try await telemetry.withSpan(request.method, ofKind: .client) { span in
             var sent = request
             if let span {
+                // The context goes on even for a span a sampler left out, so that the server's spans follow
+                // the same decision; its attributes would be thrown away, so none are made.
+                let fields = telemetry.propagationFields()
+                if !fields.isEmpty { sent = try request.setting(fields) }
+            }
+            if let span, span.isRecording {
                 let server = ServerAddress(request)
                 span.update { attributes in
                     attributes.reserveCapacity(8)
@@ -20,11 +26,9 @@ extension AttacheClient {
                     attributes.put("attache.operation", operation.rawValue)
                     if attempt > 1 { attributes.put("http.request.resend_count", attempt - 1) }
                 }
-                let fields = telemetry.propagationFields()
-                if !fields.isEmpty { sent = try request.setting(fields) }
             }
             let response = try await measuredExchange(sent, sink: sink, operation: operation, attempt: attempt)
-            if let span {
+            if let span, span.isRecording {
                 span.update { attributes in
                     attributes.put("http.response.status_code", response.status)
                     if response.status >= 400 { attributes.put("error.type", String(response.status)) }

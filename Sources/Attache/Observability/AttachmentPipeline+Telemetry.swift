@@ -20,7 +20,14 @@ extension AttachmentPipeline {
             telemetry.add(1, to: .sendsInFlight)
             defer { telemetry.add(-1, to: .sendsInFlight) }
             do {
-                let receipt = try await send(facts)
+                // With TraceDetail.send, the stages (and the reading of each answer) record themselves on
+                // this span rather than start spans of their own.
+                let receipt =
+                    if configuration.traceDetail == .send, let span {
+                        try await Telemetry.$stageRecorder.withValue(span) { try await send(facts) }
+                    } else {
+                        try await send(facts)
+                    }
                 record(receipt, span: span)
                 return receipt
             } catch {
@@ -30,16 +37,16 @@ extension AttachmentPipeline {
         }
     }
 
-    /// One stage of the data path, timed in `attache.stage.duration`, and inside its own span (a child of
-    /// the send's) when `span` names one. Prepare and Upload have none: Prepare only makes the bytes
-    /// ready, and Upload's work is its attempts, each a client span of its own under the send: six spans
-    /// a file instead of eight.
-    func stage<T>(_ name: String, span: String?, _ body: () async throws -> T) async rethrows -> T {
+    /// One stage of the data path, timed in `attache.stage.duration`; with `traced`, also in the trace
+    /// (``Telemetry/stage(_:isolation:_:)``: an event of the send, or a span of its own with
+    /// ``TraceDetail/stages``). Prepare and Upload are not traced: Prepare only makes the bytes ready, and
+    /// Upload's work is its attempts, each a client span of its own under the send.
+    func stage<T>(_ name: String, traced: Bool, _ body: () async throws -> T) async rethrows -> T {
         guard telemetry.isOn else { return try await body() }
         let start = ContinuousClock.now
         defer { telemetry.record(ContinuousClock.now - start, .stageDuration, [("attache.stage", name)]) }
-        guard let span, telemetry.tracer != nil else { return try await body() }
-        return try await telemetry.withSpan(span) { _ in try await body() }
+        guard traced else { return try await body() }
+        return try await telemetry.stage(name) { try await body() }
     }
 
     private func record(_ receipt: UploadReceipt, span: TelemetrySpan?) {
@@ -51,7 +58,7 @@ extension AttachmentPipeline {
                 .transformSaved, by: receipt.originalByteCount - receipt.transform.byteCount, [("attache.kind", kind)])
         }
         if receipt.replayed { telemetry.count(.replays) }
-        guard let span else { return }
+        guard let span, span.isRecording else { return }
         let profile = configuration.answers.profile.rawValue
         span.update { attributes in
             attributes.reserveCapacity(9)
@@ -81,7 +88,7 @@ extension AttachmentPipeline {
             outcome = "failed"
         }
         telemetry.count(.attachments, [("attache.kind", kind), ("attache.outcome", outcome), ("error.type", code)])
-        guard let span else { return }
+        guard let span, span.isRecording else { return }
         let profile = configuration.answers.profile.rawValue
         span.update { attributes in
             attributes.put("attache.kind", kind)

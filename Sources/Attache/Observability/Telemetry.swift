@@ -38,6 +38,11 @@ package struct Telemetry: Sendable {
     /// The span that root spans started in this task link to (see ``startingTraces(_:)``).
     @TaskLocal static var rootLink: InstrumentationContext?
 
+    /// The send span that the stages run in this task record themselves on instead of starting spans of
+    /// their own (``TraceDetail/send``); nil: each stage is a span (``TraceDetail/stages``, or a stage run
+    /// outside a pipeline's send, such as a lone ``Uploader``'s reading of an answer).
+    @TaskLocal static var stageRecorder: TelemetrySpan?
+
     /// Whether anything is recorded at all.
     package var isOn: Bool { metrics != nil || tracer != nil }
 
@@ -128,6 +133,45 @@ package struct Telemetry: Sendable {
         }
     }
 
+    /// Runs one stage of a send (`name`: detect, transform, scan, seal, interpret): as a child span
+    /// `attache.NAME`, or, inside a send that records its stages (``TraceDetail/send``), as an event and
+    /// two attributes of that send span (see ``TraceDetail``). Nothing at all when tracing is off or the
+    /// send span is not recording (sampled out).
+    package func stage<T>(
+        _ name: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        guard tracer != nil else { return try await body() }
+        guard let recorder = Self.stageRecorder else { return try await withSpan("attache." + name) { _ in try await body() } }
+        guard recorder.span.isRecording else { return try await body() }
+        let started = DefaultTracerClock.now
+        let start = ContinuousClock.now
+        do {
+            let value = try await body()
+            recorder.stageEnded(name, at: started, duration: ContinuousClock.now - start, outcome: "ok")
+            return value
+        } catch {
+            recorder.stageEnded(name, at: started, duration: ContinuousClock.now - start, outcome: TelemetrySpan.errorType(error))
+            throw error
+        }
+    }
+
+    /// ``stage(_:isolation:_:)`` for synchronous work.
+    package func stage<T>(_ name: String, _ body: () throws -> T) rethrows -> T {
+        guard tracer != nil else { return try body() }
+        guard let recorder = Self.stageRecorder else { return try withSpan("attache." + name) { _ in try body() } }
+        guard recorder.span.isRecording else { return try body() }
+        let started = DefaultTracerClock.now
+        let start = ContinuousClock.now
+        do {
+            let value = try body()
+            recorder.stageEnded(name, at: started, duration: ContinuousClock.now - start, outcome: "ok")
+            return value
+        } catch {
+            recorder.stageEnded(name, at: started, duration: ContinuousClock.now - start, outcome: TelemetrySpan.errorType(error))
+            throw error
+        }
+    }
+
     /// Writes the current span's context into `headers` (W3C `traceparent` and `tracestate` with a
     /// tracer that propagates them), replacing fields of the same names.
     package func inject(into headers: inout [HeaderField]) {
@@ -168,12 +212,29 @@ package struct TelemetrySpan: Sendable {
     /// Sets several attributes in one update of the span (one lock, one copy of its attributes), where
     /// each `set` above takes its own.
     package func update(_ body: (inout SpanAttributes) -> Void) { span.updateAttributes(body) }
+    /// Whether the span records what it is given: false for one a sampler left out, whose attributes
+    /// would be thrown away, so none are made.
+    package var isRecording: Bool { span.isRecording }
+    /// Records a stage that ran within this span (``TraceDetail/send``): an event at its start, and its
+    /// duration and outcome as attributes.
+    func stageEnded(_ name: String, at started: DefaultTracerClock.Instant, duration: Duration, outcome: String) {
+        let seconds = duration.seconds
+        span.addEvent(
+            SpanEvent(
+                name: "attache." + name, at: started,
+                attributes: ["attache.stage.duration_s": .double(seconds), "attache.stage.outcome": .string(outcome)]))
+        span.updateAttributes { attributes in
+            attributes.set("attache.stage." + name + ".duration_s", value: .double(seconds))
+            attributes.set("attache.stage." + name + ".outcome", value: .string(outcome))
+        }
+    }
     /// Adds a link to the span of `context`.
     package func link(to context: InstrumentationContext) { span.addLink(SpanLink(context: context, attributes: [:])) }
 
     /// Marks the span failed with `error.type` set to the error's code (never its message, which may
     /// name a file).
     func failed(_ error: any Error) {
+        guard span.isRecording else { return }
         set("error.type", TelemetrySpan.errorType(error))
         span.setStatus(SpanStatus(code: .error))
     }

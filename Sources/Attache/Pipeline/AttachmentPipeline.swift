@@ -214,28 +214,28 @@ public struct AttachmentPipeline: Sendable {
 
     /// The whole data path of one attachment: each stage a function from one typed hand-off to the
     /// next. A new stage is one more line here and one more function with its own input and output.
-    /// Each stage is timed, and Detect, Transform, Scan and Seal run in a span of their own, when
-    /// telemetry is on (`stage`).
+    /// Each stage is timed, and Detect, Transform, Scan and Seal are traced, when telemetry is on
+    /// (`stage`; ``TraceDetail`` says how).
     private func run(
         _ attachment: Attachment, facts: SendFacts?, progress: (@Sendable (PipelineProgress) -> Void)?
     ) async throws -> UploadReceipt {
-        let prepared = try await stage("prepare", span: nil) { try await prepare(attachment) }  // Attachment → PreparedAttachment (bytes ready)
+        let prepared = try await stage("prepare", traced: false) { try await prepare(attachment) }  // Attachment → PreparedAttachment (bytes ready)
         defer { prepared.remove() }
         progress?(.stage(.detect))
-        let detected = try await stage("detect", span: "attache.detect") { try await detect(prepared) }  // → DetectedAttachment (type, kind, metadata)
+        let detected = try await stage("detect", traced: true) { try await detect(prepared) }  // → DetectedAttachment (type, kind, metadata)
         facts?.detected(detected.detection)
         progress?(.stage(.transform))
-        let transformed = try await stage("transform", span: "attache.transform") { try await transform(detected) }  // → TransformedAttachment (payload, thumbnails)
+        let transformed = try await stage("transform", traced: true) { try await transform(detected) }  // → TransformedAttachment (payload, thumbnails)
         defer { transformed.remove() }
         progress?(.stage(.scan))
-        // A span for the Scan stage only where there is one: no scanner, no stage.
+        // Scan is traced only where there is one: no scanner, no stage.
         let scanned = configuration.scan.scanner == nil
-            ? try await scan(transformed) : try await stage("scan", span: "attache.scan") { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
+            ? try await scan(transformed) : try await stage("scan", traced: true) { try await scan(transformed) }  // → ScannedAttachment (clean, or unscanned by policy)
         progress?(.stage(.seal))
-        let sealed = try await stage("seal", span: "attache.seal") { try await seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
+        let sealed = try await stage("seal", traced: true) { try await seal(scanned) }  // → SealedAttachment (streamed; nothing read yet)
         progress?(.stage(.upload))
         let forms = form(sealed)  // → AttachmentForms (the one form specification)
-        let sent = try await stage("upload", span: nil) { try await send(forms, progress: progress) }  // → SentAttachment (the server's answers)
+        let sent = try await stage("upload", traced: false) { try await send(forms, progress: progress) }  // → SentAttachment (the server's answers)
         return receipt(sent)  // → UploadReceipt
     }
 

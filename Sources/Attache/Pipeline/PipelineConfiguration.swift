@@ -34,6 +34,9 @@ public struct PipelineConfiguration: Sendable {
     /// key and uploads on its own, so no server can tell the two apart. The receipt's
     /// ``TransformReceipt/reused`` says so. False: every send transforms its own file.
     public var sharesTransforms = true
+    /// How much of each send its spans show, when tracing is on: ``TraceDetail/send`` (the default) or
+    /// ``TraceDetail/stages``.
+    public var traceDetail: TraceDetail = .send
     /// Where stored uploads are looked up by content (``ContentIndex``; nil, the default: nowhere). With an
     /// index and ``contentReuse`` on, a send whose file has the same bytes (SHA-256) and settings as a
     /// stored upload the index knows returns that upload's receipt (``UploadReceipt/dedup``) and sends

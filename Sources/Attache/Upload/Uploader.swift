@@ -182,7 +182,7 @@ public struct Uploader: Sendable {
             logger.debug(
                 "answer \(response.status)",
                 metadata: ["attempt": "\(answer.attempt)", "bytes": "\(response.body.count)", "content-type": "\(response.mediaType ?? "-")"])
-            switch client.telemetry.withSpan("attache.interpret", { _ in interpreter.interpret(response) }) {
+            switch client.telemetry.stage("interpret", { interpreter.interpret(response) }) {
             case .success(let receipt):
                 tracker.finish(attempt: answer.attempt)
                 return .done(.stored(receipt))
