@@ -54,7 +54,7 @@ struct BatchFilterTests {
 /// `--files-from`: paths read from a file, one per line, after those given as arguments.
 @Suite("Paths from a file")
 struct FilesFromTests {
-    @Test("detect and batch take --files-from; blank lines and CRLF endings are fine; a missing list is a usage error")
+    @Test("detect and batch take --files-from, - for standard input; blank lines and CRLF endings are fine; a missing list is a usage error")
     func pathsFromAFile() async throws {
         let folder = try ScratchFolder(prefix: "attache-files-from")
         defer { folder.remove() }
@@ -78,6 +78,15 @@ struct FilesFromTests {
         #expect(missing.status == 64 && missing.standardError.contains("no-such-list"), "\(missing.all)")
         let none = await attache(["batch", "--url", "http://127.0.0.1:9/upload"])
         #expect(none.status == 64 && none.standardError.contains("--files-from"), "\(none.all)")
+
+        // `-` reads the list from standard input, as rsync and tar do: a program of its own, fed by a pipe.
+        let piped = try await ChildProcess.run(
+            try attacheBinary(), ["detect", "--files-from", "-", "--json"], input: Data("\(c)\n\(a)\n".utf8))
+        #expect(piped.status == 0, "\(piped.standardError)")
+        let pipedPaths = piped.standardOutput.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["path"] as? String
+        }
+        #expect(pipedPaths == [c, a])
     }
 }
 

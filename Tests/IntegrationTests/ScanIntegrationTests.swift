@@ -202,6 +202,24 @@ struct ScanIntegrationTests {
         #expect(walked.standardOutput.contains(odd + "/pipe: not a regular file SKIPPED\n"), "\(walked.all)")
         #expect(walked.standardOutput.contains("Infected files: 1\n"), "\(walked.all)")
         #expect(walked.standardOutput.contains("Skipped: 1\n"), "\(walked.all)")
+
+        // A filter narrows the walk, and what it leaves out is counted, not scanned; hidden files are always
+        // scanned (what an attacker hides is what a scan is for).
+        let filtered = folder.path + "/filtered"
+        try folder.write("filtered/virus.com", ClamdProcess.eicar)
+        try folder.write("filtered/notes.txt", "nothing to see\n")
+        try folder.write("filtered/.hidden", ClamdProcess.eicar)
+        let narrowed = try await runCommand(try attacheBinary(), ["scan", "--clamd", clamd.unixAddress, "--exclude", "*.com", filtered])
+        #expect(narrowed.status == 79, "\(narrowed.all)")
+        #expect(narrowed.standardOutput.contains(filtered + "/.hidden: "), "\(narrowed.all)")
+        #expect(!narrowed.standardOutput.contains("virus.com: "), "\(narrowed.all)")
+        #expect(narrowed.standardOutput.contains("Infected files: 1\n"), "\(narrowed.all)")
+        #expect(narrowed.standardOutput.contains("Left out by the filter: 1\n"), "\(narrowed.all)")
+        let onlyText = try await runCommand(
+            try attacheBinary(), ["scan", "--clamd", clamd.unixAddress, "--include", "*.txt", filtered])
+        #expect(onlyText.status == 0, "\(onlyText.all)")
+        #expect(onlyText.standardOutput.contains(filtered + "/notes.txt: OK\n"), "\(onlyText.all)")
+        #expect(onlyText.standardOutput.contains("Left out by the filter: 2\n"), "\(onlyText.all)")
     }
 
     /// `attache upload --clamd`: an infected file exits 79 with the signature on stderr, a clean one is
