@@ -176,6 +176,14 @@ rows() { # mode, mode, prefix
     if [[ $parts == *" c "* ]]; then
         row "(c) $count RequestClient POSTs, requests/s" "${rps[$1]}" "${rps[$2]}" "$3.requests"
         row "    CPU ms per request (whole process)" "${request_cpu[$1]}" "${request_cpu[$2]}" ''
+        if [[ $3 == observability ]]; then
+            # What the telemetry itself costs a request: the medians' difference, in microseconds.
+            local spent
+            spent=$(awk -v on="$(median_of "${request_cpu[$2]}")" -v off="$(median_of "${request_cpu[$1]}")" \
+                'BEGIN { printf "%.1f", (on - off) * 1000 }')
+            printf '%-48s %10s %10s %8s\n' "    telemetry CPU µs per request (on - off)" "" "" "$spent"
+            checks+=("$(bench_check observability.requests.telemetry-us "$spent")")
+        fi
     fi
     printf '\n'
     printf '%s\n' "${checks[@]}"
