@@ -16,10 +16,9 @@ public struct ServerResponse: Sendable {
     /// Where the time of the exchange went (DNS, connect, TLS, first byte, total) and how many bytes
     /// moved, as the transport measured them; nil when the transport measures none (tests' transports).
     package var timings: TransferTimings?
-    /// Whether the classifier of the client that received it retries this answer; nil for an answer
-    /// no client judged (one made in memory), which ``validate(statusCodes:contentTypes:)`` then judges
-    /// by ``RetryClassifier/standard``.
-    package var retryableByClient: Bool?
+    /// Whether the classifier of the client that received it retries this answer (the client sets it);
+    /// false for an answer no client judged, one made in memory.
+    package var retryableByClient = false
 
     /// Creates a response, as a transport that answers from memory returns it.
     package init(

@@ -104,79 +104,96 @@ extension AttachmentPipeline {
         }
         guard reserves || reserved != nil else { return try await post() }
         return try await media.pending.run {
-            var uri = reserved
+            // A reservation is held (``MatrixMedia/hold()``) from the moment it is made or continued until its
+            // bytes are stored or the send fails.
             var holding = false
             defer { if holding { media.release() } }
-            while true {
-                if uri == nil {
-                    let created: ObjectRequester.Answer
-                    do {
-                        created = try await requester.send(
-                            ObjectRequest(method: "POST", target: .presigned(home + "/_matrix/media/v1/create")),
-                            policy: MatrixMedia.reservationPolicy)
-                    } catch let error as AttacheError
-                        where error.code == .retriesExhausted && error.rejection?.businessCode == "M_LIMIT_EXCEEDED"
-                    {
-                        // The homeserver holds as many ids without content as it allows this user (the policy
-                        // waited out its reservation rate). Ours in flight free theirs as their bytes land: wait
-                        // for one. With none of ours, the ids are an earlier run's, left by a kill between a
-                        // reservation and its journal entry; they stay until they expire, and posting instead
-                        // would break the promise of one copy per file (a kill mid-post leaves no trace).
-                        if await media.awaitRelease() { continue }
-                        throw AttacheError(
-                            .retriesExhausted, stage: .upload,
-                            "the homeserver takes no more media reservations from this user (\(error.rejection.map { "\($0)" } ?? "M_LIMIT_EXCEEDED")): "
-                                + "ids reserved without content count against its limit until they expire, and runs killed mid-way "
-                                + "leave some. Nothing was sent; run again later, or pass --matrix-no-reserve to post files "
-                                + "(then a run killed mid-post may store a file twice)",
-                            file: path, isRetryable: true, cause: error)
-                    }
-                    // Counted at once: a send refused meanwhile waits for this one rather than give up.
-                    media.hold()
-                    holding = true
-                    let receipt = try Self.storedObject(
-                        result(created, payload, idempotencyKey), refused: "the homeserver refused to reserve a media id",
-                        file: path)
-                    guard let made = receipt.data["content_uri"]?.stringValue, MatrixEndpoint.mediaID(of: made) != nil else {
-                        throw AttacheError(.badResponse, stage: .interpret, "the homeserver reserved no mxc:// URI", file: path)
-                    }
-                    await onReserve(made)
-                    uri = made
-                }
-                if !holding {
-                    media.hold()
-                    holding = true
-                }
-                guard let current = uri, let (server, id) = MatrixEndpoint.mediaID(of: current) else {
-                    throw AttacheError(.badResponse, stage: .interpret, "not an mxc:// URI: \(uri ?? "")", file: path)
-                }
-                let target = home + "/_matrix/media/v3/upload/" + PercentEncoding.escape(server) + "/"
-                    + PercentEncoding.escape(id) + query
-                let answer = try await requester.send(
-                    ObjectRequest(method: "PUT", target: .presigned(target), headers: headers, body: payload)
-                ) { sent, attempt in tracker.report(sent: sent, attempt: attempt) }
-                let outcome = result(answer, payload, idempotencyKey)
-                if case .rejected(let rejection) = answer.outcome {
-                    switch rejection.businessCode {
-                    case "M_CANNOT_OVERWRITE_MEDIA":
-                        // Only this user can put to the id, and every attempt puts the same sealed bytes (the
-                        // journalled material): an earlier attempt stored them.
-                        tracker.finish(attempt: answer.attempts)
-                        return (outcome, current)
-                    case "M_NOT_FOUND" where reserved != nil && current == reserved:
-                        // The earlier run's reservation expired unused (a day, on Synapse): reserve again.
-                        media.release()
-                        holding = false
-                        uri = nil
-                        continue
-                    default:
-                        _ = try Self.storedObject(outcome, refused: "the homeserver refused the upload", file: path)
-                    }
-                }
-                tracker.finish(attempt: answer.attempts)
-                return (outcome, current)
+            var uri: String
+            if let reserved {
+                media.hold()
+                uri = reserved
+            } else {
+                uri = try await reserveMedia(media: media, requester: requester, path: path, onReserve: onReserve)
             }
+            holding = true
+            var answer = try await putMedia(
+                payload, to: uri, home: home, query: query, headers: headers, requester: requester, tracker: tracker, path: path)
+            if uri == reserved, case .rejected(let rejection) = answer.outcome, rejection.businessCode == "M_NOT_FOUND" {
+                // The earlier run's reservation expired unused (a day, on Synapse): reserve again, once. Ours
+                // is let go first, or a refusal at the limit would wait for it.
+                media.release()
+                holding = false
+                uri = try await reserveMedia(media: media, requester: requester, path: path, onReserve: onReserve)
+                holding = true
+                answer = try await putMedia(
+                    payload, to: uri, home: home, query: query, headers: headers, requester: requester, tracker: tracker, path: path)
+            }
+            let outcome = result(answer, payload, idempotencyKey)
+            // Only this user can put to the id, and every attempt puts the same sealed bytes (the journalled
+            // material): an id that refuses to be overwritten holds them from an earlier attempt.
+            if case .rejected(let rejection) = answer.outcome, rejection.businessCode != "M_CANNOT_OVERWRITE_MEDIA" {
+                _ = try Self.storedObject(outcome, refused: "the homeserver refused the upload", file: path)
+            }
+            tracker.finish(attempt: answer.attempts)
+            return (outcome, uri)
         }
+    }
+
+    /// Reserves a media id (`POST /_matrix/media/v1/create`), holds it (``MatrixMedia/hold()``; the
+    /// caller releases it) and keeps it (`onReserve`) before any byte goes to it. At the homeserver's
+    /// limit of ids without content, the client waits for one of this pipeline's reservations to end
+    /// (``MatrixMedia/waitsOutPendingLimit(_:)``).
+    private func reserveMedia(
+        media: MatrixMedia, requester: ObjectRequester, path: String, onReserve: @Sendable (String) async -> Void
+    ) async throws -> String {
+        let created: ObjectRequester.Answer
+        do {
+            created = try await requester.send(
+                ObjectRequest(method: "POST", target: .presigned(media.endpoint.homeserver + "/_matrix/media/v1/create")),
+                policy: MatrixMedia.reservationPolicy, waitsOut: media.waitsOutPendingLimit)
+        } catch let error as AttacheError
+            where error.code == .retriesExhausted && error.rejection?.businessCode == "M_LIMIT_EXCEEDED"
+        {
+            // With none of ours in flight, the ids are an earlier run's, left by a kill between a reservation
+            // and its journal entry; they stay until they expire, and posting instead would break the promise
+            // of one copy per file (a kill mid-post leaves no trace).
+            throw AttacheError(
+                .retriesExhausted, stage: .upload,
+                "the homeserver takes no more media reservations from this user (\(error.rejection.map { "\($0)" } ?? "M_LIMIT_EXCEEDED")): "
+                    + "ids reserved without content count against its limit until they expire, and runs killed mid-way "
+                    + "leave some. Nothing was sent; run again later, or pass --matrix-no-reserve to post files "
+                    + "(then a run killed mid-post may store a file twice)",
+                file: path, isRetryable: true, cause: error)
+        }
+        let receipt: ServerReceipt
+        switch created.outcome {
+        case .stored(let stored): receipt = stored
+        case .rejected(let rejection): throw AttacheError(refusal: rejection, "the homeserver refused to reserve a media id", file: path)
+        }
+        guard let made = receipt.data["content_uri"]?.stringValue, MatrixEndpoint.mediaID(of: made) != nil else {
+            throw AttacheError(.badResponse, stage: .interpret, "the homeserver reserved no mxc:// URI", file: path)
+        }
+        // Counted before the journal is written: a send refused meanwhile waits for this one rather than give up.
+        media.hold()
+        await onReserve(made)
+        return made
+    }
+
+    /// Puts `payload` to the reserved `uri` (`PUT /_matrix/media/v3/upload/{server}/{id}`).
+    private func putMedia(
+        _ payload: SealedPayload, to uri: String, home: String, query: String, headers: [HeaderField],
+        requester: ObjectRequester, tracker: ProgressTracker, path: String
+    ) async throws -> ObjectRequester.Answer {
+        guard let (server, id) = MatrixEndpoint.mediaID(of: uri) else {
+            throw AttacheError(.badResponse, stage: .interpret, "not an mxc:// URI: \(uri)", file: path)
+        }
+        return try await requester.send(
+            ObjectRequest(
+                method: "PUT",
+                target: .presigned(
+                    home + "/_matrix/media/v3/upload/" + PercentEncoding.escape(server) + "/" + PercentEncoding.escape(id) + query),
+                headers: headers, body: payload)
+        ) { sent, attempt in tracker.report(sent: sent, attempt: attempt) }
     }
 
     private func result(_ answer: ObjectRequester.Answer, _ payload: SealedPayload, _ idempotencyKey: String) -> UploadResult {

@@ -20,7 +20,8 @@ final class MatrixMedia: Sendable {
     }
 
     /// How a reservation is asked for: attempts for up to 30 s, at the homeserver's `retry_after_ms` (its
-    /// reservation rate). A refusal that asks for longer (its limit of ids without content) ends at once.
+    /// reservation rate). A refusal that asks for longer (its limit of ids without content) waits for one of
+    /// ours to end (``waitsOutPendingLimit(_:)``), or ends at once when none is ours.
     static let reservationPolicy = RetryPolicy(maximumAttempts: .max, maximumDelay: .seconds(4), budget: .seconds(30))
 
     /// A send holds a reservation until its bytes are stored (or it fails).
@@ -36,6 +37,17 @@ final class MatrixMedia: Sendable {
             return holders.waiting
         }
         for continuation in waiting { continuation.resume(returning: true) }
+    }
+
+    /// For a refused reservation: when the refusal is the homeserver's limit of ids without content
+    /// (`M_LIMIT_EXCEEDED` that asks for a longer wait than ``reservationPolicy`` takes between attempts,
+    /// or for none), waits until one of this pipeline's reservations ends and returns true. False (the
+    /// policy's clock decides) for a plain rate limit, or when this pipeline holds none: the ids are an
+    /// earlier run's, and stay until they expire.
+    @Sendable func waitsOutPendingLimit(_ advice: RetryAdvice) async -> Bool {
+        guard advice.refusal?.businessCode == "M_LIMIT_EXCEEDED" else { return false }
+        if let wait = advice.retryAfter, wait <= Self.reservationPolicy.maximumDelay { return false }
+        return await awaitRelease()
     }
 
     /// Waits until one of the reservations held now ends and returns true; false at once when none is held.

@@ -67,12 +67,18 @@ struct ObjectRequester: Sendable {
 
     /// Sends `request` until it is settled or the connection's retry policy gives up.
     ///
-    /// - Parameter progress: body bytes handed to the network in the current attempt, and the attempt.
+    /// - Parameters:
+    ///   - progress: body bytes handed to the network in the current attempt, and the attempt.
+    ///   - waitsOut: asked about an answer the client would try again after a wait: true when it waited
+    ///     for what the answer asks itself (a Matrix send waits for one of its pipeline's reservations to
+    ///     end), so that the next attempt goes at once and counts as progress; false leaves the wait to the
+    ///     policy.
     /// - Throws: ``AttacheCore/AttacheError`` of stage `upload` (or `download` for `GET`): transport failures that are
     ///   not retried, `.connectionFailed`/`.retriesExhausted` when the policy gives up, `.cancelled`.
     func send(
         _ request: ObjectRequest, policy: RetryPolicy? = nil,
-        progress: (@Sendable (_ sent: Int64, _ attempt: Int) -> Void)? = nil
+        progress: (@Sendable (_ sent: Int64, _ attempt: Int) -> Void)? = nil,
+        waitsOut: (@Sendable (RetryAdvice) async -> Bool)? = nil
     ) async throws -> Answer {
         let operation: ClientOperation = .objectUpload
         let url: String
@@ -106,6 +112,7 @@ struct ObjectRequester: Sendable {
                     let refusal = advice.refusal ?? Rejection(reason: .status, status: response.status, message: advice.reason)
                     return .done(Settled(outcome: .rejected(refusal), headers: response.headers))
                 }
+                if let waitsOut, await waitsOut(advice) { return .progressed }
                 return .retry(advice, failure: nil)
             }
         }

@@ -61,7 +61,7 @@ extension ServerResponse {
         guard statusCodes.contains(status) else {
             let detail = "HTTP \(status) is not an acceptable status"
             switch status {
-            case _ where retryableByClient ?? RetryClassifier.standard.isRetryable(self):
+            case _ where retryableByClient:
                 throw AttacheError(.retriesExhausted, stage: .request, detail, isRetryable: true)
             case 400...499:
                 throw AttacheError(.rejected, stage: .request, detail)
