@@ -40,25 +40,6 @@ package struct AttemptAnswer: Sendable {
     }
 }
 
-/// One attempt's request, as an operation makes it.
-package struct AttemptRequest: Sendable {
-    /// The request, signed for this attempt when it is signed.
-    package var request: PreparedRequest
-    /// Where the answer goes; nil collects nothing.
-    package var sink: (any ResponseSink)?
-    /// Whether the client's rule may send it again after a failure without an answer: the request
-    /// layer sends a non-idempotent request once, unless it carries an idempotency key. A retrier may
-    /// still ask for another attempt.
-    package var isResendable: Bool
-
-    /// An attempt's request.
-    package init(_ request: PreparedRequest, sink: (any ResponseSink)?, isResendable: Bool = true) {
-        self.request = request
-        self.sink = sink
-        self.isResendable = isResendable
-    }
-}
-
 /// The attempts of one operation so far: what the client's attempt loop counts and judges.
 ///
 /// A single request (a multipart upload, a download) has a series of its own. A resumable upload,
@@ -123,8 +104,8 @@ extension AttacheClient {
 
     /// Runs one operation's request until it is settled: the one attempt loop of the client.
     ///
-    /// Each attempt: `request` makes the attempt's request and the sink its answer goes to (signed
-    /// for this attempt, with this attempt's `Range`); the client's adapters change it; the transport
+    /// Each attempt: `request` makes the attempt's request (signed for this attempt, with this attempt's
+    /// `Range`) and the sink its answer goes to (nil collects nothing); the client's adapters change it; the transport
     /// sends it (metrics, span and log hear how it ended); the client's retriers are asked; then
     /// - a failure without an answer goes through `failed` (the operation may note it or change the
     ///   error) and is retried when a retrier says so or the client's ``RetryClassifier`` does;
@@ -138,7 +119,7 @@ extension AttacheClient {
     ///   or `settle` throw.
     package func execute<Value: Sendable>(
         _ series: inout AttemptSeries, logger: Logger? = nil, retriers: [any RequestRetrier] = [],
-        request: (_ attempt: Int) async throws -> AttemptRequest,
+        request: (_ attempt: Int) async throws -> (PreparedRequest, (any ResponseSink)?),
         failed: (_ error: AttacheError, _ attempt: Int) async throws -> AttacheError = { error, _ in error },
         settle: (AttemptAnswer) async throws -> Settlement<Value>
     ) async throws -> Value {
@@ -146,14 +127,13 @@ extension AttacheClient {
         while true {
             try Task.checkCancellation()
             let attempt = series.attempt
-            let made = try await request(attempt)
-            let prepared = made.request
+            let (prepared, sink) = try await request(attempt)
             var sent = prepared
             let response: ServerResponse
             do {
                 sent = try await adapted(prepared, operation: operation)
                 series.requests += 1
-                response = try await exchange(sent, sink: made.sink, operation: operation, attempt: attempt)
+                response = try await exchange(sent, sink: sink, operation: operation, attempt: attempt)
             } catch let transportError as AttacheError {
                 if transportError.code != .connectionFailed { series.neverConnected = false }
                 let error = try await failed(transportError, attempt)
@@ -166,7 +146,7 @@ extension AttacheClient {
                 case .doNotRetry:
                     throw error
                 case .useDefault:
-                    guard made.isResendable, retry.isRetryable(error) else { throw error }
+                    guard prepared.isResendable, retry.isRetryable(error) else { throw error }
                     logger?.debug("attempt \(attempt) failed: \(error.message)")
                     try await wait(&series, advice, failure: error, logger: logger)
                 }
@@ -191,7 +171,7 @@ extension AttacheClient {
                 break
             }
             let answer = AttemptAnswer(
-                response: response, request: sent, sink: made.sink, attempt: attempt, isFinal: decision == .doNotRetry,
+                response: response, request: sent, sink: sink, attempt: attempt, isFinal: decision == .doNotRetry,
                 classifier: retry)
             switch try await settle(answer) {
             case .done(let value):
@@ -213,7 +193,7 @@ extension AttacheClient {
     package func execute<Value: Sendable>(
         _ operation: ClientOperation, policy: RetryPolicy? = nil, answerStage: AttacheError.Stage = .interpret,
         logger: Logger? = nil,
-        request: (_ attempt: Int) async throws -> AttemptRequest,
+        request: (_ attempt: Int) async throws -> (PreparedRequest, (any ResponseSink)?),
         failed: (_ error: AttacheError, _ attempt: Int) async throws -> AttacheError = { error, _ in error },
         settle: (AttemptAnswer) async throws -> Settlement<Value>
     ) async throws -> Executed<Value> {

@@ -125,7 +125,7 @@ struct DownloadRun: Sendable {
                 throw error.attributed(to: .download, file: request.url)
             }
             progress(DownloadProgress(receivedBytes: offset, totalBytes: nil))
-            return AttemptRequest(exchange, sink: attemptSink)
+            return (exchange, attemptSink)
         } failed: { error, _ in
             var error = error
             if let attemptSink = sink {

@@ -96,35 +96,22 @@ struct ObjectRequester: Sendable {
         var requestLogger = logger
         requestLogger[metadataKey: "url"] = "\(URLRedaction.redacting(url))"
         let answers = answers
+        var headers: [HeaderField] = []
         let outcome = try await client.execute(
             operation, policy: policy ?? connection.retry, logger: requestLogger
         ) { attempt in
             var onProgress: (@Sendable (Int64, Int64) -> Void)?
             if let progress { onProgress = { sent, _ in progress(sent, attempt) } }
-            return AttemptRequest(try signed(base, request), sink: CollectingSink(limit: answers.maximumBodySize, onProgress: onProgress))
-        } settle: { answer -> Settlement<Settled> in
-            let response = answer.response
-            switch interpreter.interpret(response) {
-            case .success(let receipt): return .done(Settled(outcome: .stored(receipt), headers: response.headers))
-            case .rejection(let rejection): return .done(Settled(outcome: .rejected(rejection), headers: response.headers))
-            case .retry(let advice):
-                guard !answer.isFinal else {
-                    let refusal = advice.refusal ?? Rejection(reason: .status, status: response.status, message: advice.reason)
-                    return .done(Settled(outcome: .rejected(refusal), headers: response.headers))
-                }
-                if let waitsOut, await waitsOut(advice) { return .progressed }
-                return .retry(advice, failure: nil)
-            }
+            return (try signed(base, request), CollectingSink(limit: answers.maximumBodySize, onProgress: onProgress))
+        } settle: { answer -> Settlement<UploadResult.Outcome> in
+            headers = answer.response.headers
+            let settlement = interpreter.interpret(answer.response).settlement(of: answer)
+            if case .retry(let advice, _) = settlement, let waitsOut, await waitsOut(advice) { return .progressed }
+            return settlement
         }
         return Answer(
-            outcome: outcome.value.outcome, headers: outcome.value.headers, attempts: outcome.attempts,
-            reasons: outcome.reasons, duration: outcome.duration)
-    }
-
-    /// What settled a request: the outcome and the answer's headers.
-    private struct Settled: Sendable {
-        var outcome: UploadResult.Outcome
-        var headers: [HeaderField]
+            outcome: outcome.value, headers: headers, attempts: outcome.attempts, reasons: outcome.reasons,
+            duration: outcome.duration)
     }
 
     /// `base` with this attempt's signature, for a signed target when there is a signer; `base` as it is

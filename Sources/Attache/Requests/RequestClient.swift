@@ -161,7 +161,7 @@ public final class RequestClient: Sendable {
                 let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
-                return AttemptRequest(exchange, sink: sink, isResendable: Self.mayRetry(adapted))
+                return (exchange, sink)
             } failed: { error, _ in
                 log?.failed(error)
                 if error.code == .cancelled || Task.isCancelled {
@@ -299,11 +299,12 @@ public final class RequestClient: Sendable {
         // Searched as bytes: `firstIndex(of:)` on the String walks grapheme clusters.
         if let hash = url.utf8.firstIndex(of: UInt8(ascii: "#")) { url = String(url[..<hash]) }
         if !query.isEmpty { url += (url.contains("?") ? (url.hasSuffix("?") || url.hasSuffix("&") ? "" : "&") : "?") + query }
-        let exchange = TransportRequest(
+        var exchange = TransportRequest(
             method: request.method.rawValue, url: url, headers: headers, body: source, connection: connection,
             maximumResponseBodySize: request.maximumResponseBodySize ?? configuration.maximumResponseBodySize,
             timeout: request.timeout ?? configuration.timeout,
             acceptEncoding: configuration.acceptsCompressedResponses ? "" : nil, receiveBufferSize: receiveBufferSize)
+        exchange.isResendable = Self.mayRetry(request)
         do {
             return try exchange.prepared()
         } catch let error as TransportError {

@@ -6,12 +6,7 @@ extension ResumableSession {
     // MARK: Plumbing
 
     func outcome(_ response: ServerResponse) -> UploadResult.Outcome {
-        switch interpreter.interpret(response) {
-        case .success(let receipt): return .stored(receipt)
-        case .rejection(let rejection): return .rejected(rejection)
-        case .retry(let advice):
-            return .rejected(Rejection(reason: .status, status: response.status, message: advice.reason))
-        }
+        interpreter.interpret(response).final(for: response)
     }
 
     func result(_ outcome: UploadResult.Outcome) -> ResumableUploadResult {
@@ -95,10 +90,11 @@ extension ResumableSession {
     ) async throws -> ServerResponse {
         var all = headers.map { HeaderField(name: $0.0, value: $0.1) }
         if body != nil { all.append(HeaderField(name: "Expect", value: "")) }
-        let exchange = try TransportRequest(
+        var request = TransportRequest(
             method: method, url: url, headers: all, body: body, connection: uploader.connection,
-            maximumResponseBodySize: uploader.answers.maximumBodySize
-        ).prepared(for: .upload)
+            maximumResponseBodySize: uploader.answers.maximumBodySize)
+        request.isResendable = resendsFailures
+        let exchange = try request.prepared(for: .upload)
         let tracker = self.tracker
         let counter = self.sent
         let resumed = resumedFrom
@@ -117,7 +113,7 @@ extension ResumableSession {
                     if delta > 0 { counter.add(delta) }
                     if let progressBase { tracker.report(sent: progressBase + sentNow, attempt: attempt, resumed: resumed) }
                 }, onInformational: onInformational)
-            return AttemptRequest(exchange, sink: sink, isResendable: resendsFailures)
+            return (exchange, sink)
         } failed: { error, _ in
             try failed(error)
         } settle: { answer -> Settlement<ServerResponse> in

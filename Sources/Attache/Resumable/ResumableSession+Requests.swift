@@ -83,16 +83,10 @@ extension ResumableSession {
             return .created(offset: try await recover(created))
         }
         guard response.status == 201, let location = response.header("Location") else {
-            switch interpreter.interpret(response) {
-            case .retry(let advice):
-                // Only a retrier's final word gets here.
-                return .finished(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
-            case .rejection(let rejection):
-                return .finished(.rejected(rejection))
-            case .success:
-                return .finished(
-                    .rejected(Rejection(reason: .badResponse, status: response.status, message: "tus creation without 201 and Location")))
-            }
+            // An answer to retry gets here only as a retrier's final word.
+            guard case .success = interpreter.interpret(response) else { return .finished(outcome(response)) }
+            return .finished(
+                .rejected(Rejection(reason: .badResponse, status: response.status, message: "tus creation without 201 and Location")))
         }
         let url = resolve(location)
         let offset = response.header("Upload-Offset").flatMap { Int64($0.trimmingWhiteSpace) } ?? 0

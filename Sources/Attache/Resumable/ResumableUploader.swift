@@ -96,7 +96,7 @@ extension ResumableUploader {
         ).prepared(for: .upload)
         // Once: what is left of an upload nobody continues expires on the server anyway.
         let answer = try await client.execute(.resumableUpload, policy: RetryPolicy(maximumAttempts: 1), answerStage: .upload) { _ in
-            AttemptRequest(exchange, sink: nil)
+            (exchange, nil)
         } settle: { answer -> Settlement<ServerResponse> in
             .done(answer.response)
         }

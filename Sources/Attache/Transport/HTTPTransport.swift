@@ -32,6 +32,10 @@ package struct TransportRequest: Sendable {
     /// larger writes to it. nil (the default) keeps curl's 16 KiB, right for answers of a few kilobytes,
     /// and lets the transport reuse a curl handle from an earlier request instead of making one.
     package var receiveBufferSize: Int?
+    /// Whether the client's rule may send it again after a failure without an answer (true by default):
+    /// the request layer sends a non-idempotent request once, unless it carries an idempotency key, and a
+    /// resumable append needs the server's offset first. A retrier may still ask for another attempt.
+    package var isResendable = true
     /// The ``receiveBufferSize`` Attache's own large answers ask for: downloads, and `RequestClient`
     /// answers written to a file.
     static let streamingReceiveBufferSize = 256 * 1024

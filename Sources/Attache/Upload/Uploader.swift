@@ -176,26 +176,19 @@ public struct Uploader: Sendable {
                 "POST attempt \(attempt)", metadata: ["bytes": "\(request.body.byteCount)", "boundary": "\(request.body.boundary)"])
             tracker.report(sent: 0, attempt: attempt)
             let sink = CollectingSink(limit: answers.maximumBodySize) { sent, _ in tracker.report(sent: sent, attempt: attempt) }
-            return AttemptRequest(exchange, sink: sink)
+            return (exchange, sink)
         } settle: { answer -> Settlement<UploadResult.Outcome> in
             let response = answer.response
             logger.debug(
                 "answer \(response.status)",
                 metadata: ["attempt": "\(answer.attempt)", "bytes": "\(response.body.count)", "content-type": "\(response.mediaType ?? "-")"])
-            switch client.telemetry.stage("interpret", { interpreter.interpret(response) }) {
-            case .success(let receipt):
-                tracker.finish(attempt: answer.attempt)
-                return .done(.stored(receipt))
-            case .rejection(let rejection):
-                logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(answer.attempt)"])
-                return .done(.rejected(rejection))
-            case .retry(let advice):
-                // A retrier's no is final: the answer is the upload's end.
-                guard !answer.isFinal else {
-                    return .done(.rejected(Rejection(reason: .status, status: response.status, message: advice.reason)))
-                }
-                return .retry(advice, failure: nil)
+            let settlement = client.telemetry.stage("interpret", { interpreter.interpret(response) }).settlement(of: answer)
+            switch settlement {
+            case .done(.stored): tracker.finish(attempt: answer.attempt)
+            case .done(.rejected(let rejection)): logger.debug("rejected: \(rejection)", metadata: ["attempt": "\(answer.attempt)"])
+            case .retry, .progressed: break
             }
+            return settlement
         }
         return UploadResult(
             outcome: outcome.value, idempotencyKey: request.idempotencyKey, attempts: outcome.attempts,

@@ -264,8 +264,12 @@ struct RequestClientTests {
         (404, "application/json", "rejected"), (500, "application/json", "retries-exhausted"),
         (200, "text/html", "bad-response"), (302, "application/json", "bad-response"),
     ])
-    func validation(status: Int, type: String, code: String) throws {
-        let response = ServerResponse(status: status, headers: [HeaderField(name: "Content-Type", value: type + "; charset=utf-8")], body: Array("{}".utf8))
+    func validation(status: Int, type: String, code: String) async throws {
+        // Through a client: whether a status is retryable is the receiving client's rule.
+        let transport = ScriptedTransport([
+            .answer(status: status, headers: [HeaderField(name: "Content-Type", value: type + "; charset=utf-8")], body: Array("{}".utf8))
+        ])
+        let response = try await client(transport) { $0.connection.retry = RetryPolicy(maximumAttempts: 1) }.get("http://127.0.0.1:9/x")
         let error = #expect(throws: AttacheError.self) {
             try response.validate(statusCodes: 200..<300, contentTypes: ["application/json"])
         }
