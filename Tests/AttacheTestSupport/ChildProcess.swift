@@ -185,6 +185,17 @@ package final class ChildProcess: Sendable {
         ending.signal(signal)
     }
 
+    /// Sends `signal` the moment its standard output holds `count` occurrences of `text` (at once if it
+    /// already does), from the thread that reads the output: a test whose tasks are starved in a loaded
+    /// parallel run still signals at that moment, not seconds later when the run may be over. Nothing is
+    /// sent once the child has ended. ``waitForOutput(containing:count:upTo:)`` with the same text and
+    /// count tells the test that the moment has passed.
+    package func signal(_ signal: Int32, whenOutputHolds text: String, count: Int) throws {
+        guard let output else { throw TestFailure("the output of \(processIdentifier) is not collected") }
+        let ending = ending
+        output.once(holding: { $0.components(separatedBy: text).count - 1 >= count }) { ending.signal(signal) }
+    }
+
     /// Waits until its standard output holds `count` occurrences of `text`, or has ended (the caller reads
     /// which); throws when neither happened within `seconds`.
     package func waitForOutput(containing text: String, count: Int, upTo seconds: Double) async throws {
@@ -320,6 +331,7 @@ package final class ChildProcess: Sendable {
             var nextID = 0
             var waiters: [Int: Waiter] = [:]
             var blocked: [DispatchSemaphore] = []
+            var triggers: [(predicate: @Sendable (String) -> Bool, action: @Sendable () -> Void)] = []
         }
 
         private let state = Mutex(State())
@@ -354,19 +366,39 @@ package final class ChildProcess: Sendable {
         var text: String { String(decoding: data, as: UTF8.self) }
 
         private func append(_ chunk: Data, ended: Bool) {
-            let (ready, blocked) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], [DispatchSemaphore]) in
+            let (ready, blocked, actions) = state.withLock {
+                state -> ([CheckedContinuation<Bool, Never>], [DispatchSemaphore], [@Sendable () -> Void]) in
                 state.data.append(chunk)
                 if state.data.count > keep { state.data = Data(state.data.suffix(keep)) }
                 state.ended = state.ended || ended
                 let text = String(decoding: state.data, as: UTF8.self)
                 let done = state.waiters.filter { $0.value.predicate(text, state.ended) }
                 for id in done.keys { state.waiters[id] = nil }
+                var actions: [@Sendable () -> Void] = []
+                state.triggers.removeAll { trigger in
+                    guard trigger.predicate(text) else { return false }
+                    actions.append(trigger.action)
+                    return true
+                }
                 let blocked = state.ended ? state.blocked : []
                 if state.ended { state.blocked = [] }
-                return (done.values.map(\.continuation), blocked)
+                return (done.values.map(\.continuation), blocked, actions)
             }
+            // On this thread, before any waiter's task runs.
+            for action in actions { action() }
             for continuation in ready { continuation.resume(returning: true) }
             for semaphore in blocked { semaphore.signal() }
+        }
+
+        /// Runs `action` on this reading thread the first time `predicate` holds for the text so far (at once
+        /// when it holds now); never once the pipe has ended without it.
+        func once(holding predicate: @escaping @Sendable (String) -> Bool, _ action: @escaping @Sendable () -> Void) {
+            let now = state.withLock { state -> Bool in
+                if predicate(String(decoding: state.data, as: UTF8.self)) { return true }
+                if !state.ended { state.triggers.append((predicate, action)) }
+                return false
+            }
+            if now { action() }
         }
 
         func waitForEnd(upTo seconds: Double) async -> Bool {

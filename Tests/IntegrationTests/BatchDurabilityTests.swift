@@ -125,9 +125,9 @@ struct BatchDurabilityTests {
         let stalling = scratch.serverConfiguration(faults: try FaultPlan(parsing: "stall:seconds=3"))
         try await withReferenceServerProcess(configuration: stalling) { port in
             let process = try scratch.startBatch(port: port, extra: ["--json", "--concurrency", "2"])
-            try await process.waitForOutput(containing: "\"event\":\"started\"", count: 2, upTo: 30)
-            kill(process.processIdentifier, signal)
-            let status = try await process.wait(upTo: 30)
+            // Once two files are in flight, from the thread that reads the output.
+            try process.signal(signal, whenOutputHolds: "\"event\":\"started\"", count: 2)
+            let status = try await process.wait(upTo: 60)
             #expect(status == expected, "\(process.standardError)")
             #expect(process.standardError.contains("To resume"))
             #expect(process.standardError.contains("--journal"))

@@ -313,9 +313,10 @@ struct DownloadManagerTests {
                              "--journal", setup.folder + "/../downloads.sqlite"]
 
             let first = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
-            try await first.waitForOutput(containing: "\"event\":\"completed\"", count: 30, upTo: 120)
-            kill(first.processIdentifier, SIGKILL)
-            _ = try await first.wait(upTo: 30)
+            // At the 30th file's line, from the thread that reads it (a starved test task would be late).
+            try first.signal(SIGKILL, whenOutputHolds: "\"event\":\"completed\"", count: 30)
+            _ = try await first.wait(upTo: 120)
+            #expect(first.endedBySignal, "the run ended before its kill: \(first.standardError)")
             let partial = try FileManager.default.contentsOfDirectory(atPath: setup.folder)
             #expect(partial.contains { $0.hasSuffix(".part") }, "the kill landed between files; the test proved less")
 
@@ -365,9 +366,10 @@ struct DownloadManagerTests {
             }
             let arguments = ["download"] + urls + ["-d", setup.folder, "--journal", setup.folder + "/../j.sqlite", "--json"]
             let first = try ChildProcess(executable: try attacheBinary(), arguments: arguments)
-            try await first.waitForOutput(containing: "\"event\":\"progress\"", count: 6, upTo: 60)
-            kill(first.processIdentifier, SIGINT)
-            #expect(try await first.wait(upTo: 30) == 130)
+            // At the sixth progress line, from the thread that reads it: the three files take about 2 s,
+            // which a starved test task could miss.
+            try first.signal(SIGINT, whenOutputHolds: "\"event\":\"progress\"", count: 6)
+            #expect(try await first.wait(upTo: 60) == 130)
             #expect(first.standardError.contains("To resume, run the same command again"))
             #expect(first.standardOutput.contains("\"event\":\"paused\""))
 

@@ -41,13 +41,15 @@ struct SharedQueueTests {
             let killed = try worker("killed")
             let paused = try worker("paused")
             let steady = try worker("steady")
+            // Signalled from the threads that read their output, at the moment: a starved test task would
+            // be late, and the queue could be drained by then.
+            try killed.signal(SIGKILL, whenOutputHolds: "sent ", count: 60)
+            try paused.signal(SIGSTOP, whenOutputHolds: "sent ", count: 120)
 
-            try await killed.waitForOutput(containing: "sent ", count: 60, upTo: 60)
-            kill(killed.processIdentifier, SIGKILL)
             #expect(try await killed.wait(upTo: 60) != 0)
+            #expect(killed.endedBySignal, "the killed worker ended before its kill: \(killed.standardError)")
 
             try await paused.waitForOutput(containing: "sent ", count: 120, upTo: 60)
-            kill(paused.processIdentifier, SIGSTOP)
             // The pause is the scenario: long past the lease, so that the others take its files over.
             try await Task.sleep(for: .seconds(lease * 2.5))
             kill(paused.processIdentifier, SIGCONT)

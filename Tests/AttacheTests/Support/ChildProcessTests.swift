@@ -29,6 +29,23 @@ import Glibc
         child.kill()
     }
 
+    /// A signal armed on the output goes the moment the output holds the text that many times: the child
+    /// prints three lines and then waits for ever, so only the armed signal ends it, and only after the
+    /// second line (its output holds both). One armed for text already there goes at once.
+    @Test func aSignalArmedOnTheOutputGoesAtItsMoment() async throws {
+        let child = try ChildProcess(
+            executable: "/bin/sh", arguments: ["-c", "echo tick; sleep 0.2; echo tick; sleep 0.2; echo tock; exec sleep 60"])
+        try child.signal(SIGTERM, whenOutputHolds: "tick", count: 2)
+        #expect(try await child.wait(upTo: 30) == SIGTERM)
+        #expect(child.standardOutput.hasPrefix("tick\ntick\n"))
+        #expect(!child.standardOutput.contains("tock"), "the signal went late: \(child.standardOutput)")
+
+        let ready = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "echo ready; exec sleep 60"])
+        try await ready.waitForOutput(containing: "ready", count: 1, upTo: 30)
+        try ready.signal(SIGINT, whenOutputHolds: "ready", count: 1)
+        #expect(try await ready.wait(upTo: 30) == SIGINT)
+    }
+
     /// A child that leaves one of its own holding the output pipe still ends when it ends: the wait reads
     /// the end from `waitpid`, not from the pipe.
     @Test func anEndIsSeenWhileAGrandchildHoldsTheOutput() async throws {
