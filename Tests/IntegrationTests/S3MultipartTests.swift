@@ -211,7 +211,7 @@ struct S3MultipartTests {
     /// Starts `attache upload` of a 40 MiB file under an idempotency key, one part in flight, and kills it
     /// once 15 MiB went: the file, its bytes, the command's arguments and the multipart record it left.
     func startAndKill(
-        _ kind: S3Emulator, _ emulator: S3Emulator.Running, proxy: Proxy, in folder: ScratchFolder
+        _ kind: S3Emulator, _ emulator: S3Emulator.Running, proxy: Proxy, in folder: ScratchFolder, extra: [String] = []
     ) async throws -> (original: [UInt8], arguments: [String], record: String) {
         let original = randomBytes(40 << 20)
         let file = try folder.write("clip.bin", original)
@@ -221,7 +221,7 @@ struct S3MultipartTests {
              "--idempotency-key", "clip-\(kind)", "--seal-material-dir", material,
              "--parts-in-flight", "1", "--on-give-up", "keep"] + Self.partOptions
         let (child, killed) = try await killWhenSent(at: 15 << 20, proxy: proxy) {
-            try ChildProcess(executable: try attacheBinary(), arguments: arguments, environment: emulator.environment())
+            try ChildProcess(executable: try attacheBinary(), arguments: arguments + extra, environment: emulator.environment())
         }
         try #require(killed, "the run ended early: \(child.standardError)")
         let records = try FileManager.default.contentsOfDirectory(atPath: material).filter { $0.hasSuffix(".multipart") }
@@ -261,6 +261,35 @@ struct S3MultipartTests {
             #expect(pending as? [[String]] == [[key, other]], "the journalled upload \(uploadId) was not the one completed")
             #expect(!FileManager.default.fileExists(atPath: recordPath))
             let stored = try await emulator.object(key)
+            let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
+            #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
+        }
+    }
+
+    @Test("an upload begun with SHA-256 part checksums is continued with them by a run that asks for CRC-32C",
+          arguments: S3Emulator.allCases)
+    func checksumAlgorithmOfTheEarlierUploadKept(_ kind: S3Emulator) async throws {
+        try await kind.run { emulator in
+            let folder = try ScratchFolder(prefix: "attache-s3-algorithm")
+            defer { folder.remove() }
+            let proxy = try await Proxy(emulator)
+            defer { proxy.server.stop() }
+            let (original, arguments, recordPath) = try await startAndKill(
+                kind, emulator, proxy: proxy, in: folder, extra: ["--checksum-algorithm", "sha256"])
+            let record = try jsonObject(String(decoding: try Data(contentsOf: URL(fileURLWithPath: recordPath)), as: UTF8.self))
+            // Both emulators take checksums; the rest of the test is about them.
+            try #require(record["checksums"] as? Bool == true, "\(record)")
+            #expect(record["checksumAlgorithm"] as? String == "SHA256", "\(record)")
+            // The same command without the option: CRC-32C, the default.
+            let result = try await attache(arguments + ["-v"], emulator)
+            #expect(result.status == 0, "\(result.all)\n\(emulator.log())")
+            let receipt = try jsonObject(result.standardOutput)
+            let object = try #require(receipt["object"] as? [String: Any])
+            #expect((object["resumedBytes"] as? Int ?? 0) >= 10 << 20, "parts the store held were sent again: \(object)")
+            #expect((object["checksum"] as? String)?.hasPrefix("sha256:") == true, "\(object)")
+            #expect(object["checksumWarning"] == nil, "\(object)")
+            #expect(result.standardError.contains("begun with SHA-256"), "\(result.standardError)")
+            let stored = try await emulator.object(try #require(object["key"] as? String))
             let sealKey = try #require((receipt["seal"] as? [String: Any])?["key"] as? String)
             #expect(try await openedEqual(stored, key: sealKey, original: original, in: folder))
         }

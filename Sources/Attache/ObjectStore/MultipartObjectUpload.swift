@@ -53,7 +53,10 @@ struct MultipartObjectUpload: Sendable {
     /// Where the upload id and the confirmed parts are made durable, and what an earlier run left there.
     var journal: MultipartJournal? = nil
     var settings: MultipartSettings { store.multipart }
-    var algorithm: MultipartSettings.ChecksumAlgorithm { settings.checksumAlgorithm }
+    /// The per-part checksum: the settings', or that of the earlier upload this run continues.
+    var algorithm: MultipartSettings.ChecksumAlgorithm { continuedAlgorithm ?? settings.checksumAlgorithm }
+    /// The algorithm of an earlier upload made with another than the settings' (``run(progress:)``).
+    var continuedAlgorithm: MultipartSettings.ChecksumAlgorithm? = nil
 
     /// Runs the upload.
     ///
@@ -64,7 +67,18 @@ struct MultipartObjectUpload: Sendable {
     func run(progress: (@Sendable (_ bytes: Int64) -> Void)?) async throws -> Outcome {
         let plan = PartPlan(total: payload.byteCount, preferred: settings.partSize)
         let counter = SentCounter()
-        var (uploadId, held, checksums) = try await existingUpload(plan: plan)
+        let found = try await existingUpload(plan: plan)
+        var (uploadId, held, checksums) = (found.uploadId, found.parts, found.checksums)
+        if uploadId != nil, checksums, let earlier = found.algorithm, earlier != algorithm {
+            // The parts the store holds carry the earlier algorithm's checksums, and the completion names one
+            // algorithm for all: the upload goes on with it rather than send those parts again.
+            requester.logger.warning(
+                "continuing an upload begun with \(earlier.displayName) part checksums; this run asked for \(algorithm.displayName)",
+                metadata: ["key": "\(key)"])
+            var continued = self
+            continued.continuedAlgorithm = earlier
+            return try await continued.run(progress: progress)
+        }
         let resumedBytes = held.values.reduce(0) { $0 + $1.size }
         if uploadId == nil {
             // A run killed after its completion left no upload but the object: same key, same size, so the
@@ -78,7 +92,7 @@ struct MultipartObjectUpload: Sendable {
             held = [:]
         }
         guard let uploadId else { throw internalFailure("no upload id") }
-        await journal?.begin(key: key, uploadId: uploadId, checksums: checksums, parts: Array(held.values))
+        await journal?.begin(key: key, uploadId: uploadId, checksums: checksums, algorithm: algorithm, parts: Array(held.values))
         do {
             counter.add(resumedBytes)
             progress?(resumedBytes)
@@ -106,12 +120,18 @@ struct MultipartObjectUpload: Sendable {
 
     /// The upload to continue: the journalled one while the store still has it, else the newest the store
     /// has under the key; its parts that fit `plan`, and whether it takes checksums. Nil when there is none.
-    private func existingUpload(plan: PartPlan) async throws -> (String?, [Int: Part], Bool) {
+    private func existingUpload(plan: PartPlan) async throws -> Found {
         if let journalled = journal?.journalled, journalled.key == key,
-            let found = try await parts(ofUpload: journalled.uploadId, plan: plan)
+            var found = try await parts(ofUpload: journalled.uploadId, plan: plan)
         {
-            let checksums = (found.2 || journalled.checksums) && settings.checksum == .whenSupported
-            return (found.0, try await withChecksums(found.1, journalled: journalled, checksums: checksums, plan: plan), checksums)
+            found.checksums = (found.checksums || journalled.checksums) && settings.checksum == .whenSupported
+            if let named = journalled.checksumAlgorithm {
+                found.algorithm = MultipartSettings.ChecksumAlgorithm.allCases.first { $0.s3Name == named } ?? found.algorithm
+            }
+            // Summed again below with the run's algorithm only when it is the upload's.
+            guard found.algorithm == nil || found.algorithm == algorithm || !found.checksums else { return found }
+            found.parts = try await withChecksums(found.parts, journalled: journalled, checksums: found.checksums, plan: plan)
+            return found
         }
         let listed = try await stored(
             ObjectRequest(method: "GET", target: .signed(try store.address(forKey: "", query: [("uploads", ""), ("prefix", key)]))),
@@ -119,16 +139,18 @@ struct MultipartObjectUpload: Sendable {
         let uploads = Self.elements(listed.data["Upload"]).filter { $0["Key"]?.stringValue == key }
         guard let upload = uploads.max(by: { ($0["Initiated"]?.stringValue ?? "") < ($1["Initiated"]?.stringValue ?? "") }),
             let uploadId = upload["UploadId"]?.stringValue
-        else { return (nil, [:], false) }
-        return try await parts(ofUpload: uploadId, plan: plan) ?? (nil, [:], false)
+        else { return .none }
+        return try await parts(ofUpload: uploadId, plan: plan) ?? .none
     }
 
-    /// `ListParts` of `uploadId`: the parts that fit `plan`, and whether the upload takes checksums; nil
-    /// when the store no longer has the upload (completed or aborted: 404 `NoSuchUpload`).
-    private func parts(ofUpload uploadId: String, plan: PartPlan) async throws -> (String?, [Int: Part], Bool)? {
+    /// `ListParts` of `uploadId`: the parts that fit `plan`, whether the upload takes checksums and the
+    /// algorithm the store names; nil when the store no longer has the upload (completed or aborted: 404
+    /// `NoSuchUpload`).
+    private func parts(ofUpload uploadId: String, plan: PartPlan) async throws -> Found? {
         var parts: [Int: Part] = [:]
         var marker: String?
         var checksums = false
+        var listed: MultipartSettings.ChecksumAlgorithm?
         repeat {
             var query = [("uploadId", uploadId)]
             if let marker { query.append(("part-number-marker", marker)) }
@@ -137,6 +159,9 @@ struct MultipartObjectUpload: Sendable {
             if case .rejected(let rejection) = answer.outcome, rejection.status == 404 { return nil }
             let page = try Self.storedOrThrow(answer, "the store refused to list the parts of an earlier upload")
             if page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() == algorithm.s3Name { checksums = true }
+            if let named = page.data["ChecksumAlgorithm"]?.stringValue?.uppercased() {
+                listed = MultipartSettings.ChecksumAlgorithm.allCases.first { $0.s3Name == named }
+            }
             for element in Self.elements(page.data["Part"]) {
                 guard let number = element["PartNumber"]?.stringValue.flatMap({ Int($0) }),
                     let etag = element["ETag"]?.stringValue, let size = element["Size"]?.stringValue.flatMap({ Int64($0) })
@@ -150,8 +175,22 @@ struct MultipartObjectUpload: Sendable {
             }
             marker = page.data["IsTruncated"]?.stringValue == "true" ? page.data["NextPartNumberMarker"]?.stringValue : nil
         } while marker != nil
+        // An upload made with another algorithm takes checksums too: of its own (``run(progress:)``).
+        if listed != nil { checksums = true }
         if settings.checksum != .whenSupported { checksums = false }
-        return (uploadId, parts, checksums)
+        return Found(uploadId: uploadId, parts: parts, checksums: checksums, algorithm: listed)
+    }
+
+    /// An earlier upload to continue.
+    private struct Found {
+        var uploadId: String?
+        var parts: [Int: Part]
+        /// Whether it takes checksums (and this run sends them).
+        var checksums: Bool
+        /// The algorithm of its checksums, as its record or the store names it; nil when neither does.
+        var algorithm: MultipartSettings.ChecksumAlgorithm?
+
+        static let none = Found(uploadId: nil, parts: [:], checksums: false, algorithm: nil)
     }
 
     /// The object under the key when it exists with the payload's size (`HEAD`); nil when it does not.

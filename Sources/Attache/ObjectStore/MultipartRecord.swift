@@ -33,16 +33,20 @@ public struct MultipartRecord: Sendable, Hashable, Codable {
     public var key: String
     /// The store's `UploadId`.
     public var uploadId: String
-    /// Whether the upload was created taking CRC-32C checksums.
+    /// Whether the upload was created taking per-part checksums.
     public var checksums: Bool
+    /// Their algorithm as the store names it (`CRC32C`, `SHA256`) when ``checksums`` is true; nil in records
+    /// written before it was kept. A run that asks for another algorithm continues with this one.
+    public var checksumAlgorithm: String?
     /// The parts confirmed so far, by number.
     public var parts: [Part]
 
     /// Creates a record.
-    public init(key: String, uploadId: String, checksums: Bool, parts: [Part] = []) {
+    public init(key: String, uploadId: String, checksums: Bool, checksumAlgorithm: String? = nil, parts: [Part] = []) {
         self.key = key
         self.uploadId = uploadId
         self.checksums = checksums
+        self.checksumAlgorithm = checksumAlgorithm
         self.parts = parts
     }
 
@@ -75,9 +79,12 @@ final class MultipartJournal: Sendable {
     }
 
     /// The upload this run continues or created, with the parts the store already holds.
-    func begin(key: String, uploadId: String, checksums: Bool, parts: [MultipartObjectUpload.Part]) async {
+    func begin(
+        key: String, uploadId: String, checksums: Bool, algorithm: MultipartSettings.ChecksumAlgorithm,
+        parts: [MultipartObjectUpload.Part]
+    ) async {
         let record = MultipartRecord(
-            key: key, uploadId: uploadId, checksums: checksums,
+            key: key, uploadId: uploadId, checksums: checksums, checksumAlgorithm: checksums ? algorithm.s3Name : nil,
             parts: parts.sorted { $0.number < $1.number }.map(Self.recorded))
         current.withLock { $0 = record }
         await sink?(record)
