@@ -164,39 +164,8 @@ package struct ScanCommand: AsyncParsableCommand, PathListCommand {
                 add(.unscanned(item))
             }
         }
-        func failure(_ error: any Error, _ path: String) -> Result<ScanVerdict, AttacheError> {
-            .failure((error as? AttacheError)?.concerning(path) ?? AttacheError(.internalError, stage: .scan, "\(error)", file: path))
-        }
         defer { flush() }
-        if scanner.passesDescriptors {
-            // The walk found regular files; the connection opens each without blocking and checks it
-            // again, so that one replaced by a FIFO since is refused, not waited on.
-            while let first = nextFile() {
-                var pending: String? = first
-                do {
-                    try scanner.scanFilesBlocking(
-                        window: 16,
-                        next: {
-                            defer { pending = nil }
-                            return pending ?? nextFile()
-                        },
-                        deliver: { path, result in add(.result(path, result.mapError { $0.concerning(path) })) },
-                        idle: flush)
-                } catch {
-                    // No session: the file taken first fails with the reason, and the next gets a new try.
-                    if let pending { add(.result(pending, failure(error, pending))) }
-                }
-            }
-            return
-        }
-        while let path = nextFile() {
-            do {
-                add(.result(path, .success(try scanner.scanBlocking(try FileSource(path: path), file: path))))
-            } catch {
-                add(.result(path, failure(error, path)))
-            }
-            flush()
-        }
+        scanner.scanFilesBlocking(next: nextFile, deliver: { path, result in add(.result(path, result)) }, idle: flush)
     }
 
     private struct Tally {

@@ -94,6 +94,49 @@ struct ClamAVScannerTests {
         #expect(scanner.sessionsOpened == 1)
     }
 
+    /// The library's many-file scan (``ClamAVScanner/scanFiles(_:)``): every file once with its own verdict,
+    /// a missing one with an error that names it; by descriptor in one session, and streamed over TCP.
+    /// Ending the iteration early stops taking files.
+    @Test func manyFilesThroughTheAsyncStream() async throws {
+        let clamd = try await ClamdProcess.shared()
+        let folder = try ScratchFolder(prefix: "attache-scan-files")
+        defer { folder.remove() }
+        let samples = try ScanSample.make(in: folder, clean: 90).shuffled()
+        var paths = samples.map(\.path)
+        let missing = folder.path + "/no-such-file"
+        paths.insert(missing, at: 40)
+        for (address, descriptors) in [(clamd.unixAddress, true), (clamd.tcpAddress, false)] {
+            let scanner = ClamAVScanner(address: try ClamdAddress(parsing: address))
+            #expect(scanner.passesDescriptors == descriptors)
+            var delivered: [String: Result<ScanVerdict, AttacheError>] = [:]
+            var deliveries = 0
+            for await file in scanner.scanFiles(paths) {
+                deliveries += 1
+                delivered[file.path] = file.result
+            }
+            #expect(deliveries == paths.count, "\(address)")
+            #expect(delivered.count == paths.count, "\(address)")
+            for sample in samples {
+                #expect(try delivered[sample.path]?.get().signature == sample.signature, "\(address): \(sample.path)")
+            }
+            guard case .failure(let error) = delivered[missing] else {
+                Issue.record("the missing file was not refused over \(address)")
+                continue
+            }
+            #expect(error.code == .fileNotFound && error.file == missing, "\(address): \(error)")
+            #expect(scanner.sessionsOpened == 1, "\(address)")
+
+            // Two results taken, then the iteration ends: the scan stops taking files.
+            var taken = 0
+            for await _ in scanner.scanFiles(paths) {
+                taken += 1
+                if taken == 2 { break }
+            }
+            #expect(taken == 2)
+            scanner.closeIdleSessions()
+        }
+    }
+
     /// A scan told the content's SHA-256 gives clamd's earlier answer for that content without asking
     /// again; without the digest, or with another one, clamd is asked.
     @Test func aKnownDigestIsAnsweredWithoutClamd() async throws {
