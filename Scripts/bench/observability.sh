@@ -11,8 +11,12 @@
 #       Scripts/Benchmarks, against nginx's /answer200 as in Scripts/bench/requests.sh); export on is the
 #       driver with ATTACHE_BENCH_EXPORT=COLLECTOR, which bootstraps the same backends as the executable:
 #       requests/s (first request to last answer) on ÷ off
+#   (d) the same POSTs against a server that takes DELAY_MS per answer (attache-server's /answer): the
+#       telemetry's share of a request that waits on its server, requests/s on ÷ off
 # Every part also prints CPU seconds per file (request) of the whole process, which the other work on a
-# busy machine disturbs less than the wall clock.
+# busy machine disturbs less than the wall clock. With perf(1) (linux-perf), the base and off modes of (a)
+# and (c) also count the instructions the process retired in user space, which the machine's noise
+# scatters far less than time: nothing bootstrapped against hooks taken out.
 # With BASELINE_BIN (and BASELINE_REQUEST_BENCH_BIN for (c)), a third mode runs in each round: that build
 # with nothing bootstrapped, the baseline of "no backend" (export off) ÷ base. The
 # baseline is meant to be the same source with the telemetry hooks taken out
@@ -28,7 +32,8 @@
 #   CONCURRENCY=8          attache batch --concurrency
 #   COUNT=5000             requests in (c)
 #   PARALLEL=8             requests in flight in (c)
-#   PARTS="a b c"          the parts to run
+#   DELAY_MS=1             the server's time per answer in (d)
+#   PARTS="a b c d"        the parts to run
 #   ATTACHE_REQUEST_BENCH_BIN   the driver of (c) (default: attache-request-bench in ATTACHE_BENCH_DRIVERS)
 #   BASELINE_BIN, BASELINE_REQUEST_BENCH_BIN   the "base" mode's attache and driver (optional)
 #   BENCH_TMPDIR=/var/tmp  where the files and the server's store go
@@ -43,8 +48,9 @@ size=${SIZE:-1G}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 count=${COUNT:-5000}
 parallel=${PARALLEL:-8}
-parts=" ${PARTS:-a b c} "
-bench_positive runs files concurrency count parallel
+delay_ms=${DELAY_MS:-1}
+parts=" ${PARTS:-a b c d} "
+bench_positive runs files concurrency count parallel delay_ms
 bytes=$(numfmt --from=iec "$size" 2>/dev/null) || bench_die "bad SIZE '$size'"
 [[ -n "${ATTACHE_BIN:-}" && -x "$ATTACHE_BIN" ]] \
     || bench_die "ATTACHE_BIN is not set to an executable (run through Scripts/bench.sh)"
@@ -57,12 +63,12 @@ python=${XDG_CACHE_HOME:-$HOME/.cache}/attache/s3-venv/bin/python3
 modes="off on"
 if [[ -n "${BASELINE_BIN:-}" ]]; then
     [[ -x "$BASELINE_BIN" ]] || bench_die "BASELINE_BIN $BASELINE_BIN is not an executable"
-    if [[ $parts == *" c "* ]]; then
-        [[ -x "${BASELINE_REQUEST_BENCH_BIN:-}" ]] || bench_die "BASELINE_BIN with part c needs BASELINE_REQUEST_BENCH_BIN"
+    if [[ $parts == *" c "* || $parts == *" d "* ]]; then
+        [[ -x "${BASELINE_REQUEST_BENCH_BIN:-}" ]] || bench_die "BASELINE_BIN with part c or d needs BASELINE_REQUEST_BENCH_BIN"
     fi
     modes="base off on"
 fi
-if [[ $parts == *" c "* ]]; then
+if [[ $parts == *" c "* || $parts == *" d "* ]]; then
     driver=${ATTACHE_REQUEST_BENCH_BIN:-${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-request-bench}
     [[ -x "$driver" ]] \
         || bench_die "$driver not found (swift build -c release --static-swift-stdlib --package-path Scripts/Benchmarks)"
@@ -99,12 +105,20 @@ fi
 
 clear_store() { find "$store" -mindepth 1 ! -type d -delete; }
 
-declare -A rate=() cpu=() upload_wall=() batch_cpu=() rps=() request_cpu=()
+declare -A rate=() cpu=() upload_wall=() batch_cpu=() rps=() request_cpu=() slow_rps=() batch_instr=() request_instr=()
+# Instructions in user space, counted by perf for the base and off modes when it is installed.
+counting=()
+if command -v perf >/dev/null && perf stat -x, -e instructions:u -o /dev/null true 2>/dev/null; then counting=(yes); fi
+instructions_of() { awk -F, '$3 ~ /^instructions/ { printf "%.0f", $1 / 1e6 }' "$work/perf"; }
 for ((run = 1; run <= runs; run++)); do
     for mode in $modes; do
         batch_export=() upload_export=() driver_export=""
         bin=$ATTACHE_BIN mode_driver=${driver:-}
         if [[ $mode == base ]]; then bin=$BASELINE_BIN mode_driver=${BASELINE_REQUEST_BENCH_BIN:-}; fi
+        perf_prefix=()
+        if [[ -n ${counting[*]} && $mode != on && $modes == base* ]]; then
+            perf_prefix=(perf stat -x, -e instructions:u -o "$work/perf" --)
+        fi
         if [[ $mode == on ]]; then
             batch_export=(--metrics-listen 127.0.0.1:0 --metrics-linger 0 --otlp-endpoint "$collector")
             upload_export=(--otlp-endpoint "$collector")
@@ -113,13 +127,14 @@ for ((run = 1; run <= runs; run++)); do
         if [[ $parts == *" a "* ]]; then
             clear_store
             rm -f "$work/journal.sqlite"*
-            figures=$(bench_measure_cpu "$bin" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
+            figures=$(bench_measure_cpu "${perf_prefix[@]}" "$bin" batch "$work/files" --url "$url" --journal "$work/journal.sqlite" \
                 --concurrency "$concurrency" --no-progress "${batch_export[@]}" 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache batch failed ($mode)"; }
             read -r s _ c <<<"$figures"
             r=$(awk -v n="$files" -v s="$s" 'BEGIN { printf "%.1f", n / s }')
             rate[$mode]+="$r "
             batch_cpu[$mode]+="$(awk -v n="$files" -v c="$c" 'BEGIN { printf "%.4f", c * 1000 / n }') "
+            [[ ${#perf_prefix[@]} -eq 0 ]] || batch_instr[$mode]+="$(instructions_of) "
             bench_log "run $run/$runs export $mode: batch of $files in ${s}s ($r files/s), CPU ${c}s"
         fi
 
@@ -135,8 +150,9 @@ for ((run = 1; run <= runs; run++)); do
 
         if [[ $parts == *" c "* ]]; then
             figures=$(ATTACHE_BENCH_EXPORT=$driver_export BENCH_STDOUT="$work/out" \
-                bench_measure_cpu "$mode_driver" "$answer_url" "$count" "$parallel" 200 2>"$work/err") \
+                bench_measure_cpu "${perf_prefix[@]}" "$mode_driver" "$answer_url" "$count" "$parallel" 200 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache-request-bench failed ($mode)"; }
+            [[ ${#perf_prefix[@]} -eq 0 ]] || request_instr[$mode]+="$(instructions_of) "
             read -r _ _ c <<<"$figures"
             # The driver's own clock: from the first request to the last answer (start-up and the final
             # flush excluded); CPU is the whole process's.
@@ -144,6 +160,15 @@ for ((run = 1; run <= runs; run++)); do
             rps[$mode]+="$r "
             request_cpu[$mode]+="$(awk -v n="$count" -v c="$c" 'BEGIN { printf "%.4f", c * 1000 / n }') "
             bench_log "run $run/$runs export $mode: $count requests, $r requests/s, CPU ${c}s"
+        fi
+
+        if [[ $parts == *" d "* ]]; then
+            figures=$(ATTACHE_BENCH_EXPORT=$driver_export BENCH_STDOUT="$work/out" \
+                bench_measure_cpu "$mode_driver" "$BENCH_URL/answer?delay-ms=$delay_ms" "$count" "$parallel" 200 2>"$work/err") \
+                || { tail -n 20 "$work/err" >&2; bench_die "attache-request-bench failed against /answer ($mode)"; }
+            r=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") printf "%.0f", $(i + 1) }' "$work/out")
+            slow_rps[$mode]+="$r "
+            bench_log "run $run/$runs export $mode: $count requests to a ${delay_ms} ms server, $r requests/s"
         fi
     done
 done
@@ -184,6 +209,14 @@ rows() { # mode, mode, prefix
             printf '%-48s %10s %10s %8s\n' "    telemetry CPU µs per request (on - off)" "" "" "$spent"
             checks+=("$(bench_check observability.requests.telemetry-us "$spent")")
         fi
+    fi
+    if [[ $parts == *" d "* ]]; then
+        row "(d) the POSTs to a ${delay_ms} ms server, requests/s" "${slow_rps[$1]}" "${slow_rps[$2]}" \
+            "$([[ $3 == observability ]] && echo observability.requests.slow-server)"
+    fi
+    if [[ $1 == base && -n ${counting[*]} ]]; then
+        [[ $parts != *" a "* ]] || row "(a) batch, million instructions (user)" "${batch_instr[base]}" "${batch_instr[off]}" observability.base.batch-instructions
+        [[ $parts != *" c "* ]] || row "(c) POSTs, million instructions (user)" "${request_instr[base]}" "${request_instr[off]}" observability.base.requests-instructions
     fi
     printf '\n'
     printf '%s\n' "${checks[@]}"

@@ -164,6 +164,14 @@ func makeRouter(
     router.post("/echo-sealed") { request, context in try await sealedEcho.echo(request, context: context) }
     router.get("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: true) }
     router.head("/files/{id}") { request, context in try await files.serve(request, context: context, includeBody: false) }
+    // The request benchmarks' server that takes its time: reads the body, waits `delay-ms` (at most 10 s),
+    // and answers 200 with a small JSON body, as nginx's `/answer200` does at once.
+    router.post("/answer") { request, _ in
+        for try await _ in request.body {}
+        let delay = min(max(Int(request.uri.queryParameters.get("delay-ms") ?? "") ?? 0, 0), 10_000)
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        return jsonResponse(.ok, Array(#"{"errorCode":0,"data":{"fileId":"a1"}}"#.utf8))
+    }
     router.get("/stats") { _, _ in
         jsonResponse(.ok, (try? ServerJSON.encoder.encode(store.statistics)).map { Array($0) } ?? [])
     }
