@@ -25,6 +25,23 @@ struct RouterTests {
         }
     }
 
+    /// The benchmarks' slow server: `/answer` reads the body and answers small JSON, after `delay-ms`.
+    @Test func answerWaitsItsDelayThenAnswersJSON() async throws {
+        let store = try TemporaryStore()
+        let app = try await buildApplication(configuration: store.configuration())
+        try await app.test(.router) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            try await client.execute(uri: "/answer?delay-ms=150", method: .post, body: ByteBuffer(string: "{\"a\":1}")) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "application/json")
+                #expect(String(buffer: response.body).contains("\"errorCode\":0"))
+            }
+            #expect(clock.now - start >= .milliseconds(150))
+            try await client.execute(uri: "/answer", method: .post) { response in #expect(response.status == .ok) }
+        }
+    }
+
     @Test func uploadStoresPartsAndServesThemBack() async throws {
         let store = try TemporaryStore()
         let photo = sampleBytes(count: 300_000)
