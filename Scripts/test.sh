@@ -115,7 +115,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:sup
 #   deadline that the instrumented build misses;
 # - four live upload tests (UploadIntegrationTests) retry 4 times within 20-200 ms while the instrumented server still
 #   holds the first attempt's idempotency key ("409 upload with this key in progress"), and give up;
-#   stallTimeout counts attempts against a 1 s stall timeout that the instrumented build trips once more.
+#   stallTimeout counts attempts against a 1 s stall timeout that the instrumented build trips an extra time.
 skip='aConsumerThatStopsReadingStopsTheRunWithABoundedBuffer'
 skip+="|UploadIntegrationTests/(storesExactBytes|droppedConnectionIsRetried|progressIsMonotonic|concurrentUploads|stallTimeout)"
 
