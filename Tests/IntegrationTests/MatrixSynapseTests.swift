@@ -359,6 +359,56 @@ struct MatrixSynapseTests {
         #expect(all.filter { ($0["media_length"] as? Int ?? 0) > 0 }.count == 3, "\(all)")
     }
 
+    /// A reservation an earlier run kept in its journal, which the homeserver let expire unused: the send
+    /// puts to it, is told `M_NOT_FOUND`, reserves one new id, keeps it in the journal before any byte goes,
+    /// and stores the file there. The expired id stays empty; the stored bytes open with the receipt's key.
+    @Test("a journalled reservation that expired unused is replaced by one new reservation")
+    func anExpiredReservationIsReplacedOnce() async throws {
+        let server = try await Self.start(["--unused-expiration", "2s"])
+        defer { server.stop() }
+        let left = try await Self.client(["reserve", "--homeserver", server.url, "--token", server.senderToken, "--count", "1"])
+        let expired = try #require((left["uris"] as? [String])?.first)
+        try await Task.sleep(for: .seconds(3))
+
+        var configuration = PipelineConfiguration(url: server.url)
+        configuration.matrix = MatrixEndpoint(homeserver: server.url)
+        configuration.seal.scheme = .matrix
+        configuration.answers = .init(profile: .matrix)
+        configuration.connection.authorization = .bearer(server.senderToken)
+        let pipeline = try AttachmentPipeline(configuration: configuration)
+        let journal = KeptReservations(ResumableState(protocolName: .matrix, uploadURL: expired, offset: 0))
+        var options = SendOptions()
+        options.journal = journal
+        let original = randomBytes(20_000)
+        let receipt = try await pipeline.send(Attachment(bytes: original, filename: "late.bin"), options: options)
+        let uri = try #require(receipt.fileId)
+        #expect(uri != expired && uri.hasPrefix("mxc://"))
+        #expect(await journal.kept.compactMap { $0?.uploadURL }.contains(uri), "the new id was not journalled")
+
+        let media = try await Self.client(["media-list", "--homeserver", server.url, "--admin-token", server.senderToken])
+        let all = media["media"] as? [[String: Any]] ?? []
+        let stored = all.filter { ($0["media_length"] as? Int ?? 0) > 0 }
+        #expect(stored.count == 1 && uri.hasSuffix("/" + (stored.first?["media_id"] as? String ?? "?")), "\(all)")
+        #expect(!all.contains { expired.hasSuffix("/" + ($0["media_id"] as? String ?? "?")) && ($0["media_length"] as? Int ?? 0) > 0 })
+
+        // What the receiver does: the event arrives, and its file downloads and opens with the event's keys.
+        let event = try #require(receipt.matrix)
+        let contentFile = try server.folder.write(
+            "late.content.json", String(decoding: try JSONEncoder().encode(event.content), as: UTF8.self))
+        _ = try await Self.client([
+            "send", "--homeserver", server.url, "--token", server.senderToken, "--room", server.room,
+            "--event-type", event.eventType, "--content-file", contentFile,
+        ])
+        let received = try await Self.client([
+            "receive", "--homeserver", server.url, "--token", server.receiverToken, "--room", server.room,
+            "--out", server.folder.path + "/received",
+        ])
+        let file = try #require((received["events"] as? [[String: Any]])?.first?["file"] as? [String: Any], "\(received)")
+        #expect(file["encrypted"] as? Bool == true && file["mxc"] as? String == uri, "\(file)")
+        let path = try #require(file["path"] as? String, "\(file)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(original))
+    }
+
     /// The homeserver's reservation rate set low, and room for only 2 ids without content while the batch
     /// has 4 files in flight: a batch of 300 files meets `M_LIMIT_EXCEEDED` for both, waits as told (the
     /// rate) or for one of its own uploads to land (the pending limit), and stores every file, none twice.
@@ -390,4 +440,18 @@ struct MatrixSynapseTests {
         #expect(ids.count == count)
         #expect(Set(stored.compactMap { $0["media_id"] as? String }.map { "mxc://localhost/" + $0 }) == ids)
     }
+}
+
+/// A send journal that holds one earlier run's Matrix reservation and keeps what the send records.
+private actor KeptReservations: SendJournal {
+    private let earlier: ResumableState?
+    private(set) var kept: [ResumableState?] = []
+
+    init(_ earlier: ResumableState?) { self.earlier = earlier }
+
+    nonisolated var continuesEarlierSend: Bool { true }
+    func resumableState() async -> ResumableState? { kept.last ?? earlier }
+    func record(_ state: ResumableState?) async { kept.append(state) }
+    func multipartRecord() async -> MultipartRecord? { nil }
+    func record(_ record: MultipartRecord?) async {}
 }
