@@ -105,6 +105,30 @@ static void set_strict_decoding(void *raw, int flag) { ((struct decoder *)raw)->
 // The packet handed to libavcodec is an int and needs its padding.
 static const size_t stream_limit = (size_t)0x7FFFFFFF - AV_INPUT_BUFFER_PADDING_SIZE;
 
+// Appends one NAL unit after a start code.
+static struct heif_error append_nal(struct decoder *decoder, const uint8_t *nal, size_t length) {
+    if (length + 4 > stream_limit - decoder->size)
+        return failure(heif_error_Memory_allocation_error, heif_suberror_Security_limit_exceeded,
+                       "HEVC bitstream too large");
+    size_t needed = decoder->size + 4 + length;
+    if (needed > decoder->capacity) {
+        size_t capacity = decoder->capacity < stream_limit / 2 ? decoder->capacity * 2 : stream_limit;
+        if (capacity < needed) capacity = needed;
+        uint8_t *grown = realloc(decoder->stream, capacity);
+        if (grown == NULL) return failure(heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory");
+        decoder->stream = grown;
+        decoder->capacity = capacity;
+    }
+    uint8_t *out = decoder->stream + decoder->size;
+    out[0] = 0;
+    out[1] = 0;
+    out[2] = 0;
+    out[3] = 1;
+    memcpy(out + 4, nal, length);
+    decoder->size = needed;
+    return success;
+}
+
 static struct heif_error push_data(void *raw, const void *data, size_t size) {
     struct decoder *decoder = raw;
     const uint8_t *bytes = data;
@@ -117,25 +141,8 @@ static struct heif_error push_data(void *raw, const void *data, size_t size) {
         if (length > size - at)
             return failure(heif_error_Invalid_input, heif_suberror_End_of_data, "NAL unit beyond the data");
         if (length == 0) continue;
-        if (length + 4 > stream_limit - decoder->size)
-            return failure(heif_error_Memory_allocation_error, heif_suberror_Security_limit_exceeded,
-                           "HEVC bitstream too large");
-        size_t needed = decoder->size + 4 + length;
-        if (needed > decoder->capacity) {
-            size_t capacity = decoder->capacity < stream_limit / 2 ? decoder->capacity * 2 : stream_limit;
-            if (capacity < needed) capacity = needed;
-            uint8_t *grown = realloc(decoder->stream, capacity);
-            if (grown == NULL) return failure(heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory");
-            decoder->stream = grown;
-            decoder->capacity = capacity;
-        }
-        uint8_t *out = decoder->stream + decoder->size;
-        out[0] = 0;
-        out[1] = 0;
-        out[2] = 0;
-        out[3] = 1;
-        memcpy(out + 4, bytes + at, length);
-        decoder->size = needed;
+        struct heif_error result = append_nal(decoder, bytes + at, length);
+        if (result.code != heif_error_Ok) return result;
         at += length;
     }
     return success;
@@ -222,17 +229,15 @@ static struct heif_error convert(const AVFrame *frame, int width, int height, st
     return success;
 }
 
-static struct heif_error decode_image(void *raw, struct heif_image **out) {
-    struct decoder *decoder = raw;
-    *out = NULL;
+// Decodes the one picture of `decoder`'s stream into `frame`, on the calling thread.
+static struct heif_error decode_frame(const struct decoder *decoder, AVFrame *frame) {
     if (decoder->size == 0)
         return failure(heif_error_Invalid_input, heif_suberror_End_of_data, "no HEVC data");
     AVCodecContext *context = av.alloc_context(av.hevc);
     AVPacket *packet = av.packet_alloc();
-    AVFrame *frame = av.frame_alloc();
     struct heif_error result = success;
     int status;
-    if (context == NULL || packet == NULL || frame == NULL) {
+    if (context == NULL || packet == NULL) {
         result = failure(heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory");
         goto done;
     }
@@ -274,13 +279,118 @@ static struct heif_error decode_image(void *raw, struct heif_image **out) {
                          "libavcodec: the picture's size does not match its parameter sets");
         goto done;
     }
-    result = convert(frame, frame->width, frame->height, out);
-    if (result.code == heif_error_Ok) attache_avcodec_pictures += 1;
+    attache_avcodec_pictures += 1;
 done:
-    av.frame_free(&frame);
     av.packet_free(&packet);
     av.free_context(&context);
     return result;
+}
+
+static struct heif_error decode_image(void *raw, struct heif_image **out) {
+    *out = NULL;
+    AVFrame *frame = av.frame_alloc();
+    if (frame == NULL) return failure(heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory");
+    struct heif_error result = decode_frame(raw, frame);
+    if (result.code == heif_error_Ok) result = convert(frame, frame->width, frame->height, out);
+    av.frame_free(&frame);
+    return result;
+}
+
+// ---- Pictures decoded for heif.c (grid tiles) --------------------------------------------------------------
+
+int attache_avcodec_available(void) { return av.hevc != NULL; }
+
+void attache_avcodec_picture_free(struct attache_avcodec_picture *picture) {
+    AVFrame *frame = picture->frame;
+    if (frame != NULL) av.frame_free(&frame);
+    picture->frame = NULL;
+}
+
+struct heif_error attache_avcodec_decode_item(const uint8_t *hvcc, size_t hvcc_size, const uint8_t *data, size_t size,
+                                              struct attache_avcodec_picture *out) {
+    memset(out, 0, sizeof *out);
+    if (av.hevc == NULL) return failure(heif_error_Unsupported_feature, heif_suberror_Unspecified, "no libavcodec");
+    struct decoder decoder = {NULL, 0, 0, 0};
+    struct heif_error result = success;
+    static const char truncated[] = "the hvcC box is truncated";
+    // hvcC (ISO/IEC 14496-15, 8.3.3.1.2): 23 bytes, then arrays of parameter sets, each NAL unit after a
+    // 2-byte length. They go first, then the item's NAL units, each after a length of `length_size` bytes.
+    if (hvcc_size < 23) return failure(heif_error_Invalid_input, heif_suberror_End_of_data, truncated);
+    size_t length_size = (size_t)(hvcc[21] & 3) + 1, at = 23;
+    for (unsigned arrays = hvcc[22]; arrays > 0 && result.code == heif_error_Ok; arrays--) {
+        if (hvcc_size - at < 3) {
+            result = failure(heif_error_Invalid_input, heif_suberror_End_of_data, truncated);
+            break;
+        }
+        unsigned count = (unsigned)hvcc[at + 1] << 8 | hvcc[at + 2];
+        at += 3;
+        for (; count > 0 && result.code == heif_error_Ok; count--) {
+            size_t nal = hvcc_size - at < 2 ? 0 : (size_t)hvcc[at] << 8 | hvcc[at + 1];
+            if (hvcc_size - at < 2 || hvcc_size - at - 2 < nal) {
+                result = failure(heif_error_Invalid_input, heif_suberror_End_of_data, truncated);
+                break;
+            }
+            result = append_nal(&decoder, hvcc + at + 2, nal);
+            at += 2 + nal;
+        }
+    }
+    for (size_t p = 0; p < size && result.code == heif_error_Ok;) {
+        if (size - p < length_size) {
+            result = failure(heif_error_Invalid_input, heif_suberror_End_of_data, "truncated NAL unit length");
+            break;
+        }
+        size_t nal = 0;
+        for (size_t i = 0; i < length_size; i++) nal = nal << 8 | data[p + i];
+        p += length_size;
+        if (nal > size - p) {
+            result = failure(heif_error_Invalid_input, heif_suberror_End_of_data, "NAL unit beyond the data");
+            break;
+        }
+        if (nal > 0) result = append_nal(&decoder, data + p, nal);
+        p += nal;
+    }
+    AVFrame *frame = NULL;
+    if (result.code == heif_error_Ok && (frame = av.frame_alloc()) == NULL)
+        result = failure(heif_error_Memory_allocation_error, heif_suberror_Unspecified, "out of memory");
+    if (result.code == heif_error_Ok) result = decode_frame(&decoder, frame);
+    free(decoder.stream);
+    if (result.code != heif_error_Ok) {
+        if (frame != NULL) av.frame_free(&frame);
+        return result;
+    }
+    out->frame = frame;
+    const AVPixFmtDescriptor *format = av.pix_fmt_desc_get(frame->format);
+    const uint64_t refused = AV_PIX_FMT_FLAG_BE | AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM
+                             | AV_PIX_FMT_FLAG_HWACCEL | AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_ALPHA
+                             | AV_PIX_FMT_FLAG_BAYER | AV_PIX_FMT_FLAG_FLOAT;
+    int components = format == NULL ? 0 : format->nb_components;
+    int depth = components > 0 ? format->comp[0].depth : 0;
+    int ok = format != NULL && (format->flags & refused) == 0 && (components == 1 || components == 3) && depth >= 8
+             && depth <= 16;
+    for (int c = 0; ok && c < components; c++) {
+        const AVComponentDescriptor *component = &format->comp[c];
+        ok = component->plane == c && component->step == (depth > 8 ? 2 : 1) && component->offset == 0
+             && component->shift == 0 && component->depth == depth && frame->data[c] != NULL && frame->linesize[c] > 0;
+    }
+    if (!ok) {
+        attache_avcodec_picture_free(out);
+        return failure(heif_error_Unsupported_feature, heif_suberror_Unsupported_color_conversion,
+                       "libavcodec decoded a pixel format the plugin does not take");
+    }
+    out->width = frame->width;
+    out->height = frame->height;
+    out->components = components;
+    out->depth = depth;
+    out->shift_x = format->log2_chroma_w;
+    out->shift_y = format->log2_chroma_h;
+    for (int c = 0; c < components; c++) {
+        out->planes[c] = frame->data[c];
+        out->strides[c] = frame->linesize[c];
+    }
+    // H.273 code points, as the stream's VUI gives them (2: unspecified).
+    out->matrix = (int)frame->colorspace;
+    out->full_range = frame->color_range == AVCOL_RANGE_JPEG;
+    return success;
 }
 
 static const struct heif_decoder_plugin plugin = {

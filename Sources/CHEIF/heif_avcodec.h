@@ -35,4 +35,25 @@ extern _Thread_local unsigned long attache_avcodec_pictures;
 /// lack a function or have no HEVC decoder. Call once (heif.c calls it under its pthread_once).
 const struct heif_decoder_plugin *attache_avcodec_hevc_plugin(const struct attache_heif_plugin_api *api);
 
+/// Whether the plugin's libavcodec could be loaded (after `attache_avcodec_hevc_plugin`).
+int attache_avcodec_available(void);
+
+/// One picture decoded by libavcodec: YCbCr (`components` 3) or grey (1) planes of `depth` bits (over 8:
+/// 16-bit native-endian words), chroma subsampled by 2^shift_x across and 2^shift_y down.
+struct attache_avcodec_picture {
+    void *frame;  // the AVFrame that owns the planes
+    const uint8_t *planes[3];
+    int strides[3];
+    int width, height, components, depth, shift_x, shift_y;
+    /// The stream's colour description (H.273 matrix_coefficients, 2 when unspecified, and the range).
+    int matrix, full_range;
+};
+
+/// Decodes the HEVC item `data` (NAL units, each after a length as `hvcc` says) with the parameter sets of
+/// its hvcC box's body `hvcc`, on the calling thread. Free the picture with `attache_avcodec_picture_free`.
+struct heif_error attache_avcodec_decode_item(const uint8_t *hvcc, size_t hvcc_size, const uint8_t *data,
+                                              size_t size, struct attache_avcodec_picture *picture);
+
+void attache_avcodec_picture_free(struct attache_avcodec_picture *picture);
+
 #endif

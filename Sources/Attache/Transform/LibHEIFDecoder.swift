@@ -2,10 +2,20 @@ internal import CHEIF
 
 /// Decodes HEIC/HEIF and AVIF photos with libheif, loaded on first use.
 ///
-/// libheif applies the `irot`/`imir` transformations; alpha is composited on white; nothing but pixels
-/// leaves (EXIF and XMP are never read). The pixel limit is checked from the header before decoding.
-/// HEVC pictures are decoded by FFmpeg's libavcodec (`libavcodec.so.59`, loaded at run time as a libheif
-/// decoder plugin) when it is installed, by libheif's own libde265 otherwise.
+/// Orientation (`irot`/`imir`) is applied; alpha is composited on white; nothing but pixels leaves (EXIF
+/// and XMP are never read). The pixel limit is checked from the header before decoding. HEVC pictures are
+/// decoded by FFmpeg's libavcodec (`libavcodec.so.59`, loaded at run time) when it is installed, by
+/// libheif's own libde265 otherwise.
+///
+/// Memory: the rows go to the caller (the resampler) as they are made; no BMP or other copy of the
+/// picture is made here. A grid of HEVC tiles (iPhones write 512 × 512 tiles), the common case, is
+/// decoded here a row of tiles at a time with libavcodec, converted from YCbCr with libheif's own
+/// arithmetic (the same pixels libheif gives), and its orientation left to the caller, who applies it
+/// after downscaling: libheif 1.15 can only hand over a grid whole, pasted together as planar RGB
+/// (36 MB at 12 MP), and has no call for one tile (1.19 has).
+/// Anything else (one picture, alpha, AVIF, `clap`, libavcodec missing) is decoded whole by libheif as
+/// planar RGB. 12 MP HEIC to 1280 px through `attache recompress`, release build, working set (peak RSS
+/// less the floor of `attache detect`): see docs/BENCHMARKS.md (`images.heic.*`).
 ///
 /// ```swift
 /// var transform = Transformer.Configuration()
@@ -15,11 +25,20 @@ package struct LibHEIFDecoder: HEIFDecoding {
     /// libheif's decoder to use by its `id_name` (tests compare "libde265" with "attache-avcodec"); nil:
     /// the one libheif prefers.
     let decoderID: String?
+    /// Whether libheif decodes every picture whole, grids too (the reference the tests compare the
+    /// tile-by-tile decode with).
+    let libheifDecodes: Bool
 
     /// Creates the decoder (libheif itself is loaded at the first decode).
-    package init() { decoderID = nil }
+    package init() {
+        decoderID = nil
+        libheifDecodes = false
+    }
 
-    init(decoderID: String?) { self.decoderID = decoderID }
+    init(decoderID: String?, libheifDecodes: Bool = false) {
+        self.decoderID = decoderID
+        self.libheifDecodes = libheifDecodes
+    }
 
     /// libheif's version, or nil when `libheif.so.1` cannot be loaded.
     package static var libraryVersion: String? { attache_heif_version().map { String(cString: $0) } }
@@ -31,37 +50,47 @@ package struct LibHEIFDecoder: HEIFDecoding {
     /// How many pictures libavcodec has decoded on the calling thread.
     static var avcodecPicturesOnThisThread: UInt { UInt(attache_heif_avcodec_pictures()) }
 
-    /// Decodes the primary image of `data` into an uncompressed top-down 24-bit BMP (``HEIFDecoding``).
+    /// How many grids have been decoded tile by tile on the calling thread (rather than by libheif).
+    static var tiledGridsOnThisThread: UInt { UInt(attache_heif_tiled_grids()) }
+
+    /// Decodes the primary image of `data` a row at a time (``HEIFDecoding``).
     ///
     /// - Throws: ``AttacheCore/AttacheError`` in stage `.transform`: `.corruptInput`, `.limitExceeded` (over
     ///   `pixelLimit`, or out of memory), `.unsupportedInput` (a variant libheif has no decoder for),
-    ///   `.nativeLibrary` (`libheif.so.1` cannot be loaded).
-    package func decodeToBMP(_ data: [UInt8], pixelLimit: Int) throws -> [UInt8] {
+    ///   `.nativeLibrary` (`libheif.so.1` cannot be loaded); and whatever `prepare` throws.
+    package func decodeRows(_ data: [UInt8], pixelLimit: Int, prepare: (HEIFLayout) throws -> Void,
+                            row: (UnsafePointer<UInt8>) -> Void) throws {
         var message = [CChar](repeating: 0, count: 256)
-        var width: Int32 = 0
-        var height: Int32 = 0
-        var image: OpaquePointer?
-        let opened = data.withUnsafeBufferPointer { bytes in
-            attache_heif_open(bytes.baseAddress, bytes.count, Int64(pixelLimit), &image, &width, &height, &message,
-                              message.count)
-        }
-        guard opened == 0, let image else { throw Self.error(opened, message) }
-        defer { attache_heif_close(image) }
-        let count = attache_heif_bmp_size(width, height)
-        var status: Int32 = 0
-        let bmp = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            // `data` is still alive here: libheif reads it without a copy.
-            status = data.withUnsafeBufferPointer { _ in
-                if let decoderID {
-                    attache_heif_decode_bmp_using(image, decoderID, buffer.baseAddress, count, &message, message.count)
-                } else {
-                    attache_heif_decode_bmp(image, buffer.baseAddress, count, &message, message.count)
+        // libheif reads `data` without a copy: it stays pinned until the handle is closed.
+        let status: Int32 = try data.withUnsafeBufferPointer { bytes in
+            var image: OpaquePointer?
+            var width: Int32 = 0, height: Int32 = 0, orientation: Int32 = 1
+            let opened = attache_heif_open(bytes.baseAddress, bytes.count, Int64(pixelLimit), &image, &width, &height,
+                                           &message, message.count)
+            guard opened == 0, let image else { throw Self.error(opened, message) }
+            defer { attache_heif_close(image) }
+            let planned = Self.withCString(decoderID) { name in
+                attache_heif_plan(image, name, libheifDecodes ? 1 : 0, &width, &height, &orientation, &message,
+                                  message.count)
+            }
+            guard planned == 0 else { throw Self.error(planned, message) }
+            try prepare(HEIFLayout(width: Int(width), height: Int(height), orientation: Int(orientation)))
+            return withoutActuallyEscaping(row) { row in
+                var sink = row
+                return withUnsafeMutablePointer(to: &sink) { context in
+                    attache_heif_decode_rows(image, { context, pixels in
+                        context!.assumingMemoryBound(to: ((UnsafePointer<UInt8>) -> Void).self).pointee(pixels!)
+                    }, context, &message, message.count)
                 }
             }
-            initialized = status == 0 ? count : 0
         }
         guard status == 0 else { throw Self.error(status, message) }
-        return bmp
+    }
+
+    /// `body` with `text` as a C string, or with NULL when it is nil.
+    private static func withCString<Result>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        guard let text else { return body(nil) }
+        return text.withCString { body($0) }
     }
 
     private static func error(_ status: Int32, _ message: [CChar]) -> AttacheError {

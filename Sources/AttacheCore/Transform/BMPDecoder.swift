@@ -91,3 +91,26 @@ extension BMPDecoder {
         }
     }
 }
+
+extension BMPDecoder {
+    /// The 54-byte header of an uncompressed top-down 24-bit BMP of `width` × `height` pixels (rows of
+    /// `width × 3` bytes padded to 4 follow it).
+    static func header(width: Int, height: Int) -> [UInt8] {
+        let rowBytes = (width * 3 + 3) & ~3
+        var header = [UInt8](repeating: 0, count: 54)
+        func put(_ value: UInt32, at offset: Int, bytes: Int = 4) {
+            for i in 0..<bytes { header[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(i))) }
+        }
+        header[0] = UInt8(ascii: "B")
+        header[1] = UInt8(ascii: "M")
+        put(UInt32(truncatingIfNeeded: 54 + rowBytes * height), at: 2)
+        put(54, at: 10)
+        put(40, at: 14)
+        put(UInt32(truncatingIfNeeded: width), at: 18)
+        put(UInt32(bitPattern: Int32(truncatingIfNeeded: -height)), at: 22)  // negative: top-down rows
+        put(1, at: 26, bytes: 2)
+        put(24, at: 28, bytes: 2)
+        put(UInt32(truncatingIfNeeded: rowBytes * height), at: 34)
+        return header
+    }
+}

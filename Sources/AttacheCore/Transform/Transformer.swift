@@ -109,9 +109,17 @@ public struct Transformer: Sendable {
                     return output
                 }
                 do {
-                    // Decoded, turned upright and flattened by libheif, then handed on as a lossless,
-                    // metadata-free picture: from here on it is a photo like any other.
-                    data = try decoder.decodeToBMP(data, pixelLimit: configuration.image.pixelLimit)
+                    // Decoded, turned upright and flattened by libheif. A photo's rows go straight into the
+                    // resampler (no picture-sized copy); a sticker, at most 512 px, takes the lossless,
+                    // metadata-free BMP of it and from there is a picture like any other.
+                    if kind == .sticker {
+                        data = try decoder.decodeToBMP(data, pixelLimit: configuration.image.pixelLimit)
+                    } else {
+                        let sides = configuration.makeThumbnails ? configuration.thumbnailSides : []
+                        let outcome = try recompressor.recompressHEIF(data, decoder: decoder, thumbnailSides: sides)
+                        return try heifOutput(outcome, path: path, type: type, fileByteCount: fileByteCount,
+                                              workDirectory: workDirectory)
+                    }
                 } catch let error as AttacheError
                     where configuration.onTransformError == .sendOriginal && TransformErrorPolicy.recoverable(error)
                 {
@@ -176,6 +184,23 @@ public struct Transformer: Sendable {
         } catch let error as AttacheError {
             throw error.concerning(path)
         }
+    }
+
+    /// What the stage hands on for a HEIF photo recompressed to `outcome`: always a new file.
+    private static func heifOutput(_ outcome: ImageRecompressor.Outcome, path: String, type: String,
+                                   fileByteCount: Int64, workDirectory: String) throws -> TransformOutput {
+        let result = outcome.result
+        let format: ImageFormat = result.mimeType == ImageFormat.webp.mimeType ? .webp : .jpeg
+        let bytes = outcome.bytes ?? []
+        var output = TransformOutput(
+            path: Self.workPath(for: path, in: workDirectory, extension: format.filenameExtension),
+            mimeType: result.mimeType, filenameExtension: format.filenameExtension, didTransform: true,
+            originalByteCount: fileByteCount, outputByteCount: result.outputByteCount,
+            width: result.outputWidth, height: result.outputHeight, thumbnails: outcome.thumbnails)
+        output.placeholders = outcome.placeholders
+        output.reason = Self.imageReason(result, sourceType: type, kind: .image, sourceByteCount: fileByteCount)
+        try ImageFile.write(bytes, to: output.path)
+        return output
     }
 
     /// Video, voice and animations through ffmpeg; sent as they are when ffmpeg is missing, or (under

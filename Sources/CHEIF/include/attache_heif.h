@@ -31,15 +31,22 @@ struct attache_heif_image;
 int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, struct attache_heif_image **image,
                       int *width, int *height, char *error, size_t error_size);
 
-/// Decodes the image (orientation applied, alpha composited on white) into `bmp`: a 54-byte BMP header
-/// and top-down 24-bit BGR rows padded to 4 bytes, exactly `attache_heif_bmp_size(width, height)` bytes.
-int attache_heif_decode_bmp(struct attache_heif_image *image, uint8_t *bmp, size_t bmp_size, char *error,
-                            size_t error_size);
+/// Receives each row of the picture, top to bottom: `width` × 3 bytes of R, G, B, valid during the call.
+typedef void (*attache_heif_row_sink)(void *context, const uint8_t *row);
 
-/// The same with libheif's decoder `decoder` (a plugin's `id_name`: "libde265", "attache-avcodec"), or the
-/// one libheif prefers when NULL. ATTACHE_HEIF_UNSUPPORTED when libheif cannot choose (before 1.13).
-int attache_heif_decode_bmp_using(struct attache_heif_image *image, const char *decoder, uint8_t *bmp,
-                                  size_t bmp_size, char *error, size_t error_size);
+/// Chooses how the opened image is decoded and says how its rows will come: `width` × `height`, to be
+/// turned upright by the EXIF `orientation` (1–8) after resampling. A grid of HEVC tiles without alpha is
+/// decoded here a row of tiles at a time with libavcodec (its first tile already, to learn how they are
+/// coded), its orientation left to the caller; anything else by libheif, whole and upright (orientation
+/// 1): with its decoder `decoder` (a plugin's `id_name`: "libde265", "attache-avcodec") when not NULL,
+/// and always when `libheif_decodes` is non-zero. ATTACHE_HEIF_UNSUPPORTED when libheif cannot choose
+/// its decoder (before 1.13).
+int attache_heif_plan(struct attache_heif_image *image, const char *decoder, int libheif_decodes, int *width,
+                      int *height, int *orientation, char *error, size_t error_size);
+
+/// Decodes the image as planned, alpha composited on white, and hands its rows to `sink` as 8-bit RGB.
+int attache_heif_decode_rows(struct attache_heif_image *image, attache_heif_row_sink sink, void *context,
+                             char *error, size_t error_size);
 
 /// The `id_name` of the HEVC decoder libheif picks ("attache-avcodec" when libavcodec could be loaded,
 /// "libde265" otherwise), or NULL when libheif cannot be loaded or not tell.
@@ -48,11 +55,11 @@ const char *attache_heif_hevc_decoder(void);
 /// How many pictures FFmpeg's decoder has decoded on the calling thread (a test's check of which ran).
 unsigned long attache_heif_avcodec_pictures(void);
 
+/// How many grids have been decoded tile by tile on the calling thread.
+unsigned long attache_heif_tiled_grids(void);
+
 /// Frees the handle.
 void attache_heif_close(struct attache_heif_image *image);
-
-/// The size of the BMP `attache_heif_decode_bmp` writes for a picture of this size.
-size_t attache_heif_bmp_size(int width, int height);
 
 /// libheif's version, or NULL when it cannot be loaded.
 const char *attache_heif_version(void);
