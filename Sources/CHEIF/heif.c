@@ -752,7 +752,10 @@ static int plan_grid(const struct attache_heif_image *image, struct grid *grid) 
     int swaps = grid->orientation >= 5;
     if ((swaps ? grid->height : grid->width) != image->width || (swaps ? grid->width : grid->height) != image->height)
         return 0;
+    // Up to 1,024 tiles (a 48 MP photo has 192): every tile's boxes are looked up by a walk of the meta
+    // box, fine for hundreds, not for the 65,536 a hostile grid can declare. Larger grids go to libheif.
     uint32_t count = (uint32_t)(grid->rows * grid->columns);
+    if (count > 1024) return 0;
     grid->tiles = calloc(count, sizeof *grid->tiles);
     if (grid->tiles == NULL || derived_from(&meta, meta.primary, grid->tiles, count) != count) goto refuse;
     struct tile_properties first = {0};
