@@ -155,3 +155,52 @@ if [[ -n "${upload_rss:-}" ]]; then
     bench_check images.cap-upload.rss "$(printf '%.1f' "$(echo "$upload_rss / 1024" | bc -l)")"
     bench_check images.cap-batch.rss "$(printf '%.1f' "$(echo "$batch_rss / 1024" | bc -l)")"
 fi
+
+# --- HEIC --------------------------------------------------------------------------------------------
+# The 12 MP photo as iPhones store theirs: a grid of 512×512 HEVC tiles (Scripts/heif-grid.py, heif-enc
+# -q 70 per tile), and the same photo as one 12 MP picture (heif-enc -q 70), to 1280 px, against
+# vipsthumbnail (libheif 1.15 and libde265 inside it), alternating run by run. The working set is the
+# median peak RSS less the median peak RSS of `attache detect` on a small text file (the binary's floor),
+# in MB (10⁶ bytes). ATTACHE_BASELINE_BIN (an `attache` of another build) adds its CPU and working set on
+# the grid, measured in the same rounds. HEIC_RUNS sets the rounds (default: the runs above, at least 7).
+heic_runs=${HEIC_RUNS:-$(( runs > 7 ? runs : 7 ))}
+echo "making the HEIC inputs (x265: a few minutes)…" >&2
+python3 "$root/Scripts/heif-grid.py" "$work/photo.jpg" "$work/grid.heic" --tile 512 -q 70
+heif-enc -q 70 -o "$work/one.heic" "$work/photo.jpg" >/dev/null
+printf 'text\n' > "$work/floor.txt"
+
+# heic_round TAG COMMAND...: one run, its "cpu wall rss_kib" appended to $work/heic-TAG.log.
+heic_round() {
+    local tag=$1; shift
+    python3 "$root/Scripts/bench/rusage.py" "$@" >> "$work/heic-$tag.log"
+}
+heic_median() { awk -v f="$2" '{ print $f }' "$work/heic-$1.log" | median; }
+rm -f "$work"/heic-*.log
+for _ in $(seq "$heic_runs"); do
+    heic_round floor "$attache" detect "$work/floor.txt"
+    for input in grid one; do
+        heic_round "attache-$input" "$attache" recompress "$work/$input.heic" -o "$work/out-$input-attache.jpg" --max-side 1280 --quality 80
+        heic_round "vips-$input" vipsthumbnail "$work/$input.heic" -s 1280 -o "$work/out-$input-vips.jpg[Q=80]"
+        if [[ -n "${ATTACHE_BASELINE_BIN:-}" && $input == grid ]]; then
+            heic_round baseline-grid "$ATTACHE_BASELINE_BIN" recompress "$work/grid.heic" -o "$work/out-grid-baseline.jpg" --max-side 1280 --quality 80
+        fi
+    done
+done
+floor_kib=$(heic_median floor 3)
+heic_mb() { printf '%.1f' "$(echo "($1 - $floor_kib) * 1024 / 1000000" | bc -l)"; }
+printf '\n| HEIC, 12 MP to 1280 px (%s rounds) | tool | CPU s (median) | peak RSS MiB | working set MB |\n|---|---|---:|---:|---:|\n' "$heic_runs"
+for input in grid one; do
+    for tool in attache vips $([[ -n "${ATTACHE_BASELINE_BIN:-}" && $input == grid ]] && echo baseline); do
+        r=$(heic_median "$tool-$input" 3)
+        printf '| %s | %s | %.3f | %.1f | %s |\n' "$input" "$tool" "$(heic_median "$tool-$input" 1)" \
+            "$(echo "$r / 1024" | bc -l)" "$([[ $tool == vips ]] && echo — || heic_mb "$r")"
+    done
+done
+printf '(floor: attache detect, peak RSS %.1f MiB)\n\n' "$(echo "$floor_kib / 1024" | bc -l)"
+bench_check images.heic.working-set "$(heic_mb "$(heic_median attache-grid 3)")"
+bench_check images.heic.cpu "$(printf '%.2f' "$(echo "$(heic_median attache-grid 1) / $(heic_median vips-grid 1)" | bc -l)")"
+bench_check images.heic-one.working-set "$(heic_mb "$(heic_median attache-one 3)")"
+bench_check images.heic-one.cpu "$(printf '%.2f' "$(echo "$(heic_median attache-one 1) / $(heic_median vips-one 1)" | bc -l)")"
+if [[ -n "${ATTACHE_BASELINE_BIN:-}" ]]; then
+    bench_check images.heic.cpu.baseline "$(printf '%.2f' "$(echo "$(heic_median attache-grid 1) / $(heic_median baseline-grid 1)" | bc -l)")"
+fi
