@@ -14,8 +14,18 @@ internal import CHEIF
 /// after downscaling: libheif 1.15 can only hand over a grid whole, pasted together as planar RGB
 /// (36 MB at 12 MP), and has no call for one tile (1.19 has).
 /// Anything else (one picture, alpha, AVIF, `clap`, libavcodec missing) is decoded whole by libheif as
-/// planar RGB. 12 MP HEIC to 1280 px through `attache recompress`, release build, working set (peak RSS
-/// less the floor of `attache detect`): see docs/BENCHMARKS.md (`images.heic.*`).
+/// planar RGB. Measured on a 12 MP photo to 1280 px (2026-11-30, medians of 7; docs/BENCHMARKS.md, HEIC):
+///
+/// | step | decoder memory, grid | one picture |
+/// |---|---:|---:|
+/// | before: libheif's whole RGB picture, then a whole BMP | 74.9 MB | 110.4 MB |
+/// | rows straight to the resampler | 47.2 MB | 86.3 MB |
+/// | libheif asked for YCbCr (dropped: it assembles a grid as RGB anyway) | 54.2 MB | 89.6 MB |
+/// | the grid a row of tiles at a time, here | 7.3 MB | — |
+///
+/// The tiles' decode took 0.91–0.98 s of CPU where libheif's whole grid took 1.12–1.17 s. Working set
+/// of `attache recompress` (peak RSS less `attache detect`'s; debug build): 36.7 MB for the grid, 114 MB
+/// for the one-picture file, which issue 52 measured at 127 MB before (release).
 ///
 /// ```swift
 /// var transform = Transformer.Configuration()
