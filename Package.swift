@@ -147,8 +147,8 @@ let package = Package(
         .target(name: "CJPEGStream", linkerSettings: [.linkedLibrary("jpeg")]),
         // libpng's row API, for the same reason: a PNG is decoded a row at a time into the resampler
         // (the simplified API CPNG wraps only decodes whole pictures), and libpng's errors longjmp.
-        // libdeflate inflates a photo's image data in one call at twice zlib's speed when it fits the
-        // whole-image limit; libpng's rows do the rest.
+        // A plain 8-bit PNG skips libpng's rows: zlib inflates a band of rows at a time and libdeflate's
+        // CRC-32 (carry-less multiply) checks the chunks; libpng's rows do the rest.
         .target(
             name: "CPNGStream",
             linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("deflate"), .linkedLibrary("z")]),

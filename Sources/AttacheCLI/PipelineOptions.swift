@@ -66,6 +66,13 @@ package struct PipelineOptions: ParsableArguments {
     package var quality = 82
 
     @Option(help: ArgumentHelp(
+        "The most memory one image's transform may need, estimated from its header before decoding (bytes, or "
+            + "with K, M, G; default: 256M). An image over it is sent as it is (or fails, with "
+            + "--on-transform-error fail), the reason naming the estimate; each of several transforms at once has it.",
+        valueName: "size"))
+    package var memoryBudget: ByteSize?
+
+    @Option(help: ArgumentHelp(
         "Videos: standard (long side 1280, 720p) or hd (long side 1920, 1080p).", valueName: "preset"))
     package var videoPreset = VideoPreset.standard
 
@@ -203,6 +210,7 @@ package struct PipelineOptions: ParsableArguments {
         configuration.transform.media.voice = voicePreset.options
         configuration.transform.image.maxSide = maxSide
         configuration.transform.image.quality = quality
+        if let memoryBudget { configuration.transform.image.memoryBudget = Int(clamping: memoryBudget.bytes) }
         configuration.transform.onTransformError = onTransformError
         configuration.resumable.mode = resumable ?? .off
         configuration.resumable.threshold = resumableThreshold?.bytes ?? 16 << 20

@@ -42,6 +42,11 @@ package struct RecompressCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Output format of photos: jpeg or webp.")
     var format = ImageFormat.jpeg
 
+    @Option(name: .long, help: ArgumentHelp(
+        "The most memory the transform may need, estimated from the image's header before decoding (bytes, or with K, M, G; default: 256M); a larger one is refused, the message naming the estimate.",
+        valueName: "size"))
+    var memoryBudget: ByteSize?
+
     @Flag(name: .long, help: "Make a sticker (WebP, 512 px, ≤ 512 KB) instead of a photo.")
     var sticker = false
 
@@ -73,6 +78,7 @@ package struct RecompressCommand: AsyncParsableCommand {
             configuration.media.video.maxSide = maxSide
         }
         if let quality { configuration.image.quality = quality }
+        if let memoryBudget { configuration.image.memoryBudget = Int(clamping: memoryBudget.bytes) }
         configuration.image.format = format
         configuration.image.progressive = progressive
         configuration.makeThumbnails = false

@@ -128,13 +128,14 @@ import Testing
         #expect(defaults.transform.onTransformError == .sendOriginal)
         #expect(defaults.resumable.mode == .off)
         #expect(defaults.resumable.threshold == 16 << 20)
+        #expect(defaults.transform.image.memoryBudget == 256 << 20)
     }
 
     @Test func valuesAreParsedOnceIntoTheirTypes() throws {
         let flags = try Self.flags([
             "--url", "http://h/", "--resumable", "TUS", "--resumable-threshold", "64M", "--video-preset", "hd",
             "--voice-preset", "high", "--on-transform-error", "fail", "--kind", "Voice", "--answer-profile", "S3-POST",
-            "--thumbnails", "separate", "--id-pointer", "/Key",
+            "--thumbnails", "separate", "--id-pointer", "/Key", "--memory-budget", "48M",
         ])
         #expect(flags.pipeline.resumable == .tus)
         #expect(flags.pipeline.resumableThreshold == ByteSize(bytes: 64 << 20))
@@ -142,6 +143,7 @@ import Testing
         let configuration = try flags.configuration(environment: [:])
         #expect(configuration.resumable.mode == .tus)
         #expect(configuration.resumable.threshold == 64 << 20)
+        #expect(configuration.transform.image.memoryBudget == 48 << 20)
         #expect(configuration.transform.media.video == .hd)
         #expect(configuration.transform.media.voice == .high)
         #expect(configuration.transform.onTransformError == .fail)
@@ -150,7 +152,7 @@ import Testing
     }
 
     @Test(arguments: [
-        ["--scheme", "aes"], ["--resumable", "sometimes"], ["--resumable-threshold", "12X"], ["--video-preset", "4k"],
+        ["--scheme", "aes"], ["--resumable", "sometimes"], ["--resumable-threshold", "12X"], ["--memory-budget", "-1M"], ["--video-preset", "4k"],
         ["--on-transform-error", "ignore"], ["--kind", "gif"], ["--answer-profile", "soap"], ["--thumbnails", "some"],
         ["--field", "no-equals"], ["--field", "=value"], ["--id-pointer", "no-slash"], ["--max-side", "8"],
         ["--key-file", "k", "--key-env", "K"], ["--scheme", "legacy-cbc"], ["--answer-profile", "s3-post", "--thumbnails", "inline"],

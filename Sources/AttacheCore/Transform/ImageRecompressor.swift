@@ -20,12 +20,13 @@
 /// the file, the output planes (1.8 MB at 1280 × 960) and well under 1 MB of rows, never the decoded
 /// picture; a progressive one adds libjpeg's coefficient buffer, 2 bytes per sample (about 36 MB at
 /// 12 MP, 4:2:0). PNG and BMP rows also go straight into the resampler as they are decoded (a 100 MP
-/// PNG to 1280 px holds a few MB; a PNG whose image data fits the whole-image limit is inflated in one
-/// piece first, for speed), and a WebP larger than twice the target is scaled down by libwebp
-/// while it is decoded. What cannot stream is bounded by the whole-image limit (64 MiB): an interlaced
-/// PNG (decoded whole, 3–4 bytes per pixel), a lossless WebP (libwebp holds 4 bytes per pixel) and the
-/// alpha plane of a lossy WebP (1 byte per pixel). CMYK JPEGs are decoded whole at their DCT-scaled size.
-/// GIFs are not decoded at all (they are sent as they are).
+/// PNG to 1280 px holds a few MB; a PNG file is read from disk a piece at a time, never whole), and a
+/// WebP larger than twice the target is scaled down by libwebp while it is decoded. What cannot stream
+/// is bounded by the whole-image limit (64 MiB): an interlaced PNG (decoded whole, 3–4 bytes per pixel),
+/// a lossless WebP (libwebp holds 4 bytes per pixel) and the alpha plane of a lossy WebP (1 byte per
+/// pixel). CMYK JPEGs are decoded whole at their DCT-scaled size.
+/// GIFs are not decoded at all (they are sent as they are). Above all that, a transform whose estimated
+/// memory (``Options/memoryBudget``) is over the budget is refused from the header, before decoding.
 ///
 /// ```swift
 /// let recompressor = ImageRecompressor(options: .standard)
@@ -64,10 +65,24 @@ public struct ImageRecompressor: Sendable {
         /// The most bytes a decoder may hold for a whole picture, checked from the header: an interlaced
         /// PNG, a lossless WebP or a lossy WebP's alpha plane over it is refused with `.limitExceeded`
         /// (in the pipeline it is then sent as it is, by default). Every other image is
-        /// decoded a few rows at a time and needs no such bound; a non-interlaced PNG whose image data,
-        /// inflated plus compressed, fits in it is inflated in one piece for speed, and otherwise
-        /// streams (never refused for it).
+        /// decoded a few rows at a time and needs no such bound.
         public var wholeImageByteLimit = 64 << 20
+        /// The most memory, in bytes, one image's transform may need, estimated from its header before
+        /// anything is decoded; an image over it is refused with `.limitExceeded`, the message giving the
+        /// estimate and the budget (in the pipeline it is then sent as it is, by default).
+        ///
+        /// The estimate counts the file when it is held in memory (a PNG is read from disk a piece at a
+        /// time), what the decoder keeps whole (libjpeg's coefficients of a progressive JPEG, 2 bytes per
+        /// sample; an interlaced PNG; a lossless WebP; a CMYK JPEG at its DCT-scaled size), the rows and
+        /// the output. A 12 MP photo to 1280 px is estimated at about 16 MB, or 52 MB as a progressive
+        /// JPEG (file included); the default, 256 MiB, takes progressive 4:2:0 JPEGs up to about 60 MP.
+        /// Several transforms at once (`attache batch --concurrency`) each have this budget.
+        ///
+        /// ```swift
+        /// var configuration = Transformer.Configuration()
+        /// configuration.image.memoryBudget = 64 << 20  // refuse what needs more than 64 MiB
+        /// ```
+        public var memoryBudget = 256 << 20
         /// The side of a sticker (the longer side is made exactly this long).
         public var stickerSide = 512
         /// The most bytes a sticker may have; quality is stepped down until it fits.
@@ -108,13 +123,18 @@ public struct ImageRecompressor: Sendable {
     ///
     /// - Throws: ``AttacheError`` in stage `.transform`, naming `input`: `.fileNotFound`/`.fileUnreadable`,
     ///   `.unsupportedInput` (not an image, animated WebP, GIF), `.corruptInput`, `.limitExceeded` (pixel,
-    ///   scan, whole-image or file size limit), `.fileUnwritable`.
+    ///   scan, whole-image, memory budget or file size limit), `.fileUnwritable`.
     ///
     /// ```swift
     /// let result = try ImageRecompressor().recompress(fileAt: "photo.jpg", to: "photo-small.jpg")
     /// ```
     package func recompress(fileAt input: String, to output: String) throws -> RecompressionResult {
         do {
+            if let png = try ImageFile.openPNG(input, limit: options.maxInputByteCount) {
+                let outcome = try recompress(png: png, thumbnailSides: [])
+                try OutputDestination(path: output, stage: .transform).write(outcome.bytes ?? png.readAll())
+                return outcome.result
+            }
             let data = try ImageFile.read(input, limit: options.maxInputByteCount)
             let outcome = try recompress(data, thumbnailSides: [])
             try OutputDestination(path: output, stage: .transform).write(outcome.bytes ?? data)
@@ -180,10 +200,26 @@ public struct ImageRecompressor: Sendable {
     /// ```
     /// - Throws: ``AttacheError`` in stage `.transform` as ``recompress(fileAt:to:)`` does, without a file.
     package func recompress(_ data: [UInt8], thumbnailSides: [Int] = []) throws -> Outcome {
-        let image = try ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
-                                              wholeImageByteLimit: options.wholeImageByteLimit)
+        try recompress(ImageRenderer.inspect(data, pixelLimit: options.pixelLimit, scanLimit: options.maxProgressiveScans,
+                                             wholeImageByteLimit: options.wholeImageByteLimit),
+                       thumbnailSides: thumbnailSides)
+    }
+
+    /// Recompresses the PNG open as `png`, as ``recompress(_:thumbnailSides:)`` does one in memory, reading
+    /// it a piece at a time: the file is never held whole.
+    /// - Throws: ``AttacheError`` in stage `.transform` as ``recompress(fileAt:to:)`` does, without a file.
+    package func recompress(png: OpenImageFile, thumbnailSides: [Int] = []) throws -> Outcome {
+        try recompress(ImageRenderer.inspect(png: png, pixelLimit: options.pixelLimit,
+                                             wholeImageByteLimit: options.wholeImageByteLimit),
+                       thumbnailSides: thumbnailSides)
+    }
+
+    private func recompress(_ image: InspectedImage, thumbnailSides: [Int]) throws -> Outcome {
+        let data = image.data
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.maxSide)
+        try ImageRenderer.checkMemoryBudget(image, width: width, height: height, planar: options.format == .jpeg,
+                                            oversampling: options.decodeOversampling, budget: options.memoryBudget)
         let downscaled = width != image.displayedWidth || height != image.displayedHeight
 
         // A JPEG that can go as it is, minus metadata.
@@ -231,6 +267,8 @@ public struct ImageRecompressor: Sendable {
                                               wholeImageByteLimit: options.wholeImageByteLimit)
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: options.stickerSide, allowUpscale: true)
+        try ImageRenderer.checkMemoryBudget(image, width: width, height: height, planar: false, oversampling: 1,
+                                            budget: options.memoryBudget)
         // A WebP that already is a sticker (right size, within the byte limit, no EXIF/XMP chunks) goes as
         // it is: re-encoding it would only cost quality and, usually, bytes.
         if width == image.displayedWidth, height == image.displayedHeight, data.count <= options.stickerByteLimit,
@@ -280,7 +318,7 @@ public struct ImageRecompressor: Sendable {
                         passedThrough: Bool, format: ImageFormat) -> RecompressionResult {
         RecompressionResult(inputWidth: image.displayedWidth, inputHeight: image.displayedHeight,
                             outputWidth: width, outputHeight: height,
-                            inputByteCount: Int64(image.data.count), outputByteCount: Int64(outputCount),
+                            inputByteCount: Int64(image.byteCount), outputByteCount: Int64(outputCount),
                             passedThrough: passedThrough, mimeType: format.mimeType)
     }
 
@@ -347,6 +385,8 @@ public struct ImageRecompressor: Sendable {
         guard let largest = sides.max() else { return ImagePreviews(thumbnails: [], placeholders: nil) }
         let (width, height) = LanczosResampler.fittedSize(width: image.displayedWidth, height: image.displayedHeight,
                                                           maxSide: largest)
+        try ImageRenderer.checkMemoryBudget(image, width: width, height: height, planar: true, oversampling: 1,
+                                            budget: options.memoryBudget)
         let rendered = try ImageRenderer.render(image, width: width, height: height, planar: true, keepAlpha: false)
         return try previews(of: rendered, sides: sides)
     }

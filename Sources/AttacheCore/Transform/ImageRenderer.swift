@@ -3,7 +3,15 @@ internal import CTurboJPEG
 /// An image whose header has been read and checked against the limits, pixels not yet decoded.
 struct InspectedImage {
     var format: SniffedImageFormat
+    /// The whole file, or nothing when it is read from ``file`` a piece at a time.
     var data: [UInt8]
+    /// A PNG left on disk for its decoder to read a piece at a time (``ImageFile/openPNG(_:limit:)``).
+    var file: OpenImageFile?
+    /// The file's size.
+    var byteCount: Int { file?.size ?? data.count }
+    /// Whether the JPEG has more than one scan (progressive, or sequential in several scans): libjpeg then
+    /// keeps every DCT coefficient of the picture, 2 bytes per sample.
+    var multiScan: Bool { (markers?.scanCount ?? 1) > 1 }
     /// As stored, before orientation.
     var width: Int
     var height: Int
@@ -18,9 +26,6 @@ struct InspectedImage {
     var interlaced = false
     /// A lossless WebP (whose decoder holds the whole picture as ARGB), rather than a lossy one.
     var lossless = false
-    /// The most bytes a PNG decode may hold to inflate its image data in one piece (the whole-image
-    /// limit); above it the PNG goes through libpng's rows.
-    var inflateByteLimit = 0
 
     /// The size as the image is meant to be seen, after orientation.
     var displayedWidth: Int { orientation >= 5 ? height : width }
@@ -61,8 +66,7 @@ enum ImageRenderer {
     /// Reads the header of `data` and enforces the pixel and scan limits before anything is allocated.
     ///
     /// `wholeImageByteLimit` bounds the images whose decoder needs the whole picture in memory at once
-    /// (see ``wholeImageBytes(_:)``); every other image is decoded a few rows at a time, except that a PNG
-    /// whose inflated image data fits in it is inflated in one piece (``PNGStreamDecoder``).
+    /// (see ``wholeImageBytes(_:)``); every other image is decoded a few rows at a time.
     static func inspect(_ data: [UInt8], pixelLimit: Int, scanLimit: Int,
                         wholeImageByteLimit: Int = .max) throws -> InspectedImage {
         guard let format = SniffedImageFormat(data) else {
@@ -70,7 +74,6 @@ enum ImageRenderer {
         }
         var image = InspectedImage(format: format, data: data, width: 0, height: 0, orientation: 1, hasAlpha: false)
         image.scanLimit = scanLimit
-        image.inflateByteLimit = wholeImageByteLimit
         switch format {
         case .jpeg:
             let header = try TurboJPEGDecoder().header(data)
@@ -100,6 +103,26 @@ enum ImageRenderer {
         case .gif:
             throw AttacheError(.unsupportedInput, stage: .transform, "GIF images are not recompressed")
         }
+        try checkLimits(&image, pixelLimit: pixelLimit, scanLimit: scanLimit, wholeImageByteLimit: wholeImageByteLimit)
+        return image
+    }
+
+    /// Reads the header of the PNG open as `file` and enforces the limits, as ``inspect(_:pixelLimit:scanLimit:wholeImageByteLimit:)``
+    /// does for an image in memory; the decode then reads the file a piece at a time.
+    static func inspect(png file: OpenImageFile, pixelLimit: Int, wholeImageByteLimit: Int = .max) throws -> InspectedImage {
+        let png = try PNGStreamDecoder.layout(file: file)
+        var image = InspectedImage(format: .png, data: [], width: png.width, height: png.height, orientation: 1,
+                                   hasAlpha: png.hasAlpha)
+        image.file = file
+        image.interlaced = png.interlaced
+        try checkLimits(&image, pixelLimit: pixelLimit, scanLimit: 0, wholeImageByteLimit: wholeImageByteLimit)
+        return image
+    }
+
+    private static func checkLimits(_ image: inout InspectedImage, pixelLimit: Int, scanLimit: Int,
+                                    wholeImageByteLimit: Int) throws {
+        let format = image.format
+        let data = image.data
         guard image.width > 0, image.height > 0 else {
             throw AttacheError(.corruptInput, stage: .transform, "the image declares no pixels")
         }
@@ -126,7 +149,6 @@ enum ImageRenderer {
             image.markers = markers
             image.orientation = markers.orientation
         }
-        return image
     }
 
     /// The bytes a decoder must hold at once for a picture it cannot hand over row by row: an
@@ -140,6 +162,77 @@ enum ImageRenderer {
         case .webp: return image.lossless ? pixels * 4 : (image.hasAlpha ? pixels : 0)
         case .jpeg, .gif, .bmp: return 0
         }
+    }
+
+    /// The bytes a transform of `image` to `width` × `height` (displayed) holds at once, estimated from the
+    /// header before anything is decoded: the file when it is held in memory (a PNG read from disk holds
+    /// 64 KiB of it), what the decoder keeps whole (``wholeImageBytes(_:)``; libjpeg's coefficients of a
+    /// progressive JPEG, 2 bytes per sample; a JPEG decoded whole at its DCT-scaled size when it cannot
+    /// stream: CMYK, RGB-coded, or to packed pixels for WebP and stickers; a WebP's reduced picture),
+    /// the decoder's rows and the resampled output.
+    static func memoryEstimate(_ image: InspectedImage, width: Int, height: Int, planar: Bool,
+                               oversampling: Double) -> Int {
+        let swaps = image.orientation >= 5
+        let storedWidth = swaps ? height : width, storedHeight = swaps ? width : height
+        // The resampled output, its encoder's copy, and a few dozen rows of the decoder and resampler
+        // (4 bytes per pixel at most).
+        var bytes = storedWidth * storedHeight * 4 * 2 + image.width * 4 * 48
+        bytes += image.file == nil ? image.byteCount : 64 << 10
+        bytes += wholeImageBytes(image)
+        switch image.format {
+        case .jpeg:
+            guard let header = image.jpeg else { break }
+            // Horizontal and vertical sampling of the luma (the chroma is 1 × 1) for each TJSAMP.
+            let (h, v): (Int, Int) = switch header.subsampling {
+            case 1: (2, 1)  // 4:2:2
+            case 2: (2, 2)  // 4:2:0
+            case 4: (1, 2)  // 4:4:0
+            case 5: (4, 1)  // 4:1:1
+            default: (1, 1)
+            }
+            let components = header.isGray ? 1 : (header.isCMYK ? 4 : 3)
+            if image.multiScan {
+                let paddedWidth = (image.width + 8 * h - 1) / (8 * h) * (8 * h)
+                let paddedHeight = (image.height + 8 * v - 1) / (8 * v) * (8 * v)
+                bytes += paddedWidth * paddedHeight * 2 * (h * v + (components - 1)) / (h * v)
+            }
+            if !(planar && header.isYCbCrOrGray && header.subsampling >= 0) {
+                let over = max(oversampling, 1)
+                let factor = TurboJPEGDecoder.scalingFactor(
+                    width: header.width, height: header.height,
+                    minWidth: min(header.width, Int((Double(storedWidth) * over).rounded(.up))),
+                    minHeight: min(header.height, Int((Double(storedHeight) * over).rounded(.up))))
+                let scaled = TurboJPEGDecoder.scaled(header.width, factor) * TurboJPEGDecoder.scaled(header.height, factor)
+                // The decoded picture, CMYK converted to RGB beside it, and the resampler's first pass.
+                bytes += scaled * (header.isCMYK ? 4 + 3 : components) + storedWidth * TurboJPEGDecoder.scaled(header.height, factor) * 4
+            }
+        case .webp:
+            let over = max(oversampling, 2)
+            let decodedWidth = min(image.width, Int((Double(storedWidth) * over).rounded(.up)))
+            let decodedHeight = min(image.height, Int((Double(storedHeight) * over).rounded(.up)))
+            bytes += decodedWidth * decodedHeight * 4 * 2
+        case .png, .bmp, .gif:
+            break
+        }
+        return bytes
+    }
+
+    /// Refuses a transform whose ``memoryEstimate(_:width:height:planar:oversampling:)`` is over `budget`
+    /// bytes, before anything is decoded, as the pixel limit refuses a decompression bomb.
+    ///
+    /// - Throws: `.limitExceeded` naming the estimate and the budget.
+    static func checkMemoryBudget(_ image: InspectedImage, width: Int, height: Int, planar: Bool,
+                                  oversampling: Double, budget: Int) throws {
+        let need = memoryEstimate(image, width: width, height: height, planar: planar, oversampling: oversampling)
+        guard need > budget else { return }
+        let kind = image.format == .jpeg && image.multiScan ? "progressive JPEG" : image.format.rawValue.uppercased()
+        throw AttacheError(.limitExceeded, stage: .transform,
+                           "the \(image.width)×\(image.height) \(kind) needs about \(Self.mebibytes(need)) to transform, over the memory budget of \(Self.mebibytes(budget))")
+    }
+
+    /// `n` bytes as whole MiB (rounded up) and exactly: "37 MiB (38 797 312 bytes)".
+    static func mebibytes(_ n: Int) -> String {
+        "\((n + (1 << 20) - 1) >> 20) MiB (\(n) bytes)"
     }
 
     /// Decodes `image` at the cheapest DCT scale that still covers the target, resamples it with Lanczos-3
@@ -261,17 +354,20 @@ enum ImageRenderer {
     /// Decodes a PNG row by row into a resampler (an interlaced one whole first; see ``PNGStreamDecoder``).
     static func streamPNG(_ image: InspectedImage, width: Int, height: Int, keepAlpha: Bool,
                           probe: RenderProbe?) throws -> Raster {
-        let decoder = PNGStreamDecoder(inflateByteLimit: image.inflateByteLimit)
+        let decoder = PNGStreamDecoder()
         var rows: PackedRowResampler?
-        try decoder.decode(image.data, prepare: { layout in
+        let prepare = { (layout: PNGStreamDecoder.Layout) throws in
             guard layout.width == image.width, layout.height == image.height else {
                 throw AttacheError(.corruptInput, stage: .transform, "the PNG header changed between two reads")
             }
             rows = PackedRowResampler(sourceWidth: layout.width, sourceHeight: layout.height,
                                       channels: layout.channels, width: width, height: height)
-        }, sink: { row in
-            rows!.push(row)
-        })
+        }
+        if let file = image.file {
+            try decoder.decode(file: file, prepare: prepare, sink: { rows!.push($0) })
+        } else {
+            try decoder.decode(image.data, prepare: prepare, sink: { rows!.push($0) })
+        }
         guard let rows, rows.isComplete else {
             throw AttacheError(.corruptInput, stage: .transform, "the PNG image ended early")
         }

@@ -100,8 +100,12 @@ public struct Transformer: Sendable {
 
         let recompressor = ImageRecompressor(options: configuration.image)
         do {
-            var data = try ImageFile.read(path, limit: configuration.image.maxInputByteCount)
-            let fileByteCount = Int64(data.count)
+            // A PNG photo stays on disk, read by its decoder a piece at a time: a 12 MP photo saved as PNG
+            // is 28 MB, more than everything else its transform holds.
+            let pngFile = try kind == .image && type == "image/png"
+                ? ImageFile.openPNG(path, limit: configuration.image.maxInputByteCount) : nil
+            var data: [UInt8] = try pngFile == nil ? ImageFile.read(path, limit: configuration.image.maxInputByteCount) : []
+            let fileByteCount = Int64(pngFile?.size ?? data.count)
             if heifTypes.contains(type) {
                 guard let decoder = configuration.heifDecoder else {
                     var output = try passThrough(path: path, mimeType: mimeType)
@@ -131,9 +135,13 @@ public struct Transformer: Sendable {
             let sides = configuration.makeThumbnails ? configuration.thumbnailSides : []
             let outcome: ImageRecompressor.Outcome
             do {
-                outcome = kind == .sticker
-                    ? try recompressor.makeSticker(data, thumbnailSides: sides)
-                    : try recompressor.recompress(data, thumbnailSides: sides)
+                if let pngFile {
+                    outcome = try recompressor.recompress(png: pngFile, thumbnailSides: sides)
+                } else {
+                    outcome = kind == .sticker
+                        ? try recompressor.makeSticker(data, thumbnailSides: sides)
+                        : try recompressor.recompress(data, thumbnailSides: sides)
+                }
             } catch let error as AttacheError where error.code == .unsupportedInput {
                 // An animated WebP (or a BMP variant the decoder does not handle) is a valid file that this
                 // stage cannot improve: send it as it is rather than fail the upload.
@@ -150,6 +158,12 @@ public struct Transformer: Sendable {
             let result = outcome.result
             // An opaque PNG that needs no downscaling (a screenshot, a diagram) is often smaller than any
             // JPEG of it: then it goes as a PNG, minus its metadata chunks, rather than grow.
+            if kind == .image, type == "image/png", result.outputWidth == result.inputWidth,
+               result.outputHeight == result.inputHeight
+            {
+                // Only here is the whole PNG needed, and it is no larger than the output size allows.
+                if let pngFile { data = try pngFile.readAll() }
+            }
             if kind == .image, type == "image/png", result.outputWidth == result.inputWidth,
                result.outputHeight == result.inputHeight, let png = PNGChunks.opaqueStripped(data),
                png.count <= outcome.bytes?.count ?? Int.max

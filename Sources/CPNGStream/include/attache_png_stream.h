@@ -30,25 +30,25 @@ typedef struct {
     /// The file's own bit depth and colour type, for tests and messages.
     int bit_depth;
     int color_type;
-    /// Non-zero when the image data may instead be inflated in one piece and unfiltered here
-    /// (attache_png_stream_inflate, attache_png_unfilter_row): 8-bit grey, grey with alpha, RGB or RGBA,
-    /// not interlaced, no tRNS, no gamma correction for libpng to apply, so that the file's bytes are
-    /// the delivered samples (grey with alpha is widened to RGBA by the caller).
-    int whole_inflate;
-    /// Bytes per pixel in the file (1, 2, 3 or 4) when whole_inflate is set.
+    /// Non-zero when the rows may instead be had from attache_png_stream_direct_rows(): 8-bit grey, grey
+    /// with alpha, RGB or RGBA, not interlaced, no tRNS, no gamma correction for libpng to apply, so that
+    /// the file's bytes are the delivered samples (grey with alpha is widened to RGBA by the caller).
+    int direct;
+    /// Bytes per pixel in the file (1, 2, 3 or 4) when direct is set.
     int file_channels;
-    /// The inflated image data: height × (1 + width × file_channels), filter bytes included.
-    size_t filtered_bytes;
-    /// The compressed image data (every IDAT chunk's payload), and the bytes
-    /// attache_png_stream_inflate() allocates to gather it: 0 when it is one chunk, read in place.
+    /// The compressed image data (every IDAT chunk's payload), read in place.
     size_t compressed_bytes;
-    size_t gathered_bytes;
 } attache_png_stream_info;
 
 typedef struct attache_png_stream attache_png_stream;
 
 /// A new decoder for `data` (which must stay valid until destroy), or NULL when memory is short.
 attache_png_stream *attache_png_stream_create(const unsigned char *data, size_t size);
+
+/// A new decoder for the `size` bytes of the file open at `fd` (which must stay open until destroy), read
+/// with pread a piece at a time: the file is never held whole. A file that turns out shorter reads as
+/// truncated. NULL when memory is short.
+attache_png_stream *attache_png_stream_create_file(int fd, size_t size);
 void attache_png_stream_destroy(attache_png_stream *stream);
 
 /// Reads the chunks up to the image data and sets up the conversion to 8-bit sRGB rows with the same
@@ -65,12 +65,16 @@ int attache_png_stream_read_rows(attache_png_stream *stream, unsigned char *rows
 /// Decodes a whole interlaced image into `buffer` (height rows, `stride` bytes apart).
 int attache_png_stream_read_image(attache_png_stream *stream, unsigned char *buffer, size_t stride);
 
-/// Inflates the whole image data of a started `whole_inflate` stream into `filtered` (`size` =
-/// filtered_bytes) with libdeflate, after checking every IDAT chunk's CRC; libdeflate checks the zlib
-/// Adler-32. ATTACHE_PNG_ERROR for anything amiss (a bad CRC, a damaged or short zlib stream, data that
-/// ends early): the caller then decodes with the row API from a new decoder, which refuses or tolerates
-/// the file exactly as it does any other. Nothing is delivered before the whole data checked out.
-int attache_png_stream_inflate(attache_png_stream *stream, unsigned char *filtered, size_t size);
+/// The next `count` rows of a started `direct` stream, inflated by zlib a piece at a time and unfiltered:
+/// `band` holds `count` × (1 + width × file_channels) bytes, and row i's samples are at
+/// band + i × (1 + width × file_channels) + 1 afterwards (its filter byte before them). Only zlib's state
+/// and window and one row (the one above the next band) are held between calls. Each IDAT chunk's CRC is
+/// checked as its last piece is taken (where libpng checks it), zlib checks its Adler-32, and after the
+/// last row the rest of the image data is read as libpng reads it. ATTACHE_PNG_ERROR for anything amiss
+/// (a bad CRC, a damaged or short zlib stream, a filter type that does not exist), with nothing of this
+/// band to be used: the caller then goes on with libpng's rows from a new decoder, which refuses or
+/// tolerates the file exactly as it does any other.
+int attache_png_stream_direct_rows(attache_png_stream *stream, unsigned char *band, int count);
 
 /// Undoes PNG row filter `filter` (0–4) in place on `row` (`size` bytes, `bpp` bytes per pixel), given the
 /// already unfiltered row above (all zero for the first row). Byte for byte what libpng computes; SSE2 for

@@ -8,13 +8,13 @@ internal import CPNGStream
 /// itself holds two rows and its zlib window. An Adam7-interlaced file cannot be had row by row (its
 /// last pass fills every other row of the whole picture), so it is decoded whole into one buffer first.
 ///
-/// The fast path: an 8-bit grey, grey + alpha, RGB or RGBA file whose samples libpng would hand over as
-/// they are (no tRNS, no gamma correction, not interlaced) has its image data inflated in one call by
-/// libdeflate (twice zlib's speed; it cannot inflate piecemeal) when the inflated data plus the gathered
-/// compressed data fit in `inflateByteLimit`, then unfiltered row by row in place (SSE2) and handed over
-/// from that buffer. Anything amiss there (a bad CRC, a damaged zlib stream, short data) sends the file
-/// through libpng's rows from the start, which refuse or tolerate it as before; above the limit (a
-/// 100 MP picture) libpng's rows are used directly, holding a few rows.
+/// The direct path: an 8-bit grey, grey + alpha, RGB or RGBA file whose samples libpng would hand over
+/// as they are (no tRNS, no gamma correction, not interlaced) skips libpng's row machinery. zlib inflates
+/// its image data a band of rows at a time (about 64 KiB), each row is unfiltered (SSE2) as soon as it
+/// is out and handed over from the band; only the band, the row above it and zlib's window are held.
+/// Anything amiss there (a bad CRC, a damaged zlib stream, a bad filter type) hands the file to libpng's
+/// rows from the start, which refuse or tolerate it as they do any other file; the rows already handed
+/// over are the same bytes libpng makes, so libpng's go to `sink` from the first one not yet delivered.
 final class PNGStreamDecoder {
     /// The size and row format of the decoded image.
     struct Layout {
@@ -24,49 +24,56 @@ final class PNGStreamDecoder {
         var channels: Int
         var interlaced: Bool
         var hasAlpha: Bool { channels == 4 }
-        /// The fast path's sizes, nil when libpng must convert the samples.
-        var wholeInflate: WholeInflate?
+        /// Bytes per pixel in the file when the direct path may take it (1, 2 for grey + alpha, which is
+        /// delivered as RGBA, 3 or 4); nil when libpng must convert the samples.
+        var directChannels: Int?
     }
 
-    /// The fast path's buffers and pixel size (see the type's documentation).
-    struct WholeInflate {
-        /// Bytes per pixel in the file: 1, 2 (grey + alpha, delivered as RGBA), 3 or 4.
-        var fileChannels: Int
-        /// height × (1 + width × fileChannels): the inflated data, a filter byte before each row.
-        var filteredBytes: Int
-        /// The compressed data gathered from several IDAT chunks (0 for one chunk, read in place).
-        var gatheredBytes: Int
-        /// What the fast path holds at once besides the file.
-        var bytes: Int { filteredBytes + gatheredBytes }
-    }
+    /// The bytes of inflated rows the direct path asks zlib for at once (at least one row).
+    static let directBandBytes = 64 << 10
 
-    /// The most bytes the fast path may hold at once; 0 keeps every file on libpng's rows.
-    let inflateByteLimit: Int
+    /// Whether the direct path is taken when a file allows it (false keeps every file on libpng's rows).
+    let direct: Bool
 
-    /// Whether the last ``decode(_:prepare:sink:)`` went through the fast path to the end.
-    private(set) var inflatedWhole = false
+    /// Whether the last ``decode(_:prepare:sink:)`` went through the direct path to the end.
+    private(set) var decodedDirectly = false
+    /// How many rows the direct path handed over in the last decode before it gave up (0 when it did not).
+    private(set) var directRowsBeforeFallback = 0
 
-    /// A decoder whose fast path holds at most `inflateByteLimit` bytes.
-    init(inflateByteLimit: Int = 0) {
-        self.inflateByteLimit = inflateByteLimit
+    /// A decoder that takes the direct path where it can (`direct`), libpng's rows otherwise.
+    init(direct: Bool = true) {
+        self.direct = direct
     }
 
     /// The most bytes libpng held at once while decoding (its row buffers, zlib state, chunk data): what
     /// the tests check to know that no whole picture was allocated on the C side.
     private(set) var peakLibraryBytes = 0
     /// The size of the row buffer this decoder filled (the whole picture for an interlaced file, the
-    /// inflated data and the gathered compressed data on the fast path).
+    /// band and the widened row on the direct path).
     private(set) var peakRowBytes = 0
+
+    /// Where a decoder reads the file from: memory, or an open file read a piece at a time.
+    private enum Source {
+        case memory(UnsafeBufferPointer<UInt8>)
+        case file(OpenImageFile)
+    }
 
     /// Reads the header (the chunks before the image data) of `png`.
     ///
     /// - Throws: `.corruptInput` when libpng refuses it.
     static func layout(_ png: [UInt8]) throws -> Layout {
-        try png.withUnsafeBufferPointer { buffer in
-            let stream = try Self.open(buffer)
-            defer { attache_png_stream_destroy(stream) }
-            return try start(stream)
-        }
+        try png.withUnsafeBufferPointer { try layout(.memory($0)) }
+    }
+
+    /// Reads the header of the PNG open as `file`.
+    static func layout(file: OpenImageFile) throws -> Layout {
+        try layout(.file(file))
+    }
+
+    private static func layout(_ source: Source) throws -> Layout {
+        let stream = try open(source)
+        defer { attache_png_stream_destroy(stream) }
+        return try start(stream)
     }
 
     /// Decodes `png`: `prepare` gets the layout before any pixel is decoded (and may throw to stop there),
@@ -78,37 +85,55 @@ final class PNGStreamDecoder {
     /// - Throws: `.corruptInput` for broken or truncated data, and what `prepare` throws.
     func decode(_ png: [UInt8], prepare: (Layout) throws -> Void,
                 sink: (UnsafePointer<UInt8>) -> Void) throws {
-        peakLibraryBytes = 0
-        peakRowBytes = 0
-        inflatedWhole = false
-        try png.withUnsafeBufferPointer { buffer in
-            let stream = try Self.open(buffer)
-            defer {
-                peakLibraryBytes = max(peakLibraryBytes, attache_png_stream_peak_allocated(stream))
-                attache_png_stream_destroy(stream)
-            }
-            let layout = try Self.start(stream)
-            try prepare(layout)
-            guard let whole = layout.wholeInflate, whole.bytes <= inflateByteLimit else {
-                return try decodeRows(stream, layout: layout, sink: sink)
-            }
-            if try inflateWhole(stream, layout: layout, whole: whole, sink: sink) {
-                inflatedWhole = true
-                return
-            }
-            // The fast path gave up before delivering a row: libpng's rows from the start.
-            let again = try Self.open(buffer)
-            defer {
-                peakLibraryBytes = max(peakLibraryBytes, attache_png_stream_peak_allocated(again))
-                attache_png_stream_destroy(again)
-            }
-            _ = try Self.start(again)
-            try decodeRows(again, layout: layout, sink: sink)
-        }
+        try png.withUnsafeBufferPointer { try decode(.memory($0), prepare: prepare, sink: sink) }
     }
 
-    /// libpng's rows (the whole picture first for an interlaced file).
-    private func decodeRows(_ stream: OpaquePointer, layout: Layout, sink: (UnsafePointer<UInt8>) -> Void) throws {
+    /// Decodes the PNG open as `file` as ``decode(_:prepare:sink:)`` does one in memory, reading it a
+    /// piece at a time (64 KiB on the direct path): the file is never held whole.
+    func decode(file: OpenImageFile, prepare: (Layout) throws -> Void,
+                sink: (UnsafePointer<UInt8>) -> Void) throws {
+        try decode(.file(file), prepare: prepare, sink: sink)
+    }
+
+    private func decode(_ source: Source, prepare: (Layout) throws -> Void,
+                        sink: (UnsafePointer<UInt8>) -> Void) throws {
+        peakLibraryBytes = 0
+        peakRowBytes = 0
+        decodedDirectly = false
+        directRowsBeforeFallback = 0
+        let stream = try Self.open(source)
+        defer {
+            peakLibraryBytes = max(peakLibraryBytes, attache_png_stream_peak_allocated(stream))
+            attache_png_stream_destroy(stream)
+        }
+        let layout = try Self.start(stream)
+        try prepare(layout)
+        guard direct, let directChannels = layout.directChannels else {
+            return try decodeRows(stream, layout: layout, skipping: 0, sink: sink)
+        }
+        let delivered = decodeDirectly(stream, layout: layout, fileChannels: directChannels, sink: sink)
+        if delivered == layout.height {
+            decodedDirectly = true
+            return
+        }
+        // The direct path gave up: libpng's rows from the start, minus those already handed over.
+        directRowsBeforeFallback = delivered
+        let again = try Self.open(source)
+        defer {
+            peakLibraryBytes = max(peakLibraryBytes, attache_png_stream_peak_allocated(again))
+            attache_png_stream_destroy(again)
+        }
+        let relayout = try Self.start(again)
+        guard relayout.width == layout.width, relayout.height == layout.height, relayout.channels == layout.channels else {
+            throw AttacheError(.corruptInput, stage: .transform, "the PNG header changed between two reads")
+        }
+        try decodeRows(again, layout: layout, skipping: delivered, sink: sink)
+    }
+
+    /// libpng's rows (the whole picture first for an interlaced file); the first `skipping` rows are
+    /// decoded but not handed over.
+    private func decodeRows(_ stream: OpaquePointer, layout: Layout, skipping: Int,
+                            sink: (UnsafePointer<UInt8>) -> Void) throws {
         let rowBytes = layout.width * layout.channels
         if layout.interlaced {
             peakRowBytes = max(peakRowBytes, rowBytes * layout.height)
@@ -129,57 +154,54 @@ final class PNGStreamDecoder {
         while done < layout.height {
             let count = min(batch, layout.height - done)
             try Self.check(attache_png_stream_read_rows(stream, rows, Int32(count), rowBytes), stream)
-            for row in 0..<count { sink(rows + row * rowBytes) }
+            for row in 0..<count where done + row >= skipping { sink(rows + row * rowBytes) }
             done += count
         }
     }
 
-    /// The fast path: false when the data did not inflate (nothing was delivered then).
-    private func inflateWhole(_ stream: OpaquePointer, layout: Layout, whole: WholeInflate,
-                              sink: (UnsafePointer<UInt8>) -> Void) throws -> Bool {
-        let filtered = UnsafeMutablePointer<UInt8>.allocate(capacity: whole.filteredBytes)
-        defer { filtered.deallocate() }
-        peakRowBytes = max(peakRowBytes, whole.bytes)
-        guard attache_png_stream_inflate(stream, filtered, whole.filteredBytes) == Int32(ATTACHE_PNG_OK) else {
-            return false
-        }
-        let bpp = whole.fileChannels
-        let size = layout.width * bpp
-        // The row above the first is all zero; grey + alpha is widened to RGBA in a row of its own.
-        let zero = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
-        zero.initialize(repeating: 0, count: size)
-        defer { zero.deallocate() }
+    /// The direct path: the number of rows handed over, `layout.height` when it went to the end.
+    private func decodeDirectly(_ stream: OpaquePointer, layout: Layout, fileChannels bpp: Int,
+                                sink: (UnsafePointer<UInt8>) -> Void) -> Int {
+        let stride = 1 + layout.width * bpp
+        let bandRows = max(1, min(layout.height, Self.directBandBytes / stride))
+        let band = UnsafeMutablePointer<UInt8>.allocate(capacity: bandRows * stride)
+        defer { band.deallocate() }
+        // Grey + alpha is widened to RGBA in a row of its own.
         let widened = bpp == 2 ? UnsafeMutablePointer<UInt8>.allocate(capacity: layout.width * 4) : nil
         defer { widened?.deallocate() }
-        var previous = UnsafePointer(zero)
-        for y in 0..<layout.height {
-            let row = filtered + y * (size + 1)
-            let samples = row + 1
-            let status = attache_png_unfilter_row(samples, previous, size, Int32(bpp), Int32(row.pointee))
-            guard status == Int32(ATTACHE_PNG_OK) else {
-                // libpng's words for the same file, which it refuses at the same row.
-                throw AttacheError(.corruptInput, stage: .transform, "cannot read the PNG image: bad adaptive filter value",
-                                   cause: NativeError(library: "png", code: Int(status), text: "bad adaptive filter value"))
+        peakRowBytes = max(peakRowBytes, bandRows * stride + (bpp == 2 ? layout.width * 4 : 0))
+        var done = 0
+        while done < layout.height {
+            let count = min(bandRows, layout.height - done)
+            guard attache_png_stream_direct_rows(stream, band, Int32(count)) == Int32(ATTACHE_PNG_OK) else {
+                return done
             }
-            if let widened {
-                for x in 0..<layout.width {
-                    let grey = samples[2 * x], alpha = samples[2 * x + 1]
-                    widened[4 * x] = grey
-                    widened[4 * x + 1] = grey
-                    widened[4 * x + 2] = grey
-                    widened[4 * x + 3] = alpha
+            for index in 0..<count {
+                let samples = UnsafePointer(band + index * stride + 1)
+                if let widened {
+                    for x in 0..<layout.width {
+                        let grey = samples[2 * x], alpha = samples[2 * x + 1]
+                        widened[4 * x] = grey
+                        widened[4 * x + 1] = grey
+                        widened[4 * x + 2] = grey
+                        widened[4 * x + 3] = alpha
+                    }
+                    sink(widened)
+                } else {
+                    sink(samples)
                 }
-                sink(widened)
-            } else {
-                sink(samples)
             }
-            previous = UnsafePointer(samples)
+            done += count
         }
-        return true
+        return done
     }
 
-    private static func open(_ buffer: UnsafeBufferPointer<UInt8>) throws -> OpaquePointer {
-        guard let stream = attache_png_stream_create(buffer.baseAddress, buffer.count) else {
+    private static func open(_ source: Source) throws -> OpaquePointer {
+        let created = switch source {
+        case .memory(let buffer): attache_png_stream_create(buffer.baseAddress, buffer.count)
+        case .file(let file): attache_png_stream_create_file(file.fd, file.size)
+        }
+        guard let stream = created else {
             throw AttacheError(.nativeLibrary, stage: .transform, "cannot create a PNG decoder",
                                cause: NativeError(library: "png", code: -1, text: "out of memory"))
         }
@@ -191,10 +213,7 @@ final class PNGStreamDecoder {
         try check(attache_png_stream_start(stream, &info), stream, reading: "header")
         var layout = Layout(width: Int(info.width), height: Int(info.height), channels: Int(info.channels),
                             interlaced: info.interlaced != 0)
-        if info.whole_inflate != 0 {
-            layout.wholeInflate = WholeInflate(fileChannels: Int(info.file_channels), filteredBytes: info.filtered_bytes,
-                                               gatheredBytes: info.gathered_bytes)
-        }
+        if info.direct != 0 { layout.directChannels = Int(info.file_channels) }
         return layout
     }
 

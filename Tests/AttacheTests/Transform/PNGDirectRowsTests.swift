@@ -1,12 +1,14 @@
+import AttacheTestSupport
 import CZlib
 import Testing
 @testable import AttacheCore
 
-/// The PNG fast path (image data inflated in one piece by libdeflate, unfiltered here with SSE2) held to
-/// libpng: the same bytes for every filter type, pixel size and width it takes, and libpng's own rows
-/// whenever it must not or cannot take a file.
-@Suite struct PNGWholeInflateTests {
-    /// Colour type and bytes per pixel of the 8-bit kinds the fast path takes.
+/// The PNG direct path (image data inflated by zlib a band of rows at a time, unfiltered here with SSE2)
+/// held to libpng: the same bytes for every filter type, pixel size, width and IDAT split it takes, libpng's
+/// own rows whenever it must not or cannot take a file, and libpng's outcome (from the first row not yet
+/// handed over) whenever it gives up part way.
+@Suite struct PNGDirectRowsTests {
+    /// Colour type and bytes per pixel of the 8-bit kinds the direct path takes.
     static let kinds: [(name: String, colourType: UInt8, bpp: Int)] = [
         ("grey", 0, 1), ("greyAlpha", 4, 2), ("rgb", 2, 3), ("rgba", 6, 4),
     ]
@@ -96,27 +98,32 @@ import Testing
         }
     }
 
-    /// Every row a decoder hands over, one after the other.
-    static func decode(_ png: [UInt8], inflateByteLimit: Int) throws -> (pixels: [UInt8], channels: Int, decoder: PNGStreamDecoder) {
-        let decoder = PNGStreamDecoder(inflateByteLimit: inflateByteLimit)
+    /// Every row a decoder hands over, one after the other; from a file on disk when `file` is given.
+    static func decode(_ png: [UInt8], direct: Bool,
+                       file: OpenImageFile? = nil) throws -> (pixels: [UInt8], channels: Int, decoder: PNGStreamDecoder) {
+        let decoder = PNGStreamDecoder(direct: direct)
         var pixels: [UInt8] = []
         var rowBytes = 0, channels = 0
-        try decoder.decode(png, prepare: { layout in
+        let prepare = { (layout: PNGStreamDecoder.Layout) in
             rowBytes = layout.width * layout.channels
             channels = layout.channels
-        }, sink: { row in
-            pixels += UnsafeBufferPointer(start: row, count: rowBytes)
-        })
+        }
+        let sink = { (row: UnsafePointer<UInt8>) in pixels += UnsafeBufferPointer(start: row, count: rowBytes) }
+        if let file {
+            try decoder.decode(file: file, prepare: prepare, sink: sink)
+        } else {
+            try decoder.decode(png, prepare: prepare, sink: sink)
+        }
         return (pixels, channels, decoder)
     }
 
-    /// The fast path and libpng's rows on the same file: same channels, same bytes, and the fast path
+    /// The direct path and libpng's rows on the same file: same channels, same bytes, and the direct path
     /// taken (or not) as expected.
     static func expectSameAsLibpng(_ png: [UInt8], fast: Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let viaLibpng = try decode(png, inflateByteLimit: 0)
-        let viaFastPath = try decode(png, inflateByteLimit: .max)
-        #expect(viaLibpng.decoder.inflatedWhole == false, sourceLocation: sourceLocation)
-        #expect(viaFastPath.decoder.inflatedWhole == fast, sourceLocation: sourceLocation)
+        let viaLibpng = try decode(png, direct: false)
+        let viaFastPath = try decode(png, direct: true)
+        #expect(viaLibpng.decoder.decodedDirectly == false, sourceLocation: sourceLocation)
+        #expect(viaFastPath.decoder.decodedDirectly == fast, sourceLocation: sourceLocation)
         #expect(viaFastPath.channels == viaLibpng.channels, sourceLocation: sourceLocation)
         #expect(viaFastPath.pixels.count == viaLibpng.pixels.count, sourceLocation: sourceLocation)
         #expect(viaFastPath.pixels == viaLibpng.pixels, sourceLocation: sourceLocation)
@@ -133,7 +140,7 @@ import Testing
         }
     }
 
-    @Test("the fast path equals libpng's simplified API, as the row decoder does", arguments: kinds.map(\.name))
+    @Test("the direct path equals libpng's simplified API, as the row decoder does", arguments: kinds.map(\.name))
     func fastPathEqualsTheWholePictureDecoder(kind name: String) throws {
         let kind = try #require(Self.kinds.first { $0.name == name })
         let (width, height) = (257, 61)
@@ -141,16 +148,18 @@ import Testing
                            rows: Self.rows(width: width, height: height, bpp: kind.bpp, seed: 4), filters: .cycle)
         let whole = try PNGDecoder(png)
         let reference = try whole.decode(onWhite: !whole.hasAlpha)
-        let (pixels, channels, decoder) = try Self.decode(png, inflateByteLimit: .max)
-        #expect(decoder.inflatedWhole)
+        let (pixels, channels, decoder) = try Self.decode(png, direct: true)
+        #expect(decoder.decodedDirectly)
         let widened = channels == 1 ? pixels.flatMap { [$0, $0, $0] } : pixels
         #expect(widened == reference.pixels)
     }
 
-    @Test("IDAT split into many chunks, stored or deflated, inflates the same", arguments: [false, true])
+    @Test("IDAT split into many chunks at odd boundaries, stored or deflated, inflates the same",
+          arguments: [false, true])
     func manyChunks(stored: Bool) throws {
         let rows = Self.rows(width: 150, height: 40, bpp: 3, seed: 9)
-        for chunkSize in [1, 7, 1000] {
+        // 451 is one row with its filter byte; 65_537 is past the 64 KiB a band and a read take.
+        for chunkSize in [1, 2, 7, 450, 451, 452, 1000, 4096, 65_537] {
             let png = Self.png(width: 150, colourType: 2, bpp: 3, rows: rows, filters: .cycle, stored: stored,
                                chunkSize: chunkSize)
             try Self.expectSameAsLibpng(png, fast: true)
@@ -183,7 +192,7 @@ import Testing
         badCRC[firstIDAT + 8 + 100] ^= 0x10
         try Self.expectSameOutcome(badCRC)
 
-        // A wrong Adler-32 with correct CRCs: libdeflate refuses, and libpng's rows decide.
+        // A wrong Adler-32 with correct CRCs: after the last row, where libpng only warns.
         var raw: [UInt8] = []
         var previous = [UInt8](repeating: 0, count: 240)
         for (y, row) in rows.enumerated() {
@@ -204,29 +213,100 @@ import Testing
         try Self.expectSameOutcome(Array(png.prefix(png.count / 2)))
     }
 
-    @Test("above the limit, or at the pixel cap, the image data is inflated a row at a time")
-    func theLimitKeepsLargeFilesOnRows() throws {
-        let (width, height) = (300, 200)
+    @Test("damage part way through ends as on libpng's rows, which take over from the first row not handed over")
+    func damageAfterRowsFallsBackFromThatRow() throws {
+        // 1000 rows of 1 + 60 × 4 bytes, stored: a band is 271 rows, so damage near the end comes after
+        // rows were handed over.
+        let (width, height) = (60, 1000)
+        let rows = Self.rows(width: width, height: height, bpp: 4, seed: 11)
+        var raw: [UInt8] = []
+        var previous = [UInt8](repeating: 0, count: width * 4)
+        for (y, row) in rows.enumerated() {
+            raw.append(UInt8(y % 5))
+            raw += Self.filter(row, previous: previous, bpp: 4, type: UInt8(y % 5))
+            previous = row
+        }
+        let good = Self.file(width: width, height: height, colourType: 6, idat: TestImages.zlibStored(raw))
+
+        // Filter type 7 at row 900: libpng refuses the file at that row, with its own words.
+        var badFilter = raw
+        badFilter[900 * (1 + width * 4)] = 7
+        let png = Self.file(width: width, height: height, colourType: 6, idat: TestImages.zlibStored(badFilter))
+        let direct = PNGStreamDecoder(direct: true)
+        var delivered: [UInt8] = []
+        let error = try #require(throws: AttacheError.self) {
+            try direct.decode(png, prepare: { _ in }, sink: { delivered += UnsafeBufferPointer(start: $0, count: width * 4) })
+        }
+        #expect(error.code == .corruptInput)
+        #expect(error.message.contains("bad adaptive filter value"))
+        // The direct path gave up at the band holding row 900 (rows 813..<1000); libpng's rows went on
+        // from row 813 (handing them over a few dozen at a time) up to the bad one.
+        #expect(direct.directRowsBeforeFallback == 813)
+        let rowsDelivered = delivered.count / (width * 4)
+        #expect(rowsDelivered > 813 && rowsDelivered <= 900)
+        let reference = try Self.decode(good, direct: false).pixels
+        #expect(delivered == Array(reference.prefix(delivered.count)), "each row once, in order, the right bytes")
+        try Self.expectSameOutcome(png)
+
+        // A flipped bit in the last 1000 bytes of the image data: its chunk's CRC fails after rows went out.
+        let idat = try #require(Self.find("IDAT", in: good))
+        let length = good[idat..<(idat + 4)].reduce(0) { $0 << 8 | Int($1) }
+        var badCRC = good
+        badCRC[idat + 8 + length - 1000] ^= 0x01
+        try Self.expectSameOutcome(badCRC)
+
+        // The zlib stream ends (a final stored block, correct CRCs) 100 rows early: not enough image data.
+        let short = Self.file(width: width, height: height, colourType: 6,
+                              idat: TestImages.zlibStored(Array(raw.prefix(900 * (1 + width * 4)))))
+        try Self.expectSameOutcome(short)
+        let shortError = try #require(throws: AttacheError.self) { _ = try Self.decode(short, direct: true) }
+        #expect(shortError.code == .corruptInput)
+    }
+
+    @Test("the direct path holds a band of rows, never the picture, and the renderer takes it")
+    func theDirectPathHoldsABand() throws {
+        let (width, height) = (300, 2000)
         let png = Self.png(width: width, colourType: 2, bpp: 3,
                            rows: Self.rows(width: width, height: height, bpp: 3, seed: 8), filters: .cycle)
         let filtered = height * (1 + width * 3)
-        let at = try Self.decode(png, inflateByteLimit: filtered)
-        #expect(at.decoder.inflatedWhole)
-        #expect(at.decoder.peakRowBytes == filtered)
-        let over = try Self.decode(png, inflateByteLimit: filtered - 1)
-        #expect(!over.decoder.inflatedWhole)
-        #expect(over.decoder.peakRowBytes < width * 3 * 32)
-        #expect(over.pixels == at.pixels)
+        let direct = try Self.decode(png, direct: true)
+        #expect(direct.decoder.decodedDirectly)
+        #expect(direct.decoder.peakRowBytes <= PNGStreamDecoder.directBandBytes)
+        #expect(direct.decoder.peakRowBytes < filtered / 4)
+        let rows = try Self.decode(png, direct: false)
+        #expect(rows.pixels == direct.pixels)
 
-        // Through the renderer: the whole-image limit is the fast path's limit.
-        func peakBytes(limit: Int) throws -> Int {
-            let image = try ImageRenderer.inspect(png, pixelLimit: 100_000_000, scanLimit: 64, wholeImageByteLimit: limit)
-            let probe = RenderProbe()
-            _ = try ImageRenderer.render(image, width: 30, height: 20, planar: false, keepAlpha: false, probe: probe)
-            return probe.peakBytes
+        // Through the renderer: the band, libpng's header state and the resampler's rows (about 220 KB
+        // for a tenth of this width), against the 1.8 MB of inflated data.
+        let image = try ImageRenderer.inspect(png, pixelLimit: 100_000_000, scanLimit: 64)
+        let probe = RenderProbe()
+        _ = try ImageRenderer.render(image, width: 30, height: 200, planar: false, keepAlpha: false, probe: probe)
+        #expect(probe.peakBytes < filtered / 4)
+    }
+
+    @Test("a PNG read from its file a piece at a time decodes as from memory, on both paths",
+          arguments: ["rgb8", "rgba8", "grey8", "greyAlpha8", "rgb16", "grey16", "palette8+tRNS", "interlaced-rgb8"])
+    func fileSourceEqualsMemory(kind: String) throws {
+        let png = StreamedDecodeTests.pngOfKind(kind, width: 333, height: 211)
+        let folder = try ScratchFolder(prefix: "attache-png-file")
+        defer { folder.remove() }
+        let path = try folder.write("image.png", png)
+        for direct in [true, false] {
+            let file = try #require(try ImageFile.openPNG(path, limit: 1 << 30))
+            let fromMemory = try Self.decode(png, direct: direct)
+            let fromFile = try Self.decode(png, direct: direct, file: file)
+            #expect(fromFile.pixels == fromMemory.pixels)
+            #expect(fromFile.decoder.decodedDirectly == fromMemory.decoder.decodedDirectly)
+            #expect(fromFile.decoder.decodedDirectly == (direct && ["rgb8", "rgba8", "grey8", "greyAlpha8"].contains(kind)))
         }
-        // Over the limit: libpng's rows and zlib's window (~60 KB) instead of the inflated data.
-        #expect(try peakBytes(limit: filtered) - peakBytes(limit: filtered - 1) > filtered / 2)
+        // Cut off half way, from a file too: refused as truncated.
+        let cut = try folder.write("cut.png", Array(png.prefix(png.count / 2)))
+        let file = try #require(try ImageFile.openPNG(cut, limit: 1 << 30))
+        let error = try #require(throws: AttacheError.self) { _ = try Self.decode([], direct: true, file: file) }
+        #expect(error.code == .corruptInput)
+        // Not a PNG: left to the whole-file read.
+        let text = try folder.write("text.png", Array("not a png at all".utf8))
+        #expect(try ImageFile.openPNG(text, limit: 1 << 30) == nil)
     }
 
     // MARK: Helpers
@@ -249,21 +329,21 @@ import Testing
 
     /// Both paths refuse `png` with the same code, or both deliver the same bytes.
     static func expectSameOutcome(_ png: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        func outcome(_ limit: Int) -> Result<[UInt8], AttacheError> {
-            do { return .success(try decode(png, inflateByteLimit: limit).pixels) } catch let error as AttacheError {
+        func outcome(_ direct: Bool) -> Result<[UInt8], AttacheError> {
+            do { return .success(try decode(png, direct: direct).pixels) } catch let error as AttacheError {
                 return .failure(error)
             } catch {
                 return .failure(AttacheError(.internalError, stage: .transform, "\(error)"))
             }
         }
-        switch (outcome(0), outcome(.max)) {
+        switch (outcome(false), outcome(true)) {
         case (.success(let a), .success(let b)):
             #expect(a == b, sourceLocation: sourceLocation)
         case (.failure(let a), .failure(let b)):
             #expect(a.code == b.code, sourceLocation: sourceLocation)
             #expect(a.code == .corruptInput, sourceLocation: sourceLocation)
         case (let a, let b):
-            Issue.record("libpng's rows: \(a), the fast path: \(b)", sourceLocation: sourceLocation)
+            Issue.record("libpng's rows: \(a), the direct path: \(b)", sourceLocation: sourceLocation)
         }
     }
 }
