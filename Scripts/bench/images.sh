@@ -10,6 +10,9 @@
 # the machine has cores, which is printed). Last, each figure against its bar (rows images.* of
 # Scripts/bench/thresholds.tsv).
 #
+# The working set of an input is its peak RSS less the program's own floor (`attache detect` on a small
+# text file), rows images.*.working-set.
+#
 # Usage: Scripts/bench/images.sh [RUNS]      (default 5 runs per tool and input)
 # Needs: swift, ImageMagick (convert), vipsthumbnail, python3 with numpy and scipy, GNU time.
 # ATTACHE_BIN and ATTACHE_SERVER_BIN (Scripts/bench.sh exports them) skip the build.
@@ -75,6 +78,12 @@ measure() {
     echo "$cpu $wall $rss"
 }
 
+# The program's own floor: the peak RSS of `attache detect` on a small text file. An input's working set
+# is the peak RSS of its recompress less this (what several transforms at once each add).
+echo "a small text file" > "$work/small.txt"
+read -r _ _ floor_kib < <(measure "$work/none" "$attache" detect "$work/small.txt")
+working_set() { printf '%.1f' "$(echo "($1 - $floor_kib) / 1024" | bc -l)"; }
+
 printf '| input | tool | CPU s (median) | wall s | peak RSS MiB | output bytes | SSIM |\n'
 printf '|---|---|---:|---:|---:|---:|---:|\n'
 summary=""
@@ -111,11 +120,15 @@ for input in photo.jpg progressive.jpg alpha.png photo.png; do
                 "$(bench_check images.jpeg.ssim "$ssim_delta")"
                 "$(bench_check images.jpeg.size "$(awk -v r="$size_ratio" 'BEGIN { d = r - 1; printf "%.2f", d < 0 ? -d : d }')")"
                 "$(bench_check images.jpeg.rss "$rss_mib")") ;;
-        progressive.jpg) checks+=("$(bench_check images.progressive.rss "$rss_mib")") ;;
-        photo.png) checks+=("$(bench_check images.png.cpu "$vips_ratio")") ;;
+        progressive.jpg) checks+=("$(bench_check images.progressive.rss "$rss_mib")"
+                "$(bench_check images.progressive.cpu "$vips_ratio")"
+                "$(bench_check images.progressive.working-set "$(working_set "${rss_kib[attache]}")")") ;;
+        photo.png) checks+=("$(bench_check images.png.cpu "$vips_ratio")"
+                "$(bench_check images.png.working-set "$(working_set "${rss_kib[attache]}")")") ;;
     esac
 done
 printf '\n%s' "$summary"
+printf 'floor (attache detect on a small text file): %.1f MiB peak RSS\n' "$(echo "$floor_kib / 1024" | bc -l)"
 
 # --- The pixel cap ---------------------------------------------------------------------------------
 printf '\n| 100 MP all-zero PNG (cap.png) | tool | CPU s (median) | wall s | peak RSS MiB |\n|---|---|---:|---:|---:|\n'
