@@ -56,8 +56,11 @@ import Testing
         }
     }
 
-    @Test func aTruncatedFileIsRefused() throws {
-        let jpeg = try TestImages.jpeg(TestImages.photo(width: 320, height: 240))
+    /// A progressive file is cut in one of its scans (or between two): libjpeg runs out of data while it
+    /// absorbs the scans into its coefficients, before any row, and the file is refused, not sent blurred.
+    @Test(arguments: [false, true])
+    func aTruncatedFileIsRefused(progressive: Bool) throws {
+        let jpeg = try TestImages.jpeg(TestImages.photo(width: 320, height: 240), progressive: progressive)
         for fraction in [0.3, 0.6, 0.95] {
             let cut = Array(jpeg.prefix(Int(Double(jpeg.count) * fraction)))
             let error = try #require(throws: AttacheError.self) { try Self.streamPlanes(cut) }
