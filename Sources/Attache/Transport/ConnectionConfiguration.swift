@@ -26,6 +26,11 @@ public struct ConnectionConfiguration: Sendable {
     public var caFile: String?
     /// A public key to pin (`sha256//BASE64`, or a PEM/DER file path), as curl's `PINNEDPUBLICKEY`.
     public var pinnedPublicKey: String?
+    /// A client certificate (PEM file) for a server that asks for one (mutual TLS); its key is ``clientKey``.
+    /// The OTLP span export's `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`.
+    package var clientCertificate: String?
+    /// The private key (PEM file) of ``clientCertificate``.
+    package var clientKey: String?
     /// Ask for HTTP/2 over TLS (ALPN), falling back to HTTP/1.1.
     public var preferHTTP2 = true
     /// Headers sent with every request (after Attache's own, before a request's own).

@@ -112,6 +112,8 @@ final class CurlExchange: @unchecked Sendable {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
         if let caFile = connection.caFile { try easy.set(CURLOPT_CAINFO, caFile) }
         if let pin = connection.pinnedPublicKey { try easy.set(CURLOPT_PINNEDPUBLICKEY, pin) }
+        if let certificate = connection.clientCertificate { try easy.set(CURLOPT_SSLCERT, certificate) }
+        if let key = connection.clientKey { try easy.set(CURLOPT_SSLKEY, key) }
         if let proxy = connection.proxy { try easy.set(CURLOPT_PROXY, proxy) }
         if connection.preferHTTP2 {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
