@@ -217,7 +217,7 @@ let package = Package(
         .target(
             name: "AttacheMetricsExport",
             dependencies: [
-                "Attache", "AttacheCore",
+                "Attache", "AttacheCore", "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tools)),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: tools)),
@@ -296,8 +296,9 @@ let package = Package(
         .testTarget(
             name: "AttacheCLITests",
             dependencies: [
-                "AttacheCLI", "AttacheMetricsExport", "Attache", "AttacheCore",
+                "AttacheCLI", "AttacheMetricsExport", "Attache", "AttacheCore", "AttacheTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: testTargetSettings),
         .testTarget(

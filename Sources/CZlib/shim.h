@@ -11,4 +11,11 @@ static inline int attache_inflate_init_raw(z_stream *stream) {
     return inflateInit2(stream, -MAX_WBITS);
 }
 
+// deflateInit2 is a macro too. A gzip stream (RFC 1952: window bits 15 + 16) at `level`, zlib's default
+// memory level and strategy: the OTLP span export's `Content-Encoding: gzip`.
+static inline int attache_deflate_init_gzip(z_stream *stream, int level) {
+    memset(stream, 0, sizeof(*stream));
+    return deflateInit2(stream, level, Z_DEFLATED, MAX_WBITS + 16, 8, Z_DEFAULT_STRATEGY);
+}
+
 #endif
