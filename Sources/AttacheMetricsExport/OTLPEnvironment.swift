@@ -1,24 +1,21 @@
-import FoundationEssentials
+import AttacheCore
 
-/// The `OTEL_*` settings of the environment that this build's exporter (swift-otel, OTLP/HTTP only) cannot
-/// honour, found before swift-otel reads them: some of them stop the process in swift-otel
-/// (`OTEL_TRACES_SAMPLER=jaeger_remote`, `OTEL_PROPAGATORS=b3`, `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`), others
-/// make its set-up throw (`OTEL_TRACES_EXPORTER=console`) or are read and then not applied
-/// (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`: the HTTP exporter sends its bodies uncompressed). A value set
-/// but not honoured is a usage error that names the variable, never a crash or a silent default.
-/// An empty value counts as unset, as the specification says.
+/// The `OTEL_*` settings of the environment that this build's exporters cannot honour, found before either
+/// reads them: Attache's own for spans (OTLP/HTTP with protobuf bodies, W3C trace context, the SDK's
+/// samplers) and swift-otel's for metrics (OTLP/HTTP, bodies uncompressed). Some of these values stop the
+/// process in swift-otel (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`), others make its set-up throw
+/// (`OTEL_METRICS_EXPORTER=console`) or are read and then not applied (`gzip` for metrics). A value set but
+/// not honoured is a usage error that names the variable, never a crash or a silent default. An empty value
+/// counts as unset, as the specification says. A header list is never repeated: it may hold a credential.
 enum OTLPEnvironment {
-    /// The samplers swift-otel implements.
-    static let samplers = [
-        "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off",
-        "parentbased_traceidratio",
-    ]
+    /// The samplers the tracer implements.
+    static let samplers = TraceSampler.names
 
     /// The first setting that cannot be honoured, said as a sentence for the usage error; nil when
     /// every setting can be.
     static func unsupportedSetting(in environment: [String: String]) -> String? {
         func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            guard let text = environment[name]?.trimmingBlanks, !text.isEmpty else { return nil }
             return text
         }
         func refusal(_ name: String, _ text: String, supported: [String], why: String? = nil) -> String {
@@ -36,7 +33,7 @@ enum OTLPEnvironment {
             }
         }
         if let propagators = value("OTEL_PROPAGATORS") {
-            let names = propagators.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let names = propagators.split(separator: ",").map(\.trimmingBlanks)
             if let other = names.first(where: { $0 != "tracecontext" && $0 != "none" }) {
                 return refusal(
                     "OTEL_PROPAGATORS", propagators, supported: ["tracecontext", "none"],
@@ -48,14 +45,60 @@ enum OTLPEnvironment {
                 return refusal(name, exporter, supported: ["otlp", "none"], why: exporter == "prometheus" ? also : nil)
             }
         }
+        let exportsSpans = value("OTEL_TRACES_EXPORTER") != "none"
+        let exportsMetrics = value("OTEL_METRICS_EXPORTER") != "none"
         for signal in ["", "TRACES_", "METRICS_"] {
             let protocolName = "OTEL_EXPORTER_OTLP_\(signal)PROTOCOL"
             if let text = value(protocolName), text != "http/protobuf", text != "http/json" {
                 return refusal(protocolName, text, supported: ["http/protobuf", "http/json"], why: "it exports over HTTP only")
             }
-            let compressionName = "OTEL_EXPORTER_OTLP_\(signal)COMPRESSION"
-            if let text = value(compressionName), text != "none" {
-                return refusal(compressionName, text, supported: ["none"], why: "its HTTP exporter sends bodies uncompressed")
+        }
+        // Spans go as protobuf only; the general setting applies to them unless their own is set.
+        if exportsSpans, let text = value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") ?? value("OTEL_EXPORTER_OTLP_PROTOCOL"),
+            text != "http/protobuf"
+        {
+            let name = value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") != nil
+                ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL"
+            return refusal(
+                name, text, supported: ["http/protobuf"],
+                why: "spans are sent as protobuf only; OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json still applies to metrics")
+        }
+        // Spans may be gzipped; metrics (swift-otel) go uncompressed, and the general setting applies to
+        // both unless a signal's own is set.
+        for signal in ["", "TRACES_", "METRICS_"] {
+            let name = "OTEL_EXPORTER_OTLP_\(signal)COMPRESSION"
+            if let text = value(name), text != "none", text != "gzip" {
+                return refusal(name, text, supported: ["none", "gzip"])
+            }
+        }
+        if exportsMetrics,
+            let text = value("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") ?? value("OTEL_EXPORTER_OTLP_COMPRESSION"),
+            text != "none"
+        {
+            let name = value("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") != nil
+                ? "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION"
+            return refusal(
+                name, text, supported: ["none"],
+                why: "its metrics exporter sends bodies uncompressed; OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip compresses spans")
+        }
+        if exportsSpans {
+            for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+                if let text = value(name), OTLPTraceConfiguration.headers(from: text) == nil {
+                    return "\(name) is not a list of name=value headers that can be sent (its value is not repeated here)"
+                }
+            }
+        }
+        for name in [
+            "OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+        ] {
+            if let text = value(name), !(Int64(text).map { $0 >= 0 } ?? false) {
+                return "\(name)=\(text) is not a number of milliseconds (a whole number, 0 or more)"
+            }
+        }
+        for name in ["OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"] {
+            if let text = value(name), !(Int(text).map { $0 > 0 } ?? false) {
+                return "\(name)=\(text) is not a number of spans (a whole number, 1 or more)"
             }
         }
         return nil

@@ -4,7 +4,7 @@ import Glibc
 
 /// `--otlp-endpoint`: spans and metrics exported over OTLP/HTTP (protobuf) to a collector, for the life
 /// of a run. Without the flag the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or its `_TRACES_`/`_METRICS_`
-/// forms) turns the export on; the other `OTEL_*` variables that swift-otel reads apply either way.
+/// forms) turns the export on; the other `OTEL_*` variables the exporters read apply either way.
 package struct OTLPOptions: ParsableArguments {
     package init() {}
 
@@ -59,7 +59,7 @@ package struct OTLPOptions: ParsableArguments {
     }
 
     /// Makes the flag the process's `OTEL_EXPORTER_OTLP_ENDPOINT`, replacing the signal-specific
-    /// variables, so that swift-otel derives `/v1/traces` and `/v1/metrics` from it exactly as from the
+    /// variables, so that the exporters derive `/v1/traces` and `/v1/metrics` from it exactly as from the
     /// variable, and the flag wins over the environment. Called once, before the exporters read the
     /// environment and before any other thread does.
     func applyToEnvironment() {

@@ -11,7 +11,8 @@ extension MetricsOptions {
     /// metrics backends side by side under one `MultiplexMetricsHandler`.
     ///
     /// At the end, whether `body` returned or threw, the OTLP exporters send what they still hold (for at
-    /// most ``OTLPOptions/flushLimit(environment:)``; what is left then is dropped with a warning), then
+    /// most ``OTLPOptions/flushLimit(environment:)``; what is left then is dropped with one warning, which
+    /// also counts the spans of the run that never reached the collector), then
     /// `/metrics` keeps serving for `--metrics-linger`. With OTLP on, each signal of `stopSignals` (the
     /// ones the command does not handle itself) cancels `body` instead of killing the process, so that
     /// the flush happens then too; the run then ends with status 128 + the signal.
@@ -105,21 +106,17 @@ enum ObservedRun {
         let result = await work.result
         signals.stop()
         let limit = otlp.flushLimit()
-        if !(await export.shutdown(within: limit)) {
-            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-            let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
-            writeWarning(
-                "attache: the OTLP collector did not take the last spans and metrics within \(text) s; "
-                    + "what it had not taken is dropped (--otlp-flush-timeout, OTEL_BSP_EXPORT_TIMEOUT)")
-        }
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+        if let warning = await export.shutdown(within: limit).warning(seconds: text) { writeWarningLine(warning) }
         await prometheus?.endpoint.finish()
         if let signal = signals.received { throw ExitCode(128 + signal) }
         try result.get()
     }
 }
 
-/// One line on standard error.
-private func writeWarning(_ line: String) {
+/// One line on standard error, written at once (no buffer another thread could interleave with).
+func writeWarningLine(_ line: String) {
     var text = line + "\n"
     _ = text.withUTF8 { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }

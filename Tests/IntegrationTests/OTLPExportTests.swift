@@ -203,10 +203,10 @@ struct OTLPExportTests {
         #expect(try UploadJournal(path: scratch.path + "/journal.sqlite").entries().filter { $0.state == .done }.count == 300)
     }
 
-    /// An `OTEL_*` value the exporter cannot honour is a usage error that names it (exit 64), never a crash:
-    /// swift-otel stops the process on the first three kinds (a sampler, a propagator or a protocol it
-    /// lacks), throws an error that names none of them on the fourth, and reads compression without
-    /// applying it. Values it honours pass.
+    /// An `OTEL_*` value the exporters cannot honour is a usage error that names it (exit 64), never a crash
+    /// or a silent default: a sampler, a propagator or a protocol they lack, an exporter other than OTLP,
+    /// gzip for the metrics (swift-otel's exporter sends them uncompressed), a ratio out of range. Values
+    /// they honour pass.
     @Test(arguments: [
         ("OTEL_TRACES_SAMPLER", "jaeger_remote"), ("OTEL_TRACES_SAMPLER", "parentbased_jaeger_remote"),
         ("OTEL_TRACES_SAMPLER", "xray"), ("OTEL_PROPAGATORS", "tracecontext,baggage"), ("OTEL_PROPAGATORS", "b3"),
@@ -246,6 +246,39 @@ struct OTLPExportTests {
                 "OTEL_EXPORTER_OTLP_COMPRESSION": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_TRACES_EXPORTER": "otlp",
             ])
         #expect(result.status == 0, "\(result.all)")
+    }
+
+    /// `OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip`: the span exports arrive gzipped, with the headers of
+    /// `OTEL_EXPORTER_OTLP_HEADERS` (percent-decoded), and decode whole; the header's token is on no line
+    /// the command writes.
+    @Test func spansGoGzippedWhenAsked() async throws {
+        let scratch = try ScratchFolder(prefix: "attache-otlp-gzip")
+        defer { scratch.remove() }
+        let file = try scratch.write("note.txt", "note\n")
+        let exportedPath = scratch.path + "/otlp.jsonl"
+        let receiver = try await ServiceProcess(
+            [try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", exportedPath])
+        defer { receiver.stop() }
+        let server = try await ServerProcess.start(store: scratch.path + "/store")
+        defer { server.kill() }
+        let result = try await runCommand(
+            try attacheBinary(),
+            ["upload", file, "--url", "http://127.0.0.1:\(server.port)/upload", "-v",
+             "--otlp-endpoint", "http://127.0.0.1:\(receiver.port)", "--otlp-flush-timeout", "120"],
+            environment: [
+                "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip", "OTEL_METRICS_EXPORTER": "none",
+                "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20\(Self.token)",
+            ])
+        #expect(result.status == 0, "\(result.all)")
+        #expect(!result.all.contains(Self.token))
+        let items = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        let requests = items.filter { $0["signal"] as? String == "request" }
+        #expect(!requests.isEmpty)
+        #expect(requests.allSatisfy { $0["path"] as? String == "/v1/traces" && $0["encoding"] as? String == "gzip" }, "\(requests)")
+        let names = items.filter { $0["signal"] as? String == "span" }.compactMap { $0["name"] as? String }
+        #expect(Set(names).isSuperset(of: ["attache.send", "POST"]), "\(names)")
     }
 
     /// A batch stopped by a signal while a file is in flight still hands its spans to the collector:

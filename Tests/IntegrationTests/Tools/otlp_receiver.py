@@ -9,16 +9,19 @@
                                    answers each span export S seconds late (a distant or busy collector)
 
 Listens on 127.0.0.1 on a free port and prints `listening PORT`. Accepts POST /v1/traces, /v1/metrics
-and /v1/logs with Content-Type application/x-protobuf, answers each with the empty Export*ServiceResponse,
-and appends one line per span, metric data point and log record:
+and /v1/logs with Content-Type application/x-protobuf (gzipped with Content-Encoding: gzip, or not),
+answers each with the empty Export*ServiceResponse, and appends one line per span, metric data point and
+log record:
 
   {"signal":"span","traceId","spanId","parentSpanId","name","kind","status","attributes":{},"resource":{},
    "events":[{"name","attributes"}],"links":[{"traceId","spanId"}]}
   {"signal":"metric","name","unit","attributes":{},"resource":{}}
   {"signal":"log","body","attributes":{},"resource":{}}
 
-Then one line per request: {"signal":"request","path","items"}. Anything else is answered 404 or 415.
+Then one line per request: {"signal":"request","path","items","encoding"}. Anything else is answered 404
+or 415.
 """
+import gzip
 import json
 import sys
 import threading
@@ -126,10 +129,15 @@ def main():
                 time.sleep(trace_delay)
             if discard:
                 return self.answer(200, response_type().SerializeToString(), "application/x-protobuf")
+            encoding = self.headers.get("Content-Encoding", "identity").strip().lower()
+            if encoding == "gzip":
+                body = gzip.decompress(body)
+            elif encoding != "identity":
+                return self.answer(415, b"gzip or identity only\n")
             request = request_type()
             request.ParseFromString(body)
             lines = [json.dumps(item, sort_keys=True) for item in items(request)]
-            lines.append(json.dumps({"signal": "request", "path": self.path, "items": len(lines)}))
+            lines.append(json.dumps({"signal": "request", "path": self.path, "items": len(lines), "encoding": encoding}))
             with lock:
                 out.write("".join(line + "\n" for line in lines))
                 out.flush()
