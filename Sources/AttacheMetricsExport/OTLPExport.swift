@@ -5,7 +5,6 @@ import FoundationEssentials
 import Logging
 import OTel
 import ServiceLifecycle
-import Tracing
 
 /// The OTLP/HTTP exporters of one run: Attache's own tracer for spans (``OTLPTracer``, its
 /// ``BatchSpanProcessor`` and protobuf encoder, sent through Attache's transport) and swift-otel's metrics

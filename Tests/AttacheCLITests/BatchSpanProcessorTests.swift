@@ -1,5 +1,4 @@
 import AttacheMetricsExport
-import Synchronization
 import Testing
 import Tracing
 
