@@ -160,12 +160,13 @@ package final class ChildProcess: Sendable {
     package var endedBySignal: Bool { ending.result?.bySignal ?? false }
 
     /// Waits for its end and returns its exit status (the signal's number when a signal ended it), or nil
-    /// when it still runs after `seconds`. Once it has ended, its output is read to the end too (for at
-    /// most 10 s more: a child of its own may hold the pipes).
+    /// when it still runs after `seconds`. Once it has ended, its output and error are read to their ends
+    /// too, both at once, for at most 10 s more: a child of its own may hold the pipes.
     package func wait(upTo seconds: Double) async throws -> Int32? {
         guard let result = await ending.wait(upTo: seconds) else { return nil }
-        _ = await output?.waitForEnd(upTo: 10)
-        _ = await error?.waitForEnd(upTo: 10)
+        async let outputEnded = output?.waitForEnd(upTo: 10)
+        async let errorEnded = error?.waitForEnd(upTo: 10)
+        _ = await (outputEnded, errorEnded)
         return result.status
     }
 
