@@ -6,6 +6,8 @@
 #   upload-plain   one 1 GiB file to nginx, `attache upload --scheme none --no-transform`
 #   upload-gcm     the same with the default seal (stream-gcm, a fresh key)
 #   batch          2,000 files of 1-4 KB to nginx, `attache batch --concurrency 8`, a new journal each run
+#   batch-dedup-off  the same with `--dedup off` for this build (builds without `--dedup` send each file on
+#                  its own, as `off` does): the batch without the content work that came after 5382cce
 #   requests       5,000 JSON POSTs through one RequestClient, 8 in flight (the attache-request-bench driver
 #                  of Scripts/Benchmarks, built at each commit), to nginx's /answer200
 #   downloads      200 files of 5 MB from nginx, `attache download --from LIST --concurrency 8`
@@ -18,14 +20,14 @@
 #                              are DIR/attache-request-bench unless ATTACHE_BASELINE_DRIVERS names a folder
 #   ATTACHE_BIN, ATTACHE_BENCH_DRIVERS   this build (Scripts/bench.sh exports both)
 #   RUNS=7                     runs of each workload per build
-#   WORKLOADS="upload-plain upload-gcm batch requests downloads s3"   the ones to run
+#   WORKLOADS="upload-plain upload-gcm batch batch-dedup-off requests downloads s3"   the ones to run
 #   BENCH_TMPDIR=/var/tmp      where the files go (about 3.5 GiB; /tmp is often in RAM)
 set -euo pipefail
 # shellcheck source=Scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 runs=${RUNS:-7}
-workloads=${WORKLOADS:-upload-plain upload-gcm batch requests downloads s3}
+workloads=${WORKLOADS:-upload-plain upload-gcm batch batch-dedup-off requests downloads s3}
 tmp_parent=${BENCH_TMPDIR:-/var/tmp}
 baseline=${ATTACHE_BASELINE_BIN:-}
 bench_positive runs
@@ -38,7 +40,7 @@ this_driver=${ATTACHE_BENCH_DRIVERS:-$(dirname "$ATTACHE_BIN")}/attache-request-
 base_driver=${ATTACHE_BASELINE_DRIVERS:-$baseline}/attache-request-bench
 for w in $workloads; do
     case "$w" in
-        upload-plain | upload-gcm | batch | downloads | s3) ;;
+        upload-plain | upload-gcm | batch | batch-dedup-off | downloads | s3) ;;
         requests)
             [[ -x "$this_driver" ]] || bench_die "$this_driver not found (ATTACHE_BENCH_DRIVERS)"
             [[ -x "$base_driver" ]] || bench_die "$base_driver not found (ATTACHE_BASELINE_DRIVERS)"
@@ -61,7 +63,7 @@ if needs upload-plain || needs upload-gcm; then
     bench_log "creating a 1 GiB file of random bytes"
     head -c "$gib" /dev/urandom >"$work/big.bin"
 fi
-if needs batch; then
+if needs batch || needs batch-dedup-off; then
     bench_log "creating 2,000 files of 1-4 KB"
     mkdir -p "$work/small"
     /usr/bin/python3 - "$work/small" <<'EOF'
@@ -108,6 +110,9 @@ command_of() {
         upload-gcm) cmd=("$bin" upload "$work/big.bin" --url "$upload_url" --no-transform --no-progress) ;;
         batch) cmd=("$bin" batch "$work/small" --url "$upload_url" --concurrency 8 --journal "$work/run/journal.sqlite"
             --no-progress) ;;
+        batch-dedup-off) cmd=("$bin" batch "$work/small" --url "$upload_url" --concurrency 8
+            --journal "$work/run/journal.sqlite" --no-progress)
+            if [[ "$2" == this ]]; then cmd+=(--dedup off); fi ;;
         requests) cmd=("$driver" "${upload_url%/upload}/answer200" 5000 8 200) ;;
         downloads) cmd=("$bin" download --from "$work/list" -d "$work/run/out" --concurrency 8
             --journal "$work/run/journal.sqlite" --no-progress) ;;
@@ -122,7 +127,7 @@ check_run() {
     case "$w" in
         upload-*) n=$(awk -v from="$before" 'NR > from && $7 >= 1073741824 { n++ } END { print n + 0 }' "$access_log")
             ((n == 1)) || bench_die "$w: nginx did not log one request carrying the whole file" ;;
-        batch) n=$(awk -v from="$before" 'NR > from { n++ } END { print n + 0 }' "$access_log")
+        batch*) n=$(awk -v from="$before" 'NR > from { n++ } END { print n + 0 }' "$access_log")
             ((n >= 2000)) || bench_die "batch: nginx logged $n requests, not 2,000" ;;
         downloads) n=$(find "$work/run/out" -name 'f*.bin' -size 5120k | wc -l)
             ((n == 200)) || bench_die "downloads: $n of 200 files of 5 MB in the output" ;;
