@@ -25,6 +25,7 @@ struct S3ContentAddressTests {
             let copy = try folder.write("forwarded copy.bin", original)
             let other = try folder.write("other.bin", randomBytes(120_000))
             let proxy = try await S3MultipartTests.Proxy(emulator)
+            defer { proxy.server.stop() }
             func upload(_ file: String) async throws -> (CommandResult, [String: Any], [String]) {
                 let before = (try? proxy.read().requests.count) ?? 0
                 let result = try await attache(
