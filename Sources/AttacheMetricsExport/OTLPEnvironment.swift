@@ -18,6 +18,13 @@ enum OTLPEnvironment {
             guard let text = environment[name]?.trimmingBlanks, !text.isEmpty else { return nil }
             return text
         }
+        /// A signal's own setting (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`), else the general one, with its name.
+        func signalSetting(_ signal: String, _ setting: String) -> (name: String, text: String)? {
+            for name in ["OTEL_EXPORTER_OTLP_\(signal)\(setting)", "OTEL_EXPORTER_OTLP_\(setting)"] {
+                if let text = value(name) { return (name, text) }
+            }
+            return nil
+        }
         func refusal(_ name: String, _ text: String, supported: [String], why: String? = nil) -> String {
             "\(name)=\(text) is not supported by this build's OTLP exporter"
                 + (why.map { " (\($0))" } ?? "") + "; it takes " + supported.joined(separator: ", ")
@@ -54,11 +61,7 @@ enum OTLPEnvironment {
             }
         }
         // Spans go as protobuf only; the general setting applies to them unless their own is set.
-        if exportsSpans, let text = value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") ?? value("OTEL_EXPORTER_OTLP_PROTOCOL"),
-            text != "http/protobuf"
-        {
-            let name = value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") != nil
-                ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL"
+        if exportsSpans, let (name, text) = signalSetting("TRACES_", "PROTOCOL"), text != "http/protobuf" {
             return refusal(
                 name, text, supported: ["http/protobuf"],
                 why: "spans are sent as protobuf only; OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json still applies to metrics")
@@ -71,12 +74,7 @@ enum OTLPEnvironment {
                 return refusal(name, text, supported: ["none", "gzip"])
             }
         }
-        if exportsMetrics,
-            let text = value("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") ?? value("OTEL_EXPORTER_OTLP_COMPRESSION"),
-            text != "none"
-        {
-            let name = value("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") != nil
-                ? "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION" : "OTEL_EXPORTER_OTLP_COMPRESSION"
+        if exportsMetrics, let (name, text) = signalSetting("METRICS_", "COMPRESSION"), text != "none" {
             return refusal(
                 name, text, supported: ["none"],
                 why: "its metrics exporter sends bodies uncompressed; OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip compresses spans")
