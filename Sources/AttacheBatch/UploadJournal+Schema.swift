@@ -62,5 +62,14 @@ extension UploadJournal {
         // What each run's walk took (`--include`, `--exclude`, sizes, `--hidden`), so that a run with
         // another filter says so.
         JournalMigration("v6-run-filter", "ALTER TABLE run ADD COLUMN filter TEXT"),
+        // The content index on the key alone: with `state` in it, every change of a file's state (two per
+        // file sent) moved its entry too, a delete and an insert at a random place of a SHA-256-ordered
+        // index. The two lookups by content find a handful of rows by key and test `state` on those.
+        JournalMigration(
+            "v7-content-key",
+            """
+            DROP INDEX file_content;
+            CREATE INDEX file_content_key ON file(contentKey);
+            """),
     ]
 }

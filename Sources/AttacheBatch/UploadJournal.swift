@@ -153,7 +153,7 @@ package final class UploadJournal: Sendable {
         case duplicate
         /// The same content is stored already (``ContentReuse``): the row of that upload and its receipt.
         /// Nothing was written; ``markReused(path:identity:contentKey:receipt:runID:)`` records the reuse.
-        case reuse(sourcePath: String, receipt: UploadReceipt)
+        indirect case reuse(sourcePath: String, receipt: UploadReceipt)
     }
 
     /// What a row says about a file with a given identity.
