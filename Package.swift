@@ -52,6 +52,9 @@ let package = Package(
         .library(name: "AttacheQueue", targets: ["AttacheQueue"]),
         // The reference server: Hummingbird and SwiftNIO (trait Server).
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        // Telemetry export for an embedding backend, as the executable makes it (`TelemetryExport`):
+        // Prometheus, swift-otel's metrics, Attache's OTLP tracer, SwiftNIO (trait Tools).
+        .library(name: "AttacheMetricsExport", targets: ["AttacheMetricsExport"]),
         // The two programs need every trait (Tools turns on the other three).
         .executable(name: "attache", targets: ["attache"]),
         .executable(name: "attache-server", targets: ["attache-server"]),
@@ -84,12 +87,12 @@ let package = Package(
         // the library forces no backend; the executables choose one.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.2.0"),
-        // Prometheus text exposition for `--metrics-listen`: the executables only (AttacheMetricsExport).
+        // Prometheus text exposition for `--metrics-listen` (AttacheMetricsExport: the executables, and the product).
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         // The `/metrics` listener (already in the graph through Hummingbird and PostgresNIO).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
         // `--otlp-endpoint`: spans and metrics exported over OTLP/HTTP (protobuf); the executables only
-        // (AttacheMetricsExport). The HTTP trait alone: the gRPC exporter would pull in grpc-swift.
+        // (AttacheMetricsExport, for metrics). The HTTP trait alone: the gRPC exporter would pull in grpc-swift.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Runs the OTLP exporters beside the command and shuts them down (flushing) at its end.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.4.1"),
@@ -211,9 +214,10 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit", condition: .when(traits: tools)),
             ],
             swiftSettings: swiftSettings),
-        // `--metrics-listen`: a Prometheus registry bootstrapped into swift-metrics and served on
-        // `/metrics`. Linked by the two executables (through AttacheCLI and attache-server), never by a
-        // library product.
+        // `--metrics-listen` and `--otlp-endpoint`: a Prometheus registry served on `/metrics`, swift-otel's
+        // metrics and Attache's own OTLP tracer, bootstrapped into swift-metrics and swift-distributed-tracing.
+        // Linked by the two executables (through AttacheCLI and attache-server) and by a backend that asks
+        // for the AttacheMetricsExport product (`TelemetryExport`); `import Attache` never links it.
         .target(
             name: "AttacheMetricsExport",
             dependencies: [

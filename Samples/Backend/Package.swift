@@ -30,11 +30,12 @@ let package = Package(
                 .product(name: "AttacheBatch", package: "Attache"),
             ]),
         // A Hummingbird gateway that streams a client's upload through the pipeline, with the client's
-        // token forwarded per send.
+        // token forwarded per send, and its telemetry exported as the attache executable exports it.
         .executableTarget(
             name: "gateway",
             dependencies: [
                 .product(name: "Attache", package: "Attache"),
+                .product(name: "AttacheMetricsExport", package: "Attache"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]),
     ]

@@ -12,12 +12,6 @@ let package = Package(
     dependencies: [
         .package(name: "Attache", path: "../.."),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
-        // Scripts/bench/observability.sh: the request driver with Prometheus and OTLP export bootstrapped.
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
-        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.2.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.4.1"),
     ],
     targets: [
         // Scripts/bench/requests.sh's library side: many small requests through one RequestClient (and
@@ -27,11 +21,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Attache", package: "Attache"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // Scripts/bench/observability.sh: the export bootstrapped as the executable does it.
+                .product(name: "AttacheMetricsExport", package: "Attache"),
             ],
             path: "Sources/RequestBench",
             swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -24,8 +24,14 @@ package final class OTLPExport: Sendable {
 
     /// Makes the exporters from the environment (after `options` has put its endpoint there) and starts
     /// their background work.
-    package init(options: OTLPOptions, serviceName: String) throws {
-        options.applyToEnvironment()
+    package convenience init(options: OTLPOptions, serviceName: String) throws {
+        try self.init(endpoint: options.otlpEndpoint, serviceName: serviceName)
+    }
+
+    /// Makes the exporters for `endpoint` (nil: the one the environment names) and starts their
+    /// background work.
+    init(endpoint: String?, serviceName: String) throws {
+        OTLPOptions.applyToEnvironment(endpoint: endpoint)
         let environment = ProcessInfo.processInfo.environment
         let traces = OTLPTraceConfiguration(environment: environment, serviceName: serviceName)
         if environment["OTEL_TRACES_EXPORTER"]?.lowercased() == "none" {
@@ -112,5 +118,12 @@ package final class OTLPExport: Sendable {
         let spans = Task { await processor?.shutdown(within: limit) }
         let metricsInTime = await waitForTask(running, within: limit)
         return FlushOutcome(spans: await spans.value, metricsInTime: metricsInTime)
+    }
+
+    /// ``shutdown(within:)``, then the outcome's warning line (nil when the collector took everything).
+    func shutdownWarning(within limit: Duration) async -> String? {
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+        return await shutdown(within: limit).warning(seconds: text)
     }
 }

@@ -54,18 +54,26 @@ package struct OTLPOptions: ParsableArguments {
     /// Whether this run exports: the flag, or a collector named in the environment, unless
     /// `OTEL_SDK_DISABLED=true`.
     package func isEnabled(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        Self.isEnabled(endpoint: otlpEndpoint, environment: environment)
+    }
+
+    /// ``isEnabled(environment:)`` for an endpoint given in code (``TelemetryExport``).
+    static func isEnabled(endpoint: String?, environment: [String: String]) -> Bool {
         if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return false }
-        return otlpEndpoint != nil || Self.endpointVariables.contains { environment[$0]?.isEmpty == false }
+        return endpoint != nil || endpointVariables.contains { environment[$0]?.isEmpty == false }
     }
 
     /// Makes the flag the process's `OTEL_EXPORTER_OTLP_ENDPOINT`, replacing the signal-specific
     /// variables, so that the exporters derive `/v1/traces` and `/v1/metrics` from it exactly as from the
     /// variable, and the flag wins over the environment. Called once, before the exporters read the
     /// environment and before any other thread does.
-    func applyToEnvironment() {
-        guard let otlpEndpoint else { return }
-        for name in Self.endpointVariables.dropFirst() { unsetenv(name) }
-        setenv(Self.endpointVariables[0], otlpEndpoint, 1)
+    func applyToEnvironment() { Self.applyToEnvironment(endpoint: otlpEndpoint) }
+
+    /// ``applyToEnvironment()`` for an endpoint given in code (``TelemetryExport``).
+    static func applyToEnvironment(endpoint: String?) {
+        guard let endpoint else { return }
+        for name in endpointVariables.dropFirst() { unsetenv(name) }
+        setenv(endpointVariables[0], endpoint, 1)
     }
 
     static func isHTTPURL(_ text: String) -> Bool {

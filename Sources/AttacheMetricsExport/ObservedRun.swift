@@ -46,15 +46,31 @@ enum ObservedRun {
     /// (the command tests run many) exports nothing rather than stopping the process.
     private static let bootstrapped = LockedValue(false)
 
+    /// True for the first caller in the process, which may bootstrap; false for every later one.
+    static func claimBootstrap() -> Bool {
+        bootstrapped.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
+
+    /// Bootstraps swift-metrics with `factories` (one alone, more under one `MultiplexMetricsHandler`) and
+    /// swift-distributed-tracing with `tracer`; nothing for an empty list or a nil tracer.
+    static func install(_ factories: [any MetricsFactory], tracer: OTLPTracer?) {
+        if factories.count == 1 {
+            MetricsSystem.bootstrap(factories[0])
+        } else if factories.count > 1 {
+            MetricsSystem.bootstrap(MultiplexMetricsHandler(factories: factories))
+        }
+        if let tracer { InstrumentationSystem.bootstrap(tracer) }
+    }
+
     static func run(
         prometheus: (factory: PrometheusExportFactory, endpoint: MetricsEndpoint)?, otlp: OTLPOptions,
         serviceName: String, stopSignals: [Int32], _ body: @escaping @Sendable () async throws -> Void
     ) async throws {
         let wantsExport = prometheus != nil || otlp.isEnabled()
-        let first = wantsExport && bootstrapped.withLock { done in
-            defer { done = true }
-            return !done
-        }
+        let first = wantsExport && claimBootstrap()
         let export: OTLPExport?
         if otlp.isEnabled(), let refusal = OTLPEnvironment.unsupportedSetting(in: ProcessInfo.processInfo.environment) {
             await prometheus?.endpoint.finish()
@@ -66,14 +82,7 @@ enum ObservedRun {
             await prometheus?.endpoint.finish()
             throw ValidationError("OTLP export cannot start: \(error)")
         }
-        let factories: [any MetricsFactory] =
-            first ? [prometheus?.factory, export?.metricsFactory].compactMap { $0 } : []
-        if factories.count == 1 {
-            MetricsSystem.bootstrap(factories[0])
-        } else if factories.count > 1 {
-            MetricsSystem.bootstrap(MultiplexMetricsHandler(factories: factories))
-        }
-        if let tracer = export?.tracer { InstrumentationSystem.bootstrap(tracer) }
+        install(first ? [prometheus?.factory, export?.metricsFactory].compactMap { $0 } : [], tracer: export?.tracer)
 
         guard let export else {
             do { try await body() } catch {
@@ -105,10 +114,7 @@ enum ObservedRun {
         }
         let result = await work.result
         signals.stop()
-        let limit = otlp.flushLimit()
-        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        let text = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
-        if let warning = await export.shutdown(within: limit).warning(seconds: text) { writeWarningLine(warning) }
+        if let warning = await export.shutdownWarning(within: otlp.flushLimit()) { writeWarningLine(warning) }
         await prometheus?.endpoint.finish()
         if let signal = signals.received { throw ExitCode(128 + signal) }
         try result.get()

@@ -86,9 +86,23 @@ struct ExamplePackageTests {
                 #expect(batch.standardOutput.contains("/\(name) "), "no batch line for \(name):\n\(batch.all)")
             }
 
-            // gateway: a client's upload streamed through the pipeline, the receipt answered as JSON.
-            let gateway = try await ServiceProcess([bin.backend + "/gateway", server.uploadURL, "0"], ready: "gateway ready on port")
+            // gateway: a client's upload streamed through the pipeline, the receipt answered as JSON, its
+            // telemetry exported through TelemetryExport to a collector on opentelemetry-proto and on
+            // /metrics.
+            let exportedPath = scratch + "/otlp.jsonl"
+            let receiver = try await ServiceProcess(
+                [try python(with: ["opentelemetry.proto"]), ServiceProcess.tools + "/otlp_receiver.py", exportedPath])
+            defer { receiver.stop() }
+            let gateway = try await ServiceProcess(
+                [bin.backend + "/gateway", server.uploadURL, "0"],
+                environment: [
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)",
+                    "GATEWAY_METRICS_LISTEN": "127.0.0.1:0",
+                ],
+                ready: "gateway ready on port")
             defer { gateway.stop() }
+            let metricsLine = try #require(await gateway.process.waitForLine(containing: "gateway metrics on port", upTo: 10))
+            let metricsPort = try #require(metricsLine.split(separator: " ").last.flatMap { Int($0) })
             let original = try Data(contentsOf: URL(fileURLWithPath: samples + "/document.pdf"))
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(gateway.port)/attachments/report.pdf")!)
             request.httpMethod = "POST"
@@ -104,6 +118,26 @@ struct ExamplePackageTests {
             let copy = scratch + "/report.pdf"
             _ = try await Downloader().download(receipt: receipt, to: copy)
             #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == original)
+
+            // The send was measured: /metrics counts it while the gateway runs.
+            let (metrics, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)
+            let exposition = String(decoding: metrics, as: UTF8.self)
+            #expect(exposition.contains("attache_attachments_total"), "\(exposition.prefix(2000))")
+            // SIGTERM: the gateway stops and sends its spans before it exits. One trace: the gateway's
+            // request span, the pipeline's send under it, the upload's attempt under that.
+            gateway.process.kill(SIGTERM)
+            #expect(try await gateway.process.wait(upTo: 60) == 0, "\(gateway.outputTail())")
+            let spans = try String(contentsOfFile: exportedPath, encoding: .utf8).split(separator: "\n").compactMap {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["signal"] as? String == "span" }
+            func field(_ span: [String: Any], _ name: String) -> String { span[name] as? String ?? "" }
+            let serverSpan = try #require(spans.first { ($0["kind"] as? Int) == 2 }, "no server span in \(spans)")
+            let send = try #require(spans.first { field($0, "name") == "attache.send" }, "no attache.send in \(spans)")
+            let attempt = try #require(spans.first { field($0, "name") == "POST" }, "no attempt span in \(spans)")
+            #expect(field(send, "parentSpanId") == field(serverSpan, "spanId"))
+            #expect(field(attempt, "parentSpanId") == field(send, "spanId"))
+            #expect(Set([serverSpan, send, attempt].map { field($0, "traceId") }).count == 1)
+            #expect((send["resource"] as? [String: Any])?["service.name"] as? String == "gateway")
         }
     }
 

@@ -5,11 +5,13 @@
 //
 //   attache-request-bench URL [COUNT] [CONCURRENCY] [ANSWER_BYTES]
 //
-// With ATTACHE_BENCH_EXPORT=COLLECTOR_URL it first bootstraps what `attache batch --metrics-listen ...
-// --otlp-endpoint COLLECTOR_URL` does (a Prometheus registry and swift-otel's OTLP/HTTP metrics under one
-// multiplexer, swift-otel's tracer) and flushes at the end, so the library's instrumentation records
-// every request (Scripts/bench/observability.sh).
+// With ATTACHE_BENCH_EXPORT=COLLECTOR_URL it first bootstraps what `attache batch --metrics-listen
+// 127.0.0.1:0 --otlp-endpoint COLLECTOR_URL` does, through the library's TelemetryExport (a Prometheus
+// registry served on /metrics and swift-otel's OTLP/HTTP metrics under one multiplexer, Attache's OTLP
+// tracer), and flushes at the end, so the library's instrumentation records every request
+// (Scripts/bench/observability.sh).
 import Attache
+import AttacheMetricsExport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -33,7 +35,16 @@ enum RequestBench {
         let concurrency = arguments.count > 3 ? Int(arguments[3]) ?? 8 : 8
         let answerBytes = arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200
 
-        let export = try? BenchExport.start()
+        var export: TelemetryExport?
+        if let collector = getenv("ATTACHE_BENCH_EXPORT").map({ String(cString: $0) }), !collector.isEmpty {
+            do {
+                export = try TelemetryExport.bootstrap(
+                    serviceName: "attache-request-bench", otlpEndpoint: collector, metricsListen: "127.0.0.1:0")
+            } catch {
+                printError("attache-request-bench: \(error)")
+                exit(70)
+            }
+        }
         var configuration = RequestClient.Configuration()
         configuration.logger.logLevel = .warning
         configuration.connection.retry = .never
@@ -62,7 +73,7 @@ enum RequestBench {
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        await export?.shutdown()
+        if let warning = await export?.shutdown() { printError(warning) }
         print("requests \(count) concurrency \(concurrency) seconds \(seconds) rps \(Double(count) / seconds)")
         if failures > 0 {
             printError("\(failures) of \(count) requests failed")
