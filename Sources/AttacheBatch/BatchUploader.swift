@@ -255,7 +255,8 @@ struct BatchDriver: Sendable {
             return (try UploadJournal(path: path, durable: durable), lock)
         }
         let filter = configuration.filter.description
-        let runID = try await pool.run { try journal.beginRun(filter: filter) }
+        let looksUpContent = configuration.contentReuse.reusesStoredUploads
+        let runID = try await pool.run { try journal.beginRun(filter: filter, looksUpContent: looksUpContent) }
         return (journal, runID, lock)
     }
 

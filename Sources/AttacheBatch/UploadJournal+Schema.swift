@@ -62,14 +62,11 @@ extension UploadJournal {
         // What each run's walk took (`--include`, `--exclude`, sizes, `--hidden`), so that a run with
         // another filter says so.
         JournalMigration("v6-run-filter", "ALTER TABLE run ADD COLUMN filter TEXT"),
-        // The content index on the key alone: with `state` in it, every change of a file's state (two per
-        // file sent) moved its entry too, a delete and an insert at a random place of a SHA-256-ordered
-        // index. The two lookups by content find a handful of rows by key and test `state` on those.
-        JournalMigration(
-            "v7-content-key",
-            """
-            DROP INDEX file_content;
-            CREATE INDEX file_content_key ON file(contentKey);
-            """),
+        // The content index is made by the first run that looks content up (`--dedup reuse` or `verify`,
+        // ``UploadJournal/beginRun(filter:looksUpContent:)``), on the key alone, and kept from then on.
+        // Every run writes the key (so that a later run with reuse finds what it sent); kept up by every
+        // run, an index in SHA-256 order cost each file sent a page written at a random place, and with
+        // `state` in it, one at each of the file's two state changes: about 3 more WAL pages a file.
+        JournalMigration("v7-content-index-on-demand", "DROP INDEX IF EXISTS file_content"),
     ]
 }

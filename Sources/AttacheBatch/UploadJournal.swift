@@ -109,10 +109,14 @@ package final class UploadJournal: Sendable {
 
     // MARK: Writing (the batch's steps; each one is its own committed transaction)
 
-    /// Records the start of a run and returns its id.
-    func beginRun(filter: String = "") throws -> Int64 {
+    /// Records the start of a run and returns its id. With `looksUpContent` (the run reuses stored
+    /// uploads), the index of content keys is made first if the journal has none yet.
+    func beginRun(filter: String = "", looksUpContent: Bool = false) throws -> Int64 {
         try access("start a run in the journal") {
             try database.write { db in
+                if looksUpContent {
+                    try db.execute(sql: "CREATE INDEX IF NOT EXISTS file_content_key ON file(contentKey)")
+                }
                 try db.execute(sql: "INSERT INTO run (startedAt, filter) VALUES (?, ?)", arguments: [Self.now(), filter])
                 return db.lastInsertedRowID
             }
@@ -425,7 +429,7 @@ package final class UploadJournal: Sendable {
 
     private static let selectFile = "SELECT * FROM file WHERE path = ?"
     /// The stored uploads of one content, other paths', most recent first.
-    private static let selectStored = """
+    static let selectStored = """
         SELECT path, receipt FROM file
         WHERE contentKey = ? AND state = 'done' AND receipt IS NOT NULL AND path != ?
         ORDER BY finishedAt DESC LIMIT 4

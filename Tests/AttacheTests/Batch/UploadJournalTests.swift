@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import AttacheTestSupport
 import Testing
 @testable import Attache
@@ -24,6 +25,34 @@ struct UploadJournalTests {
             seal: SealReceipt(scheme: .none, transferEncoding: .binary, plaintextByteCount: 5),
             detection: MIMEDetector().detect(prefix: Array("hello".utf8), filename: "a.txt"),
             transform: TransformReceipt(recompressed: false, byteCount: 5))
+    }
+
+    /// The content index is kept up only once a run has looked content up: a run without reuse writes
+    /// each file's content key but keeps no index of it; the first run with reuse makes one, which its
+    /// lookups use, and it stays for the runs after.
+    @Test func theContentIndexIsMadeByTheFirstRunThatLooksContentUp() throws {
+        let journal = try UploadJournal(path: journalPath)
+        func indexes() throws -> [String] {
+            try journal.database.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'file'")
+            }
+        }
+        let plain = try journal.beginRun()
+        _ = try journal.claim(path: folder.path + "/a", identity: identity, retryFailed: false, runID: plain, contentKey: "k1")
+        let before = try indexes()
+        #expect(!before.contains { $0.contains("content") }, "\(before)")
+        #expect(try journal.database.read { try String.fetchOne($0, sql: "SELECT contentKey FROM file") } == "k1")
+
+        _ = try journal.beginRun(looksUpContent: true)
+        let after = try indexes()
+        #expect(after.contains("file_content_key"), "\(after)")
+        let plan = try journal.database.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + UploadJournal.selectStored, arguments: ["k1", "x"])
+                .map { $0["detail"] as String? ?? "" }.joined(separator: "; ")
+        }
+        #expect(plan.contains("file_content_key"), "\(plan)")
+        _ = try journal.beginRun()
+        #expect(try indexes().contains("file_content_key"))
     }
 
     @Test(arguments: [false, true])
