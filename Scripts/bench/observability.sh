@@ -103,6 +103,10 @@ if [[ $parts == *" b "* ]]; then
     head -c "$bytes" /dev/urandom >"$work/big.bin"
 fi
 
+# The length of attache-server's /answer body ({"errorCode":0,"data":{"fileId":"a1"}}), which the driver
+# checks on every answer.
+answer_bytes=38
+
 clear_store() { find "$store" -mindepth 1 ! -type d -delete; }
 
 declare -A rate=() cpu=() upload_wall=() batch_cpu=() rps=() request_cpu=() slow_rps=() batch_instr=() request_instr=()
@@ -164,7 +168,8 @@ for ((run = 1; run <= runs; run++)); do
 
         if [[ $parts == *" d "* ]]; then
             figures=$(ATTACHE_BENCH_EXPORT=$driver_export BENCH_STDOUT="$work/out" \
-                bench_measure_cpu "$mode_driver" "$BENCH_URL/answer?delay-ms=$delay_ms" "$count" "$parallel" 200 2>"$work/err") \
+                bench_measure_cpu "$mode_driver" "$BENCH_URL/answer?delay-ms=$delay_ms" "$count" "$parallel" \
+                    "$answer_bytes" 2>"$work/err") \
                 || { tail -n 20 "$work/err" >&2; bench_die "attache-request-bench failed against /answer ($mode)"; }
             r=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rps") printf "%.0f", $(i + 1) }' "$work/out")
             slow_rps[$mode]+="$r "
