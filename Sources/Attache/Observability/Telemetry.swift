@@ -209,9 +209,10 @@ package struct TelemetrySpan: Sendable {
     package func set(_ key: String, _ value: Int) { span.attributes[key] = SpanAttribute.int64(Int64(value)) }
     /// Sets `key` to a flag.
     package func set(_ key: String, _ value: Bool) { span.attributes[key] = SpanAttribute.bool(value) }
-    /// Sets several attributes in one update of the span (one lock, one copy of its attributes), where
-    /// each `set` above takes its own.
-    package func update(_ body: (inout SpanAttributes) -> Void) { span.updateAttributes(body) }
+    /// Sets several attributes in one update of the span (one lock), where each `set` above takes its
+    /// own. Through the span's `attributes` accessor, which a tracer may implement in place (Attache's
+    /// own does); `Span.updateAttributes` always copies them out and back.
+    package func update(_ body: (inout SpanAttributes) -> Void) { body(&span.attributes) }
     /// Whether the span records what it is given: false for one a sampler left out, whose attributes
     /// would be thrown away, so none are made.
     package var isRecording: Bool { span.isRecording }
@@ -223,7 +224,7 @@ package struct TelemetrySpan: Sendable {
             SpanEvent(
                 name: "attache." + name, at: started,
                 attributes: ["attache.stage.duration_s": .double(seconds), "attache.stage.outcome": .string(outcome)]))
-        span.updateAttributes { attributes in
+        update { attributes in
             attributes.set("attache.stage." + name + ".duration_s", value: .double(seconds))
             attributes.set("attache.stage." + name + ".outcome", value: .string(outcome))
         }

@@ -57,6 +57,25 @@ package final class OTLPSpan: Span, @unchecked Sendable {
     package var attributes: SpanAttributes {
         get { lock?.withLock { recordedAttributes } ?? SpanAttributes() }
         set { lock?.withLock { if !hasEnded { recordedAttributes = newValue } } }
+        // In place, under the lock: `span.attributes[key] = value` (and Attache's batched updates) change
+        // the span's own dictionary. Through `get` and `set` each change copied every attribute set so
+        // far (the copy the getter hands out is shared, so the first write duplicates it), which made a
+        // span of n attributes set one by one cost n² entry copies and rehashes.
+        _modify {
+            guard let lock else {
+                var discarded = SpanAttributes()
+                yield &discarded
+                return
+            }
+            lock.lock()
+            defer { lock.unlock() }
+            if hasEnded {
+                var discarded = SpanAttributes()
+                yield &discarded
+            } else {
+                yield &recordedAttributes
+            }
+        }
     }
 
     package func setStatus(_ status: SpanStatus) {
