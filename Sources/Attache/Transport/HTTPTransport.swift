@@ -193,6 +193,8 @@ package enum HeaderFieldSyntax {
     /// A field value Attache sends: no control character but tab (so no CR or LF that could end the
     /// field early).
     package static func isValidValue(_ value: some StringProtocol) -> Bool {
-        !value.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }
+        // By byte: in UTF-8 every byte of a multi-byte scalar is 0x80 or above, so a control character
+        // is exactly a byte below 0x20 or 0x7F.
+        !value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }
 }
