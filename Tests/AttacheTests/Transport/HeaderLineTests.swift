@@ -31,4 +31,17 @@ import Testing
         #expect(parse("") == .other)
         #expect(parse("garbage\r\n") == .other)
     }
+
+    /// A value Attache sends: anything but a control character other than tab, whatever the string's
+    /// storage (a native String, a Substring, multi-byte scalars).
+    @Test func fieldValuesRefuseControlCharactersOnly() {
+        #expect(HeaderFieldSyntax.isValidValue("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        #expect(HeaderFieldSyntax.isValidValue("naïve 日本語 \t tab"))
+        #expect(HeaderFieldSyntax.isValidValue(""))
+        #expect(HeaderFieldSyntax.isValidValue("x, y"[...]))
+        for bad in ["a\rb", "a\nb", "\u{0}", "a\u{7F}", "é\u{1B}"] {
+            #expect(!HeaderFieldSyntax.isValidValue(bad), "\(Array(bad.utf8))")
+            #expect(!HeaderFieldSyntax.isValidValue(("x" + bad).dropFirst()), "\(Array(bad.utf8))")
+        }
+    }
 }
