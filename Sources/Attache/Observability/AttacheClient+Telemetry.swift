@@ -9,7 +9,7 @@ extension AttacheClient {
     ) async throws -> ServerResponse {
         try await telemetry.withSpan(request.method, ofKind: .client) { span in
             var sent = request
-            if let span {
+            if span != nil {
                 // The context goes on even for a span a sampler left out, so that the server's spans follow
                 // the same decision; its attributes would be thrown away, so none are made.
                 let fields = telemetry.propagationFields()
