@@ -65,12 +65,12 @@ public struct ClientRequest: Sendable {
 
     /// The value of the header `name` (last one wins), compared without regard to case.
     public func header(_ name: String) -> String? {
-        headers.last { $0.name.lowercased() == name.lowercased() }?.value
+        headers.last { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Sets the header `name` to `value`, replacing every header of that name.
     public mutating func setHeader(_ name: String, _ value: String) {
-        headers.removeAll { $0.name.lowercased() == name.lowercased() }
+        headers.removeAll { $0.name.equalsIgnoringASCIICase(name) }
         headers.append(HeaderField(name: name, value: value))
     }
 }

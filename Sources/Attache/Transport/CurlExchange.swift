@@ -119,7 +119,9 @@ final class CurlExchange: @unchecked Sendable {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             // Over TLS, wait for a connection that may multiplex rather than open another one (plain
             // http is HTTP/1.1, where there is nothing to wait for).
-            if request.url.lowercased().hasPrefix("https:") { try easy.set(CURLOPT_PIPEWAIT, true) }
+            if String(decoding: request.url.utf8.prefix(6), as: UTF8.self).equalsIgnoringASCIICase("https:") {
+                try easy.set(CURLOPT_PIPEWAIT, true)
+            }
         } else {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         }
@@ -135,7 +137,8 @@ final class CurlExchange: @unchecked Sendable {
     /// last part. The empty value tells curl to send no such field.
     static func withoutCurlsContentType(_ lines: [String]) -> [String] {
         let named = lines.contains { line in
-            line.utf8.count > 12 && line.prefix(13).lowercased() == "content-type:"
+            // The first 13 bytes (a small string, no allocation), compared without regard to ASCII case.
+            line.utf8.count > 12 && String(decoding: line.utf8.prefix(13), as: UTF8.self).equalsIgnoringASCIICase("content-type:")
         }
         return named ? lines : lines + ["Content-Type:"]
     }
