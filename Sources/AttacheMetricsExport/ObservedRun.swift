@@ -54,6 +54,10 @@ enum ObservedRun {
         }
     }
 
+    /// Gives the claim back when the caller bootstrapped nothing after all (its exporter could not be
+    /// made), so that a later, corrected attempt may.
+    static func releaseClaim() { bootstrapped.withLock { $0 = false } }
+
     /// Bootstraps swift-metrics with `factories` (one alone, more under one `MultiplexMetricsHandler`) and
     /// swift-distributed-tracing with `tracer`; nothing for an empty list or a nil tracer.
     static func install(_ factories: [any MetricsFactory], tracer: OTLPTracer?) {

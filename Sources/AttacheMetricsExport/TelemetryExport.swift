@@ -47,7 +47,7 @@ public final class TelemetryExport: Sendable {
     /// - Returns: the running export; ``shutdown(within:)`` sends what it still holds.
     /// - Throws: ``TelemetryExportError`` when this process bootstrapped already, an argument is not
     ///   usable, an `OTEL_*` setting cannot be honoured, or the address cannot be listened on. Nothing is
-    ///   bootstrapped then.
+    ///   bootstrapped then, and a corrected call may try again.
     public static func bootstrap(
         serviceName: String = "attache", otlpEndpoint: String? = nil, metricsListen: String? = nil
     ) throws(TelemetryExportError) -> TelemetryExport {
@@ -71,6 +71,7 @@ public final class TelemetryExport: Sendable {
             do {
                 endpoint = try MetricsEndpoint(registry: registry, host: listen.host, port: listen.port, linger: .zero)
             } catch {
+                ObservedRun.releaseClaim()
                 throw .cannotStart("\(error)")
             }
             prometheus = PrometheusExportFactory(registry: registry)
@@ -81,6 +82,7 @@ public final class TelemetryExport: Sendable {
                 export = try OTLPExport(endpoint: otlpEndpoint, serviceName: serviceName)
             } catch {
                 if let endpoint { Task { await endpoint.finish() } }
+                ObservedRun.releaseClaim()
                 throw .cannotStart("\(error)")
             }
         }
