@@ -1,3 +1,4 @@
+import Attache
 import AttacheMetricsExport
 import AttacheTestSupport
 import Foundation
@@ -56,11 +57,12 @@ import Tracing
             context: SpanContext(traceID: trace, spanID: SpanID(0x1111_2222_3333_4444), isSampled: true, traceState: "vendor=abc"),
             parentSpanID: remoteParent.spanID, parentIsRemote: true, name: "POST /upload", kind: .server,
             startNanoseconds: 1_700_000_000_000_000_001, endNanoseconds: 1_700_000_000_500_000_002,
-            attributes: attributes,
+            attributes: SpanAttributeList(attributes),
             events: [
-                SpanEvent(
-                    name: "attache.detect", at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 1_700_000_000_100_000_000),
-                    attributes: ["attache.stage.outcome": "ok"])
+                FinishedSpan.Event(
+                    SpanEvent(
+                        name: "attache.detect", at: DefaultTracerClock.Timestamp(nanosecondsSinceEpoch: 1_700_000_000_100_000_000),
+                        attributes: ["attache.stage.outcome": "ok"]))
             ],
             links: [FinishedSpan.Link(context: remoteParent, attributes: ["why": "batch"])],
             status: SpanStatus(code: .error, message: "failed"))
@@ -69,7 +71,7 @@ import Tracing
         let root = FinishedSpan(
             context: SpanContext(traceID: TraceID(high: 1, low: 2), spanID: SpanID(3), isSampled: true),
             parentSpanID: nil, name: "attache.send", kind: .internal,
-            startNanoseconds: 1, endNanoseconds: 2, attributes: many, status: SpanStatus(code: .ok))
+            startNanoseconds: 1, endNanoseconds: 2, attributes: SpanAttributeList(many), status: SpanStatus(code: .ok))
         let encoder = OTLPTraceEncoder(
             resource: [("service.name", "attache-test"), ("deployment.environment", "ci")], scopeName: "attache",
             scopeVersion: "9.9.9")

@@ -154,17 +154,19 @@ extension AttacheClient {
             }
             series.neverConnected = false
             let decision = await retryDecision(sent, response: response, error: nil, attempt: attempt, first: retriers)
-            let refusal = Rejection(reason: .status, status: response.status, message: ServerResponse.reasonPhrase(response.status))
             switch decision {
             case .retry:
                 try await wait(
-                    &series, RetryAdvice(reason: "HTTP \(response.status)", status: response.status, refusal: refusal),
+                    &series,
+                    RetryAdvice(reason: "HTTP \(response.status)", status: response.status, refusal: Self.refusal(response)),
                     failure: nil, logger: logger)
                 continue
             case .retryAfter(let delay):
                 try await wait(
                     &series,
-                    RetryAdvice(reason: "HTTP \(response.status)", status: response.status, retryAfter: delay, refusal: refusal),
+                    RetryAdvice(
+                        reason: "HTTP \(response.status)", status: response.status, retryAfter: delay,
+                        refusal: Self.refusal(response)),
                     failure: nil, logger: logger)
                 continue
             case .doNotRetry, .useDefault:
@@ -187,6 +189,11 @@ extension AttacheClient {
                 try await wait(&series, advice, failure: failure, logger: logger)
             }
         }
+    }
+
+    /// The refusal a retrier's retry of `response` leaves as the cause when the retries run out.
+    private static func refusal(_ response: ServerResponse) -> Rejection {
+        Rejection(reason: .status, status: response.status, message: ServerResponse.reasonPhrase(response.status))
     }
 
     /// Runs a single request's attempts in a series of its own; see ``execute(_:logger:request:failed:settle:)``.

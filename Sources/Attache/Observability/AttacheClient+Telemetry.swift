@@ -44,19 +44,25 @@ extension AttacheClient {
         _ request: PreparedRequest, operation: ClientOperation, status: Int?, failure: AttacheError.Code?,
         duration: Duration
     ) {
-        guard telemetry.metrics != nil else { return }
+        guard let handles = telemetry.handles else { return }
         let server = ServerAddress(request)
-        var dimensions = [
-            ("http.request.method", request.method), ("server.address", server.host),
-            ("server.port", String(server.port)), ("attache.operation", operation.rawValue),
-        ]
-        if let status { dimensions.append(("http.response.status_code", String(status))) }
-        if let failure {
-            dimensions.append(("error.type", failure.rawValue))
-        } else if let status, status >= 400 {
-            dimensions.append(("error.type", String(status)))
+        let key = AttemptKey(
+            operation: operation, method: request.method, host: server.host, port: server.port, status: status,
+            failure: failure)
+        let timer = handles.attemptTimer(key) {
+            var dimensions = [
+                ("http.request.method", request.method), ("server.address", server.host),
+                ("server.port", String(server.port)), ("attache.operation", operation.rawValue),
+            ]
+            if let status { dimensions.append(("http.response.status_code", String(status))) }
+            if let failure {
+                dimensions.append(("error.type", failure.rawValue))
+            } else if let status, status >= 400 {
+                dimensions.append(("error.type", String(status)))
+            }
+            return dimensions
         }
-        telemetry.record(duration, .httpClientRequestDuration, dimensions)
+        timer.recordNanoseconds(duration.nanoseconds)
         if let body = request.body, operation == .upload || operation == .resumableUpload {
             telemetry.count(.bytesSent, by: body.byteCount, [("attache.operation", operation.rawValue)])
         }

@@ -19,37 +19,55 @@ final class MetricHandles: Sendable {
         var counters: [SeriesKey: Counter] = [:]
         var timers: [SeriesKey: CoreMetrics.Timer] = [:]
         var meters: [SeriesKey: Meter] = [:]
-        var count: Int { counters.count + timers.count + meters.count }
+        var attempts: [AttemptKey: CoreMetrics.Timer] = [:]
+        var count: Int { counters.count + timers.count + meters.count + attempts.count }
     }
 
     init(factory: any MetricsFactory) { self.factory = factory }
 
     /// The counter `name` with `dimensions`.
     func counter(_ name: MetricName, _ dimensions: [(String, String)]) -> Counter {
-        handle(name, dimensions, \.counters) { Counter(label: name.rawValue, dimensions: dimensions, factory: factory) }
+        let key = SeriesKey(name: name, dimensions: dimensions)
+        return handle(find: { $0.counters[key] }, keep: { $0.counters[key] = $1 }) {
+            Counter(label: name.rawValue, dimensions: dimensions, factory: factory)
+        }
     }
 
     /// The timer `name` with `dimensions`.
     func timer(_ name: MetricName, _ dimensions: [(String, String)]) -> CoreMetrics.Timer {
-        handle(name, dimensions, \.timers) { CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: factory) }
+        let key = SeriesKey(name: name, dimensions: dimensions)
+        return handle(find: { $0.timers[key] }, keep: { $0.timers[key] = $1 }) {
+            CoreMetrics.Timer(label: name.rawValue, dimensions: dimensions, factory: factory)
+        }
     }
 
     /// The meter `name` with `dimensions`.
     func meter(_ name: MetricName, _ dimensions: [(String, String)]) -> Meter {
-        handle(name, dimensions, \.meters) { Meter(label: name.rawValue, dimensions: dimensions, factory: factory) }
+        let key = SeriesKey(name: name, dimensions: dimensions)
+        return handle(find: { $0.meters[key] }, keep: { $0.meters[key] = $1 }) {
+            Meter(label: name.rawValue, dimensions: dimensions, factory: factory)
+        }
     }
 
-    /// The handle kept in `table` for the series, else one `make` makes (kept while under ``limit``).
+    /// The timer of `http.client.request.duration` for an attempt described by `key`; `dimensions` makes
+    /// its dimensions the first time. Kept by the attempt's few facts: the dimensions (a dozen strings,
+    /// two of them formatted numbers) are neither made nor hashed again for every request.
+    func attemptTimer(_ key: AttemptKey, dimensions: () -> [(String, String)]) -> CoreMetrics.Timer {
+        handle(find: { $0.attempts[key] }, keep: { $0.attempts[key] = $1 }) {
+            timer(.httpClientRequestDuration, dimensions())
+        }
+    }
+
+    /// The handle `find` finds, else one `make` makes, which `keep` keeps while there are fewer than
+    /// ``limit``. (Closures rather than a key path to the table: a key path is projected at run time.)
     private func handle<Handle: Sendable>(
-        _ name: MetricName, _ dimensions: [(String, String)], _ table: WritableKeyPath<State, [SeriesKey: Handle]> & Sendable,
-        make: () -> Handle
+        find: (State) -> Handle?, keep: (inout State, Handle) -> Void, make: () -> Handle
     ) -> Handle {
-        let key = SeriesKey(name: name, dimensions: dimensions)
-        if let kept = state.withLock({ $0[keyPath: table][key] }) { return kept }
+        if let kept = state.withLock({ find($0) }) { return kept }
         let made = make()
         return state.withLock { state in
-            if let kept = state[keyPath: table][key] { return kept }
-            if state.count < Self.limit { state[keyPath: table][key] = made }
+            if let kept = find(state) { return kept }
+            if state.count < Self.limit { keep(&state, made) }
             return made
         }
     }
@@ -65,12 +83,21 @@ struct SeriesKey: Hashable, Sendable {
             && zip(lhs.dimensions, rhs.dimensions).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }
 
+    /// The values only: a metric's dimension names are the same from one reading to the next, and a table
+    /// holds a few metrics whose series differ in their values, so hashing the names (the metric's and
+    /// the dimensions', a dozen strings) would only cost. Equality still compares them all.
     func hash(into hasher: inout Hasher) {
-        hasher.combine(name)
         hasher.combine(dimensions.count)
-        for (key, value) in dimensions {
-            hasher.combine(key)
-            hasher.combine(value)
-        }
+        for (_, value) in dimensions { hasher.combine(value) }
     }
+}
+
+/// What makes one attempt's series of `http.client.request.duration` (``MetricHandles/attemptTimer(_:dimensions:)``).
+struct AttemptKey: Hashable, Sendable {
+    let operation: ClientOperation
+    let method: String
+    let host: String
+    let port: Int
+    let status: Int?
+    let failure: AttacheError.Code?
 }

@@ -16,12 +16,16 @@ package struct Telemetry: Sendable {
 
     /// The handles made so far from `metrics`, each made once; nil when metrics are off.
     let handles: MetricHandles?
+    /// `tracer`, when its spans keep a ``SpanAttributeList`` (Attache's own): found once here, so that
+    /// starting a span needs no cast.
+    let listTracer: (any AttributeListTracer)?
 
     /// Telemetry that goes to `metrics` and `tracer`.
     package init(metrics: (any MetricsFactory)?, tracer: (any Tracer)?) {
         self.metrics = metrics
         self.tracer = tracer
         handles = metrics.map(MetricHandles.init(factory:))
+        listTracer = tracer as? any AttributeListTracer
     }
 
     /// Neither metrics nor spans.
@@ -83,7 +87,7 @@ package struct Telemetry: Sendable {
     ) async rethrows -> T {
         guard let tracer else { return try await body(nil) }
         let parent = InstrumentationContext.current
-        let span = TelemetrySpan(tracer.startAnySpan(name, context: parent ?? .topLevel, ofKind: kind))
+        let span = start(name, tracer, context: parent ?? .topLevel, ofKind: kind)
         if parent == nil, let link = Self.rootLink { span.link(to: link) }
         defer { span.span.end() }
         do {
@@ -94,6 +98,14 @@ package struct Telemetry: Sendable {
             span.failed(error)
             throw error
         }
+    }
+
+    /// A new span of `tracer`: through ``listTracer`` when it has one.
+    private func start(_ name: String, _ tracer: any Tracer, context: InstrumentationContext, ofKind kind: SpanKind)
+        -> TelemetrySpan
+    {
+        if let listTracer { return TelemetrySpan(listed: listTracer.startAttributeListSpan(name, context: context, ofKind: kind)) }
+        return TelemetrySpan(tracer.startAnySpan(name, context: context, ofKind: kind))
     }
 
     /// Runs `body` so that each span it starts at the top begins a trace of its own, linked to the
@@ -123,7 +135,7 @@ package struct Telemetry: Sendable {
     /// `withSpan` for synchronous work.
     package func withSpan<T>(_ name: String, ofKind kind: SpanKind = .internal, _ body: (TelemetrySpan?) throws -> T) rethrows -> T {
         guard let tracer else { return try body(nil) }
-        let span = TelemetrySpan(tracer.startAnySpan(name, context: .current ?? .topLevel, ofKind: kind))
+        let span = start(name, tracer, context: .current ?? .topLevel, ofKind: kind)
         defer { span.span.end() }
         do {
             return try InstrumentationContext.$current.withValue(span.span.context) { try body(span) }
@@ -181,6 +193,10 @@ package struct Telemetry: Sendable {
 
     /// The context a later job links back to (W3C `traceparent`/`tracestate` fields), or none.
     package func propagationFields() -> [HeaderField] {
+        if let listTracer {
+            guard let context = InstrumentationContext.current else { return [] }
+            return listTracer.propagationFields(of: context)
+        }
         var fields: [HeaderField] = []
         inject(into: &fields)
         return fields
@@ -198,21 +214,40 @@ package struct Telemetry: Sendable {
 /// A span that is being recorded: the attribute setters Attache uses, so call sites stay short.
 package struct TelemetrySpan: Sendable {
     let span: any Span
+    /// The same span, when it keeps a ``SpanAttributeList``.
+    private let listed: (any AttributeListSpan)?
 
-    init(_ span: any Span) { self.span = span }
+    init(_ span: any Span) {
+        self.span = span
+        listed = nil
+    }
+
+    init(listed span: any AttributeListSpan) {
+        self.span = span
+        listed = span
+    }
 
     /// Sets `key` to a string.
-    package func set(_ key: String, _ value: String) { span.attributes[key] = SpanAttribute.string(value) }
+    package func set(_ key: String, _ value: String) { update { $0.put(key, value) } }
     /// Sets `key` to an integer.
-    package func set(_ key: String, _ value: Int64) { span.attributes[key] = SpanAttribute.int64(value) }
+    package func set(_ key: String, _ value: Int64) { update { $0.put(key, value) } }
     /// Sets `key` to an integer.
-    package func set(_ key: String, _ value: Int) { span.attributes[key] = SpanAttribute.int64(Int64(value)) }
+    package func set(_ key: String, _ value: Int) { update { $0.put(key, value) } }
     /// Sets `key` to a flag.
-    package func set(_ key: String, _ value: Bool) { span.attributes[key] = SpanAttribute.bool(value) }
+    package func set(_ key: String, _ value: Bool) { update { $0.put(key, value) } }
     /// Sets several attributes in one update of the span (one lock), where each `set` above takes its
-    /// own. Through the span's `attributes` accessor, which a tracer may implement in place (Attache's
-    /// own does); `Span.updateAttributes` always copies them out and back.
-    package func update(_ body: (inout SpanAttributes) -> Void) { body(&span.attributes) }
+    /// own. A span of Attache's tracer takes them into its list in place; another tracer's span gets
+    /// them through its `attributes` accessor (`Span.updateAttributes` would copy them out and back).
+    package func update(_ body: (inout SpanAttributeList) -> Void) {
+        if let listed { return listed.updateAttributeList(body) }
+        var list = SpanAttributeList()
+        body(&list)
+        guard !list.isEmpty else { return }
+        func apply(_ attributes: inout SpanAttributes) {
+            for (key, value) in list.entries { attributes.set(key, value: value) }
+        }
+        apply(&span.attributes)
+    }
     /// Whether the span records what it is given: false for one a sampler left out, whose attributes
     /// would be thrown away, so none are made.
     package var isRecording: Bool { span.isRecording }
@@ -220,13 +255,19 @@ package struct TelemetrySpan: Sendable {
     /// duration and outcome as attributes.
     func stageEnded(_ name: String, at started: DefaultTracerClock.Instant, duration: Duration, outcome: String) {
         let seconds = duration.seconds
-        span.addEvent(
-            SpanEvent(
-                name: "attache." + name, at: started,
-                attributes: ["attache.stage.duration_s": .double(seconds), "attache.stage.outcome": .string(outcome)]))
+        let names = StageAttributeNames(name)
+        var event = SpanAttributeList()
+        event.reserveCapacity(2)
+        event.put("attache.stage.duration_s", seconds)
+        event.put("attache.stage.outcome", outcome)
+        if let listed {
+            listed.addEvent(names.event, atNanoseconds: started.nanosecondsSinceEpoch, attributes: event)
+        } else {
+            span.addEvent(SpanEvent(name: names.event, at: started, attributes: event.spanAttributes))
+        }
         update { attributes in
-            attributes.set("attache.stage." + name + ".duration_s", value: .double(seconds))
-            attributes.set("attache.stage." + name + ".outcome", value: .string(outcome))
+            attributes.put(names.duration, seconds)
+            attributes.put(names.outcome, outcome)
         }
     }
     /// Adds a link to the span of `context`.
@@ -249,15 +290,26 @@ package struct TelemetrySpan: Sendable {
     }
 }
 
-extension SpanAttributes {
-    /// Sets `key` to a string.
-    package mutating func put(_ key: String, _ value: String) { set(key, value: .string(value)) }
-    /// Sets `key` to an integer.
-    package mutating func put(_ key: String, _ value: Int) { set(key, value: .int64(Int64(value))) }
-    /// Sets `key` to an integer.
-    package mutating func put(_ key: String, _ value: Int64) { set(key, value: .int64(value)) }
-    /// Sets `key` to a flag.
-    package mutating func put(_ key: String, _ value: Bool) { set(key, value: .bool(value)) }
+/// The event and attribute names of a stage recorded on its send span: literals for the pipeline's
+/// stages, so that recording one makes no string.
+struct StageAttributeNames {
+    let event: String
+    let duration: String
+    let outcome: String
+
+    init(_ stage: String) {
+        switch stage {
+        case "detect": (event, duration, outcome) = ("attache.detect", "attache.stage.detect.duration_s", "attache.stage.detect.outcome")
+        case "transform":
+            (event, duration, outcome) = ("attache.transform", "attache.stage.transform.duration_s", "attache.stage.transform.outcome")
+        case "scan": (event, duration, outcome) = ("attache.scan", "attache.stage.scan.duration_s", "attache.stage.scan.outcome")
+        case "seal": (event, duration, outcome) = ("attache.seal", "attache.stage.seal.duration_s", "attache.stage.seal.outcome")
+        case "interpret":
+            (event, duration, outcome) = ("attache.interpret", "attache.stage.interpret.duration_s", "attache.stage.interpret.outcome")
+        default:
+            (event, duration, outcome) = ("attache." + stage, "attache.stage." + stage + ".duration_s", "attache.stage." + stage + ".outcome")
+        }
+    }
 }
 
 /// Writes propagation fields into header fields.

@@ -155,9 +155,14 @@ public final class RequestClient: Sendable {
                 // An answer streamed to a file may be large: fewer, larger writes.
                 let exchange = try self.exchange(
                     for: adapted, receiveBufferSize: destination == nil ? nil : TransportRequest.streamingReceiveBufferSize)
-                let attemptLog = RequestLog(configuration: configuration, request: adapted, exchange: exchange.request, attempt: attempt)
-                attemptLog.sending()
-                log = attemptLog
+                // Every line of the log is at debug or trace: below those, no attempt makes one (it copies the
+                // configuration and the request, and scans the request for secrets).
+                if configuration.logger.logLevel <= .debug {
+                    let attemptLog = RequestLog(
+                        configuration: configuration, request: adapted, exchange: exchange.request, attempt: attempt)
+                    attemptLog.sending()
+                    log = attemptLog
+                }
                 let sink = RequestSink(
                     limit: exchange.maximumResponseBodySize, destination: destination, attempt: attempt,
                     bytesToSend: exchange.body?.byteCount ?? 0, progress: progress)
@@ -171,7 +176,7 @@ public final class RequestClient: Sendable {
             } settle: { answer -> Settlement<ServerResponse> in
                 var response = answer.response
                 response.retryableByClient = answer.classifier.isRetryable(response)
-                if let sink = answer.sink as? RequestSink { log?.received(response, sink: sink) }
+                if let log, let sink = answer.sink as? RequestSink { log.received(response, sink: sink) }
                 lastResponse = response
                 guard Self.mayRetry(adapted), let advice = answer.retryAdvice else { return .done(response) }
                 return .retry(advice, failure: nil)

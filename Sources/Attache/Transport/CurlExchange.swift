@@ -119,7 +119,7 @@ final class CurlExchange: @unchecked Sendable {
             try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             // Over TLS, wait for a connection that may multiplex rather than open another one (plain
             // http is HTTP/1.1, where there is nothing to wait for).
-            if String(decoding: request.url.utf8.prefix(6), as: UTF8.self).equalsIgnoringASCIICase("https:") {
+            if request.url.hasPrefixIgnoringASCIICase("https:") {
                 try easy.set(CURLOPT_PIPEWAIT, true)
             }
         } else {
@@ -136,10 +136,7 @@ final class CurlExchange: @unchecked Sendable {
     /// multipart part sent that way as an empty one (its form parser took the bytes), so the object lost its
     /// last part. The empty value tells curl to send no such field.
     static func withoutCurlsContentType(_ lines: [String]) -> [String] {
-        let named = lines.contains { line in
-            // The first 13 bytes (a small string, no allocation), compared without regard to ASCII case.
-            line.utf8.count > 12 && String(decoding: line.utf8.prefix(13), as: UTF8.self).equalsIgnoringASCIICase("content-type:")
-        }
+        let named = lines.contains { $0.hasPrefixIgnoringASCIICase("content-type:") }
         return named ? lines : lines + ["Content-Type:"]
     }
 

@@ -1,4 +1,4 @@
-import Glibc
+package import Glibc
 
 /// The one lock of the package: a POSIX mutex with a condition variable beside it.
 ///
@@ -18,7 +18,7 @@ import Glibc
 /// ```
 package final class Lock: @unchecked Sendable {
     // Checked `Sendable` by hand: the pointers never change, and pthread objects are made to be shared.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private let block: UnsafeMutableRawPointer
 
@@ -49,12 +49,15 @@ package final class Lock: @unchecked Sendable {
     }
 
     /// Takes the lock, waiting for it when another thread holds it.
+    @inlinable
     package func lock() { pthread_mutex_lock(mutex) }
 
     /// Gives the lock back; only the thread that holds it may call this.
+    @inlinable
     package func unlock() { pthread_mutex_unlock(mutex) }
 
     /// Runs `body` with the lock held.
+    @inlinable
     package func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }

@@ -11,15 +11,20 @@ package final class LockedValue<Value: ~Copyable>: @unchecked Sendable {
     // Checked `Sendable` by hand: the value is reached only under the lock. Unlike `Mutex`, the
     // value is not `sending`: the transport keeps non-`Sendable` curl handles here on purpose and
     // hands them between its loop thread and callers, each access ordered by the lock.
-    private let lock = Lock()
-    private var value: Value
+    // Inlinable, with its storage usable from inlined code: called from other modules, `withLock` was an
+    // unspecialized generic call that looked up the box's metadata on each use (several hundred
+    // instructions, on every span, metric and transfer).
+    @usableFromInline let lock = Lock()
+    @usableFromInline var value: Value
 
     /// Creates a box holding `value`.
+    @inlinable
     package init(_ value: consuming Value) {
         self.value = value
     }
 
     /// Runs `body` on the value with the lock held and returns what it returns.
+    @inlinable
     package func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {

@@ -20,6 +20,12 @@ package enum URLRedaction {
         // Searched in the UTF-8 bytes (`#`, `?`, `/` and `@` are ASCII, so each index found is a
         // character boundary): a search by Character walks grapheme clusters, and this runs for every
         // attempt when tracing is on.
+        // Most URLs have no user info, query or fragment: one pass over the bytes finds that, and the
+        // URL is its own redaction (no copy).
+        let plain = url.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        }
+        if plain == true { return url }
         let bytes = url.utf8
         let end = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
         let mark = bytes[..<end].firstIndex(of: UInt8(ascii: "?"))

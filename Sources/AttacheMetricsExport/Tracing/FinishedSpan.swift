@@ -1,3 +1,4 @@
+package import Attache
 package import Tracing
 
 /// An ended span as it waits for export: everything the OTLP encoder writes, nothing more.
@@ -15,14 +16,38 @@ package struct FinishedSpan: Sendable {
     /// Start and end, nanoseconds since the Unix epoch.
     package var startNanoseconds: UInt64
     package var endNanoseconds: UInt64
-    /// The attributes as set last.
-    package var attributes: SpanAttributes
+    /// The attributes as set last, in the order they were first set.
+    package var attributes: SpanAttributeList
     /// Events in the order they were added.
-    package var events: [SpanEvent]
+    package var events: [Event]
     /// Links to other spans.
     package var links: [Link]
     /// The status, if one was set.
     package var status: SpanStatus?
+
+    /// Something that happened during the span.
+    package struct Event: Sendable {
+        /// What happened.
+        package var name: String
+        /// When, nanoseconds since the Unix epoch.
+        package var nanosecondsSinceEpoch: UInt64
+        /// What the event says.
+        package var attributes: SpanAttributeList
+
+        /// Creates an event.
+        package init(name: String, nanosecondsSinceEpoch: UInt64, attributes: SpanAttributeList) {
+            self.name = name
+            self.nanosecondsSinceEpoch = nanosecondsSinceEpoch
+            self.attributes = attributes
+        }
+
+        /// The event swift-distributed-tracing's `Span.addEvent` hands over.
+        package init(_ event: SpanEvent) {
+            self.init(
+                name: event.name, nanosecondsSinceEpoch: event.nanosecondsSinceEpoch,
+                attributes: SpanAttributeList(event.attributes))
+        }
+    }
 
     /// A link to another span's context.
     package struct Link: Sendable {
@@ -41,7 +66,7 @@ package struct FinishedSpan: Sendable {
     /// Creates a span record.
     package init(
         context: SpanContext, parentSpanID: SpanID?, parentIsRemote: Bool = false, name: String, kind: SpanKind,
-        startNanoseconds: UInt64, endNanoseconds: UInt64, attributes: SpanAttributes = [:], events: [SpanEvent] = [],
+        startNanoseconds: UInt64, endNanoseconds: UInt64, attributes: SpanAttributeList = [:], events: [Event] = [],
         links: [Link] = [], status: SpanStatus? = nil
     ) {
         self.context = context

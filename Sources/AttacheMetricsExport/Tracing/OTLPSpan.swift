@@ -1,4 +1,5 @@
 import AttacheCore
+package import Attache
 package import Tracing
 
 /// A span of ``OTLPTracer``: recorded under a lock while it runs, handed to the batch processor as a
@@ -6,7 +7,7 @@ package import Tracing
 ///
 /// A span the sampler left out holds its context and nothing else: no lock, no attributes, and every
 /// setter returns at once.
-package final class OTLPSpan: Span, @unchecked Sendable {
+package final class OTLPSpan: AttributeListSpan, @unchecked Sendable {
     // Checked `Sendable` by hand: the `let`s never change, and every `var` is read and written with
     // `lock` held; a span that is not recording has no lock and never changes a `var`.
     package let context: InstrumentationContext
@@ -18,8 +19,8 @@ package final class OTLPSpan: Span, @unchecked Sendable {
     private let processor: BatchSpanProcessor?
     private let lock: Lock?
     private var name: String
-    private var recordedAttributes = SpanAttributes()
-    private var events: [SpanEvent] = []
+    private var recordedAttributes = SpanAttributeList()
+    private var events: [FinishedSpan.Event] = []
     private var links: [FinishedSpan.Link] = []
     private var status: SpanStatus?
     private var hasEnded = false
@@ -54,27 +55,26 @@ package final class OTLPSpan: Span, @unchecked Sendable {
         return lock.withLock { !hasEnded }
     }
 
+    /// The attributes as swift-distributed-tracing's type, for code that sets them through the `Span`
+    /// protocol (Hummingbird's middleware, a library user's spans): each access converts the span's
+    /// list. Attache's own hooks write the list in place (``updateAttributeList(_:)``).
     package var attributes: SpanAttributes {
-        get { lock?.withLock { recordedAttributes } ?? SpanAttributes() }
-        set { lock?.withLock { if !hasEnded { recordedAttributes = newValue } } }
-        // In place, under the lock: `span.attributes[key] = value` (and Attache's batched updates) change
-        // the span's own dictionary. Through `get` and `set` each change copied every attribute set so
-        // far (the copy the getter hands out is shared, so the first write duplicates it), which made a
-        // span of n attributes set one by one cost n² entry copies and rehashes.
-        _modify {
-            guard let lock else {
-                var discarded = SpanAttributes()
-                yield &discarded
-                return
-            }
-            lock.lock()
-            defer { lock.unlock() }
-            if hasEnded {
-                var discarded = SpanAttributes()
-                yield &discarded
-            } else {
-                yield &recordedAttributes
-            }
+        get { lock?.withLock { recordedAttributes.spanAttributes } ?? SpanAttributes() }
+        set { lock?.withLock { if !hasEnded { recordedAttributes = SpanAttributeList(newValue) } } }
+    }
+
+    package func updateAttributeList(_ body: (inout SpanAttributeList) -> Void) {
+        guard let lock else {
+            var discarded = SpanAttributeList()
+            return body(&discarded)
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        if hasEnded {
+            var discarded = SpanAttributeList()
+            body(&discarded)
+        } else {
+            body(&recordedAttributes)
         }
     }
 
@@ -84,7 +84,17 @@ package final class OTLPSpan: Span, @unchecked Sendable {
     }
 
     package func addEvent(_ event: SpanEvent) {
-        lock?.withLock { if !hasEnded { events.append(event) } }
+        guard let lock else { return }
+        let event = FinishedSpan.Event(event)
+        lock.withLock { if !hasEnded { events.append(event) } }
+    }
+
+    package func addEvent(_ name: String, atNanoseconds nanoseconds: UInt64, attributes: SpanAttributeList) {
+        lock?.withLock {
+            if !hasEnded {
+                events.append(FinishedSpan.Event(name: name, nanosecondsSinceEpoch: nanoseconds, attributes: attributes))
+            }
+        }
     }
 
     /// Records an `exception` event with `exception.type`, the error's type. Not its description: an

@@ -1,3 +1,4 @@
+import Attache
 import Tracing
 
 /// Writes ended spans as an OTLP `ExportTraceServiceRequest` in protobuf (the body of a POST to
@@ -106,6 +107,13 @@ extension ProtobufWriter {
         case .client: return 3
         case .producer: return 4
         case .consumer: return 5
+        }
+    }
+
+    /// Each attribute as a `KeyValue` in field `field`, in the list's order.
+    mutating func attributes(_ field: Int, _ attributes: SpanAttributeList) {
+        for (key, value) in attributes.entries {
+            message(field) { $0.keyValue(key, value) }
         }
     }
 

@@ -1,3 +1,4 @@
+package import Attache
 package import Tracing
 import Synchronization
 
@@ -13,7 +14,7 @@ import Synchronization
 /// let tracer = OTLPTracer(sampler: .standard, processor: processor)
 /// InstrumentationSystem.bootstrap(tracer)
 /// ```
-package final class OTLPTracer: Tracer {
+package final class OTLPTracer: AttributeListTracer {
     package typealias Span = OTLPSpan
 
     /// Which spans are recorded.
@@ -50,6 +51,18 @@ package final class OTLPTracer: Tracer {
     /// Asks the processor to send what it holds now, without waiting for it.
     package func forceFlush() {
         processor.requestFlush()
+    }
+
+    package func startAttributeListSpan(_ name: String, context: InstrumentationContext, ofKind kind: SpanKind)
+        -> any AttributeListSpan
+    {
+        startSpan(name, context: context, ofKind: kind, at: DefaultTracerClock.now, function: "", file: "", line: 0)
+    }
+
+    package func propagationFields(of context: InstrumentationContext) -> [HeaderField] {
+        guard propagates, let span = context.spanContext else { return [] }
+        guard let state = span.traceState else { return [HeaderField(name: "traceparent", value: span.traceparent)] }
+        return [HeaderField(name: "traceparent", value: span.traceparent), HeaderField(name: "tracestate", value: state)]
     }
 
     package func inject<Carrier, Inject>(
