@@ -32,36 +32,38 @@ edit('Sources/Attache/Observability/AttachmentPipeline+Telemetry.swift', [
         let start = ContinuousClock.now'''),
 ])
 edit('Sources/Attache/Upload/Uploader.swift', [
-  ('''client.telemetry.withSpan("attache.interpret", { _ in interpreter.interpret(response) })''', '''interpreter.interpret(response)'''),
+  ('''client.telemetry.stage("interpret", { interpreter.interpret(response) })''', '''interpreter.interpret(response)'''),
 ])
 edit('Sources/Attache/Client/AttacheClient.swift', [
   ('''        if telemetry.tracer != nil {
             return try await tracedExchange(request, sink: sink, operation: operation, attempt: attempt)
         }
 ''', ''),
-  ('''        guard instrumentation != nil || interceptors.logger != nil || telemetry.metrics != nil else {''',
-   '''        guard instrumentation != nil || interceptors.logger != nil else {'''),
+  ('''        guard interceptors.logger != nil || telemetry.metrics != nil else {''',
+   '''        guard interceptors.logger != nil else {'''),
   ('''        recordAttempt(request, operation: operation, status: status, failure: failure, duration: duration)
 ''', ''),
-  ('''        if instrumentation != nil || telemetry.metrics != nil {''', '''        if instrumentation != nil {'''),
-  ('''        recordRetry(operation, cause: cause)
-        instrumentation?.retrying(''', '''        instrumentation?.retrying('''),
+])
+edit('Sources/Attache/Client/AttacheClient+Execute.swift', [
+  ('''        recordRetry(series.operation, cause: Self.retryCause(status: advice.status, failure: failure))
+''', ''),
 ])
 edit('Sources/AttacheBatch/BatchUploader.swift', [
-  ('''        guard telemetry.tracer != nil else { return await run(paths) }
-        await telemetry.withSpan("attache.batch") { _ in await run(paths) }''', '''        _ = telemetry
-        await run(paths)'''),
+  ('''        let ending = telemetry.tracer == nil
+            ? await run(paths) : await telemetry.withSpan("attache.batch") { _ in await run(paths) }''',
+   '''        _ = telemetry
+        let ending = await run(paths)'''),
   ('''            try await pipeline.telemetry.startingTraces {
-                try await pipeline.send(attachment) { update in
+                try await pipeline.send(attachment, options: options) { update in
                     guard case .upload(let progress) = update else { return }
                     let (emit, retry) = throttle.filter(progress)
                     if let retry { events.force(.retried(file, attempt: retry)) }
                     if emit { events.offer(.progress(file, progress)) }
                 }
-            }''', '''                try await pipeline.send(attachment) { update in
-                    guard case .upload(let progress) = update else { return }
-                    let (emit, retry) = throttle.filter(progress)
-                    if let retry { events.force(.retried(file, attempt: retry)) }
-                    if emit { events.offer(.progress(file, progress)) }
-                }'''),
+            }''', '''            try await pipeline.send(attachment, options: options) { update in
+                guard case .upload(let progress) = update else { return }
+                let (emit, retry) = throttle.filter(progress)
+                if let retry { events.force(.retried(file, attempt: retry)) }
+                if emit { events.offer(.progress(file, progress)) }
+            }'''),
 ])

@@ -15,18 +15,28 @@ package import Tracing
 /// attributes.put("http.response.status_code", 200)
 /// ```
 package struct SpanAttributeList: Sendable, ExpressibleByDictionaryLiteral {
-    /// The attributes, in the order their keys were first set.
-    package private(set) var entries: [(key: String, value: SpanAttribute)] = []
+    // Two arrays rather than one of pairs: an array of tuples is copied and destroyed through the tuple's
+    // run-time value witnesses, an array of `String` or of `SpanAttribute` by specialized code.
+    /// The keys, in the order they were first set.
+    package private(set) var keys: [String] = []
+    /// The value of each key, at the key's index.
+    package private(set) var values: [SpanAttribute] = []
 
     /// No attributes.
     package init() {}
 
     /// The attributes of `attributes`, in the dictionary's order.
     package init(_ attributes: SpanAttributes) {
-        var entries: [(key: String, value: SpanAttribute)] = []
-        entries.reserveCapacity(attributes.count)
-        attributes.forEach { key, value in entries.append((key, value)) }
-        self.entries = entries
+        var keys: [String] = []
+        var values: [SpanAttribute] = []
+        keys.reserveCapacity(attributes.count)
+        values.reserveCapacity(attributes.count)
+        attributes.forEach { key, value in
+            keys.append(key)
+            values.append(value)
+        }
+        self.keys = keys
+        self.values = values
     }
 
     /// The attributes of a literal.
@@ -35,28 +45,41 @@ package struct SpanAttributeList: Sendable, ExpressibleByDictionaryLiteral {
     }
 
     /// Whether there are none.
-    package var isEmpty: Bool { entries.isEmpty }
+    package var isEmpty: Bool { keys.isEmpty }
 
     /// How many there are.
-    package var count: Int { entries.count }
+    package var count: Int { keys.count }
 
     /// Makes room for `count` attributes in all.
-    package mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
+    package mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+    }
 
     /// The value of `key`, if it is set.
     package func get(_ key: String) -> SpanAttribute? {
-        entries.first { $0.key == key }?.value
+        index(of: key).map { values[$0] }
     }
 
     /// Sets `key` to `value`; nil removes it.
     package mutating func set(_ key: String, value: SpanAttribute?) {
-        let index = entries.firstIndex { $0.key == key }
-        switch (index, value) {
-        case (let index?, let value?): entries[index].value = value
-        case (let index?, nil): entries.remove(at: index)
-        case (nil, let value?): entries.append((key, value))
+        switch (index(of: key), value) {
+        case (let index?, let value?): values[index] = value
+        case (let index?, nil):
+            keys.remove(at: index)
+            values.remove(at: index)
+        case (nil, let value?):
+            keys.append(key)
+            values.append(value)
         case (nil, nil): break
         }
+    }
+
+    /// Where `key` is. Lengths first: two keys of a span mostly differ in length, which a native string
+    /// knows at once, where comparing two long strings of the same prefix (`attache.stage.…`) walks them.
+    private func index(of key: String) -> Int? {
+        let length = key.utf8.count
+        return keys.firstIndex { $0.utf8.count == length && $0 == key }
     }
 
     /// Sets `key` to a string.
@@ -73,8 +96,8 @@ package struct SpanAttributeList: Sendable, ExpressibleByDictionaryLiteral {
     /// The same attributes as swift-distributed-tracing's type.
     package var spanAttributes: SpanAttributes {
         var attributes = SpanAttributes()
-        attributes.reserveCapacity(entries.count)
-        for (key, value) in entries { attributes.set(key, value: value) }
+        attributes.reserveCapacity(keys.count)
+        for index in keys.indices { attributes.set(keys[index], value: values[index]) }
         return attributes
     }
 }

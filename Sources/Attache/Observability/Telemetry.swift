@@ -244,7 +244,7 @@ package struct TelemetrySpan: Sendable {
         body(&list)
         guard !list.isEmpty else { return }
         func apply(_ attributes: inout SpanAttributes) {
-            for (key, value) in list.entries { attributes.set(key, value: value) }
+            for index in list.keys.indices { attributes.set(list.keys[index], value: list.values[index]) }
         }
         apply(&span.attributes)
     }

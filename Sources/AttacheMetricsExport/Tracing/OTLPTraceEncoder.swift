@@ -29,7 +29,7 @@ package struct OTLPTraceEncoder: Sendable {
 
     /// The request body for `spans`.
     package func encode(_ spans: [FinishedSpan]) -> [UInt8] {
-        var writer = ProtobufWriter(capacity: 256 + spans.count * 320)
+        var writer = ProtobufWriter(capacity: 256 + spans.count * 768)
         // ExportTraceServiceRequest.resource_spans = 1
         writer.message(1) { resourceSpans in
             // ResourceSpans.resource = 1 → Resource.attributes = 1
@@ -112,9 +112,60 @@ extension ProtobufWriter {
 
     /// Each attribute as a `KeyValue` in field `field`, in the list's order.
     mutating func attributes(_ field: Int, _ attributes: SpanAttributeList) {
-        for (key, value) in attributes.entries {
-            message(field) { $0.keyValue(key, value) }
+        let keys = attributes.keys, values = attributes.values
+        for index in keys.indices {
+            keyValue(field, keys[index], values[index])
         }
+    }
+
+    /// `KeyValue { key = 1, value = 2 }` in field `field`. A string, integer, flag or number is written
+    /// front to back with every length known before it is written (a span's attributes are nearly all
+    /// of these); other values go through ``message(_:_:)``.
+    mutating func keyValue(_ field: Int, _ key: String, _ value: SpanAttribute) {
+        var key = key
+        key.withUTF8 { keyBytes in
+            var text: String?
+            let anyLength: Int
+            switch value {
+            case .string(let string):
+                text = string
+                let count = string.utf8.count
+                anyLength = 1 + Self.varintSize(UInt64(count)) + count
+            case .bool: anyLength = 2
+            case .int64(let number): anyLength = 1 + Self.varintSize(UInt64(bitPattern: number))
+            case .int32(let number): anyLength = 1 + Self.varintSize(UInt64(bitPattern: Int64(number)))
+            case .double: anyLength = 9
+            default:
+                message(field) { $0.keyValue(String(decoding: keyBytes, as: UTF8.self), value) }
+                return
+            }
+            let keyValueLength = 1 + Self.varintSize(UInt64(keyBytes.count)) + keyBytes.count + 1
+                + Self.varintSize(UInt64(anyLength)) + anyLength
+            tag(field, .lengthDelimited)
+            varint(UInt64(keyValueLength))
+            tag(1, .lengthDelimited)
+            varint(UInt64(keyBytes.count))
+            append(keyBytes)
+            tag(2, .lengthDelimited)
+            varint(UInt64(anyLength))
+            switch value {
+            case .bool(let flag): bool(2, flag)
+            case .int64(let number): int64(3, number)
+            case .int32(let number): int64(3, Int64(number))
+            case .double(let number): double(4, number)
+            default: if let text { string(1, text) }
+            }
+        }
+    }
+
+    /// The bytes `varint` writes for `value`.
+    static func varintSize(_ value: UInt64) -> Int {
+        var value = value, size = 1
+        while value >= 0x80 {
+            value >>= 7
+            size += 1
+        }
+        return size
     }
 
     /// Each attribute as a `KeyValue` in field `field`; values of a type OTLP has no place for are left out.

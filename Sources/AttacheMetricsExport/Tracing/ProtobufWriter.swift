@@ -36,6 +36,11 @@ package struct ProtobufWriter {
         bytes.append(UInt8(value))
     }
 
+    /// Appends `raw` as it is (bytes whose length was written before them).
+    mutating func append(_ raw: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: raw)
+    }
+
     mutating func tag(_ field: Int, _ type: WireType) {
         varint(UInt64(field) << 3 | UInt64(type.rawValue))
     }
