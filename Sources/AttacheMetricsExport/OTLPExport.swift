@@ -37,9 +37,13 @@ package final class OTLPExport: Sendable {
         if environment["OTEL_TRACES_EXPORTER"]?.lowercased() == "none" {
             tracer = nil
         } else {
+            // A transport of its own (its own curl loop thread and connection): an export of thousands of
+            // spans, or a collector that is slow to read one, never holds up the loop that moves the
+            // files and requests themselves.
             let exporter = OTLPHTTPSpanExporter(
                 settings: traces.exporter,
-                encoder: OTLPTraceEncoder(resource: traces.resource, scopeName: "attache", scopeVersion: AttacheLibrary.version))
+                encoder: OTLPTraceEncoder(resource: traces.resource, scopeName: "attache", scopeVersion: AttacheLibrary.version),
+                transport: CurlTransport())
             let processor = BatchSpanProcessor(settings: traces.batching, exporter: exporter, warn: writeWarningLine)
             tracer = OTLPTracer(sampler: traces.sampler, processor: processor, propagates: traces.propagates)
         }

@@ -158,16 +158,6 @@ extension ProtobufWriter {
         }
     }
 
-    /// The bytes `varint` writes for `value`.
-    static func varintSize(_ value: UInt64) -> Int {
-        var value = value, size = 1
-        while value >= 0x80 {
-            value >>= 7
-            size += 1
-        }
-        return size
-    }
-
     /// Each attribute as a `KeyValue` in field `field`; values of a type OTLP has no place for are left out.
     mutating func attributes(_ field: Int, _ attributes: SpanAttributes) {
         attributes.forEach { key, value in
