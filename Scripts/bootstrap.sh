@@ -17,7 +17,7 @@ Installs the Debian/Ubuntu packages needed to build and test Attache.
 Options:
   --library          only what a package that depends on the Attache library needs to build (the C
                      headers it links), not the test servers and tools
-  --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, cwebp, ffmpeg,
+  --with-bench       also install the benchmark anchors (vips, ImageMagick, hyperfine, cwebp, ffmpeg, valgrind,
                      numpy, scipy, Pillow, aria2, perf)
   --with-samples     also install the tools Scripts/make-samples.sh uses
   --no-swift-check   do not fail when no Swift 6 toolchain is on PATH (e.g. while building an image)
@@ -106,7 +106,7 @@ required=(
     # Observability: a real Prometheus scrapes `--metrics-listen` in the tests; promtool checks the exposition
     prometheus
 )
-bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2 linux-perf)
+bench=(libvips-tools imagemagick hyperfine webp ffmpeg python3-numpy python3-scipy python3-pil aria2 linux-perf valgrind)
 samples=(
     imagemagick fonts-dejavu-core libimage-exiftool-perl webp  # images
     ffmpeg sox espeak-ng libheif-examples                      # audio, video, HEIC
