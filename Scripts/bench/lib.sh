@@ -186,12 +186,12 @@ bench_measure() {
     return "$status"
 }
 
-# The same with the command's user + system CPU seconds, to the microsecond (Scripts/bench/rusage.py:
+# The same with the command's user + system CPU seconds, to the microsecond (Scripts/bench/measure.py:
 # GNU time's 10 ms steps are 7 % of a 0.14 s run). The wall time is taken around the command alone.
 bench_measure_cpu() {
     local out status
     out=$(mktemp)
-    /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/rusage.py" "$out" "$@" && status=0 || status=$?
+    /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/measure.py" "$out" "$@" && status=0 || status=$?
     awk 'END { printf "%.6f %s %.4f\n", $1, $2, $3 }' "$out"
     rm -f "$out"
     return "$status"
