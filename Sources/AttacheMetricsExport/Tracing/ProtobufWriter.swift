@@ -78,16 +78,20 @@ package struct ProtobufWriter {
     /// Appends `value` as a base-128 varint, low groups first.
     mutating func varint(_ value: UInt64) {
         buffer.reserve(10)
+        buffer.count += Self.writeVarint(value, at: buffer.base + buffer.count)
+    }
+
+    /// Writes `value` as a varint at `at` (room for ten bytes) and returns how many bytes it took.
+    private static func writeVarint(_ value: UInt64, at start: UnsafeMutablePointer<UInt8>) -> Int {
         var value = value
-        var at = buffer.base + buffer.count
-        let start = at
+        var at = start
         while value >= 0x80 {
             at.pointee = UInt8(truncatingIfNeeded: value) | 0x80
             at += 1
             value >>= 7
         }
         at.pointee = UInt8(value)
-        buffer.count += at - start + 1
+        return at - start + 1
     }
 
     /// Appends `raw` as it is (bytes whose length was written before them).
@@ -176,14 +180,7 @@ package struct ProtobufWriter {
         let message = buffer.base + lengthAt + 1
         UnsafeMutableRawPointer(message + extra).copyMemory(from: message, byteCount: length)  // a memmove
         buffer.count += extra
-        var value = UInt64(length)
-        var at = buffer.base + lengthAt
-        while value >= 0x80 {
-            at.pointee = UInt8(truncatingIfNeeded: value) | 0x80
-            at += 1
-            value >>= 7
-        }
-        at.pointee = UInt8(value)
+        _ = Self.writeVarint(UInt64(length), at: buffer.base + lengthAt)
     }
 
     /// The bytes `varint` writes for `value`.
