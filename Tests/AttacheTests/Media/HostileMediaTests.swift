@@ -96,6 +96,12 @@ import Testing
             cpuSeconds: 1, addressSpaceBytes: 1 << 30, fileSizeBytes: 1 << 20, wallSeconds: 60))
         #expect(!spin.timedOut && spin.signal != nil && spin.failureReason.contains("CPU"))
 
+        // ffmpeg catches SIGXCPU and exits with status 255: the CPU time, not the signal, says why.
+        let caught = try await ProcessRunner.run("/bin/sh", ["-c", "trap 'exit 255' XCPU; while :; do :; done"],
+                                                 limits: .init(cpuSeconds: 1, addressSpaceBytes: 1 << 30,
+                                                               fileSizeBytes: 1 << 20, wallSeconds: 60))
+        #expect(caught.exitStatus == 255 && caught.reachedCPULimit && caught.failureReason.contains("CPU"))
+
         let hungry = try await ProcessRunner.run("/usr/bin/python3", ["-c", "x = bytearray(1 << 30)"], limits: .init(
             cpuSeconds: 10, addressSpaceBytes: 256 << 20, fileSizeBytes: 1 << 20, wallSeconds: 60))
         #expect(hungry.exitStatus != 0 && hungry.standardError.contains("MemoryError"))

@@ -43,6 +43,9 @@ package struct ProcessOutcome: Sendable {
     package var standardError: String
     /// CPU seconds it used (user + system).
     package var cpuSeconds: Double
+    /// Whether it used the CPU time its limit allowed. The kernel then sends SIGXCPU, which ffmpeg
+    /// catches: it exits with status 255 instead of dying of the signal, so the signal alone cannot say.
+    package var reachedCPULimit: Bool
 
     /// Whether it exited with status 0.
     package var succeeded: Bool { exitStatus == 0 && !timedOut }
@@ -51,6 +54,7 @@ package struct ProcessOutcome: Sendable {
     /// printed.
     package var failureReason: String {
         if timedOut { return "killed after the wall-clock limit" }
+        if reachedCPULimit { return "stopped at the CPU-time limit" }
         if let signal {
             switch signal {
             case SIGXCPU: return "stopped at the CPU-time limit"
@@ -188,7 +192,9 @@ package enum ProcessRunner {
         let exited = status & 0x7f == 0
         return ProcessOutcome(
             exitStatus: exited ? (status >> 8) & 0xff : nil, signal: exited ? nil : status & 0x7f,
-            timedOut: timedOut, standardError: String(decoding: errorTail, as: UTF8.self), cpuSeconds: cpu)
+            timedOut: timedOut, standardError: String(decoding: errorTail, as: UTF8.self), cpuSeconds: cpu,
+            // rusage rounds to microseconds; the kernel compares its nanosecond total with the soft limit.
+            reachedCPULimit: cpu + 0.001 >= Double(limits.cpuSeconds))
     }
 
     private static func monotonicSeconds() -> Double {
