@@ -12,10 +12,11 @@
 
 static void set_limit(int resource, unsigned long long value) {
     if (value == 0) return;
+    // Soft and hard alike. For CPU time that means SIGKILL at the limit and no SIGXCPU before it: ffmpeg
+    // catches SIGXCPU and exits with status 255 when it can wrap up in time, which looked like a file it
+    // could not read, and the CPU time the kernel had counted by ticks when it sent the signal can be
+    // more than what wait4 reports, so the time alone could not say either.
     struct rlimit limit = {(rlim_t)value, (rlim_t)value};
-    // A soft limit one below the hard one for CPU time: the child gets SIGXCPU first, then SIGKILL a
-    // second later, and either way it is gone.
-    if (resource == RLIMIT_CPU) limit.rlim_max = (rlim_t)value + 1;
     setrlimit(resource, &limit);
 }
 

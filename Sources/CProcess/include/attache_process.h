@@ -8,7 +8,7 @@
 
 /// Limits applied in the child before exec; 0 leaves a limit as inherited.
 struct attache_process_limits {
-    /// RLIMIT_CPU: the kernel sends SIGXCPU, then SIGKILL, when the child used this much CPU time.
+    /// RLIMIT_CPU: the kernel sends SIGKILL when the child used this much CPU time (no SIGXCPU first).
     unsigned long long cpu_seconds;
     /// RLIMIT_AS: the child's allocations fail beyond this much address space.
     unsigned long long address_space_bytes;

@@ -93,14 +93,14 @@ import Testing
         #expect(hang.timedOut && !hang.succeeded && hang.failureReason.contains("wall-clock"))
 
         let spin = try await ProcessRunner.run("/bin/sh", ["-c", "while :; do :; done"], limits: .init(
-            cpuSeconds: 1, addressSpaceBytes: 1 << 30, fileSizeBytes: 1 << 20, wallSeconds: 60))
-        #expect(!spin.timedOut && spin.signal != nil && spin.failureReason.contains("CPU"))
+            cpuSeconds: 1, addressSpaceBytes: 1 << 30, fileSizeBytes: 1 << 20, wallSeconds: 600))
+        #expect(!spin.timedOut && spin.signal != nil && spin.failureReason.contains("CPU"), "\(spin)")
 
-        // ffmpeg catches SIGXCPU and exits with status 255: the CPU time, not the signal, says why.
+        // ffmpeg catches SIGXCPU (and then exits with status 255): the limit must stop a child that does.
         let caught = try await ProcessRunner.run("/bin/sh", ["-c", "trap 'exit 255' XCPU; while :; do :; done"],
                                                  limits: .init(cpuSeconds: 1, addressSpaceBytes: 1 << 30,
-                                                               fileSizeBytes: 1 << 20, wallSeconds: 60))
-        #expect(caught.exitStatus == 255 && caught.reachedCPULimit && caught.failureReason.contains("CPU"))
+                                                               fileSizeBytes: 1 << 20, wallSeconds: 600))
+        #expect(caught.signal == SIGKILL && caught.failureReason.contains("CPU"), "\(caught)")
 
         let hungry = try await ProcessRunner.run("/usr/bin/python3", ["-c", "x = bytearray(1 << 30)"], limits: .init(
             cpuSeconds: 10, addressSpaceBytes: 256 << 20, fileSizeBytes: 1 << 20, wallSeconds: 60))

@@ -360,7 +360,7 @@ public struct MediaConverter: Sendable {
     }
 
     private static func code(for outcome: ProcessOutcome) -> AttacheError.Code {
-        if outcome.timedOut || outcome.reachedCPULimit { return .limitExceeded }
+        if outcome.timedOut { return .limitExceeded }
         switch outcome.signal {
         case .some(SIGXCPU), .some(SIGKILL), .some(SIGXFSZ): return .limitExceeded
         case .some: return .nativeLibrary

@@ -97,8 +97,7 @@ package struct MediaProbe: Sendable, Hashable, Codable {
             return output.count < 1 << 20
         }
         guard outcome.succeeded else {
-            let code: AttacheError.Code = outcome.timedOut || outcome.reachedCPULimit || outcome.signal != nil
-                ? .limitExceeded : .corruptInput
+            let code: AttacheError.Code = outcome.timedOut || outcome.signal != nil ? .limitExceeded : .corruptInput
             throw AttacheError(code, stage: .transform, "ffprobe cannot read the file: \(outcome.failureReason)",
                                file: path)
         }

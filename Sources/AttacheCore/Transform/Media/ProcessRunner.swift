@@ -43,9 +43,8 @@ package struct ProcessOutcome: Sendable {
     package var standardError: String
     /// CPU seconds it used (user + system).
     package var cpuSeconds: Double
-    /// Whether it used the CPU time its limit allowed. The kernel then sends SIGXCPU, which ffmpeg
-    /// catches: it exits with status 255 instead of dying of the signal, so the signal alone cannot say.
-    package var reachedCPULimit: Bool
+    /// The CPU-time limit it ran under, in seconds.
+    package var cpuLimitSeconds: Int
 
     /// Whether it exited with status 0.
     package var succeeded: Bool { exitStatus == 0 && !timedOut }
@@ -54,11 +53,15 @@ package struct ProcessOutcome: Sendable {
     /// printed.
     package var failureReason: String {
         if timedOut { return "killed after the wall-clock limit" }
-        if reachedCPULimit { return "stopped at the CPU-time limit" }
         if let signal {
             switch signal {
             case SIGXCPU: return "stopped at the CPU-time limit"
-            case SIGKILL: return "killed (CPU-time or memory limit)"
+            // The kernel's SIGKILL at the CPU-time limit (soft and hard limits are equal, so there is no
+            // SIGXCPU, which ffmpeg would catch). It counts by ticks, so the CPU time wait4 reports may fall
+            // a little short of the limit.
+            case SIGKILL where cpuSeconds >= 0.9 * Double(cpuLimitSeconds):
+                return "stopped at the CPU-time limit of \(cpuLimitSeconds) s"
+            case SIGKILL: return "killed (SIGKILL: the CPU-time limit, or the system short of memory)"
             case SIGXFSZ: return "stopped at the output-size limit"
             case SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE: return "crashed (signal \(signal))"
             default: return "ended by signal \(signal)"
@@ -193,8 +196,7 @@ package enum ProcessRunner {
         return ProcessOutcome(
             exitStatus: exited ? (status >> 8) & 0xff : nil, signal: exited ? nil : status & 0x7f,
             timedOut: timedOut, standardError: String(decoding: errorTail, as: UTF8.self), cpuSeconds: cpu,
-            // rusage rounds to microseconds; the kernel compares its nanosecond total with the soft limit.
-            reachedCPULimit: cpu + 0.001 >= Double(limits.cpuSeconds))
+            cpuLimitSeconds: limits.cpuSeconds)
     }
 
     private static func monotonicSeconds() -> Double {
