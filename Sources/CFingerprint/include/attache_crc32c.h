@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// CRC-32C with the CPU's own instruction (SSE 4.2's crc32), for S3's part checksums
+// CRC-32C with the CPU's own instruction (SSE 4.2's crc32, three runs side by side), for S3's part checksums
 // (Sources/Attache/ObjectStore/CRC32C.swift, which keeps a portable table method for other CPUs).
 
 // 1 when this CPU has the instruction, 0 otherwise.

@@ -52,9 +52,10 @@ struct PartPlanTests {
     @Test("CRC-32C: the CPU's instruction and the tables agree at every alignment and length")
     func crc32cMethodsAgree() {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<4099).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let bytes = (0..<100_009).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        // Long inputs go as three runs side by side (3 × 8 KiB, then 3 × 256 bytes): each side of each edge.
         for start in 0..<9 {
-            for count in [0, 1, 7, 8, 9, 63, 1000, 4090 - start] {
+            for count in [0, 1, 7, 8, 9, 63, 767, 768, 769, 1000, 4090, 24_575, 24_576, 24_577, 25_349, 100_000 - start] {
                 var either = CRC32C()
                 var tables = CRC32C()
                 bytes[start..<(start + count)].withUnsafeBytes {
@@ -62,6 +63,11 @@ struct PartPlanTests {
                     tables.updateWithTables($0)
                 }
                 #expect(either.value == tables.value, "start \(start), count \(count)")
+                var split = CRC32C()
+                let cut = start + count / 3
+                bytes[start..<cut].withUnsafeBytes { split.update($0) }
+                bytes[cut..<(start + count)].withUnsafeBytes { split.update($0) }
+                #expect(split.value == tables.value, "start \(start), count \(count), cut at \(cut)")
             }
         }
         // This machine's CPU has SSE 4.2: the first test checks the instruction's path against the check value.
