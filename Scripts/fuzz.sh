@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every parser that reads hostile input with libFuzzer (plus AddressSanitizer): the detector
 # (detect), unsealing and base64 (unseal), the server's answers (interpret), the image decoders
-# (image), the request layer's property-list and sealed-form readers (requests) and the stream-gcm
-# range reader (sealed-range);
+# (image), the HEIC/HEIF/AVIF decoder (heif), the request layer's property-list and sealed-form
+# readers (requests) and the stream-gcm range reader (sealed-range);
 # Sources/AttacheFuzzTargets says what each target does and checks.
 #
 # Usage: Scripts/fuzz.sh [SECONDS] [TARGET...] [-- extra libFuzzer flags...]
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 seconds=600
 if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then seconds="$1"; shift; fi
-all_targets=(detect unseal interpret image requests sealed-range)
+all_targets=(detect unseal interpret image heif requests sealed-range)
 targets=()
 while (($#)); do
     if [[ "$1" == "--" ]]; then shift; break; fi
@@ -41,7 +41,7 @@ each=$((seconds / ${#targets[@]}))
 # The longest input each target is given: a detection head, two stream-gcm segments, a server answer
 # within the interpreter's cap (kept short: longer bodies add no new paths), an image small enough to
 # decode in milliseconds, a property list or sealed form answer.
-declare -A max_len=([detect]=65536 [unseal]=140000 [interpret]=16384 [image]=65536 [requests]=16384 [sealed-range]=64)
+declare -A max_len=([detect]=65536 [unseal]=140000 [interpret]=16384 [image]=65536 [heif]=16384 [requests]=16384 [sealed-range]=64)
 
 scratch=.build-fuzz
 findings=fuzz-findings

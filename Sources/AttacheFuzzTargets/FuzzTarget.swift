@@ -19,6 +19,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case interpret
     /// `ImageRecompressor` over JPEG, PNG, WebP, GIF and BMP headers and decoders, with a small pixel cap.
     case image
+    /// `LibHEIFDecoder` over HEIC, HEIF and AVIF: libheif, and Attache's grid walk and tile decoder.
+    case heif
     /// The request layer's readers of answers: XML property lists and encrypted JSON forms.
     case requests
     /// The `stream-gcm` range reader: a range opened where it starts is those bytes of the whole stream.
@@ -31,6 +33,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .unseal: UnsealTarget.run(bytes)
         case .interpret: InterpretTarget.run(bytes)
         case .image: ImageTarget.run(bytes)
+        case .heif: HEIFTarget.run(bytes)
         case .requests: RequestsTarget.run(bytes)
         case .sealedRange: SealedRangeTarget.run(bytes)
         }
