@@ -385,23 +385,33 @@ struct meta {
     uint32_t primary;
 };
 
-static int read_meta(const uint8_t *data, size_t size, struct meta *meta) {
-    struct box box, pitm, iprp;
+// The primary item, the item list and where the items' bytes are (pitm, iinf, iloc, idat): enough to
+// read an item's type and data. `children`/`length` receive the meta box's children.
+static int read_items(const uint8_t *data, size_t size, struct meta *meta, const uint8_t **children,
+                      size_t *length) {
+    struct box box, pitm;
     memset(meta, 0, sizeof *meta);
     if (!find_box(data, size, FOURCC('m', 'e', 't', 'a'), &box) || box.size < 4) return 0;
-    const uint8_t *children = box.body + 4;
-    size_t length = box.size - 4;
-    if (!find_box(children, length, FOURCC('p', 'i', 't', 'm'), &pitm) || pitm.size < 6
-        || !find_box(children, length, FOURCC('i', 'i', 'n', 'f'), &meta->iinf) || meta->iinf.size < 6
-        || !find_box(children, length, FOURCC('i', 'r', 'e', 'f'), &meta->iref) || meta->iref.size < 4
-        || !find_box(children, length, FOURCC('i', 'l', 'o', 'c'), &meta->iloc) || meta->iloc.size < 8
-        || !find_box(children, length, FOURCC('i', 'p', 'r', 'p'), &iprp)
-        || !find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'c', 'o'), &meta->ipco)
-        || !find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'm', 'a'), &meta->ipma) || meta->ipma.size < 8)
+    *children = box.body + 4;
+    *length = box.size - 4;
+    if (!find_box(*children, *length, FOURCC('p', 'i', 't', 'm'), &pitm) || pitm.size < 6
+        || !find_box(*children, *length, FOURCC('i', 'i', 'n', 'f'), &meta->iinf) || meta->iinf.size < 6
+        || !find_box(*children, *length, FOURCC('i', 'l', 'o', 'c'), &meta->iloc) || meta->iloc.size < 8)
         return 0;
-    meta->has_idat = find_box(children, length, FOURCC('i', 'd', 'a', 't'), &meta->idat);
+    meta->has_idat = find_box(*children, *length, FOURCC('i', 'd', 'a', 't'), &meta->idat);
     meta->primary = pitm.body[0] == 0 ? be16(pitm.body + 4) : pitm.size >= 8 ? be32(pitm.body + 4) : 0;
     return meta->primary != 0;
+}
+
+static int read_meta(const uint8_t *data, size_t size, struct meta *meta) {
+    struct box iprp;
+    const uint8_t *children;
+    size_t length;
+    return read_items(data, size, meta, &children, &length)
+        && find_box(children, length, FOURCC('i', 'r', 'e', 'f'), &meta->iref) && meta->iref.size >= 4
+        && find_box(children, length, FOURCC('i', 'p', 'r', 'p'), &iprp)
+        && find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'c', 'o'), &meta->ipco)
+        && find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'm', 'a'), &meta->ipma) && meta->ipma.size >= 8;
 }
 
 // The item type of `item` in iinf (0 when not found).
@@ -537,6 +547,57 @@ void attache_heif_close(struct attache_heif_image *image) {
     free(image);
 }
 
+static int item_data(const struct attache_heif_image *image, const struct meta *meta, uint32_t item,
+                     const uint8_t **out, size_t *out_size, uint8_t **owned);
+
+// The largest canvas of the file's derived images, grids and overlays (iovl), in pixels. libheif 1.15
+// allocates each canvas whole from the item's own description, whatever size the ispe of the image it
+// decodes declares, and a derived image can be a tile or a layer of another (the fuzzer's file: a grid of
+// 24 × 8 pixels whose one tile is an overlay that asked libheif for 2.5 GB). So every one of them is
+// measured, not only the primary image. 0 when there is none, or the item boxes cannot be walked (libheif
+// then reads the file alone); -1 when one's description cannot be read.
+static long long largest_derived_canvas(const struct attache_heif_image *image) {
+    struct meta meta;
+    const uint8_t *children;
+    size_t length;
+    if (!read_items(image->data, image->size, &meta, &children, &length)) return 0;
+    const struct box *iinf = &meta.iinf;
+    const uint8_t *at = iinf->body + (iinf->body[0] == 0 ? 6 : 8), *end = iinf->body + iinf->size;
+    if (at > end) return 0;
+    long long largest = 0;
+    struct box infe;
+    while (next_box(&at, end, &infe)) {
+        if (infe.type != FOURCC('i', 'n', 'f', 'e') || infe.size < 4 || infe.body[0] < 2) continue;
+        int wide = infe.body[0] >= 3;
+        if (infe.size < (size_t)(wide ? 14 : 12)) continue;
+        uint32_t item = wide ? be32(infe.body + 4) : be16(infe.body + 4);
+        uint32_t type = be32(infe.body + (wide ? 10 : 8));
+        // ImageGrid: version, flags, rows - 1, columns - 1, then the size. ImageOverlay: version, flags,
+        // four 16-bit fill values, then the size. Bit 0 of the flags: 32-bit sizes, else 16-bit.
+        size_t offset;
+        if (type == FOURCC('g', 'r', 'i', 'd')) {
+            offset = 4;
+        } else if (type == FOURCC('i', 'o', 'v', 'l')) {
+            offset = 10;
+        } else {
+            continue;
+        }
+        const uint8_t *descriptor;
+        size_t descriptor_size;
+        uint8_t *owned = NULL;
+        if (!item_data(image, &meta, item, &descriptor, &descriptor_size, &owned)) return -1;
+        size_t field = descriptor_size >= 2 && (descriptor[1] & 1) ? 4 : 2;
+        long long pixels = -1;
+        if (descriptor_size >= offset + 2 * field) {
+            pixels = (long long)be_n(descriptor + offset, field) * (long long)be_n(descriptor + offset + field, field);
+        }
+        free(owned);
+        if (pixels < 0) return -1;
+        if (pixels > largest) largest = pixels;
+    }
+    return largest;
+}
+
 int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, struct attache_heif_image **out,
                       int *width, int *height, char *error, size_t error_size) {
     *out = NULL;
@@ -570,6 +631,18 @@ int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, s
     if ((long long)image->width * image->height > pixel_limit) {
         snprintf(error, error_size, "the image is %d×%d, over the limit of %lld pixels", image->width, image->height,
                  pixel_limit);
+        attache_heif_close(image);
+        return ATTACHE_HEIF_LIMIT;
+    }
+    long long canvas = largest_derived_canvas(image);
+    if (canvas < 0) {
+        snprintf(error, error_size, "a grid or overlay of the file cannot be read");
+        attache_heif_close(image);
+        return ATTACHE_HEIF_CORRUPT;
+    }
+    if (canvas > pixel_limit) {
+        snprintf(error, error_size, "the file holds a grid or overlay of %lld pixels, over the limit of %lld pixels",
+                 canvas, pixel_limit);
         attache_heif_close(image);
         return ATTACHE_HEIF_LIMIT;
     }

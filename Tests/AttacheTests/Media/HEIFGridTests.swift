@@ -194,4 +194,17 @@ import Testing
             path: cut, mimeType: "image/heic", kind: .image, workDirectory: dir, configuration: HEIFTests.configuration())
         #expect(!output.didTransform && output.skipReason?.hasPrefix("corrupt-input") == true)
     }
+
+    /// libheif 1.15 allocates a derived image's canvas from the grid or overlay description, not from the
+    /// image's ispe: the fuzzer's overlay declares 24 × 8 pixels in its ispe and asked libheif for 2.5 GB.
+    @Test func anOverlayIsMeasuredByItsCanvasNotItsHeader() throws {
+        let bomb = HEIFTests.root + "/Tests/FuzzCorpus/heif/overlay-bomb.heic"
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bomb)))
+        var prepared = false
+        let error = #expect(throws: AttacheError.self) {
+            try LibHEIFDecoder().decodeRows(bytes, pixelLimit: 100_000_000, prepare: { _ in prepared = true }, row: { _ in })
+        }
+        #expect(error?.code == .limitExceeded && error?.message.contains("grid or overlay") == true, "\(String(describing: error))")
+        #expect(!prepared)
+    }
 }
