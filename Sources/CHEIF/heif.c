@@ -399,6 +399,9 @@ static int read_items(const uint8_t *data, size_t size, struct meta *meta, const
         || !find_box(*children, *length, FOURCC('i', 'l', 'o', 'c'), &meta->iloc) || meta->iloc.size < 8)
         return 0;
     meta->has_idat = find_box(*children, *length, FOURCC('i', 'd', 'a', 't'), &meta->idat);
+    // Optional here (a single picture has none); derived_from reads it only when present.
+    if (!find_box(*children, *length, FOURCC('i', 'r', 'e', 'f'), &meta->iref) || meta->iref.size < 4)
+        memset(&meta->iref, 0, sizeof meta->iref);
     meta->primary = pitm.body[0] == 0 ? be16(pitm.body + 4) : pitm.size >= 8 ? be32(pitm.body + 4) : 0;
     return meta->primary != 0;
 }
@@ -407,8 +410,7 @@ static int read_meta(const uint8_t *data, size_t size, struct meta *meta) {
     struct box iprp;
     const uint8_t *children;
     size_t length;
-    return read_items(data, size, meta, &children, &length)
-        && find_box(children, length, FOURCC('i', 'r', 'e', 'f'), &meta->iref) && meta->iref.size >= 4
+    return read_items(data, size, meta, &children, &length) && meta->iref.body != NULL
         && find_box(children, length, FOURCC('i', 'p', 'r', 'p'), &iprp)
         && find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'c', 'o'), &meta->ipco)
         && find_box(iprp.body, iprp.size, FOURCC('i', 'p', 'm', 'a'), &meta->ipma) && meta->ipma.size >= 8;
@@ -550,20 +552,29 @@ void attache_heif_close(struct attache_heif_image *image) {
 static int item_data(const struct attache_heif_image *image, const struct meta *meta, uint32_t item,
                      const uint8_t **out, size_t *out_size, uint8_t **owned);
 
-// The largest canvas of the file's derived images, grids and overlays (iovl), in pixels. libheif 1.15
-// allocates each canvas whole from the item's own description, whatever size the ispe of the image it
-// decodes declares, and a derived image can be a tile or a layer of another (the fuzzer's file: a grid of
-// 24 × 8 pixels whose one tile is an overlay that asked libheif for 2.5 GB). So every one of them is
-// measured, not only the primary image. 0 when there is none, or the item boxes cannot be walked (libheif
-// then reads the file alone); -1 when one's description cannot be read.
-static long long largest_derived_canvas(const struct attache_heif_image *image) {
+enum { DERIVED_UNREADABLE = -1, MAX_DERIVED = 64 };
+
+// The largest canvas of the file's derived images, grids and overlays (iovl), in pixels; 0 when there is
+// none, or when the item boxes cannot be walked (libheif then reads the file alone). Two things libheif
+// 1.15 does not check, found by the heif fuzz target:
+// - It allocates each canvas whole from the item's own description, whatever the ispe of the image it
+//   decodes says, and a derived image can be an input of another: a grid of 24 × 8 pixels whose one tile
+//   was an overlay asked for 2.5 GB. So every derived item is measured, not only the primary image.
+// - It follows a derived image's inputs without looking for a loop: a grid that named itself as its tile
+//   recursed until memory ran out. So no input of a derived image may be derived itself (`*nested`
+//   is set); phones write grids of coded pictures.
+// DERIVED_UNREADABLE when a description cannot be read, or there are more than MAX_DERIVED of them.
+static long long largest_derived_canvas(const struct attache_heif_image *image, int *nested) {
     struct meta meta;
+    *nested = 0;
     const uint8_t *children;
     size_t length;
     if (!read_items(image->data, image->size, &meta, &children, &length)) return 0;
     const struct box *iinf = &meta.iinf;
     const uint8_t *at = iinf->body + (iinf->body[0] == 0 ? 6 : 8), *end = iinf->body + iinf->size;
     if (at > end) return 0;
+    uint32_t derived[MAX_DERIVED];
+    size_t derived_count = 0;
     long long largest = 0;
     struct box infe;
     while (next_box(&at, end, &infe)) {
@@ -582,18 +593,32 @@ static long long largest_derived_canvas(const struct attache_heif_image *image) 
         } else {
             continue;
         }
+        if (derived_count == MAX_DERIVED) return DERIVED_UNREADABLE;
+        derived[derived_count++] = item;
         const uint8_t *descriptor;
         size_t descriptor_size;
         uint8_t *owned = NULL;
-        if (!item_data(image, &meta, item, &descriptor, &descriptor_size, &owned)) return -1;
+        if (!item_data(image, &meta, item, &descriptor, &descriptor_size, &owned)) return DERIVED_UNREADABLE;
         size_t field = descriptor_size >= 2 && (descriptor[1] & 1) ? 4 : 2;
         long long pixels = -1;
         if (descriptor_size >= offset + 2 * field) {
             pixels = (long long)be_n(descriptor + offset, field) * (long long)be_n(descriptor + offset + field, field);
         }
         free(owned);
-        if (pixels < 0) return -1;
+        if (pixels < 0) return DERIVED_UNREADABLE;
         if (pixels > largest) largest = pixels;
+    }
+    if (derived_count == 0 || meta.iref.body == NULL) return largest;
+    for (size_t d = 0; d < derived_count; d++) {
+        uint32_t count = derived_from(&meta, derived[d], NULL, 0);
+        if (count == 0) continue;
+        uint32_t *inputs = malloc((size_t)count * sizeof *inputs);
+        if (inputs == NULL) return DERIVED_UNREADABLE;
+        count = derived_from(&meta, derived[d], inputs, count);
+        for (uint32_t i = 0; i < count && !*nested; i++)
+            for (size_t e = 0; e < derived_count && !*nested; e++) *nested = inputs[i] == derived[e];
+        free(inputs);
+        if (*nested) break;
     }
     return largest;
 }
@@ -634,7 +659,8 @@ int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, s
         attache_heif_close(image);
         return ATTACHE_HEIF_LIMIT;
     }
-    long long canvas = largest_derived_canvas(image);
+    int nested;
+    long long canvas = largest_derived_canvas(image, &nested);
     if (canvas < 0) {
         snprintf(error, error_size, "a grid or overlay of the file cannot be read");
         attache_heif_close(image);
@@ -645,6 +671,11 @@ int attache_heif_open(const uint8_t *data, size_t size, long long pixel_limit, s
                  canvas, pixel_limit);
         attache_heif_close(image);
         return ATTACHE_HEIF_LIMIT;
+    }
+    if (nested) {
+        snprintf(error, error_size, "a grid or overlay of the file is made of another grid or overlay");
+        attache_heif_close(image);
+        return ATTACHE_HEIF_UNSUPPORTED;
     }
     *width = image->width;
     *height = image->height;

@@ -197,7 +197,7 @@ import Testing
 
     /// libheif 1.15 allocates a derived image's canvas from the grid or overlay description, not from the
     /// image's ispe: the fuzzer's overlay declares 24 × 8 pixels in its ispe and asked libheif for 2.5 GB.
-    @Test func anOverlayIsMeasuredByItsCanvasNotItsHeader() throws {
+    @Test func derivedImagesAreMeasuredByTheirCanvasAndMayNotNest() throws {
         let bomb = HEIFTests.root + "/Tests/FuzzCorpus/heif/overlay-bomb.heic"
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bomb)))
         var prepared = false
@@ -205,6 +205,15 @@ import Testing
             try LibHEIFDecoder().decodeRows(bytes, pixelLimit: 100_000_000, prepare: { _ in prepared = true }, row: { _ in })
         }
         #expect(error?.code == .limitExceeded && error?.message.contains("grid or overlay") == true, "\(String(describing: error))")
+        #expect(!prepared)
+        // And it follows a derived image's inputs without looking for a loop: this grid is its own tile.
+        let loop = HEIFTests.root + "/Tests/FuzzCorpus/heif/grid-of-itself.heic"
+        let looped = #expect(throws: AttacheError.self) {
+            try LibHEIFDecoder().decodeRows([UInt8](try Data(contentsOf: URL(fileURLWithPath: loop))),
+                                            pixelLimit: 100_000_000, prepare: { _ in prepared = true }, row: { _ in })
+        }
+        #expect(looped?.code == .unsupportedInput && looped?.message.contains("made of another") == true,
+                "\(String(describing: looped))")
         #expect(!prepared)
     }
 }
