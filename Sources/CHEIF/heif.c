@@ -608,7 +608,15 @@ static long long largest_derived_canvas(const struct attache_heif_image *image, 
         if (pixels < 0) return DERIVED_UNREADABLE;
         if (pixels > largest) largest = pixels;
     }
-    if (derived_count == 0 || meta.iref.body == NULL) return largest;
+    // libheif reads boxes this walk stops at (a child longer than its parent), so a list it cannot walk to
+    // its end could hide a derived item, or a reference, from the checks here.
+    if (at != end) return DERIVED_UNREADABLE;
+    if (derived_count == 0) return largest;
+    if (meta.iref.body == NULL) return DERIVED_UNREADABLE;
+    const uint8_t *reference_at = meta.iref.body + 4, *references_end = meta.iref.body + meta.iref.size;
+    struct box reference;
+    while (next_box(&reference_at, references_end, &reference)) {}
+    if (reference_at != references_end) return DERIVED_UNREADABLE;
     for (size_t d = 0; d < derived_count; d++) {
         uint32_t count = derived_from(&meta, derived[d], NULL, 0);
         if (count == 0) continue;
