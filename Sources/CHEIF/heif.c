@@ -613,21 +613,22 @@ static long long largest_derived_canvas(const struct attache_heif_image *image, 
     if (at != end) return DERIVED_UNREADABLE;
     if (derived_count == 0) return largest;
     if (meta.iref.body == NULL) return DERIVED_UNREADABLE;
+    // Every reference box must hold exactly the ids it declares: libheif reads a declared count past a
+    // box's end. Then no derived image may refer to a derived image by `dimg`, in any of its boxes.
+    size_t id_size = meta.iref.body[0] != 0 ? 4 : 2;
     const uint8_t *reference_at = meta.iref.body + 4, *references_end = meta.iref.body + meta.iref.size;
     struct box reference;
-    while (next_box(&reference_at, references_end, &reference)) {}
-    if (reference_at != references_end) return DERIVED_UNREADABLE;
-    for (size_t d = 0; d < derived_count; d++) {
-        uint32_t count = derived_from(&meta, derived[d], NULL, 0);
-        if (count == 0) continue;
-        uint32_t *inputs = malloc((size_t)count * sizeof *inputs);
-        if (inputs == NULL) return DERIVED_UNREADABLE;
-        count = derived_from(&meta, derived[d], inputs, count);
-        for (uint32_t i = 0; i < count && !*nested; i++)
-            for (size_t e = 0; e < derived_count && !*nested; e++) *nested = inputs[i] == derived[e];
-        free(inputs);
-        if (*nested) break;
+    while (next_box(&reference_at, references_end, &reference)) {
+        if (reference.size < id_size + 2) return DERIVED_UNREADABLE;
+        uint32_t count = be16(reference.body + id_size);
+        if (reference.size != id_size + 2 + (size_t)count * id_size) return DERIVED_UNREADABLE;
+        if (reference.type != FOURCC('d', 'i', 'm', 'g')) continue;
+        for (uint32_t i = 0; i < count && !*nested; i++) {
+            uint32_t input = (uint32_t)be_n(reference.body + id_size + 2 + (size_t)i * id_size, id_size);
+            for (size_t d = 0; d < derived_count && !*nested; d++) *nested = input == derived[d];
+        }
     }
+    if (reference_at != references_end) return DERIVED_UNREADABLE;
     return largest;
 }
 
